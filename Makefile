@@ -1,0 +1,106 @@
+# pmulab build. `make` builds build/pmulab.efi and the host tools; `make test`
+# runs every test (host unit tests + QEMU integration tests) and ends with
+# "N passed, N failed"; `make bench` prints pmulab's own performance figures.
+
+CLANGXX     ?= clang++
+HOSTCXX     ?= clang++
+LD_EFI      ?= ld.lld
+OBJCOPY     ?= objcopy
+PYTHON      ?= python3
+EFIINC      ?= /usr/include/efi
+EFILIB      ?= /usr/lib
+BUILD       := build
+
+VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
+
+CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
+EFI_SRCS  := $(sort $(wildcard src/efi/*.cpp))
+EFI_ASM   := $(sort $(wildcard src/efi/*.S))
+HOST_LIB_SRCS := $(sort $(wildcard src/host/lib/*.cpp))
+TEST_SRCS := $(sort $(wildcard tests/unit/*.cpp))
+
+WARN := -Wall -Wextra -Wno-unused-parameter -Werror=return-type -Werror=format
+COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Iinclude $(WARN) -DPMULAB_VERSION='"$(VERSION)"'
+
+EFI_CXXFLAGS := $(COMMON_CXXFLAGS) -target x86_64-unknown-linux-gnu -ffreestanding -nostdinc++ \
+	-fno-stack-protector -fno-stack-check -fpic -fshort-wchar -mno-red-zone \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables -fno-threadsafe-statics \
+	-fno-use-cxa-atexit -DGNU_EFI_USE_MS_ABI -I$(EFIINC) -I$(EFIINC)/x86_64 -Isrc/efi -O2 -g
+EFI_LDFLAGS := -nostdlib -znocombreloc -T src/efi/pmulab.lds -shared -Bsymbolic --no-undefined --apply-dynamic-relocs \
+	-L$(EFILIB) $(EFILIB)/crt0-efi-x86_64.o
+
+HOST_CXXFLAGS := $(COMMON_CXXFLAGS) -O2 -g
+TEST_CXXFLAGS := -std=c++20 -Iinclude -Itests/unit -Isrc/host/lib $(WARN) -O1 -g \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined -DPMULAB_VERSION='"$(VERSION)"'
+TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
+
+EFI_OBJS  := $(patsubst src/%.cpp,$(BUILD)/efi/%.o,$(CORE_SRCS) $(EFI_SRCS)) \
+	$(patsubst src/%.S,$(BUILD)/efi/%.o,$(EFI_ASM))
+HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS))
+TEST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/test/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS))
+TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
+
+HOST_TOOLS := $(BUILD)/host/pmulab-cpuid
+
+.PHONY: all test unit-test qemu-test bench fuzz image clean deps check-deps
+all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
+
+# Installs the build and test dependencies (Debian; apt-get as root or via sudo).
+deps:
+	@tools/install-deps.sh
+
+$(BUILD)/efi/%.o: src/%.cpp | check-deps
+	@mkdir -p $(dir $@)
+	@echo "  CXX(efi) $<"; $(CLANGXX) $(EFI_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/efi/%.o: src/%.S
+	@mkdir -p $(dir $@)
+	$(CLANGXX) -target x86_64-unknown-linux-gnu -fpic -c $< -o $@
+
+$(BUILD)/pmulab.so: $(EFI_OBJS) src/efi/pmulab.lds
+	$(LD_EFI) $(EFI_LDFLAGS) $(EFI_OBJS) -lgnuefi -o $@
+
+$(BUILD)/pmulab.efi: $(BUILD)/pmulab.so
+	$(OBJCOPY) -j .text -j .sdata -j .data -j .dynamic -j .dynsym -j .rel -j .rela -j .rel.* -j .rela.* \
+		-j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
+	@echo "built $@ ($(VERSION))"
+
+$(BUILD)/host/%.o: src/%.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX(host) $<"; $(HOSTCXX) $(HOST_CXXFLAGS) -Isrc/host/lib -MMD -MP -c $< -o $@
+
+$(BUILD)/host/pmulab-cpuid: $(BUILD)/host/host/pmulab_cpuid.o $(HOST_CORE_OBJS)
+	$(HOSTCXX) $^ -o $@
+
+$(BUILD)/test/%.o: src/%.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -fno-exceptions -fno-rtti -MMD -MP -c $< -o $@
+
+$(BUILD)/test/unit/%.o: tests/unit/%.cpp
+	@mkdir -p $(dir $@)
+	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/test/unit-tests: $(TEST_OBJS) $(TEST_CORE_OBJS)
+	$(HOSTCXX) $^ $(TEST_LDFLAGS) -o $@
+
+unit-test: $(BUILD)/test/unit-tests
+	$(BUILD)/test/unit-tests
+
+# Everything: host unit tests, host tool tests and QEMU boots; one summary line.
+test: all $(BUILD)/test/unit-tests
+	$(PYTHON) tests/run_tests.py
+
+qemu-test: all
+	$(PYTHON) tests/run_tests.py --only qemu
+
+bench: all
+	$(PYTHON) tests/bench.py
+
+check-deps:
+	@test -f $(EFILIB)/crt0-efi-x86_64.o -a -f $(EFIINC)/efi.h || { \
+	  echo "gnu-efi is missing: run 'make deps' (or apt-get install gnu-efi)"; exit 1; }
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

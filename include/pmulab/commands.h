@@ -1,0 +1,25 @@
+// Command entry points, each in its own source file, dispatched by app.cpp.
+#pragma once
+
+#include "pmulab/app.h"
+#include "pmulab/args.h"
+
+namespace pmulab {
+
+// CPU selection shared by commands: "--cpu N", "--cpu all", "--cpu bsp".
+struct CpuSelection {
+    bool all = false;
+    bool bsp = true;  // default
+    u32 index = 0;
+};
+Result<CpuSelection> parse_cpu_selection(const char* value);
+// Expands a selection to CPU indices; fails when N is out of range.
+Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus);
+
+int cmd_msr(Out& out, Args& args);
+extern const char kMsrHelp[];
+
+// Whether pmulab may write this MSR without --unsafe (the PMU ranges only).
+bool msr_is_pmu(u32 msr);
+
+}  // namespace pmulab

@@ -1,0 +1,252 @@
+#include "pmulab/app.h"
+
+#include "pmulab/args.h"
+#include "pmulab/census.h"
+#include "pmulab/commands.h"
+#include "pmulab/json.h"
+#include "pmulab/version.h"
+
+namespace pmulab {
+
+int exit_status_for(Errc c) {
+    switch (c) {
+        case Errc::ok: return kExitOk;
+        case Errc::invalid_argument: return kExitUsage;
+        case Errc::unsupported: return kExitUnsupported;
+        case Errc::internal: return kExitInternal;
+        default: return kExitFailure;
+    }
+}
+
+void Out::text(const char* fmt, ...) {
+    if (json_) return;
+    StrBuf b;
+    va_list ap;
+    va_start(ap, fmt);
+    b.vprintf(fmt, ap);
+    va_end(ap);
+    p_.write(b.view());
+}
+
+void Out::error(const Error& e) {
+    StrBuf b;
+    if (json_) {
+        JsonWriter w(b);
+        w.begin_object().field("type", "error").field("code", errc_name(e.code));
+        w.field("message", e.msg);
+        if (e.code == Errc::fault) w.field_u("vector", e.vector);
+        w.end_object();
+        b.put('\n');
+    } else {
+        b.printf("pmulab: error: %s\n", e.msg);
+    }
+    p_.write(b.view());
+}
+
+void Out::error_msg(Errc c, const char* fmt, ...) {
+    Error e;
+    e.code = c;
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    error(e);
+}
+
+void Out::warn(const char* fmt, ...) {
+    char msg[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    StrBuf b;
+    if (json_) {
+        JsonWriter w(b);
+        w.begin_object().field("type", "warning").field("message", msg).end_object();
+        b.put('\n');
+    } else {
+        b.printf("pmulab: warning: %s\n", msg);
+    }
+    p_.write(b.view());
+}
+
+Status split_command_line(StrView line, ArgVec* out) {
+    out->argv.clear();
+    out->storage.clear();
+    // Two passes: first build storage with NULs, then take pointers (storage must not grow after).
+    out->storage.reserve(line.len + 1);
+    Vec<usize> starts;
+    usize i = 0;
+    while (i < line.len) {
+        while (i < line.len && (line[i] == ' ' || line[i] == '\t')) ++i;
+        if (i >= line.len) break;
+        starts.push(out->storage.size());
+        bool quoted = false;
+        while (i < line.len) {
+            char c = line[i];
+            if (c == '"') {
+                quoted = !quoted;
+                ++i;
+                continue;
+            }
+            if (c == '\\' && i + 1 < line.len && (line[i + 1] == '"' || line[i + 1] == '\\')) {
+                out->storage.push(line[i + 1]);
+                i += 2;
+                continue;
+            }
+            if (!quoted && (c == ' ' || c == '\t')) break;
+            out->storage.push(c);
+            ++i;
+        }
+        if (quoted) return Error::make(Errc::invalid_argument, "unterminated quote in command line");
+        out->storage.push(0);
+    }
+    for (usize s : starts) out->argv.push(out->storage.data() + s);
+    return ok_status();
+}
+
+namespace {
+
+const char kHelpText[] =
+    "pmulab " PMULAB_VERSION " - CPU performance-monitoring lab (UEFI)\n"
+    "\n"
+    "usage: pmulab [--json] [--shutdown] COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  info                 census of every logical processor's PMU (default)\n"
+    "  msr read ADDR        read an MSR    [--cpu N|all|bsp]\n"
+    "  msr write ADDR VAL   write an MSR   [--cpu N|all|bsp] [--unsafe]\n"
+    "  version              print the version\n"
+    "  help [COMMAND]       this text, or a command's help\n"
+    "\n"
+    "global options:\n"
+    "  --json               JSON Lines output: one object per line, nothing else\n"
+    "  --shutdown           power off when done (what run-qemu.sh passes)\n"
+    "  --help, -h           help for the command\n"
+    "\n"
+    "exit status: 0 ok, 1 command failed, 2 usage error, 3 unsupported here, 4 internal error\n";
+
+const char kInfoHelp[] =
+    "usage: pmulab info [--json]\n"
+    "\n"
+    "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
+    "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
+    "then prints one row per CPU and one detailed block per distinct PMU.\n"
+    "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
+
+int cmd_info(Out& out, Args& args) {
+    while (!args.done()) {
+        out.error_msg(Errc::invalid_argument, "info: unexpected argument '%s' (see 'pmulab help info')",
+                      args.peek());
+        return kExitUsage;
+    }
+    Vec<CpuRecord> cpus;
+    Status s = census_collect(out.platform().hw(), cpus);
+    if (!s.ok()) {
+        out.error(s.error());
+        return exit_status_for(s.error().code);
+    }
+    if (out.json()) {
+        for (const CpuRecord& r : cpus) {
+            StrBuf line;
+            census_json(r, line);
+            out.record(line);
+        }
+    } else {
+        StrBuf b;
+        census_table(cpus, b);
+        out.text_buf(b);
+    }
+    for (const CpuRecord& r : cpus)
+        if (!r.collected) return kExitFailure;
+    return kExitOk;
+}
+
+int cmd_version(Out& out, Args& args) {
+    if (!args.done()) {
+        out.error_msg(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
+        return kExitUsage;
+    }
+    if (out.json()) {
+        StrBuf b;
+        JsonWriter w(b);
+        w.begin_object().field("type", "version").field("version", PMULAB_VERSION).end_object();
+        b.put('\n');
+        out.record(b);
+    } else {
+        out.text("pmulab %s\n", PMULAB_VERSION);
+    }
+    return kExitOk;
+}
+
+struct Command {
+    const char* name;
+    int (*run)(Out&, Args&);
+    const char* help;
+};
+
+int cmd_help(Out& out, Args& args);
+
+const Command kCommands[] = {
+    {"info", cmd_info, kInfoHelp},
+    {"msr", cmd_msr, kMsrHelp},
+    {"version", cmd_version, "usage: pmulab version\n"},
+    {"help", cmd_help, "usage: pmulab help [COMMAND]\n"},
+};
+
+const Command* find_command(const char* name) {
+    for (const Command& c : kCommands)
+        if (str_eq(c.name, name)) return &c;
+    return nullptr;
+}
+
+int cmd_help(Out& out, Args& args) {
+    if (args.done()) {
+        out.text("%s", kHelpText);
+        return kExitOk;
+    }
+    const char* name = args.take();
+    const Command* c = find_command(name);
+    if (!c) {
+        out.error_msg(Errc::invalid_argument, "help: unknown command '%s'", name);
+        return kExitUsage;
+    }
+    out.text("%s", c->help);
+    return kExitOk;
+}
+
+}  // namespace
+
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts) {
+    // Pull the global options out wherever they stand.
+    Vec<const char*> rest;
+    GlobalOptions g;
+    bool dashdash = false;
+    for (int i = 0; i < argc; ++i) {
+        const char* a = argv[i];
+        if (!dashdash && str_eq(a, "--")) {
+            dashdash = true;
+            continue;
+        }
+        if (!dashdash && str_eq(a, "--json")) g.json = true;
+        else if (!dashdash && str_eq(a, "--shutdown")) g.shutdown = true;
+        else if (!dashdash && (str_eq(a, "--help") || str_eq(a, "-h"))) g.help = true;
+        else rest.push(a);
+    }
+    if (opts) *opts = g;
+    Out out(p, g.json);
+    const char* name = rest.empty() ? "info" : rest[0];
+    const Command* c = find_command(name);
+    if (!c) {
+        out.error_msg(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", name);
+        return kExitUsage;
+    }
+    if (g.help) {
+        out.text("%s", c == find_command("help") ? kHelpText : c->help);
+        return kExitOk;
+    }
+    Args args(int(rest.size()) - (rest.empty() ? 0 : 1), rest.empty() ? nullptr : rest.data() + 1);
+    return c->run(out, args);
+}
+
+}  // namespace pmulab

@@ -1,0 +1,162 @@
+#include "fault.h"
+#include "platform.h"
+
+namespace pmulab::efi {
+
+namespace {
+
+EFI_GUID kMpServicesGuid = PMULAB_MP_SERVICES_GUID;
+
+struct ApCall {
+    CpuFn fn;
+    void* ctx;
+};
+
+// Runs on the AP: load pmulab's IDT so MSR faults are caught, run, restore.
+VOID EFIAPI ap_trampoline(VOID* arg) {
+    auto* call = static_cast<ApCall*>(arg);
+    SavedIdtr saved = fault_layer_enter();
+    call->fn(call->ctx);
+    fault_layer_leave(saved);
+}
+
+}  // namespace
+
+const char* status_name(EFI_STATUS s) {
+    switch (s) {
+        case EFI_SUCCESS: return "EFI_SUCCESS";
+        case EFI_LOAD_ERROR: return "EFI_LOAD_ERROR";
+        case EFI_INVALID_PARAMETER: return "EFI_INVALID_PARAMETER";
+        case EFI_UNSUPPORTED: return "EFI_UNSUPPORTED";
+        case EFI_BAD_BUFFER_SIZE: return "EFI_BAD_BUFFER_SIZE";
+        case EFI_BUFFER_TOO_SMALL: return "EFI_BUFFER_TOO_SMALL";
+        case EFI_NOT_READY: return "EFI_NOT_READY";
+        case EFI_DEVICE_ERROR: return "EFI_DEVICE_ERROR";
+        case EFI_WRITE_PROTECTED: return "EFI_WRITE_PROTECTED";
+        case EFI_OUT_OF_RESOURCES: return "EFI_OUT_OF_RESOURCES";
+        case EFI_VOLUME_FULL: return "EFI_VOLUME_FULL";
+        case EFI_NOT_FOUND: return "EFI_NOT_FOUND";
+        case EFI_ACCESS_DENIED: return "EFI_ACCESS_DENIED";
+        case EFI_TIMEOUT: return "EFI_TIMEOUT";
+        case EFI_NOT_STARTED: return "EFI_NOT_STARTED";
+        case EFI_ALREADY_STARTED: return "EFI_ALREADY_STARTED";
+        case EFI_ABORTED: return "EFI_ABORTED";
+        default: return "EFI error";
+    }
+}
+
+Status EfiHw::init() {
+    void* iface = nullptr;
+    EFI_STATUS st = gBS->LocateProtocol(&kMpServicesGuid, nullptr, &iface);
+    if (st != EFI_SUCCESS || !iface) {
+        // Single-processor firmware may not install MP Services at all.
+        mp_ = nullptr;
+        count_ = 1;
+        bsp_ = 0;
+        topo_.resize(1);
+        topo_[0].bsp = true;
+        topo_[0].apic_id = (cpuid(1, 0).ebx >> 24) & 0xff;
+        return ok_status();
+    }
+    mp_ = static_cast<EfiMpServicesProtocol*>(iface);
+    UINTN n = 0, enabled = 0;
+    st = mp_->GetNumberOfProcessors(mp_, &n, &enabled);
+    if (st != EFI_SUCCESS || n == 0)
+        return Error::make(Errc::io, "MP Services GetNumberOfProcessors failed: %s", status_name(st));
+    count_ = u32(n);
+    topo_.resize(count_);
+    for (u32 i = 0; i < count_; ++i) {
+        EfiProcessorInformation info{};
+        bool ext = true;
+        st = mp_->GetProcessorInfo(mp_, UINTN(i) | kCpuV2ExtendedTopology, &info);
+        if (st == EFI_INVALID_PARAMETER || st == EFI_NOT_FOUND) {
+            // Firmware older than PI 1.7 rejects the extended-topology flag.
+            ext = false;
+            st = mp_->GetProcessorInfo(mp_, UINTN(i), &info);
+        }
+        if (st != EFI_SUCCESS)
+            return Error::make(Errc::io, "MP Services GetProcessorInfo(%u) failed: %s", i, status_name(st));
+        CpuTopology& t = topo_[i];
+        t.apic_id = info.ProcessorId;
+        t.bsp = info.StatusFlag & kProcessorAsBspBit;
+        t.enabled = info.StatusFlag & kProcessorEnabledBit;
+        t.healthy = info.StatusFlag & kProcessorHealthStatusBit;
+        t.package = info.Location.Package;
+        t.core = info.Location.Core;
+        t.thread = info.Location.Thread;
+        t.has_extended = ext;
+        if (ext) {
+            t.ext_package = info.Location2.Package;
+            t.ext_module = info.Location2.Module;
+            t.ext_tile = info.Location2.Tile;
+            t.ext_die = info.Location2.Die;
+            t.ext_core = info.Location2.Core;
+            t.ext_thread = info.Location2.Thread;
+        }
+        if (t.bsp) bsp_ = i;
+    }
+    return ok_status();
+}
+
+CpuidRegs EfiHw::cpuid(u32 leaf, u32 subleaf) {
+    CpuidRegs r;
+    asm volatile("cpuid" : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx) : "a"(leaf), "c"(subleaf));
+    return r;
+}
+
+Result<u64> EfiHw::rdmsr(u32 msr) {
+    u64 v = 0;
+    u32 vec = pmulab_safe_rdmsr(msr, &v);
+    if (vec) return msr_fault_error("RDMSR", msr, 0, u8(vec));
+    return v;
+}
+
+Status EfiHw::wrmsr(u32 msr, u64 value) {
+    u32 vec = pmulab_safe_wrmsr(msr, value);
+    if (vec) return msr_fault_error("WRMSR", msr, value, u8(vec));
+    return ok_status();
+}
+
+Result<u64> EfiHw::rdpmc(u32 index) {
+    u64 v = 0;
+    u32 vec = pmulab_safe_rdpmc(index, &v);
+    if (vec) return pmc_fault_error(index, u8(vec));
+    return v;
+}
+
+u64 EfiHw::rdtsc() {
+    u32 lo, hi;
+    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (u64(hi) << 32) | lo;
+}
+
+u32 EfiHw::current_cpu() {
+    if (!mp_) return 0;
+    UINTN n = 0;
+    if (mp_->WhoAmI(mp_, &n) != EFI_SUCCESS) return bsp_;
+    return u32(n);
+}
+
+Result<CpuTopology> EfiHw::topology(u32 cpu) {
+    if (cpu >= count_) return Error::make(Errc::invalid_argument, "no logical processor %u", cpu);
+    return topo_[cpu];
+}
+
+Status EfiHw::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
+    if (cpu >= count_)
+        return Error::make(Errc::invalid_argument, "no logical processor %u (there are %u)", cpu, count_);
+    if (cpu == current_cpu()) {
+        // The BSP runs with pmulab's IDT loaded for the whole session.
+        fn(ctx);
+        return ok_status();
+    }
+    if (!topo_[cpu].enabled)
+        return Error::make(Errc::unsupported, "logical processor %u is disabled by the firmware", cpu);
+    ApCall call{fn, ctx};
+    EFI_STATUS st = mp_->StartupThisAP(mp_, ap_trampoline, UINTN(cpu), nullptr, 0, &call, nullptr);
+    if (st != EFI_SUCCESS)
+        return Error::make(Errc::io, "MP Services StartupThisAP(CPU %u) failed: %s", cpu, status_name(st));
+    return ok_status();
+}
+
+}  // namespace pmulab::efi

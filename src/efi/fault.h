@@ -1,0 +1,29 @@
+// Fault-safe MSR/PMC access on the EFI side (fault_stubs.S + fault.cpp).
+#pragma once
+
+#include "pmulab/result.h"
+
+extern "C" {
+pmulab::u32 pmulab_safe_rdmsr(pmulab::u32 msr, pmulab::u64* out);
+pmulab::u32 pmulab_safe_wrmsr(pmulab::u32 msr, pmulab::u64 value);
+pmulab::u32 pmulab_safe_rdpmc(pmulab::u32 index, pmulab::u64* out);
+}
+
+namespace pmulab::efi {
+
+struct SavedIdtr {
+    u16 limit;
+    u64 base;
+} __attribute__((packed));
+
+// Builds pmulab's IDT: a copy of the current one with #UD and #GP pointing at
+// pmulab's stubs (which chain to the originals). BSP only (allocates).
+Status fault_layer_init();
+// Loads pmulab's IDT on the calling CPU (any CPU) and returns the previous IDTR.
+SavedIdtr fault_layer_enter();
+// Restores the IDTR returned by fault_layer_enter.
+void fault_layer_leave(const SavedIdtr& saved);
+// Frees the IDT copy (after every CPU has left).
+void fault_layer_fini();
+
+}  // namespace pmulab::efi

@@ -181,6 +181,13 @@ int efi_run() {
             } else {
                 for (ConfigLine& cl : lines) {
                     GlobalOptions g;
+                    // A line of global options only (e.g. "--shutdown") is a directive.
+                    bool directive = true;
+                    for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
+                    if (directive) {
+                        shutdown = true;
+                        continue;
+                    }
                     int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g);
                     shutdown |= g.shutdown;
                     if (st != kExitOk && status == kExitOk) status = st;

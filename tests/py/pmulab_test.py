@@ -1,0 +1,68 @@
+"""Helpers for pmulab's Python tests (host tools and QEMU boots)."""
+
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(ROOT, "build")
+
+
+class Skip(Exception):
+    """Raise to skip a test with a reason."""
+
+
+class Result:
+    def __init__(self, rc, out, err):
+        self.rc, self.out, self.err = rc, out, err
+
+    def records(self, rtype=None):
+        """Parses stdout as JSON Lines; every line must be one JSON object."""
+        recs = []
+        for i, line in enumerate(self.out.splitlines(), 1):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise AssertionError(f"stdout line {i} is not JSON ({e}): {line[:200]!r}")
+            assert isinstance(obj, dict), f"stdout line {i} is not a JSON object: {line[:200]!r}"
+            recs.append(obj)
+        return [r for r in recs if rtype is None or r.get("type") == rtype]
+
+    def __repr__(self):
+        return f"rc={self.rc}\n--- stdout ---\n{self.out[-3000:]}\n--- stderr ---\n{self.err[-2000:]}"
+
+
+def run_qemu(*pmulab_args, smp="4", json_mode=False, icount=None, timeout=120, cpu=None,
+             extra=(), config=None, image=None):
+    """Boots pmulab through ./run-qemu.sh (no rebuild: `make test` builds first)."""
+    cmd = [os.path.join(ROOT, "run-qemu.sh"), "--no-build", "--smp", str(smp), "--timeout", str(timeout)]
+    if json_mode:
+        cmd.append("--json")
+    if icount is not None:
+        cmd += ["--icount", str(icount)]
+    if cpu:
+        cmd += ["--cpu", cpu]
+    if config:
+        cmd += ["--config", config]
+    if image:
+        cmd += ["--image", image]
+    cmd += list(extra)
+    if pmulab_args:
+        cmd += ["--", *pmulab_args]
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       timeout=timeout + 60)
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def run_tool(name, *args, stdin=None, timeout=60):
+    """Runs a host tool from build/host (or a path relative to the repository)."""
+    path = os.path.join(BUILD, "host", name)
+    if not os.path.exists(path):
+        path = os.path.join(ROOT, name)
+    p = subprocess.run([path, *args], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True, timeout=timeout)
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def data_path(*parts):
+    return os.path.join(ROOT, "tests", "data", *parts)

@@ -20,7 +20,7 @@ HOST_LIB_SRCS := $(sort $(wildcard src/host/lib/*.cpp))
 TEST_SRCS := $(sort $(wildcard tests/unit/*.cpp))
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Werror=return-type -Werror=format
-COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Iinclude $(WARN) -DPMULAB_VERSION='"$(VERSION)"'
+COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Iinclude -I$(BUILD)/gen $(WARN)
 
 EFI_CXXFLAGS := $(COMMON_CXXFLAGS) -target x86_64-unknown-linux-gnu -ffreestanding -nostdinc++ \
 	-fno-stack-protector -fno-stack-check -fpic -fshort-wchar -mno-red-zone \
@@ -30,8 +30,8 @@ EFI_LDFLAGS := -nostdlib -znocombreloc -T src/efi/pmulab.lds -shared -Bsymbolic 
 	-L$(EFILIB) $(EFILIB)/crt0-efi-x86_64.o
 
 HOST_CXXFLAGS := $(COMMON_CXXFLAGS) -O2 -g
-TEST_CXXFLAGS := -std=c++20 -Iinclude -Itests/unit -Isrc/host/lib $(WARN) -O1 -g \
-	-fsanitize=address,undefined -fno-sanitize-recover=undefined -DPMULAB_VERSION='"$(VERSION)"'
+TEST_CXXFLAGS := -std=c++20 -Iinclude -I$(BUILD)/gen -Itests/unit -Isrc/host/lib $(WARN) -O1 -g \
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined
 TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
 
 EFI_OBJS  := $(patsubst src/%.cpp,$(BUILD)/efi/%.o,$(CORE_SRCS) $(EFI_SRCS)) \
@@ -45,11 +45,19 @@ HOST_TOOLS := $(BUILD)/host/pmulab-cpuid
 .PHONY: all test unit-test qemu-test bench fuzz image clean deps check-deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
+# The version string (git describe), rewritten only when it changes so that
+# objects including pmulab/version.h rebuild exactly then.
+$(BUILD)/gen/pmulab_version.h: FORCE
+	@mkdir -p $(dir $@)
+	@echo '#define PMULAB_VERSION "$(VERSION)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
+
 # Installs the build and test dependencies (Debian; apt-get as root or via sudo).
 deps:
 	@tools/install-deps.sh
 
-$(BUILD)/efi/%.o: src/%.cpp | check-deps
+$(BUILD)/efi/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
 	@mkdir -p $(dir $@)
 	@echo "  CXX(efi) $<"; $(CLANGXX) $(EFI_CXXFLAGS) -MMD -MP -c $< -o $@
 
@@ -65,18 +73,18 @@ $(BUILD)/pmulab.efi: $(BUILD)/pmulab.so
 		-j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "built $@ ($(VERSION))"
 
-$(BUILD)/host/%.o: src/%.cpp
+$(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(host) $<"; $(HOSTCXX) $(HOST_CXXFLAGS) -Isrc/host/lib -MMD -MP -c $< -o $@
 
 $(BUILD)/host/pmulab-cpuid: $(BUILD)/host/host/pmulab_cpuid.o $(HOST_CORE_OBJS)
 	$(HOSTCXX) $^ -o $@
 
-$(BUILD)/test/%.o: src/%.cpp
+$(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -fno-exceptions -fno-rtti -MMD -MP -c $< -o $@
 
-$(BUILD)/test/unit/%.o: tests/unit/%.cpp
+$(BUILD)/test/unit/%.o: tests/unit/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -MMD -MP -c $< -o $@
 

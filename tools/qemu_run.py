@@ -265,7 +265,11 @@ def main(argv):
             run = Run(qemu_command(args, workdir, image, vars_fd, accel), args.timeout,
                       watch_kvm=(accel == "kvm"))
             rc = run.run()
-            if accel == "kvm" and run.kvm_failed and not run.printed_any:
+            kvm_broke = run.kvm_failed or (run.status is None and not run.timed_out)
+            if accel == "kvm" and kvm_broke and not run.printed_any:
+                if not run.kvm_failed:
+                    err = [l for l in run.stderr_lines if "error" in l.lower()] or run.stderr_lines[-1:]
+                    run.kvm_failed = (err[0] if err else f"QEMU exit code {rc}").strip()
                 if args.kvm == "required":
                     log(f"KVM failed: {run.kvm_failed} (--kvm=required: not falling back)")
                     return EXIT_QEMU

@@ -40,7 +40,9 @@ HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB
 TEST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/test/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS))
 TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 
-HOST_TOOLS := $(BUILD)/host/pmulab-cpuid
+# Every src/host/NAME.cpp is a host tool build/host/NAME (underscores become dashes).
+HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
+HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
 .PHONY: all test unit-test qemu-test bench fuzz image clean deps check-deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
@@ -73,14 +75,17 @@ $(BUILD)/pmulab.efi: $(BUILD)/pmulab.so
 		-j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "built $@ ($(VERSION))"
 
-$(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
+$(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
 	@mkdir -p $(dir $@)
 	@echo "  CXX(host) $<"; $(HOSTCXX) $(HOST_CXXFLAGS) -Isrc/host/lib -MMD -MP -c $< -o $@
 
-$(BUILD)/host/pmulab-cpuid: $(BUILD)/host/host/pmulab_cpuid.o $(HOST_CORE_OBJS)
-	$(HOSTCXX) $^ -o $@
+define host_tool_rule
+$(BUILD)/host/$(subst _,-,$(basename $(notdir $(1)))): $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(1)) $(HOST_CORE_OBJS)
+	$$(HOSTCXX) $$^ -o $$@
+endef
+$(foreach f,$(HOST_TOOL_SRCS),$(eval $(call host_tool_rule,$(f))))
 
-$(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
+$(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -fno-exceptions -fno-rtti -MMD -MP -c $< -o $@
 
@@ -95,7 +100,7 @@ unit-test: $(BUILD)/test/unit-tests
 	$(BUILD)/test/unit-tests
 
 # Everything: host unit tests, host tool tests and QEMU boots; one summary line.
-test: all $(BUILD)/test/unit-tests
+test: check-deps all $(BUILD)/test/unit-tests
 	$(PYTHON) tests/run_tests.py
 
 qemu-test: all
@@ -104,9 +109,9 @@ qemu-test: all
 bench: all
 	$(PYTHON) tests/bench.py
 
+# Installs missing packages on first use (a quick no-op when everything is there).
 check-deps:
-	@test -f $(EFILIB)/crt0-efi-x86_64.o -a -f $(EFIINC)/efi.h || { \
-	  echo "gnu-efi is missing: run 'make deps' (or apt-get install gnu-efi)"; exit 1; }
+	@tools/install-deps.sh
 
 clean:
 	rm -rf $(BUILD)

@@ -44,7 +44,7 @@ TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
 HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
-.PHONY: all test unit-test qemu-test bench fuzz image clean deps check-deps
+.PHONY: all test unit-test qemu-test bench fuzz image sign clean deps check-deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
 # The version string (git describe), rewritten only when it changes so that
@@ -112,6 +112,23 @@ bench: all
 # Installs missing packages on first use (a quick no-op when everything is there).
 check-deps:
 	@tools/install-deps.sh
+
+# A GPT disk image with one EFI system partition, ready for `dd` to a USB stick:
+# \EFI\BOOT\BOOTX64.EFI, \pmulab\pmulab.cfg (CONFIG=...), \pmulab\results\.
+CONFIG ?= tools/pmulab.cfg
+IMAGE_EFI ?= $(BUILD)/pmulab.efi
+image: $(BUILD)/pmulab.img
+$(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh FORCE
+	tools/mkimage.sh $@ $(IMAGE_EFI) $(CONFIG)
+	@echo "built $@ (config $(CONFIG))"
+
+# Secure Boot: sign with your own key (enrolled in the firmware's db), e.g.
+#   make sign KEY=db.key CERT=db.crt  ->  build/pmulab-signed.efi and an image using it.
+sign: $(BUILD)/pmulab.efi
+	@test -n "$(KEY)" -a -n "$(CERT)" || { echo "usage: make sign KEY=key.pem CERT=cert.pem"; exit 2; }
+	@command -v sbsign >/dev/null || { echo "sbsign missing: apt-get install sbsigntool"; exit 1; }
+	sbsign --key $(KEY) --cert $(CERT) --output $(BUILD)/pmulab-signed.efi $(BUILD)/pmulab.efi
+	$(MAKE) image IMAGE_EFI=$(BUILD)/pmulab-signed.efi
 
 clean:
 	rm -rf $(BUILD)

@@ -39,6 +39,13 @@ using CpuidQueryFn = CpuidRegs (*)(void* ctx, u32 leaf, u32 subleaf);
 void capture_cpuid(CpuidQueryFn query, void* ctx, CpuidSnapshot* out);
 void capture_cpuid(Hw& hw, CpuidSnapshot* out);
 
+// The leaves capture_cpuid may read (0, 1, 7, 0AH, 0BH, 1AH, 23H, 4000_0000H,
+// 8000_0000H-8000_0004H, 8000_0022H), for readers of offline dumps that keep only
+// what the decoder uses. cpuid_subleaf_is_captured also bounds the sub-leaf the
+// same way capture_cpuid does (7: 0-1, 0BH: 0-1, 23H: 0-5, others: 0).
+bool cpuid_leaf_is_captured(u32 leaf);
+bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf);
+
 enum class Vendor : u8 { intel, amd, hygon, zhaoxin, other };
 const char* vendor_id_name(Vendor v);
 

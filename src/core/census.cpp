@@ -86,7 +86,10 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
     if (amd) {
         if (!p.amd_core_counters) {
-            out.put("  PMU              : none enumerated (no AMD core counters reported)\n");
+            out.printf("  PMU              : none enumerated (%s)\n",
+                       id.hypervisor ? "no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
+                                       "counters are not assumed in a virtual machine"
+                                     : "family before K7 has no performance counters");
         } else {
             out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n",
                        p.amd_core_counters, yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
@@ -134,7 +137,12 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     for (unsigned b = 0; b < kArchEventCount; ++b) {
         bool in_vec = b < p.ebx_length;
         const char* state = !in_vec ? "not enumerated" : ((p.ebx >> b) & 1) ? "UNAVAILABLE" : "available";
-        out.printf("    %-28s %s\n", arch_event_title(b), state);
+        out.printf("    %-28s %s", arch_event_title(b), state);
+        // CPUID.(23H,3):EAX lists the supported architectural events (bit set = supported).
+        if (p.leaf_23 && (p.leaf23_subleaves & 8))
+            out.printf("%*s leaf 23H: %s", int(15 - str_len(state)), "",
+                       ((p.arch_events_bitmap >> b) & 1) ? "supported" : "not supported");
+        out.put('\n');
     }
     if (p.leaf_23) {
         out.printf("  leaf 23H         : sub-leaves 0x%x, UMASK2 %s, EQ %s", p.leaf23_subleaves,
@@ -169,11 +177,21 @@ void census_decode(CpuRecord& r) {
     r.dec.pmu.perf_caps = caps;
     if (!r.topology_known) {
         // x2APIC ID from leaf 0BH when present, else the initial APIC ID.
-        CpuidRegs b;
-        if (r.dec.id.max_leaf >= 0xB && r.raw.find(0xB, 0, &b) && (b.ebx & 0xffff))
-            r.topo.apic_id = b.edx;
-        else
-            r.topo.apic_id = r.dec.id.initial_apic_id;
+        CpuidRegs b, c;
+        bool leaf_b = r.dec.id.max_leaf >= 0xB && r.raw.find(0xB, 0, &b) && (b.ebx & 0xffff);
+        r.topo.apic_id = leaf_b ? b.edx : r.dec.id.initial_apic_id;
+        // Location as the firmware derives it (SDM Vol. 3A, "Hierarchical Mapping of CPUID
+        // Extended Topology Leaf"): sub-leaf 0 is the SMT level (ECX[15:8] = 1), sub-leaf 1
+        // the core level (2); EAX[4:0] of each is the x2APIC ID shift to the next level.
+        if (leaf_b && r.raw.find(0xB, 1, &c) && ((b.ecx >> 8) & 0xff) == 1 && ((c.ecx >> 8) & 0xff) == 2) {
+            u32 smt = b.eax & 0x1f, core = c.eax & 0x1f;
+            if (smt <= core) {
+                u64 id = r.topo.apic_id;
+                r.topo.thread = u32(id & low_mask(smt));
+                r.topo.core = u32((id >> smt) & low_mask(core - smt));
+                r.topo.package = u32(id >> core);
+            }
+        }
     }
 }
 
@@ -247,8 +265,14 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         }
         if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
         else {
-            out.printf("  v%-3u  %ux%-4u", p.version, popcount64(p.gp_counter_mask()), p.gp_width);
-            out.printf("  %ux%u\n", popcount64(p.fixed_counter_mask()), p.fixed_width);
+            char gp[16];
+            format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
+            out.printf("  v%-3u  %-6s", p.version, gp);
+            // Core 2 (fixed_count_quirk) reports no fixed counters, hence no width either.
+            u32 nfixed = popcount64(p.fixed_counter_mask());
+            if (!nfixed) out.put("  0\n");
+            else if (p.fixed_width) out.printf("  %ux%u\n", nfixed, p.fixed_width);
+            else out.printf("  %ux?\n", nfixed);
         }
     }
     // Extended topology, when the firmware reports it.

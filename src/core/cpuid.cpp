@@ -107,6 +107,28 @@ void capture_cpuid(Hw& hw, CpuidSnapshot* out) {
     capture_cpuid(hw_query, &ctx, out);
 }
 
+bool cpuid_leaf_is_captured(u32 leaf) {
+    switch (leaf) {
+        case 0x0: case 0x1: case 0x7: case 0xA: case 0xB: case 0x1A: case 0x23:
+        case 0x40000000:
+        case 0x80000000: case 0x80000001: case 0x80000002: case 0x80000003: case 0x80000004:
+        case 0x80000022:
+            return true;
+        default:
+            return false;
+    }
+}
+
+bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf) {
+    if (!cpuid_leaf_is_captured(leaf)) return false;
+    switch (leaf) {
+        case 0x7: return subleaf <= 1;
+        case 0xB: return subleaf <= 1;
+        case 0x23: return subleaf <= 5;
+        default: return subleaf == 0;
+    }
+}
+
 const char* vendor_id_name(Vendor v) {
     switch (v) {
         case Vendor::intel: return "intel";
@@ -296,8 +318,12 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     bool amd_like = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
     if (amd_like && id.max_ext_leaf >= 0x80000001) {
         p.amd_perfctr_core = bit(s.get(0x80000001).ecx, kExt1EcxPerfCtrExtCore);
-        // Family 10h and later always have the 4 legacy counters (APM Vol. 2 §13.2.1).
-        p.amd_core_counters = p.amd_perfctr_core ? 6 : (id.family >= 0x10 ? 4 : 0);
+        // The 4 legacy counters PerfCtr0-3 (C001_0004H-C001_0007H, APM Vol. 2 §13.2.1) exist
+        // from K7 (family 6) on, K8 (family 0FH) included, but CPUID does not enumerate
+        // them; Linux's amd_pmu_init assumes them for family >= 6. Under a hypervisor they
+        // may or may not be virtualised (QEMU TCG has none), so only enumerated counters
+        // (PerfCtrExtCore, PerfMonV2) are reported there.
+        p.amd_core_counters = p.amd_perfctr_core ? 6 : (id.family >= 6 && !id.hypervisor ? 4 : 0);
     }
     if (amd_like && id.max_ext_leaf >= 0x80000022) {
         CpuidRegs r = s.get(0x80000022);

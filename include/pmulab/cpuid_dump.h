@@ -9,7 +9,8 @@
 //            one leaf are then sub-leaves 0, 1, 2... in order of appearance.
 //   aida64   AIDA64 / EVEREST reports as published by InstLatx64: sections
 //            "------[ CPUID Registers / Logical CPU #N ]------" (older: "------[ Logical CPU #N ]------")
-//            with lines "CPUID 0000000A: 07300404-00000000-00000000-00008603 [comments]".
+//            (or a line "CPU#000 AffMask: 0x0000000000000001") with lines
+//            "CPUID 0000000A: 07300404-00000000-00000000-00008603 [comments]".
 //            A "[SL xx]" tag gives the sub-leaf; without it repeated lines of one leaf
 //            are sub-leaves in order of appearance. "allcpu: Package P / Core C / Thread T"
 //            gives the location, the "All CPUs" section the APIC IDs. All other

@@ -134,6 +134,16 @@ bool is_cpuid_r_header(StrView t, bool* has_index, u32* index, bool* bad_index) 
 
 bool is_aida_register_line(StrView t) { return t.starts_with("CPUID "); }
 
+// A third AIDA64 layout starts each CPU with "CPU#000 AffMask: 0x0000000000000001".
+bool is_aida_affmask_header(StrView t, StrView* num) {
+    if (!t.starts_with("CPU#")) return false;
+    usize n = 4;
+    while (n < t.len && is_digit(t[n])) ++n;
+    if (n == 4 || !t.sub(n).starts_with(" AffMask:")) return false;
+    *num = t.sub(4, n - 4);
+    return true;
+}
+
 struct LeafCount {
     u32 leaf;
     u32 count;
@@ -484,6 +494,16 @@ Status DumpParser::parse_aida64() {
             }
             continue;
         }
+        StrView affnum;
+        if (is_aida_affmask_header(t, &affnum)) {
+            u32 index = 0;
+            if (!dec_u32(affnum, &index)) return err(lr.no, "bad CPU number in '%.*s'", qn(t), t.ptr);
+            char label[32];
+            format_to(label, sizeof label, "logical CPU #%u", index);
+            PMULAB_TRY(begin_cpu(index, lr.no, label));
+            section = kCpu;
+            continue;
+        }
         if (section == kCpu) {
             if (is_aida_register_line(t)) PMULAB_TRY(aida_register_line(t, lr.no));
             else if (t.starts_with("allcpu:")) aida_location(t);
@@ -552,7 +572,9 @@ DumpFormat detect_cpuid_dump_format(StrView text) {
         StrView title;
         bool has_index, bad;
         u32 index;
-        if (aida_section_title(t, &title) || is_aida_register_line(t)) return DumpFormat::aida64;
+        StrView num;
+        if (aida_section_title(t, &title) || is_aida_register_line(t) || is_aida_affmask_header(t, &num))
+            return DumpFormat::aida64;
         if (is_cpuid_r_header(t, &has_index, &index, &bad) || is_cpuid_r_register_line(t))
             return DumpFormat::cpuid_r;
     }

@@ -41,7 +41,7 @@ constexpr NamedDef kNamed[] = {
     {"TOPDOWN.SLOTS", 0xA4, 0x01, kArchTopdownSlots, 3, true},
     {"slots", 0xA4, 0x01, kArchTopdownSlots, 3, true},
     {"topdown-slots", 0xA4, 0x01, kArchTopdownSlots, 3, true},
-    {"TOPDOWN_SLOTS", 0xA4, 0x01, kArchTopdownSlots, 3, true},
+    // (likwid's TOPDOWN_SLOTS would collide with the key topdown_slots below.)
 
     // General-purpose architectural events (Table 20-1), by Intel event name, perf
     // generic name and pmulab's snake_case key (cpuid.h arch_event_key).
@@ -119,7 +119,7 @@ struct Ctx {
 };
 
 Error Ctx::fail(usize off, const char* fmt, ...) const {
-    char msg[200];
+    char msg[sizeof(Error::msg)];
     va_list ap;
     va_start(ap, fmt);
     vformat_to(msg, sizeof msg, fmt, ap);
@@ -688,7 +688,7 @@ bool arch_available(const PmuCaps& c, int bit, StrBuf* why) {
     if (unsigned(bit) >= c.ebx_length) {
         if (c.ebx_length == 0) why->printf("CPUID.0AH:EAX[31:24] = 0 enumerates no architectural events");
         else
-            why->printf("CPUID.0AH:EAX[31:24] = %u enumerates architectural events 0-%u only; this is event %d",
+            why->printf("CPUID.0AH:EAX[31:24] = %u enumerates architectural events 0-%u only (this is event %d)",
                         c.ebx_length, c.ebx_length - 1u, bit);
         return false;
     }
@@ -701,7 +701,7 @@ bool arch_available(const PmuCaps& c, int bit, StrBuf* why) {
 
 Error unsupported(const Event& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 Error unsupported(const Event& e, const char* fmt, ...) {
-    char msg[200];
+    char msg[sizeof(Error::msg)];
     va_list ap;
     va_start(ap, fmt);
     vformat_to(msg, sizeof msg, fmt, ap);
@@ -726,8 +726,10 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
         if (core_type == kCoreTypeNone)
             return unsupported(e, "is for PMU %s, but this CPU is not hybrid (use cpu/.../)", want);
         if (core_type != e.core_type)
-            return unsupported(e, "is for PMU %s, but this logical processor is a %s core", want,
-                               core_type_name(core_type));
+            return unsupported(e, "is for PMU %s, but this logical processor is %s", want,
+                               core_type == kCoreTypeCore   ? "a P-core (cpu_core)"
+                               : core_type == kCoreTypeAtom ? "an E-core (cpu_atom)"
+                                                            : "of an unknown core type");
     }
     if (e.event_select > 0xFF)
         return unsupported(e, "has event select 0x%X; Intel event selects are 8 bits", unsigned(e.event_select));
@@ -746,19 +748,23 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     if (e.kind == EventKind::fixed) {
         if (e.fixed_counter >= 0 && ((fx >> e.fixed_counter) & 1)) return EventRoute::fixed;
         StrBuf fixed_set;
-        regs::put_counter_set(fixed_set, fx, "FIXED_CTR");
+        if (fx) {
+            fixed_set.put("this CPU has ");
+            regs::put_counter_set(fixed_set, fx, "FIXED_CTR");
+        } else {
+            fixed_set.put("this CPU has no fixed counters");
+        }
         StrBuf code;
         put_gp_code(code, e);
         if (!e.gp_equivalent)
-            return unsupported(e, "needs fixed counter %d, which this CPU lacks (fixed counters: %s)", e.fixed_counter,
-                               fixed_set.c_str());
+            return unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter, fixed_set.c_str());
         if (!gp)
-            return unsupported(e, "cannot be counted: fixed counter %d is absent (fixed counters: %s) and there "
-                                  "are no general-purpose counters",
+            return unsupported(e, "cannot be counted: fixed counter %d is absent (%s) and there are no "
+                                  "general-purpose counters",
                                e.fixed_counter, fixed_set.c_str());
         if (!arch_available(c, e.arch_bit, &why))
-            return unsupported(e, "cannot be counted: fixed counter %d is absent (fixed counters: %s) and its "
-                                  "general-purpose equivalent %s is unavailable: %s",
+            return unsupported(e, "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
+                                  "unavailable: %s",
                                e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
         if (!(gp & e.allowed_gp))
             return unsupported(e, "cannot be counted: fixed counter %d is absent and its allowed general-purpose "

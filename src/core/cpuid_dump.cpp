@@ -207,6 +207,10 @@ Error DumpParser::err(u32 line, const char* fmt, ...) {
 }
 
 Status DumpParser::check_binary() {
+    // Windows tools may save reports as UTF-16: say so instead of "binary data".
+    if (text_.len >= 2 && ((u8(text_[0]) == 0xFF && u8(text_[1]) == 0xFE) ||
+                           (u8(text_[0]) == 0xFE && u8(text_[1]) == 0xFF)))
+        return err(1, "UTF-16 text; convert the dump to ASCII/UTF-8 first (e.g. iconv -f UTF-16 -t UTF-8)");
     u32 line = 1, col = 1;
     for (usize i = 0; i < text_.len; ++i) {
         unsigned char c = static_cast<unsigned char>(text_[i]);
@@ -540,6 +544,8 @@ void DumpParser::finish() {
 
 Status DumpParser::run(DumpFormat fmt) {
     out_->clear();
+    // A UTF-8 byte-order mark is not part of the first line.
+    if (text_.starts_with("\xEF\xBB\xBF")) text_ = text_.sub(3);
     PMULAB_TRY(check_binary());
     if (fmt == DumpFormat::automatic) fmt = detect_cpuid_dump_format(text_);
     fmt_ = fmt;

@@ -298,6 +298,12 @@ TEST(CpuidDump, BinaryJunk) {
                               "(`cpuid -r` or AIDA64 report)");
     std::string u = "\x7f" "ELF\x02\x01\x01";
     EXPECT_EQ(parse(u).msg().rfind("dump.txt:1: binary data (byte 0x7f at column 1)", 0), 0u);
+    EXPECT_EQ(parse(std::string("\xFF\xFE-\0-\0", 6)).msg(),
+              "dump.txt:1: UTF-16 text; convert the dump to ASCII/UTF-8 first (e.g. iconv -f UTF-16 -t UTF-8)");
+    // A UTF-8 byte-order mark before "CPU 0:" is skipped.
+    Parsed bom = parse("\xEF\xBB\xBF" "CPU 3:\n" + std::string(kRawIntel));
+    ASSERT_TRUE(bom.status.ok()) << bom.msg();
+    EXPECT_EQ(bom.cpus[0].index, 3u);
     // Non-ASCII text (UTF-8 in a motherboard name) is not junk.
     Parsed ok = parse("DMI: Caf\xc3\xa9\n" + aida_cpu(0));
     EXPECT_TRUE(ok.status.ok()) << ok.msg();

@@ -57,7 +57,8 @@ const char* yesno(bool b) { return b ? "yes" : "no"; }
 
 // Two CPUs share a PMU block when identity-relevant fields and PMU caps match.
 bool same_pmu(const CpuRecord& a, const CpuRecord& b) {
-    return a.collected == b.collected && a.dec.pmu == b.dec.pmu &&
+    return a.collected == b.collected && (a.collected || str_eq(a.error, b.error)) &&
+           a.dec.pmu == b.dec.pmu &&
            a.dec.id.core_type == b.dec.id.core_type && a.dec.id.signature == b.dec.id.signature &&
            a.dec.id.vendor == b.dec.id.vendor;
 }

@@ -140,7 +140,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         u32 family = base_family == 0xf ? base_family + ((l1.eax >> 20) & 0xff) : base_family;
         u32 emax = s.get(0x80000000).eax;
         if ((emax & 0xffff0000u) != 0x80000000u) emax = 0;
-        if (family < 0x10) return L;
+        if (family < 0x6) return L;  // the legacy counters exist from K7 (APM Vol. 2 §13.2.1)
         L.kind = PmuLayout::Kind::amd;
         L.amd_legacy = true;
         L.amd_counters = 4;
@@ -747,6 +747,27 @@ SimMachine SimMachine::from_snapshots(const std::vector<CpuidSnapshot>& snaps, u
         specs.push_back(c);
     }
     return SimMachine(specs);
+}
+
+SimMachine SimMachine::from_records(const pmulab::Vec<pmulab::CpuRecord>& recs, u64 perf_caps) {
+    std::vector<CpuidSnapshot> snaps;
+    for (const pmulab::CpuRecord& r : recs) snaps.push_back(r.raw);
+    SimMachine m = from_snapshots(snaps, perf_caps);
+    for (u32 i = 0; i < recs.size(); ++i) {
+        CpuTopology& t = m.cpu(i).topology();
+        t.apic_id = recs[i].topo.apic_id;
+        if (recs[i].topology_known) {
+            t.package = recs[i].topo.package;
+            t.core = recs[i].topo.core;
+            t.thread = recs[i].topo.thread;
+        }
+    }
+    return m;
+}
+
+void SimMachine::set_bsp(u32 i) {
+    for (u32 k = 0; k < size(); ++k) cpus_[k].topology().bsp = k == i;
+    bsp_ = current_ = i;
 }
 
 void SimMachine::fail_nth_wrmsr(u64 k, u8 vector) {

@@ -39,7 +39,7 @@
 //  * RDPMC: ECX[30] selects the fixed counters, ECX[29:0] the index; other ECX
 //    bits and absent counters #GP; CPL > 0 without CR4.PCE #GP; optionally #UD
 //    always (QEMU TCG).
-//  * AMD: legacy PERF_CTL/CTR0-3 (family 10h+), PerfCtrExtCore CTL/CTR0-5
+//  * AMD: legacy PERF_CTL/CTR0-3 (K7, family 6, and later), PerfCtrExtCore CTL/CTR0-5
 //    (CPUID 8000_0001H:ECX[23]), PerfMonV2 global MSRs (8000_0022H:EAX[0]),
 //    48-bit counters.
 //
@@ -55,6 +55,7 @@
 #include <string>
 #include <vector>
 
+#include "pmulab/census.h"
 #include "pmulab/cpuid.h"
 #include "pmulab/hw.h"
 
@@ -365,11 +366,16 @@ public:
     // One CPU per snapshot; topology from CPUID (APIC ID from leaf 0BH or 01H,
     // package/core/thread from the leaf 0BH shifts), CPU 0 is the BSP.
     static SimMachine from_snapshots(const std::vector<CpuidSnapshot>& snaps, u64 perf_capabilities = 0);
+    // One CPU per record of a parsed dump (pmulab/cpuid_dump.h): its raw leaves, and
+    // its APIC ID and location where the dump gives them.
+    static SimMachine from_records(const pmulab::Vec<pmulab::CpuRecord>& recs, u64 perf_capabilities = 0);
 
     SimCpu& cpu(u32 i) { return cpus_.at(i); }
     const SimCpu& cpu(u32 i) const { return cpus_.at(i); }
     u32 size() const { return u32(cpus_.size()); }
     u32 bsp() const { return bsp_; }
+    // Makes CPU i the BSP (topology flags, and the CPU top-level code runs on).
+    void set_bsp(u32 i);
     // Runs fn with `cpu` current (like run_on_cpu, without the reachability rules).
     template <typename F> void on(u32 cpu_index, F&& fn) {
         u32 saved = current_;

@@ -673,7 +673,7 @@ void probe_fn(void* p) {
 TEST(SimMachineTest, RunOnCpuSwitchesAndRestoresTheCurrentCpu) {
     SimMachine m = intel_v3();
     EXPECT_EQ(m.current_cpu(), 0u);
-    Probe p{&m};
+    Probe p{&m, 99, {}};
     ASSERT_TRUE(m.run_on_cpu(2, probe_fn, &p).ok());
     EXPECT_EQ(p.seen, 2u);
     EXPECT_EQ(m.current_cpu(), 0u);
@@ -682,7 +682,7 @@ TEST(SimMachineTest, RunOnCpuSwitchesAndRestoresTheCurrentCpu) {
     EXPECT_STREQ(p.nested.error().msg,
                  "run_on_cpu(0) called on CPU 2: MP Services may only be used from the BSP");
     // The BSP runs the function itself.
-    Probe q{&m};
+    Probe q{&m, 99, {}};
     ASSERT_TRUE(m.run_on_cpu(0, probe_fn, &q).ok());
     EXPECT_EQ(q.seen, 0u);
     EXPECT_TRUE(q.nested.ok());
@@ -692,7 +692,7 @@ TEST(SimMachineTest, RunOnCpuErrorsReadLikeTheEfiOnes) {
     SimMachine m = intel_v3();
     m.cpu(1).set_enabled(false);
     m.cpu(3).set_unreachable();
-    Probe p{&m};
+    Probe p{&m, 99, {}};
     Status s = m.run_on_cpu(4, probe_fn, &p);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, Errc::invalid_argument);

@@ -453,3 +453,36 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
     EXPECT_FALSE(cpuid_subleaf_is_captured(0x23, 6));
     EXPECT_FALSE(cpuid_subleaf_is_captured(0xA, 1));
 }
+
+// SDM Vol. 2A CPUID 01H (DisplayFamily/DisplayModel) and AMD APM Vol. 3 Fn0000_0001_EAX:
+// the extended family counts only for base family 0FH; the extended model for base
+// family 06H or 0FH on Intel, only for 0FH on AMD and Hygon.
+TEST(CpuidDecode, DisplayFamilyModelRules) {
+    auto decode = [](const char* vendor12, u32 sig) {
+        CpuidSnapshot s;
+        CpuidRegs l0;
+        l0.eax = 1;
+        u32 w[3];
+        for (int i = 0; i < 3; ++i)
+            w[i] = u32(u8(vendor12[4 * i])) | u32(u8(vendor12[4 * i + 1])) << 8 |
+                   u32(u8(vendor12[4 * i + 2])) << 16 | u32(u8(vendor12[4 * i + 3])) << 24;
+        l0.ebx = w[0];
+        l0.edx = w[1];
+        l0.ecx = w[2];
+        s.set(0, 0, l0);
+        CpuidRegs l1;
+        l1.eax = sig;
+        s.set(1, 0, l1);
+        CpuIdentity id = decode_cpuid(s).id;
+        return std::vector<u32>{id.family, id.model, id.stepping};
+    };
+    EXPECT_EQ(decode("GenuineIntel", 0x000306A9), (std::vector<u32>{6, 0x3A, 9}));
+    EXPECT_EQ(decode("GenuineIntel", 0x00000F41), (std::vector<u32>{0xF, 4, 1}));
+    EXPECT_EQ(decode("GenuineIntel", 0x00010591), (std::vector<u32>{5, 9, 1}));     // ext model ignored
+    EXPECT_EQ(decode("GenuineIntel", 0x00100F41), (std::vector<u32>{0x10, 4, 1}));  // ext family for 0FH
+    EXPECT_EQ(decode("GenuineIntel", 0x00100641), (std::vector<u32>{6, 4, 1}));     // ...only for 0FH
+    EXPECT_EQ(decode("AuthenticAMD", 0x00A20F10), (std::vector<u32>{0x19, 0x21, 0}));
+    EXPECT_EQ(decode("AuthenticAMD", 0x00010662), (std::vector<u32>{6, 6, 2}));  // K7: ext model ignored
+    EXPECT_EQ(decode("HygonGenuine", 0x00900F01), (std::vector<u32>{0x18, 0, 1}));
+    EXPECT_EQ(decode("CentaurHauls", 0x000106A5), (std::vector<u32>{6, 0x1A, 5}));  // Intel rules
+}

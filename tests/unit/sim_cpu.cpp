@@ -475,6 +475,13 @@ Status SimCpu::wrmsr(u32 msr, u64 value) {
         if (x.writable) x.value = value;
         else vec = kVectorGP;
     } else {
+        if ((s.kind == Kind::pmc || s.kind == Kind::a_pmc) && (gp_[s.index].ctl & evtsel::EN)) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf,
+                          "CPU %u: WRMSR 0x%x while IA32_PERFEVTSEL%u.EN = 1 (clear EN before writing the counter)",
+                          index_, msr, s.index);
+            violations_.push_back(buf);
+        }
         vec = write_slot(s, value);
     }
     record(Access::wrmsr, msr, value, vec, false);

@@ -290,6 +290,13 @@ public:
     void fail_rdmsr_to(u32 msr, u8 vector = pmulab::kVectorGP);
     void clear_faults();
 
+    // ---- programming-rule checks (recorded, never faulted: hardware does not check) ----
+    // SDM §20.2.1.1: "The event logic unit for a UMASK must be disabled by setting
+    // IA32_PERFEVTSELx[bit 22] = 0, before writing to IA32_PMCx." Every WRMSR to
+    // IA32_PMCx / IA32_A_PMCx while its PERFEVTSELx.EN is set adds a line here.
+    const std::vector<std::string>& violations() const { return violations_; }
+    void clear_violations() { violations_.clear(); }
+
     // ---- inspection ----
     const std::vector<LogEntry>& log() const { return log_; }
     std::vector<LogEntry> writes() const;  // the WRMSR entries only
@@ -358,6 +365,7 @@ private:
     u8 nth_vector_ = 0;
     std::map<u32, u8> fail_wr_, fail_rd_;
     std::vector<LogEntry> log_;
+    std::vector<std::string> violations_;
 };
 
 class SimMachine final : public pmulab::Hw {

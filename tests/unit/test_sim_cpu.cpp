@@ -824,3 +824,117 @@ TEST(SimQemuTcg, NoPmuUnknownMsrsReadZeroRdpmcUd) {
     EXPECT_EQ(i.cpu(1).cpuid(0xA, 0), (CpuidRegs{}));
     EXPECT_EQ(i.cpu(1).pmu().kind, PmuLayout::Kind::none);
 }
+
+// ---------------------------------------------------------------- programming rules
+
+TEST(SimRules, CounterWriteWhileEnabledIsRecorded) {
+    SimMachine m = intel_v4_goldmont_plus();
+    SimCpu& c = m.cpu(1);
+    EXPECT_EQ(wr(c, 0x186, kInstOs), 0);
+    EXPECT_EQ(wr(c, 0xC1, 0), 0);  // completes, as on hardware, but breaks the SDM rule
+    EXPECT_EQ(wr(c, 0x4C1, 5), 0);
+    ASSERT_EQ(c.violations().size(), 2u);
+    EXPECT_EQ(c.violations()[0],
+              "CPU 1: WRMSR 0xc1 while IA32_PERFEVTSEL0.EN = 1 (clear EN before writing the counter)");
+    EXPECT_EQ(c.violations()[1],
+              "CPU 1: WRMSR 0x4c1 while IA32_PERFEVTSEL0.EN = 1 (clear EN before writing the counter)");
+    c.clear_violations();
+    EXPECT_EQ(wr(c, 0x186, kInstOs & ~evtsel::EN), 0);
+    EXPECT_EQ(wr(c, 0xC1, 0), 0);
+    EXPECT_EQ(wr(c, 0x187, kInstOs), 0);  // another counter enabled does not matter
+    EXPECT_EQ(wr(c, 0xC1, 0), 0);
+    EXPECT_TRUE(c.violations().empty());
+}
+
+namespace {
+
+// A reference "program one counter, restore on failure" sequence written against
+// the simulator only: how pmulab's programming code is meant to be checked.
+Status program_counter0(SimCpu& c, u64 sel) {
+    PMULAB_TRY(c.wrmsr(0x38F, 0));
+    PMULAB_TRY(c.wrmsr(0x186, sel & ~evtsel::EN));
+    PMULAB_TRY(c.wrmsr(0xC1, 0));
+    PMULAB_TRY(c.wrmsr(0x186, sel));
+    PMULAB_TRY(c.wrmsr(0x38F, 1));
+    return pmulab::ok_status();
+}
+
+void restore(SimCpu& c, const PmuState& s) {
+    (void)c.wrmsr(0x38F, 0);
+    for (const auto& [msr, v] : s)
+        if (msr >= 0x186 && msr < 0x186 + 32) (void)c.wrmsr(msr, v & ~evtsel::EN);
+    for (const auto& [msr, v] : s)
+        if ((msr >= 0xC1 && msr < 0xC1 + 32)) (void)c.wrmsr(msr + 0x400, v);  // full width via IA32_A_PMCx
+        else if (msr >= 0x309 && msr < 0x319) (void)c.wrmsr(msr, v);
+    for (const auto& [msr, v] : s)
+        if ((msr >= 0x186 && msr < 0x186 + 32) || msr == 0x38D) (void)c.wrmsr(msr, v);
+    (void)c.wrmsr(0x38F, s.at(0x38F));
+}
+
+}  // namespace
+
+TEST(SimRules, FaultAtEveryStepThenRestoreLeavesTheStateAsItWas) {
+    for (u64 k = 1; k <= 5; ++k) {
+        SimMachine m = intel_v4_goldmont_plus(1);
+        SimCpu& c = m.cpu(0);
+        c.poke(0x187, evtsel::make(0x3C, 0, kOsEn));  // state left by someone else
+        c.poke(0xC2, 0x123456789ABull);
+        c.poke(0x38D, 0x3);
+        PmuState saved = c.pmu_state();
+        c.fail_nth_wrmsr(k);
+        Status s = program_counter0(c, kInstOs);
+        ASSERT_FALSE(s.ok()) << "k=" << k;
+        EXPECT_EQ(s.error().vector, kVectorGP);
+        restore(c, saved);
+        EXPECT_EQ(diff_state(saved, c.pmu_state()), "") << "k=" << k;
+        EXPECT_TRUE(c.violations().empty()) << c.violations()[0];
+    }
+    SimMachine m = intel_v4_goldmont_plus(1);
+    ASSERT_TRUE(program_counter0(m.cpu(0), kInstOs).ok());
+    m.cpu(0).instructions(3);
+    EXPECT_EQ(m.cpu(0).peek(0xC1), 3u);
+    EXPECT_TRUE(m.cpu(0).violations().empty());
+}
+
+// ---------------------------------------------------------------- CPUID capture, TSC
+
+TEST(SimCpuid, PmulabCaptureReadsBackTheSnapshot) {
+    std::vector<SimMachine> ms;
+    ms.push_back(intel_v1());
+    ms.push_back(intel_v4_goldmont_plus());
+    ms.push_back(intel_v6());
+    ms.push_back(intel_hybrid());
+    ms.push_back(qemu_tcg());
+    ms.push_back(amd_zen());
+    for (SimMachine& m : ms) {
+        u32 last = m.size() - 1;
+        m.on(last, [&] {
+            CpuidSnapshot got;
+            pmulab::capture_cpuid(m, &got);
+            const CpuidSnapshot& want = m.cpu(last).snapshot();
+            for (u32 i = 0; i < got.count; ++i) {
+                const pmulab::CpuidEntry& e = got.entries[i];
+                EXPECT_EQ(e.regs, want.get(e.leaf, e.subleaf)) << std::hex << e.leaf << "." << e.subleaf;
+            }
+            // Every leaf the decoder uses and the snapshot has was captured.
+            for (u32 i = 0; i < want.count; ++i) {
+                const pmulab::CpuidEntry& e = want.entries[i];
+                if (pmulab::cpuid_subleaf_is_captured(e.leaf, e.subleaf))
+                    EXPECT_TRUE(got.has(e.leaf, e.subleaf)) << std::hex << e.leaf << "." << e.subleaf;
+            }
+        });
+    }
+}
+
+TEST(SimTsc, RdtscStepAndReferenceCycles) {
+    SimMachine m = intel_v3();
+    SimCpu& c = m.cpu(0);
+    EXPECT_EQ(m.rdtsc(), 0u);
+    EXPECT_EQ(m.rdtsc(), 0u);  // time stands still by default
+    c.set_rdtsc_step(100);
+    EXPECT_EQ(m.rdtsc(), 0u);
+    EXPECT_EQ(m.rdtsc(), 100u);
+    c.ref_cycles(50);
+    EXPECT_EQ(m.rdtsc(), 250u);
+    EXPECT_EQ(m.cpu(1).tsc(), 0u);  // every CPU has its own TSC
+}

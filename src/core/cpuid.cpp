@@ -72,7 +72,8 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         return r;
     };
     bool hybrid = false, ext23 = false;
-    if (max >= 1) take(1, 0);
+    CpuidRegs l1;
+    if (max >= 1) l1 = take(1, 0);
     if (max >= 7) {
         CpuidRegs r7 = take(7, 0);
         hybrid = bit(r7.edx, kLeaf7EdxHybrid);
@@ -89,8 +90,8 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         for (u32 sub = 1; sub < 6; ++sub)
             if (bit(s0.eax, sub)) take(0x23, sub);
     }
-    CpuidRegs h = q(ctx, 1, 0);
-    if (bit(h.ecx, kLeaf1EcxHypervisor)) take(0x40000000, 0);
+    // (Leaf 1 only when it exists: above the maximum leaf CPUID returns other data.)
+    if (bit(l1.ecx, kLeaf1EcxHypervisor)) take(0x40000000, 0);
 
     CpuidRegs e0 = take(0x80000000, 0);
     u32 emax = e0.eax;

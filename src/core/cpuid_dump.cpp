@@ -149,10 +149,35 @@ struct LeafCount {
     u32 count;
 };
 
+struct Label {
+    char s[32];
+};
+
 struct ApicEntry {
     u32 cpu;
     u32 apic;
 };
+
+// Records the first leaf capture_cpuid would read that a dumped CPU lacks. Leaf
+// 8000_0000H may be absent (very old CPUs and dumps list no extended leaves: then there
+// are none), so may 4000_0000H (informational) and 0BH sub-leaf 1 (location only).
+struct MissingQuery {
+    const CpuidSnapshot* s;
+    u32 leaf, sub;
+    bool found;
+};
+
+CpuidRegs missing_query(void* ctx, u32 leaf, u32 sub) {
+    auto* q = static_cast<MissingQuery*>(ctx);
+    CpuidRegs r;
+    bool optional = leaf == 0x80000000 || leaf == 0x40000000 || (leaf == 0xB && sub == 1);
+    if (!q->s->find(leaf, sub, &r) && !optional && !q->found) {
+        q->found = true;
+        q->leaf = leaf;
+        q->sub = sub;
+    }
+    return r;
+}
 
 class DumpParser {
 public:
@@ -172,6 +197,7 @@ private:
     void aida_location(StrView t);
     Status aida_all_cpus_line(StrView t, u32 line);
     Status cpuid_r_register_line(StrView t, u32 line);
+    Status check_against_first();
     void finish();
 
     StrView text_;
@@ -191,6 +217,7 @@ private:
 
     // Per finished CPU (parallel to *out_): header line and dump-given location.
     Vec<u32> header_lines_;
+    Vec<Label> labels_;
     Vec<u8> has_loc_;
     Vec<u32> loc_;  // 3 per CPU
     Vec<ApicEntry> apic_;
@@ -255,8 +282,18 @@ Status DumpParser::end_cpu() {
     if (l0.eax >= 1 && !cur_.raw.has(1))
         return err(cur_line_, "%s has no CPUID leaf 1 line although leaf 0 reports maximum leaf 0x%x "
                               "(truncated dump?)", cur_label_, l0.eax);
+    // Every leaf the decoder reads on this CPU must be in its section, or the decoded PMU
+    // would silently be zeros: a section cut short is the usual cause.
+    MissingQuery q{&cur_.raw, 0, 0, false};
+    CpuidSnapshot again;
+    capture_cpuid(missing_query, &q, &again);
+    if (q.found)
+        return err(cur_line_, "%s has no CPUID leaf 0x%08X sub-leaf %u line although its leaves 0/1/7 "
+                              "enumerate it (truncated dump?)", cur_label_, q.leaf, q.sub);
     out_->push(cur_);
     header_lines_.push(cur_line_);
+    Label& l = labels_.emplace();
+    str_copy(l.s, sizeof l.s, cur_label_);
     has_loc_.push(cur_has_loc_ ? 1 : 0);
     loc_.push(cur_pkg_);
     loc_.push(cur_core_);
@@ -524,6 +561,31 @@ Status DumpParser::parse_aida64() {
     return ok_status();
 }
 
+// A dump cut inside a later CPU's section still has that CPU's leaves 0 and 1; what it
+// lacks are the leaves after the cut. All logical CPUs of one machine list the same
+// leaves, so a leaf the first CPU has, and that this CPU's own maximum leaves
+// enumerate, must be there too.
+Status DumpParser::check_against_first() {
+    if (out_->size() < 2) return ok_status();
+    const CpuRecord& first = (*out_)[0];
+    for (usize i = 1; i < out_->size(); ++i) {
+        const CpuRecord& r = (*out_)[i];
+        u32 max = r.raw.get(0).eax;
+        u32 emax = r.raw.get(0x80000000).eax;
+        for (u32 k = 0; k < first.raw.count; ++k) {
+            const CpuidEntry& e = first.raw.entries[k];
+            if (e.subleaf != 0 || r.raw.has(e.leaf, 0)) continue;
+            bool enumerated = e.leaf < 0x40000000 ? e.leaf <= max
+                              : e.leaf >= 0x80000000 ? (e.leaf == 0x80000000 || e.leaf <= emax)
+                                                     : true;
+            if (!enumerated) continue;
+            return err(header_lines_[i], "%s has no CPUID leaf 0x%08X line although %s has one (truncated dump?)",
+                       labels_[i].s, e.leaf, labels_[0].s);
+        }
+    }
+    return ok_status();
+}
+
 void DumpParser::finish() {
     for (usize i = 0; i < out_->size(); ++i) {
         CpuRecord& r = (*out_)[i];
@@ -559,6 +621,7 @@ Status DumpParser::run(DumpFormat fmt) {
                        "Logical CPU #0 ]------' and lines 'CPUID 00000000: ...')");
             break;
     }
+    if (s.ok()) s = check_against_first();
     if (!s.ok()) {
         out_->clear();
         return s;

@@ -27,16 +27,18 @@ const char* const kRawIntel =
     "   0x00000000 0x00: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
     "   0x00000001 0x00: eax=0x000306a9 ebx=0x03100800 ecx=0x7fbae3ff edx=0xbfebfbff\n"
     "   0x00000004 0x00: eax=0x1c004121 ebx=0x01c0003f ecx=0x0000003f edx=0x00000000\n"
+    "   0x00000007 0x00: eax=0x00000000 ebx=0x00000281 ecx=0x00000000 edx=0x00000000\n"
     "   0x0000000a 0x00: eax=0x07300803 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
     "   0x0000000b 0x00: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000003\n"
     "   0x0000000b 0x01: eax=0x00000004 ebx=0x00000008 ecx=0x00000201 edx=0x00000003\n"
-    "   0x80000000 0x00: eax=0x80000008 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n";
+    "   0x80000000 0x00: eax=0x80000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n";
 
-std::string aida_cpu(int n, const char* extra = "") {
+// Leaf 0 reports maximum leaf `max`; the caller adds the leaves that enumerates.
+std::string aida_cpu(int n, const char* extra = "", const char* max = "00000001") {
     return "------[ CPUID Registers / Logical CPU #" + std::to_string(n) +
            " ]------\n\nallcpu: Package 0 / Core " + std::to_string(n) +
            " / Thread 0: Valid\n\n"
-           "CPUID 00000000: 00000023-756E6547-6C65746E-49656E69 [GenuineIntel]\n"
+           "CPUID 00000000: " + max + "-756E6547-6C65746E-49656E69 [GenuineIntel]\n"
            "CPUID 00000001: 000306A9-0" + std::to_string(n) + "100800-7FBAE3FF-BFEBFBFF\n" + extra +
            "\nL1 Data Cache: 32 KB\n\n";
 }
@@ -67,9 +69,9 @@ TEST(CpuidDump, CpuidRawTwoCpus) {
     const CpuRecord& r = p.cpus[0];
     EXPECT_TRUE(r.collected);
     EXPECT_FALSE(r.topology_known);
-    // Leaf 4 is not used by the decoder: dropped. 0, 1, 0A, 0B.0, 0B.1, 8000_0000 kept.
+    // Leaf 4 is not used by the decoder: dropped. 0, 1, 7, 0A, 0B.0, 0B.1, 8000_0000 kept.
     EXPECT_FALSE(r.raw.has(4));
-    EXPECT_EQ(r.raw.count, 6u);
+    EXPECT_EQ(r.raw.count, 7u);
     EXPECT_EQ(r.raw.get(0xA).eax, 0x07300803u);
     EXPECT_EQ(r.raw.get(0xB, 1).ebx, 8u);
     EXPECT_EQ(r.dec.id.model, 0x3Au);
@@ -104,6 +106,8 @@ TEST(CpuidDump, CpuidRawOldFormatWithoutSubleaf) {
         "CPU 0:\n"
         "   0x00000000: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
         "   0x00000001: eax=0x000106a5 ebx=0x00100800 ecx=0x0098e3bd edx=0xbfebfbff\n"
+        "   0x00000007: eax=0x00000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n"
+        "   0x0000000a: eax=0x07300403 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
         "   0x0000000b: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000000\n"
         "   0x0000000b: eax=0x00000004 ebx=0x00000004 ecx=0x00000201 edx=0x00000000\n"
         "   0x0000000b: eax=0x00000000 ebx=0x00000000 ecx=0x00000002 edx=0x00000000\n");
@@ -122,7 +126,10 @@ TEST(CpuidDump, AidaNewLayout) {
                              "CPUID 0000001A: 20000003-00000000-00000000-00000000 [Atom: Skymont]\n"
                              "CPUID 00000023: 0000000B-00000003-00000000-00000000 [SL 00]\n"
                              "CPUID 00000023: 000003FF-0000000F-00000000-00000000 [SL 01]\n"
-                             "CPUID 00000023: 00001DFF-00000000-00000000-00000000 [SL 03]\n") +
+                             "CPUID 0000000A: 07300805-00000000-00000007-00008603\n"
+                             "CPUID 0000000B: 00000001-00000001-00000100-00000000 [SL 00]\n"
+                             "CPUID 00000023: 00001DFF-00000000-00000000-00000000 [SL 03]\n",
+                             "00000023") +
                     aida_cpu(1) +
                     "------[ All CPUs ]------\n\n"
                     "CPU   0: APICID    0 / Package 0 / Core   0 / Thread 0: Valid\n"
@@ -158,6 +165,8 @@ TEST(CpuidDump, AidaOldLayoutRepeatedLeaves) {
         "CPUID 00000001: 000106A5-00100800-0098E3BD-BFEBFBFF\n"
         "CPUID 00000004: 1C004121-01C0003F-0000003F-00000000\n"
         "CPUID 00000004: 1C004122-01C0003F-0000003F-00000000\n"
+        "CPUID 00000007: 00000000-00000000-00000000-00000000\n"
+        "CPUID 0000000A: 07300403-00000000-00000000-00000603\n"
         "CPUID 0000000B: 00000001-00000002-00000100-00000001\n"
         "CPUID 0000000B: 00000004-00000004-00000201-00000001\n");
     ASSERT_TRUE(p.status.ok()) << p.msg();
@@ -262,12 +271,30 @@ TEST(CpuidDump, TruncatedSections) {
     EXPECT_EQ(p.cpus.size(), 0u);  // nothing half-parsed is returned
     Parsed q = parse("CPU 0:\n" + std::string(kRawIntel) +
                      "CPU 1:\n   0x00000000 0x00: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n");
-    EXPECT_EQ(q.msg(), "dump.txt:9: CPU 1 has no CPUID leaf 1 line although leaf 0 reports maximum leaf 0xb "
+    EXPECT_EQ(q.msg(), "dump.txt:10: CPU 1 has no CPUID leaf 1 line although leaf 0 reports maximum leaf 0xb "
                        "(truncated dump?)");
     // Cut in the middle of a register line.
     Parsed r = parse(std::string("CPU 0:\n") + kRawIntel + "   0x80000001 0x00: eax=0x000");
-    EXPECT_EQ(r.msg(), "dump.txt:9: expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after "
+    EXPECT_EQ(r.msg(), "dump.txt:10: expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after "
                        "'0x80000001 0x00:'");
+}
+
+TEST(CpuidDump, MissingLeavesTheDecoderNeeds) {
+    // Leaf 0 says 0AH exists (maximum 0AH) but the section has no 0AH line.
+    Parsed p = parse(aida_cpu(0, "CPUID 00000007: 00000000-00000000-00000000-00000000\n", "0000000A"));
+    EXPECT_EQ(p.msg(), "dump.txt:1: logical CPU #0 has no CPUID leaf 0x0000000A sub-leaf 0 line although its "
+                       "leaves 0/1/7 enumerate it (truncated dump?)");
+    // 8000_0000H reports 8000_0004H: the brand-string leaves must be there.
+    std::string raw = kRawIntel;
+    std::string cut = raw.substr(0, raw.find("   0x80000000"));
+    Parsed q = parse("CPU 0:\n" + cut +
+                     "   0x80000000 0x00: eax=0x80000004 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n");
+    EXPECT_EQ(q.msg(), "dump.txt:1: CPU 0 has no CPUID leaf 0x80000001 sub-leaf 0 line although its leaves "
+                       "0/1/7 enumerate it (truncated dump?)");
+    // The last CPU cut before its extended leaves: CPU 0 has 8000_0000H, CPU 1 not.
+    Parsed r = parse("CPU 0:\n" + raw + "CPU 1:\n" + cut);
+    EXPECT_EQ(r.msg(), "dump.txt:10: CPU 1 has no CPUID leaf 0x80000000 line although CPU 0 has one "
+                       "(truncated dump?)");
 }
 
 TEST(CpuidDump, Duplicates) {

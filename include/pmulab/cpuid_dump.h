@@ -38,8 +38,10 @@ constexpr u32 kMaxDumpCpus = 4096;
 // Parses `text` (the contents of file `name`, used in messages as "name:LINE: ...")
 // into one record per logical CPU, in the order of the dump, each decoded with
 // census_decode. Errors (Errc::invalid_argument) name the file and line: no CPU
-// section, a malformed register line or bad hex, a CPU section without leaf 0
-// (truncated dump), duplicate CPUs or leaves, more than kMaxDumpCpus CPUs, binary data.
+// section, a malformed register line or bad hex, a truncated dump (a CPU section
+// without leaf 0, or without a leaf the decoder reads although the CPU's own leaves
+// enumerate it, or without a leaf the first CPU has), duplicate CPUs or leaves, more
+// than kMaxDumpCpus CPUs, binary data (UTF-16 is named as such).
 // *out is cleared first and left empty on error.
 Status parse_cpuid_dump(StrView text, const char* name, DumpFormat format, Vec<CpuRecord>* out);
 inline Status parse_cpuid_dump(StrView text, const char* name, Vec<CpuRecord>* out) {

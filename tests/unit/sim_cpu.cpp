@@ -66,7 +66,7 @@ bool fixed_key(u32 i, u16 event, u16 umask) {
 }
 
 // GLOBAL_STATUS bits other than counter overflows (SDM Figure 20-9/20-30).
-constexpr u64 kStatusTopaPmi = bit(55), kStatusLbrFrz = bit(58), kStatusCtrFrz = bit(59),
+constexpr u64 kStatusTopaPmi = bit(55), kStatusLbrFrz = bit(58), kStatusCtrFrz = bit(59), kStatusAsci = bit(60),
               kStatusUncore = bit(61), kStatusOvfBuf = bit(62), kStatusCondChgd = bit(63);
 
 // IA32_MISC_ENABLE read-only bits: 7 performance monitoring available,
@@ -299,12 +299,13 @@ u64 SimCpu::global_ctrl_mask() const {
 u64 SimCpu::ovf_ctrl_mask() const {
     u64 m = global_ctrl_mask() | kStatusOvfBuf | kStatusCondChgd;
     if (layout_.version >= 3) m |= kStatusUncore;
-    if (layout_.version >= 4) m |= kStatusTopaPmi | kStatusLbrFrz | kStatusCtrFrz;
+    if (layout_.version >= 4) m |= kStatusTopaPmi | kStatusLbrFrz | kStatusCtrFrz | kStatusAsci;
     return m;
 }
 
 u64 SimCpu::status_set_mask() const {
-    return global_ctrl_mask() | kStatusTopaPmi | kStatusLbrFrz | kStatusCtrFrz | kStatusUncore | kStatusOvfBuf;
+    return global_ctrl_mask() | kStatusTopaPmi | kStatusLbrFrz | kStatusCtrFrz | kStatusAsci | kStatusUncore |
+           kStatusOvfBuf;
 }
 
 u64 SimCpu::inuse() const {

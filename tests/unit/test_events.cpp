@@ -411,6 +411,30 @@ TEST(Events, SpecErrorsPerf) {
     EXPECT_EQ(parse_err("cycles:"), "event spec 'cycles:': empty modifier list after ':' (expected u or k) (at offset 7)");
 }
 
+TEST(Events, SpecErrorsValues) {
+    EXPECT_EQ(parse_err("0E.01.MSR_RSP0=1.MSR_RSP1=2.MSR_PF=3"),
+              "event spec '0E.01.MSR_RSP0=1.MSR_RSP1=2.MSR_PF=3': at most 2 MSR_* modifiers per event (at offset 28)");
+    EXPECT_EQ(parse_err("0E.01.MSR_RSP0=zz"),
+              "event spec '0E.01.MSR_RSP0=zz': MSR_RSP0 value 'zz' is not a number (at offset 15)");
+    EXPECT_EQ(parse_err("0E.01.MSR_RSP0=0x10000000000000000"),
+              "event spec '0E.01.MSR_RSP0=0x10000000000000000': MSR_RSP0 value '0x10000000000000000' is not a "
+              "number (at offset 15)");
+    EXPECT_EQ(parse_err("0E.01.UMASK2=0x100"),
+              "event spec '0E.01.UMASK2=0x100': UMASK2 value 0x100 is out of range (0-255) (at offset 13)");
+    EXPECT_EQ(parse_err("event="), "event spec 'event=': event needs a value (at offset 6)");
+    EXPECT_EQ(parse_err("event=ten"), "event spec 'event=ten': event value 'ten' is not a number (at offset 6)");
+    EXPECT_EQ(parse_err("event=1,name="), "event spec 'event=1,name=': name needs a value (at offset 13)");
+    std::string long_name = "event=1,name=" + std::string(64, 'n');
+    EXPECT_EQ(parse_err(long_name.c_str()),
+              "event spec 'event=1,name=nnnnnnnnnnnnnnnnnnnnnnnn...': name is too long (64 characters; at most 63) "
+              "(at offset 13)");
+    EXPECT_EQ(parse_err("event=1,umask2=256"),
+              "event spec 'event=1,umask2=256': umask2 value 256 is out of range (0-255) (at offset 15)");
+    EXPECT_EQ(parse_err("r010e:"), "event spec 'r010e:': empty modifier list after ':' (expected u or k) (at offset 6)");
+    EXPECT_EQ(parse_err("r010e:uk:"),
+              "event spec 'r010e:uk:': unsupported modifier ':' (pmulab accepts u and k) (at offset 8)");
+}
+
 TEST(Events, SpecErrorsGeneral) {
     EXPECT_EQ(parse_err(""), "empty event spec");
     EXPECT_EQ(parse_err(" \t "), "empty event spec");
@@ -538,6 +562,10 @@ TEST(Events, EventFileErrors) {
     EXPECT_STREQ(st.error().msg, "empty.txt: no events (only comments and blank lines)");
     st = parse_event_file("", "zero.txt", &v);
     EXPECT_STREQ(st.error().msg, "zero.txt: no events (only comments and blank lines)");
+    std::string big;
+    for (int i = 0; i < 4097; ++i) big += "0E.01\n";
+    st = parse_event_file(big.c_str(), "big.cfg", &v);
+    EXPECT_STREQ(st.error().msg, "big.cfg:4097: too many events (at most 4096 per file)");
     st = parse_event_file("3C.00 A B\n", "x", &v);
     EXPECT_STREQ(st.error().msg, "x:1: event spec '3C.00 A B': unexpected 'B' after the event name 'A' (at offset 8)");
 }
@@ -598,6 +626,31 @@ TEST(Events, FixedFallback) {
     EXPECT_EQ(check_err("instructions", v1),
               "event 'instructions' cannot be counted: fixed counter 0 is absent (this CPU has no fixed counters) "
               "and its GP equivalent C0.00 is unavailable: CPUID.0AH:EBX[1] = 1");
+}
+
+TEST(Events, NoCountersForTheRoute) {
+    // No GP counters: neither GP events nor fixed fallbacks can be counted.
+    PmuCaps nogp = caps(2, 0, 0);
+    EXPECT_EQ(check_err("instructions", nogp),
+              "event 'instructions' cannot be counted: fixed counter 0 is absent (this CPU has no fixed counters) and "
+              "there are no general-purpose counters");
+    EXPECT_EQ(check_err("0E.01", nogp), "event '0E.01' cannot be counted: this CPU has no general-purpose counters");
+    // A fixed event restricted to GP counters that do not exist.
+    Event e = parse_ok("cycles");
+    e.allowed_gp = 0xF0;
+    Result<EventRoute> r = check_event(e, caps(1, 2, 0));
+    ASSERT_FALSE(r.ok());
+    EXPECT_STREQ(r.error().msg,
+                 "event 'cycles' cannot be counted: fixed counter 1 is absent and its allowed general-purpose "
+                 "counters do not exist");
+    // A hand-built fixed event without a GP equivalent.
+    Event f;
+    f.kind = EventKind::fixed;
+    f.fixed_counter = 5;
+    snprintf(f.name, sizeof f.name, "FIXED5");
+    r = check_event(f, caps(4, 4, 3));
+    ASSERT_FALSE(r.ok());
+    EXPECT_STREQ(r.error().msg, "event 'FIXED5' needs fixed counter 5, which is absent (this CPU has FIXED_CTR0-2)");
 }
 
 TEST(Events, CountersAndFeatures) {

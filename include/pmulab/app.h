@@ -18,6 +18,8 @@ enum ExitStatus : int {
 
 int exit_status_for(Errc c);
 
+class MeasurePlatform;  // pmulab/measure.h
+
 class Platform {
 public:
     virtual Hw& hw() = 0;
@@ -26,6 +28,9 @@ public:
     // Firmware identity for metadata records; empty strings when unknown.
     virtual const char* firmware_vendor() { return ""; }
     virtual u32 firmware_revision() { return 0; }
+    // The measurement engine's services (executable pages, kernel bodies, interrupt
+    // masking); null where generated code cannot run.
+    virtual MeasurePlatform* measure() { return nullptr; }
 
 protected:
     ~Platform() = default;

@@ -4,6 +4,7 @@
 #include "pmulab/census.h"
 #include "pmulab/commands.h"
 #include "pmulab/json.h"
+#include "pmulab/measure_cmd.h"
 #include "pmulab/version.h"
 
 namespace pmulab {
@@ -116,6 +117,10 @@ const char kHelpText[] =
     "  info                 census of every logical processor's PMU (default)\n"
     "  msr read ADDR        read an MSR    [--cpu N|all|bsp]\n"
     "  msr write ADDR VAL   write an MSR   [--cpu N|all|bsp] [--unsafe]\n"
+    "  run --bench K,...    measure built-in kernels (U/2U overhead cancellation)\n"
+    "                       [--events tsc] [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] ...\n"
+    "  bench list           the built-in kernels and their instructions per iteration\n"
+    "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
     "  version              print the version\n"
     "  help [COMMAND]       this text, or a command's help\n"
     "\n"
@@ -190,6 +195,9 @@ int cmd_help(Out& out, Args& args);
 const Command kCommands[] = {
     {"info", cmd_info, kInfoHelp},
     {"msr", cmd_msr, kMsrHelp},
+    {"run", cmd_run, kRunHelp},
+    {"bench", cmd_bench, kBenchHelp},
+    {"selftest", cmd_selftest, kSelftestHelp},
     {"version", cmd_version, "usage: pmulab version\n"},
     {"help", cmd_help, "usage: pmulab help [COMMAND]\n"},
 };

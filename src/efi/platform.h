@@ -2,6 +2,7 @@
 #pragma once
 
 #include "efi_defs.h"
+#include "measure_efi.h"
 #include "pmulab/app.h"
 
 namespace pmulab::efi {
@@ -35,6 +36,7 @@ public:
     void write(StrView text) override;
     const char* firmware_vendor() override { return vendor_; }
     u32 firmware_revision() override;
+    MeasurePlatform* measure() override { return &measure_; }
     // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
     void write_debugcon(StrView text);
     bool debugcon() const { return debugcon_; }
@@ -42,6 +44,7 @@ public:
 
 private:
     EfiHw hw_;
+    EfiMeasure measure_{hw_};
     bool debugcon_ = false;
     bool last_newline_ = true;
     char vendor_[64] = {};

@@ -1,0 +1,353 @@
+// `pmulab selftest`: kvm-unit-tests-style checks of the measurement harness.
+#include "pmulab/cpuid.h"
+#include "pmulab/json.h"
+#include "pmulab/measure_cmd.h"
+
+namespace pmulab {
+
+const char kSelftestHelp[] =
+    "usage: pmulab selftest [--cpu N|all|bsp]\n"
+    "\n"
+    "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
+    "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
+    "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
+    "PMU checks (which SKIP, with the reason, where there is no PMU or the PMU layer is\n"
+    "not yet wired into the engine). Per-CPU checks run on --cpu (default bsp).\n"
+    "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
+    "records and one {\"type\":\"summary\",...}.\n";
+
+namespace {
+
+enum class Verdict : u8 { pass, fail, skip };
+
+class Checks {
+public:
+    explicit Checks(Out& out) : out_(out) {}
+    void report(Verdict v, const char* name, i64 cpu, const char* detail) {
+        const char* tag = v == Verdict::pass ? "PASS" : (v == Verdict::fail ? "FAIL" : "SKIP");
+        ++total_;
+        if (v == Verdict::fail) ++failed_;
+        if (v == Verdict::skip) ++skipped_;
+        StrBuf line;
+        JsonWriter w(line);
+        w.begin_object().field("type", "check").field("name", name);
+        if (cpu >= 0) w.field_u("cpu", u64(cpu));
+        w.field("status", tag).field("detail", detail).end_object();
+        line.put('\n');
+        out_.record(line);
+        StrBuf t;
+        t.printf("%s: %s", tag, name);
+        if (cpu >= 0) t.printf(" [CPU %lld]", (long long)cpu);
+        if (detail && detail[0]) t.printf(v == Verdict::skip ? " (%s)" : ": %s", detail);
+        t.put('\n');
+        out_.text_buf(t);
+    }
+    void reportf(Verdict v, const char* name, i64 cpu, const char* fmt, ...) __attribute__((format(printf, 5, 6))) {
+        char d[240];
+        va_list ap;
+        va_start(ap, fmt);
+        vformat_to(d, sizeof d, fmt, ap);
+        va_end(ap);
+        report(v, name, cpu, d);
+    }
+    int finish() {
+        StrBuf line;
+        JsonWriter w(line);
+        w.begin_object().field("type", "summary").field_u("tests", total_).field_u("passed", total_ - failed_ - skipped_);
+        w.field_u("failed", failed_).field_u("skipped", skipped_).end_object();
+        line.put('\n');
+        out_.record(line);
+        out_.text("SUMMARY: %u tests, %u failures, %u skipped\n", total_, failed_, skipped_);
+        return failed_ ? kExitFailure : kExitOk;
+    }
+
+private:
+    Out& out_;
+    u32 total_ = 0, failed_ = 0, skipped_ = 0;
+};
+
+// Captures the per-iteration values of one measurement.
+class Capture final : public MeasureSink {
+public:
+    void result(const MeasureConfig&, const MeasureResult& r) override {
+        for (unsigned a = 0; a < kAggCount; ++a) per_iter[a] = r.per_iter[a];
+        ++results;
+    }
+    void failure(const Error& e) override { err = e; }
+    void skipped(const Error& e) override { err = e; }
+    Frac per_iter[kAggCount];
+    u32 results = 0;
+    Error err;
+};
+
+struct MeasureArgs {
+    KernelId kernel = KernelId::nop;
+    u32 cpu = 0;
+    u64 unroll = 100;
+    u64 loop = 1;
+    bool basic = false;
+    IrqMode irq = IrqMode::cli;
+    u64 size = 0;
+};
+
+// Median per iteration of one kernel on one CPU, counting the TSC.
+Result<Frac> measure_tsc(Hw& hw, MeasurePlatform& mp, const MeasureArgs& a, Errc* code = nullptr) {
+    MeasureConfig cfg;
+    BenchInstance& b = cfg.benches.emplace();
+    b.kernel = &kernel_info(a.kernel);
+    b.size = a.size;
+    cfg.cpus.push(a.cpu);
+    cfg.unroll = a.unroll;
+    cfg.loop = a.loop;
+    cfg.basic = a.basic;
+    cfg.irq = a.irq;
+    Vec<StrView> specs;
+    specs.push(StrView("tsc"));
+    Vec<ReadGroup> groups;
+    PMULAB_TRY(plan_event_groups(specs, &groups));
+    Capture cap;
+    Errc e = measure_run(hw, mp, cfg, groups, cap);
+    if (code) *code = e;
+    if (e != Errc::ok || cap.results != 1) {
+        if (cap.err.msg[0]) return cap.err;
+        return Error::make(Errc::internal, "no result");
+    }
+    return cap.per_iter[unsigned(Agg::median)];
+}
+
+StrBuf fixed2(Frac f) {
+    StrBuf b;
+    put_frac(b, f, 2);
+    return b;
+}
+
+// |a - b| <= 1/2 + max(|a|, |b|) / 10: agreement that holds exactly under
+// QEMU -icount (a == b) and within noise on real hardware.
+bool agrees(Frac a, Frac b) {
+    Result<Frac> d = frac_sub_div(a, b, 1);
+    if (!d.ok()) return false;
+    Frac ad = frac_abs(d.value());
+    Frac big = frac_cmp(frac_abs(a), frac_abs(b)) >= 0 ? frac_abs(a) : frac_abs(b);
+    // tolerance = 1/2 + big/10 = (5*big.den + big.num) / (10*big.den)
+    i64 tn;
+    u64 td;
+    if (__builtin_mul_overflow(i64(big.den), i64(5), &tn) || __builtin_add_overflow(tn, big.num, &tn) ||
+        __builtin_mul_overflow(big.den, u64(10), &td))
+        return false;
+    return frac_cmp(ad, Frac{tn, td}) <= 0;
+}
+
+struct TscCtx {
+    Hw* hw;
+    bool advanced = false;
+    bool monotonic = true;
+    u64 first = 0, last = 0;
+};
+
+void tsc_on_cpu(void* p) {
+    auto* c = static_cast<TscCtx*>(p);
+    u64 t0 = c->hw->rdtsc();
+    u64 prev = t0;
+    for (u32 i = 0; i < 10000; ++i) {
+        u64 t = c->hw->rdtsc();
+        if (t < prev) c->monotonic = false;
+        prev = t;
+    }
+    c->first = t0;
+    c->last = prev;
+    c->advanced = prev > t0;
+}
+
+void check_tsc(Checks& ck, Hw& hw, u32 cpu) {
+    TscCtx c{&hw};
+    Status s = hw.run_on_cpu(cpu, tsc_on_cpu, &c);
+    if (!s.ok()) {
+        ck.report(Verdict::fail, "TSC advances", cpu, s.error().msg);
+        return;
+    }
+    ck.reportf(c.advanced ? Verdict::pass : Verdict::fail, "TSC advances", cpu, "%llu ticks over 10000 reads",
+               (unsigned long long)(c.last - c.first));
+    ck.report(c.monotonic ? Verdict::pass : Verdict::fail, "TSC is monotonic over 10000 reads", cpu,
+              c.monotonic ? "" : "a read returned less than the one before");
+}
+
+void check_chase(Checks& ck) {
+    static constexpr u64 sizes[] = {4096, 65536, 1 << 20};
+    for (u64 size : sizes) {
+        Vec<u8> a, b;
+        a.resize(size);
+        b.resize(size);
+        u64 base = u64(reinterpret_cast<uintptr_t>(a.data()));
+        build_pointer_chase(a.data(), size, base, kDefaultSeed);
+        build_pointer_chase(b.data(), size, base, kDefaultSeed);
+        u64 steps = walk_pointer_chase(a.data(), size, base);
+        bool same = true;
+        for (u64 i = 0; i < size; ++i) same &= a[i] == b[i];
+        u64 nodes = size / kChaseNodeBytes;
+        char name[80];
+        format_to(name, sizeof name, "pointer chase is one cycle over all %llu nodes (%llu KiB)",
+                  (unsigned long long)nodes, (unsigned long long)(size >> 10));
+        if (steps == nodes && same) ck.report(Verdict::pass, name, -1, "deterministic for the seed");
+        else ck.reportf(Verdict::fail, name, -1, "cycle length %llu, same chain for the same seed: %s",
+                        (unsigned long long)steps, same ? "yes" : "no");
+    }
+}
+
+void check_measurements(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
+    MeasureArgs a;
+    a.cpu = cpu;
+    a.kernel = KernelId::empty;
+    Result<Frac> e = measure_tsc(hw, mp, a);
+    const char* n_empty = "empty kernel measures 0 per iteration";
+    if (!e.ok()) ck.report(Verdict::fail, n_empty, cpu, e.error().msg);
+    else {
+        // Exactly 0 under QEMU -icount; within one tick per iteration on hardware.
+        bool ok = frac_cmp(frac_abs(e.value()), Frac{1, 1}) < 0;
+        ck.reportf(ok ? Verdict::pass : Verdict::fail, n_empty, cpu, "%s TSC ticks per iteration",
+                   fixed2(e.value()).c_str());
+    }
+
+    a.kernel = KernelId::nop;
+    a.unroll = 1000;
+    Result<Frac> u1 = measure_tsc(hw, mp, a);
+    a.unroll = 2000;
+    Result<Frac> u2 = measure_tsc(hw, mp, a);
+    const char* n_lin = "U vs 2U linearity for nop (U = 1000 and 2000)";
+    if (!u1.ok() || !u2.ok()) ck.report(Verdict::fail, n_lin, cpu, (!u1.ok() ? u1 : u2).error().msg);
+    else
+        ck.reportf(agrees(u1.value(), u2.value()) ? Verdict::pass : Verdict::fail, n_lin, cpu,
+                   "%s vs %s TSC ticks per iteration", fixed2(u1.value()).c_str(), fixed2(u2.value()).c_str());
+
+    if (u1.ok()) {
+        a.unroll = 1000;
+        a.basic = true;
+        Result<Frac> b = measure_tsc(hw, mp, a);
+        a.basic = false;
+        const char* n_basic = "basic mode (0 and U copies) agrees with U/2U for nop";
+        if (!b.ok()) ck.report(Verdict::fail, n_basic, cpu, b.error().msg);
+        else
+            ck.reportf(agrees(b.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_basic, cpu, "%s vs %s",
+                       fixed2(b.value()).c_str(), fixed2(u1.value()).c_str());
+
+        a.unroll = 100;
+        a.loop = 10;
+        Result<Frac> l = measure_tsc(hw, mp, a);
+        a.loop = 1;
+        const char* n_loop = "loop overhead cancels: nop with --loop 10 agrees with U/2U";
+        if (!l.ok()) ck.report(Verdict::fail, n_loop, cpu, l.error().msg);
+        else
+            ck.reportf(agrees(l.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_loop, cpu, "%s vs %s",
+                       fixed2(l.value()).c_str(), fixed2(u1.value()).c_str());
+
+        a.unroll = 1000;
+        a.irq = IrqMode::lvt;
+        Result<Frac> v = measure_tsc(hw, mp, a);
+        a.irq = IrqMode::cli;
+        const char* n_lvt = "interrupts masked via the local APIC LVT (--irq lvt) agree with cli for nop";
+        if (!v.ok()) ck.report(v.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, n_lvt, cpu,
+                               v.error().msg);
+        else
+            ck.reportf(agrees(v.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_lvt, cpu, "%s vs %s",
+                       fixed2(v.value()).c_str(), fixed2(u1.value()).c_str());
+    }
+
+    // RDPMC: either it works, or the probe catches the fault and the kernel is
+    // reported unsupported (QEMU TCG raises #UD) - never a crash.
+    a.kernel = KernelId::rdpmc;
+    a.unroll = 100;
+    Errc code = Errc::ok;
+    Result<Frac> r = measure_tsc(hw, mp, a, &code);
+    const char* n_pmc = "rdpmc kernel: RDPMC is probed before code generation";
+    if (r.ok()) ck.reportf(Verdict::pass, n_pmc, cpu, "RDPMC works: %s TSC ticks per RDPMC", fixed2(r.value()).c_str());
+    else if (code == Errc::unsupported) ck.reportf(Verdict::pass, n_pmc, cpu, "reported unsupported: %s", r.error().msg);
+    else ck.report(Verdict::fail, n_pmc, cpu, r.error().msg);
+}
+
+void check_every_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp) {
+    u32 n = hw.cpu_count();
+    u32 ok = 0;
+    char first_err[200] = {};
+    for (u32 cpu = 0; cpu < n; ++cpu) {
+        MeasureArgs a;
+        a.cpu = cpu;
+        Result<Frac> r = measure_tsc(hw, mp, a);
+        if (r.ok()) ++ok;
+        else if (!first_err[0]) format_to(first_err, sizeof first_err, "CPU %u: %s", cpu, r.error().msg);
+    }
+    ck.reportf(ok == n ? Verdict::pass : Verdict::fail, "every CPU measures the nop kernel", -1, "%u of %u CPUs%s%s",
+               ok, n, first_err[0] ? "; " : "", first_err);
+}
+
+void check_pmu(Checks& ck, Hw& hw) {
+    CpuidSnapshot snap;
+    capture_cpuid(hw, &snap);
+    CpuDecoded d = decode_cpuid(snap);
+    char reason[200];
+    if (d.id.vendor != Vendor::intel && d.pmu.version == 0)
+        format_to(reason, sizeof reason, "no Intel architectural PMU (vendor %s, CPUID.0AH:EAX[7:0] = 0)",
+                  d.id.vendor_string);
+    else if (d.pmu.version == 0)
+        format_to(reason, sizeof reason, "no architectural PMU: CPUID.0AH:EAX[7:0] = 0");
+    else
+        format_to(reason, sizeof reason,
+                  "PMU version %u with %u GP counters is present, but PMU events are not wired into the "
+                  "engine yet",
+                  d.pmu.version, d.pmu.gp_counters);
+    static const char* const names[] = {
+        "instructions retired: fixed counter 0 vs GP event C0H.00H (INST_RETIRED.ANY_P)",
+        "core cycles: fixed counter 1 vs GP event 3CH.00H (CPU_CLK_UNHALTED.THREAD_P)",
+        "reference cycles: fixed counter 2 vs the TSC",
+        "counter overflow wraps at the enumerated width and sets GLOBAL_STATUS",
+        "IA32_PERF_GLOBAL_CTRL gates every counter",
+        "each counter counts individually (instructions retired on every GP counter)",
+    };
+    for (const char* n : names) ck.report(Verdict::skip, n, -1, reason);
+}
+
+}  // namespace
+
+int cmd_selftest(Out& out, Args& args) {
+    CpuSelection sel;
+    while (!args.done()) {
+        const char* v = nullptr;
+        Status err;
+        if (args.option("--cpu", &v, &err)) {
+            if (!err.ok()) {
+                out.error(err.error());
+                return kExitUsage;
+            }
+            Result<CpuSelection> s = parse_cpu_selection(v);
+            if (!s.ok()) {
+                out.error(s.error());
+                return kExitUsage;
+            }
+            sel = s.value();
+        } else {
+            out.error_msg(Errc::invalid_argument, "selftest: %s '%s' (see 'pmulab help selftest')",
+                          args.at_option() ? "unknown option" : "unexpected argument", args.peek());
+            return kExitUsage;
+        }
+    }
+    Platform& p = out.platform();
+    Hw& hw = p.hw();
+    Vec<u32> cpus;
+    Status cs = expand_cpu_selection(hw, sel, &cpus);
+    if (!cs.ok()) {
+        out.error(cs.error());
+        return exit_status_for(cs.error().code);
+    }
+    MeasurePlatform* mp = p.measure();
+    Checks ck(out);
+    for (u32 cpu : cpus) check_tsc(ck, hw, cpu);
+    check_chase(ck);
+    if (!mp) {
+        ck.report(Verdict::skip, "measurement checks", -1, "this platform cannot execute generated code");
+    } else {
+        for (u32 cpu : cpus) check_measurements(ck, hw, *mp, cpu);
+        check_every_cpu(ck, hw, *mp);
+    }
+    check_pmu(ck, hw);
+    return ck.finish();
+}
+
+}  // namespace pmulab

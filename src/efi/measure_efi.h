@@ -1,0 +1,25 @@
+// The measurement engine's platform services on UEFI: pages from AllocatePages,
+// the kernel bodies of kernels.S, interrupt masking (cli or local APIC LVT), and
+// calling generated code.
+#pragma once
+
+#include "pmulab/measure.h"
+
+namespace pmulab::efi {
+
+class EfiMeasure final : public MeasurePlatform {
+public:
+    explicit EfiMeasure(Hw& hw) : hw_(hw) {}
+    Result<void*> alloc_pages(usize bytes, bool executable) override;
+    void free_pages(void* p, usize bytes) override;
+    CodeSpan kernel_body(KernelId id) override;
+    Status irq_mask(IrqMode mode, IrqSaved* saved) override;
+    void irq_restore(const IrqSaved& saved) override;
+    void serialize() override;
+    void execute(const Region& region, RegionFrame* frame) override;
+
+private:
+    Hw& hw_;
+};
+
+}  // namespace pmulab::efi

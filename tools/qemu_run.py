@@ -85,6 +85,8 @@ def parse_args(argv):
     p.add_argument("--keep", metavar="DIR", help="keep the disk image, serial log and firmware "
                    "variables in DIR")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
+    p.add_argument("--readonly-disk", action="store_true",
+                   help="attach the disk read-only (pmulab reports that it cannot write results)")
     p.add_argument("--serial-log", metavar="FILE", help="write the firmware serial console to FILE")
     p.add_argument("--qemu-arg", action="append", default=[], metavar="ARG",
                    help="extra QEMU argument (repeatable)")
@@ -147,7 +149,7 @@ def qemu_command(args, workdir, image, vars_fd, accel):
         *accel_args,
         "-drive", f"if=pflash,format=raw,unit=0,readonly=on,file={code}",
         "-drive", f"if=pflash,format=raw,unit=1,file={vars_fd}",
-        "-drive", f"if=none,id=disk0,format=raw,file={image}",
+        "-drive", f"if=none,id=disk0,format=raw,file={image}" + (",readonly=on" if args.readonly_disk else ""),
         "-device", "virtio-blk-pci,drive=disk0,bootindex=0",
         "-nic", "none", "-display", "none", "-monitor", "none", "-no-reboot",
         "-serial", f"file:{serial}",
@@ -191,6 +193,7 @@ class Run:
         t = threading.Thread(target=self._stderr_reader, args=(self.proc.stderr,), daemon=True)
         t.start()
         timer = threading.Timer(self.timeout, self._on_timeout)
+        timer.daemon = True
         timer.start()
         out = sys.stdout.buffer
         try:
@@ -199,6 +202,11 @@ class Run:
                 m = EXIT_RE.match(line)
                 if m:
                     self.status = int(m.group(1))
+                    # pmulab is done; if it returned to the firmware instead of powering
+                    # off, do not wait for the firmware's next boot option.
+                    grace = threading.Timer(5.0, self._kill)
+                    grace.daemon = True
+                    grace.start()
                     continue
                 # A line written before the marker without its newline is still output.
                 out.write(line)
@@ -238,14 +246,21 @@ def main(argv):
             if args.json:
                 cmdline += " --json"
             cfg_file = os.path.join(workdir, "pmulab.cfg")
+            extra = []
             with open(cfg_file, "w") as f:
                 if args.config:
-                    with open(args.config) as src:
+                    with open(args.config, encoding="utf-8", errors="surrogateescape") as src:
                         f.write(src.read())
                     f.write("\n# added by run-qemu.sh: power off when the campaign is done\n--shutdown\n")
                 else:
-                    f.write(cmdline + " --shutdown\n")
-            r = subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), image, efi, cfg_file],
+                    # The command line goes to \pmulab\cmdline, which pmulab reads
+                    # before its campaign file.
+                    f.write("# run-qemu.sh passes the command line in \\pmulab\\cmdline\n")
+                    cmd_file = os.path.join(workdir, "cmdline")
+                    with open(cmd_file, "w") as c:
+                        c.write(cmdline + " --shutdown\n")
+                    extra.append(f"{cmd_file}=::/pmulab/cmdline")
+            r = subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), image, efi, cfg_file, *extra],
                                stdout=sys.stderr)
             if r.returncode != 0:
                 log("could not build the disk image")

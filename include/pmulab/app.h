@@ -4,6 +4,7 @@
 
 #include "pmulab/fmt.h"
 #include "pmulab/hw.h"
+#include "pmulab/records.h"
 
 namespace pmulab {
 
@@ -31,6 +32,12 @@ public:
     // The measurement engine's services (executable pages, kernel bodies, interrupt
     // masking); null where generated code cannot run.
     virtual MeasurePlatform* measure() { return nullptr; }
+    // Wall-clock time as "YYYY-MM-DDTHH:MM:SS" (empty when unknown).
+    virtual void now(char* buf, usize cap) {
+        if (cap) buf[0] = 0;
+    }
+    // Results files; null when there are none (host tools, tests without files).
+    virtual RecordSink* record_sink() { return nullptr; }
 
 protected:
     ~Platform() = default;
@@ -53,10 +60,16 @@ public:
     void text_buf(const StrBuf& b) {
         if (!json_) p_.write(b.view());
     }
-    // JSON mode only: one complete line (must end with '\n').
+    // A JSON record (one complete line ending in '\n'): always to the results
+    // files, and to the console in JSON mode. Commands emit their records in both
+    // modes and their human text with text().
     void record(const StrBuf& line) {
+        if (sink_) sink_->record(line.view());
         if (json_) p_.write(line.view());
     }
+    void set_sink(RecordSink* s) { sink_ = s; }
+    // Prefix for errors and warnings, e.g. "\pmulab\pmulab.cfg:3" (null: none).
+    void set_context(const char* c) { context_ = c; }
     // Both modes: "pmulab: error: ..." or {"type":"error",...}.
     void error(const Error& e);
     void error_msg(Errc c, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -67,12 +80,20 @@ public:
 private:
     Platform& p_;
     bool json_;
+    RecordSink* sink_ = nullptr;
+    const char* context_ = nullptr;
 };
 
 // Runs one command line (argv[0] is the first word after the program name, i.e.
 // the command). Global options (--json, --shutdown, --help) may appear anywhere.
 // Returns an ExitStatus; sets *opts to the global options seen.
-int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts);
+// `origin` (e.g. "\pmulab\pmulab.cfg:3") prefixes every error and warning.
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
+            const char* origin = nullptr);
+
+// Checks a command line without running it: the command exists (global options
+// are skipped). Used to reject a bad campaign before any of it runs.
+Status app_check(int argc, const char* const* argv);
 
 // Splits a command line into words: whitespace-separated, double quotes group,
 // backslash escapes a quote. Returns false (with a message) on an unterminated quote.

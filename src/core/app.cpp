@@ -30,18 +30,25 @@ void Out::text(const char* fmt, ...) {
 }
 
 void Out::error(const Error& e) {
-    StrBuf b;
+    StrBuf msg;
+    if (context_) msg.printf("%s: ", context_);
+    msg.put(StrView(e.msg));
+    StrBuf jl;
+    JsonWriter w(jl);
+    w.begin_object().field("type", "error").field("code", errc_name(e.code));
+    w.field("message", msg.view());
+    if (e.code == Errc::fault) w.field_u("vector", e.vector);
+    w.end_object();
+    jl.put('\n');
+    // Errors belong to the results too: a run that failed says why in its file.
+    if (sink_) sink_->record(jl.view());
     if (json_) {
-        JsonWriter w(b);
-        w.begin_object().field("type", "error").field("code", errc_name(e.code));
-        w.field("message", e.msg);
-        if (e.code == Errc::fault) w.field_u("vector", e.vector);
-        w.end_object();
-        b.put('\n');
+        p_.write(jl.view());
     } else {
-        b.printf("pmulab: error: %s\n", e.msg);
+        StrBuf b;
+        b.printf("pmulab: error: %s\n", msg.c_str());
+        p_.write(b.view());
     }
-    p_.write(b.view());
 }
 
 void Out::error_msg(Errc c, const char* fmt, ...) {
@@ -60,13 +67,16 @@ void Out::warn(const char* fmt, ...) {
     va_start(ap, fmt);
     vformat_to(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    StrBuf full;
+    if (context_) full.printf("%s: ", context_);
+    full.put(StrView(msg));
     StrBuf b;
     if (json_) {
         JsonWriter w(b);
-        w.begin_object().field("type", "warning").field("message", msg).end_object();
+        w.begin_object().field("type", "warning").field("message", full.view()).end_object();
         b.put('\n');
     } else {
-        b.printf("pmulab: warning: %s\n", msg);
+        b.printf("pmulab: warning: %s\n", full.c_str());
     }
     p_.write(b.view());
 }
@@ -151,17 +161,14 @@ int cmd_info(Out& out, Args& args) {
         out.error(s.error());
         return exit_status_for(s.error().code);
     }
-    if (out.json()) {
-        for (const CpuRecord& r : cpus) {
-            StrBuf line;
-            census_json(r, line);
-            out.record(line);
-        }
-    } else {
-        StrBuf b;
-        census_table(cpus, b);
-        out.text_buf(b);
+    for (const CpuRecord& r : cpus) {
+        StrBuf line;
+        census_json(r, line);
+        out.record(line);
     }
+    StrBuf b;
+    census_table(cpus, b);
+    out.text_buf(b);
     for (const CpuRecord& r : cpus)
         if (!r.collected) return kExitFailure;
     return kExitOk;
@@ -188,18 +195,20 @@ struct Command {
     const char* name;
     int (*run)(Out&, Args&);
     const char* help;
+    // Writes results files (commands that read or measure hardware).
+    bool writes_results;
 };
 
 int cmd_help(Out& out, Args& args);
 
 const Command kCommands[] = {
-    {"info", cmd_info, kInfoHelp},
-    {"msr", cmd_msr, kMsrHelp},
-    {"run", cmd_run, kRunHelp},
-    {"bench", cmd_bench, kBenchHelp},
-    {"selftest", cmd_selftest, kSelftestHelp},
-    {"version", cmd_version, "usage: pmulab version\n"},
-    {"help", cmd_help, "usage: pmulab help [COMMAND]\n"},
+    {"info", cmd_info, kInfoHelp, true},
+    {"msr", cmd_msr, kMsrHelp, true},
+    {"run", cmd_run, kRunHelp, true},
+    {"bench", cmd_bench, kBenchHelp, false},
+    {"selftest", cmd_selftest, kSelftestHelp, true},
+    {"version", cmd_version, "usage: pmulab version\n", false},
+    {"help", cmd_help, "usage: pmulab help [COMMAND]\n", false},
 };
 
 const Command* find_command(const char* name) {
@@ -225,7 +234,19 @@ int cmd_help(Out& out, Args& args) {
 
 }  // namespace
 
-int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts) {
+Status app_check(int argc, const char* const* argv) {
+    for (int i = 0; i < argc; ++i) {
+        const char* a = argv[i];
+        if (str_eq(a, "--json") || str_eq(a, "--shutdown") || str_eq(a, "--help") || str_eq(a, "-h")) continue;
+        if (str_eq(a, "--")) continue;
+        if (!find_command(a))
+            return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
+        return ok_status();
+    }
+    return ok_status();
+}
+
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin) {
     // Pull the global options out wherever they stand.
     Vec<const char*> rest;
     GlobalOptions g;
@@ -243,6 +264,7 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts)
     }
     if (opts) *opts = g;
     Out out(p, g.json);
+    out.set_context(origin);
     const char* name = rest.empty() ? "info" : rest[0];
     const Command* c = find_command(name);
     if (!c) {
@@ -254,7 +276,26 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts)
         return kExitOk;
     }
     Args args(int(rest.size()) - (rest.empty() ? 0 : 1), rest.empty() ? nullptr : rest.data() + 1);
-    return c->run(out, args);
+    RecordSink* sink = c->writes_results ? p.record_sink() : nullptr;
+    if (sink) {
+        StrBuf cmdline;
+        for (int i = 0; i < argc; ++i) {
+            if (i) cmdline.put(' ');
+            cmdline.put(StrView(argv[i]));
+        }
+        if (sink->begin(c->name, out)) {
+            StrBuf meta;
+            build_meta_record(p, cmdline.c_str(), &meta);
+            sink->record(meta.view());
+            out.set_sink(sink);
+        }
+    }
+    int status = c->run(out, args);
+    if (sink) {
+        out.set_sink(nullptr);
+        sink->end();
+    }
+    return status;
 }
 
 }  // namespace pmulab

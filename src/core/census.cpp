@@ -298,7 +298,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
                 done[j] = true;
                 members.push(u32(j));
             }
-        ++groups;
+        if (cpus[i].collected) ++groups;  // unreachable CPUs are not a PMU configuration
         out.put("\nPMU of CPU ");
         put_cpu_list(out, cpus, members);
         out.printf(" (%u CPU%s):\n", unsigned(members.size()), members.size() == 1 ? "" : "s");

@@ -181,17 +181,18 @@ int cmd_msr(Out& out, Args& args) {
             format_to(msg, sizeof msg, "CPU %u: %s", cpu, e.msg);
             str_copy(e.msg, sizeof e.msg, msg);
             out.error(e);
-            status = exit_status_for(e.code);
+            // The first failure decides the exit status (a later disabled CPU must not
+            // turn a fault into "unsupported").
+            if (status == kExitOk) status = exit_status_for(e.code);
             continue;
         }
-        if (out.json()) {
+        {
             StrBuf b;
             JsonWriter w(b);
             w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
             w.field_hex("msr", addr.value()).field_hex("value", r.value()).end_object();
             b.put('\n');
             out.record(b);
-        } else {
             out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
                      (unsigned long long)addr.value(), write ? "<-" : "=", (unsigned long long)r.value());
         }

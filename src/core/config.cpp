@@ -36,7 +36,10 @@ Status parse_config(StrView text, const char* name, Vec<ConfigLine>* out) {
         ConfigLine& cl = out->emplace();
         cl.line_no = line_no;
         Status s = split_command_line(line, &cl.args);
-        if (!s.ok()) return Error::make(Errc::invalid_argument, "%s:%u: %s", name, line_no, s.error().msg);
+        if (!s.ok()) {
+            cl.bad = true;
+            str_copy(cl.error, sizeof cl.error, s.error().msg);
+        }
     }
     return ok_status();
 }

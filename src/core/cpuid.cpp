@@ -198,6 +198,9 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            acr_gp_bitmap == o.acr_gp_bitmap && acr_fixed_bitmap == o.acr_fixed_bitmap &&
            arch_events_bitmap == o.arch_events_bitmap && amd_perfctr_core == o.amd_perfctr_core &&
            amd_perfmon_v2 == o.amd_perfmon_v2 && amd_core_counters == o.amd_core_counters &&
+           amd_lbr_v2 == o.amd_lbr_v2 && amd_lbr_stack_size == o.amd_lbr_stack_size &&
+           amd_nb_counters == o.amd_nb_counters && rdpmc_user_disable == o.rdpmc_user_disable &&
+           topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }
 

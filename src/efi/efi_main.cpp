@@ -114,6 +114,7 @@ int run_line(EfiPlatform& p, StrView line, const char* origin, u32 line_no, Glob
 }
 
 const char kConfigPath[] = "\\pmulab\\pmulab.cfg";
+const char kCmdlinePath[] = "\\pmulab\\cmdline";
 
 }  // namespace
 
@@ -133,6 +134,15 @@ void EfiPlatform::init() {
 }
 
 u32 EfiPlatform::firmware_revision() { return gST->FirmwareRevision; }
+
+void EfiPlatform::now(char* buf, usize cap) {
+    EFI_TIME t{};
+    if (gST->RuntimeServices->GetTime(&t, nullptr) != EFI_SUCCESS) {
+        if (cap) buf[0] = 0;
+        return;
+    }
+    format_to(buf, cap, "%04u-%02u-%02uT%02u:%02u:%02u", t.Year, t.Month, t.Day, t.Hour, t.Minute, t.Second);
+}
 
 void EfiPlatform::write_debugcon(StrView text) {
     if (!debugcon_) return;
@@ -166,6 +176,16 @@ int efi_run() {
     gather_command_line(line);
     int status = kExitOk;
     bool shutdown = false;
+    // Without arguments, \pmulab\cmdline (one command line, what run-qemu.sh writes)
+    // comes before the campaign file \pmulab\pmulab.cfg.
+    if (StrView(line.data(), line.size()).trim().empty()) {
+        Result<Vec<char>> cl = read_boot_volume_file(kCmdlinePath);
+        if (cl.ok()) {
+            StrView v = StrView(cl.value().data(), cl.value().size()).trim();
+            for (usize i = 0; i < v.len; ++i) line.push(v[i] == '\n' || v[i] == '\r' ? ' ' : v[i]);
+            if (line.empty()) line.push(' ');
+        }
+    }
     if (!StrView(line.data(), line.size()).trim().empty()) {
         GlobalOptions g;
         status = run_line(p, StrView(line.data(), line.size()), "command line", 0, &g);
@@ -179,16 +199,32 @@ int efi_run() {
                 out.error(ps.error());
                 status = kExitUsage;
             } else {
+                // Reject a campaign with unknown commands before any of it runs.
+                for (ConfigLine& cl : lines) {
+                    Status cs = cl.bad ? Status(Error::make(Errc::invalid_argument, "%s", cl.error))
+                                       : app_check(cl.args.argc(), cl.args.argv.data());
+                    if (!cs.ok()) {
+                        out.error_msg(Errc::invalid_argument, "%s:%u: %s", kConfigPath, cl.line_no, cs.error().msg);
+                        status = kExitUsage;
+                    }
+                }
+                for (ConfigLine& cl : lines) {
+                    // A line of global options only (e.g. "--shutdown") is a directive.
+                    bool directive = !cl.bad;
+                    for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
+                    cl.directive = directive;
+                    shutdown |= directive;
+                }
+                if (status != kExitOk) {
+                    out.error_msg(Errc::invalid_argument, "%s has errors; nothing was run", kConfigPath);
+                    lines.clear();
+                }
                 for (ConfigLine& cl : lines) {
                     GlobalOptions g;
-                    // A line of global options only (e.g. "--shutdown") is a directive.
-                    bool directive = true;
-                    for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
-                    if (directive) {
-                        shutdown = true;
-                        continue;
-                    }
-                    int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g);
+                    if (cl.directive) continue;
+                    char origin[64];
+                    format_to(origin, sizeof origin, "%s:%u", kConfigPath, cl.line_no);
+                    int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g, origin);
                     shutdown |= g.shutdown;
                     if (st != kExitOk && status == kExitOk) status = st;
                 }

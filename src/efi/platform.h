@@ -3,6 +3,7 @@
 
 #include "efi_defs.h"
 #include "measure_efi.h"
+#include "efi_results.h"
 #include "pmulab/app.h"
 
 namespace pmulab::efi {
@@ -37,6 +38,10 @@ public:
     const char* firmware_vendor() override { return vendor_; }
     u32 firmware_revision() override;
     MeasurePlatform* measure() override { return &measure_; }
+    void now(char* buf, usize cap) override;
+    RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
+    // Results files are written when pmulab runs from a file system it can write.
+    void enable_results(bool on) { results_enabled_ = on; }
     // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
     void write_debugcon(StrView text);
     bool debugcon() const { return debugcon_; }
@@ -45,6 +50,8 @@ public:
 private:
     EfiHw hw_;
     EfiMeasure measure_{hw_};
+    EfiRecordSink sink_;
+    bool results_enabled_ = true;
     bool debugcon_ = false;
     bool last_newline_ = true;
     char vendor_[64] = {};

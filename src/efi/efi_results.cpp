@@ -1,0 +1,196 @@
+// Results files on pmulab's boot volume: \pmulab\results\NNNN-<what>.jsonl and
+// .csv, numbered after the highest number already there, never overwriting.
+// A read-only or full volume is reported once per command; the records still go
+// to the console.
+#include "efi_results.h"
+
+#include "efi_file.h"
+
+namespace pmulab::efi {
+
+namespace {
+
+EFI_GUID kLoadedImageGuid = EFI_LOADED_IMAGE_PROTOCOL_GUID;
+EFI_GUID kSimpleFsGuid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
+
+void to_char16(StrView s, CHAR16* out, usize cap) {
+    usize i = 0;
+    for (; i < s.len && i + 1 < cap; ++i) out[i] = CHAR16(u8(s[i]));
+    out[i] = 0;
+}
+
+// "0042-info.jsonl" -> 42; anything else -> -1.
+i64 result_number(const CHAR16* name) {
+    i64 n = 0;
+    usize i = 0;
+    for (; name[i] >= '0' && name[i] <= '9'; ++i) {
+        n = n * 10 + (name[i] - '0');
+        if (n > 100000000) return -1;
+    }
+    if (i == 0 || name[i] != '-') return -1;
+    return n;
+}
+
+const char kResultsDir[] = "\\pmulab\\results";
+
+}  // namespace
+
+namespace {
+
+// Opens `name` below `dir`, creating it as a folder when absent.
+EFI_FILE_HANDLE open_or_create_dir(EFI_FILE_HANDLE dir, const char* name, EFI_STATUS* st) {
+    CHAR16 wname[32];
+    to_char16(StrView(name), wname, 32);
+    EFI_FILE_HANDLE h = nullptr;
+    *st = dir->Open(dir, &h, wname, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE, 0);
+    if (*st == EFI_NOT_FOUND)
+        *st = dir->Open(dir, &h, wname, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE,
+                        EFI_FILE_DIRECTORY);
+    return *st == EFI_SUCCESS ? h : nullptr;
+}
+
+}  // namespace
+
+EFI_FILE_HANDLE EfiRecordSink::open_results_dir(Status* err) {
+    EFI_LOADED_IMAGE* li = nullptr;
+    EFI_STATUS st = gBS->HandleProtocol(gImage, &kLoadedImageGuid, reinterpret_cast<void**>(&li));
+    EFI_FILE_IO_INTERFACE* fs = nullptr;
+    if (st == EFI_SUCCESS && li)
+        st = gBS->HandleProtocol(li->DeviceHandle, &kSimpleFsGuid, reinterpret_cast<void**>(&fs));
+    if (st != EFI_SUCCESS || !fs) {
+        *err = Error::make(Errc::not_found, "the boot device has no file system (%s)", status_name(st));
+        return nullptr;
+    }
+    EFI_FILE_HANDLE root = nullptr;
+    st = fs->OpenVolume(fs, &root);
+    if (st != EFI_SUCCESS) {
+        *err = Error::make(Errc::io, "cannot open the boot volume (%s)", status_name(st));
+        return nullptr;
+    }
+    EFI_FILE_HANDLE top = open_or_create_dir(root, "pmulab", &st);
+    root->Close(root);
+    EFI_FILE_HANDLE res = top ? open_or_create_dir(top, "results", &st) : nullptr;
+    if (top) top->Close(top);
+    if (!res)
+        *err = Error::make(Errc::io, "cannot open or create %s (%s)%s", kResultsDir, status_name(st),
+                           st == EFI_WRITE_PROTECTED ? ": the boot volume is read-only" : "");
+    return res;
+}
+
+bool EfiRecordSink::begin(const char* what, Out& out) {
+    out_ = &out;
+    lines_.clear();
+    path_[0] = 0;
+    failed_ = false;
+    Status err;
+    EFI_FILE_HANDLE dir = open_results_dir(&err);
+    if (!dir) {
+        warn(err.error().msg);
+        return false;
+    }
+    // Next number: one above the highest NNNN- prefix in the folder.
+    i64 highest = 0;
+    usize cap = 1024;
+    Vec<u8> buf;
+    buf.resize(cap);
+    for (;;) {
+        UINTN n = cap;
+        EFI_STATUS st = dir->Read(dir, &n, buf.data());
+        if (st == EFI_BUFFER_TOO_SMALL) {
+            cap = n;
+            buf.resize(cap);
+            continue;
+        }
+        if (st != EFI_SUCCESS || n == 0) break;
+        auto* info = reinterpret_cast<EFI_FILE_INFO*>(buf.data());
+        i64 num = result_number(info->FileName);
+        if (num > highest) highest = num;
+    }
+    // Never overwrite: probe until both names are free.
+    for (i64 num = highest + 1;; ++num) {
+        char base[96];
+        format_to(base, sizeof base, "%04lld-%s", (long long)num, what);
+        char jname[112], cname[112];
+        format_to(jname, sizeof jname, "%s.jsonl", base);
+        format_to(cname, sizeof cname, "%s.csv", base);
+        CHAR16 wj[112], wc[112];
+        to_char16(StrView(jname), wj, 112);
+        to_char16(StrView(cname), wc, 112);
+        EFI_FILE_HANDLE probe = nullptr;
+        if (dir->Open(dir, &probe, wj, EFI_FILE_MODE_READ, 0) == EFI_SUCCESS ||
+            dir->Open(dir, &probe, wc, EFI_FILE_MODE_READ, 0) == EFI_SUCCESS) {
+            probe->Close(probe);
+            continue;
+        }
+        EFI_STATUS st = dir->Open(dir, &jsonl_, wj,
+                                  EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
+        if (st == EFI_SUCCESS)
+            st = dir->Open(dir, &csv_, wc, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
+        if (st != EFI_SUCCESS) {
+            if (jsonl_) {
+                jsonl_->Delete(jsonl_);
+                jsonl_ = nullptr;
+            }
+            dir->Close(dir);
+            char msg[200];
+            format_to(msg, sizeof msg, "cannot create %s\\%s (%s)%s", kResultsDir, jname, status_name(st),
+                      st == EFI_WRITE_PROTECTED ? ": the boot volume is read-only" : "");
+            warn(msg);
+            return false;
+        }
+        format_to(path_, sizeof path_, "%s\\%s", kResultsDir, jname);
+        break;
+    }
+    dir->Close(dir);
+    return true;
+}
+
+void EfiRecordSink::write_all(EFI_FILE_HANDLE f, StrView data, const char* what) {
+    if (failed_ || !f) return;
+    UINTN n = data.len;
+    EFI_STATUS st = f->Write(f, &n, const_cast<char*>(data.ptr));
+    if (st != EFI_SUCCESS || n != data.len) {
+        failed_ = true;
+        char msg[200];
+        format_to(msg, sizeof msg, "writing %s failed (%s)%s; the records are on the console", what,
+                  status_name(st), st == EFI_VOLUME_FULL ? ": the boot volume is full" : "");
+        warn(msg);
+    }
+}
+
+void EfiRecordSink::record(StrView line) {
+    lines_.emplace().put(line);
+    write_all(jsonl_, line, path_);
+    if (!failed_ && jsonl_ && (lines_.size() % 64) == 0) jsonl_->Flush(jsonl_);
+}
+
+void EfiRecordSink::end() {
+    if (jsonl_) {
+        if (!failed_) jsonl_->Flush(jsonl_);
+        jsonl_->Close(jsonl_);
+        jsonl_ = nullptr;
+    }
+    if (csv_) {
+        StrBuf csv;
+        Status s = records_to_csv(lines_, &csv);
+        if (!s.ok()) {
+            char msg[300];
+            format_to(msg, sizeof msg, "CSV summary not written: %s", s.error().msg);
+            warn(msg);
+        } else {
+            write_all(csv_, csv.view(), "the CSV summary");
+        }
+        if (!failed_) csv_->Flush(csv_);
+        csv_->Close(csv_);
+        csv_ = nullptr;
+    }
+    lines_.clear();
+    out_ = nullptr;
+}
+
+void EfiRecordSink::warn(const char* msg) {
+    // Text mode prints a warning line; JSON mode a warning record, so stdout stays JSON.
+    if (out_) out_->warn("results: %s", msg);
+}
+
+}  // namespace pmulab::efi

@@ -1,0 +1,114 @@
+"""QEMU boots that check results files on the boot volume and config campaigns."""
+
+import json
+import os
+import subprocess
+import tempfile
+
+from pmulab_test import ROOT, run_qemu
+
+QEMU = True
+
+
+def _mtools(img, *args):
+    env = dict(os.environ, MTOOLS_SKIP_CHECK="1")
+    p = subprocess.run([args[0], "-i", f"{img}@@1M", *args[1:]], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def _results(img):
+    listing = _mtools(img, "mdir", "-b", "::/pmulab/results")
+    return sorted(os.path.basename(l.strip()) for l in listing.splitlines() if l.strip())
+
+
+def _build_image(td, cfg_text):
+    cfg = os.path.join(td, "pmulab.cfg")
+    with open(cfg, "w") as f:
+        f.write(cfg_text)
+    img = os.path.join(td, "pmulab.img")
+    subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img,
+                    os.path.join(ROOT, "build", "pmulab.efi"), cfg], check=True,
+                   stdout=subprocess.DEVNULL)
+    return img
+
+
+def test_qemu_results_files_and_second_boot_keeps_old_ones():
+    with tempfile.TemporaryDirectory() as td:
+        img = _build_image(td, "# campaign\ninfo\nmsr read 0x1b --cpu all\n--shutdown\n")
+        r = run_qemu(smp=2, image=img)
+        assert r.rc == 0, r
+        files = _results(img)
+        assert files == ["0001-info.csv", "0001-info.jsonl", "0002-msr.csv", "0002-msr.jsonl"], files
+        jl = _mtools(img, "mtype", "::/pmulab/results/0001-info.jsonl").splitlines()
+        recs = [json.loads(l) for l in jl]
+        meta = recs[0]
+        assert meta["type"] == "meta", meta
+        assert meta["command_line"] == "info", meta
+        assert meta["cpu_vendor"] == "AuthenticAMD" and meta["hypervisor"] is True, meta
+        assert meta["firmware_vendor"] == "EDK II", meta
+        assert meta["counter_method"] == "rdmsr", meta  # RDPMC raises #UD under TCG
+        assert meta["cpus"] == 2 and len(meta["time"]) == 19, meta
+        assert [x["type"] for x in recs[1:]] == ["cpu", "cpu"], recs
+        csv = _mtools(img, "mtype", "::/pmulab/results/0001-info.csv").splitlines()
+        assert csv[0].startswith("type,index,apic_id,bsp,"), csv[0]
+        assert len(csv) == 3 and csv[1].startswith("cpu,0,0,true,") and csv[2].startswith("cpu,1,1,false,"), csv
+        msr = [json.loads(l) for l in _mtools(img, "mtype", "::/pmulab/results/0002-msr.jsonl").splitlines()]
+        assert [(x["cpu"], x["value"]) for x in msr[1:]] == [(0, "0xfee00900"), (1, "0xfee00800")], msr
+        first = _mtools(img, "mtype", "::/pmulab/results/0001-info.jsonl")
+
+        # Second boot of the same stick: new numbers, old files untouched.
+        r = run_qemu(smp=2, image=img)
+        assert r.rc == 0, r
+        assert _results(img) == files + ["0003-info.csv", "0003-info.jsonl", "0004-msr.csv",
+                                         "0004-msr.jsonl"], _results(img)
+        assert _mtools(img, "mtype", "::/pmulab/results/0001-info.jsonl") == first
+
+
+def test_qemu_results_read_only_volume_is_reported_and_run_goes_on():
+    with tempfile.TemporaryDirectory() as td:
+        img = _build_image(td, "info --json\n--shutdown\n")
+        r = run_qemu(smp=1, image=img, extra=("--readonly-disk",))
+        assert r.rc == 0, r
+        recs = r.records()
+        warn = [x for x in recs if x["type"] == "warning"]
+        assert warn and "read-only" in warn[0]["message"], recs
+        assert [x["type"] for x in recs if x["type"] != "warning"] == ["cpu"], recs
+
+
+def test_qemu_config_bad_lines_are_reported_with_line_numbers_and_nothing_runs():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "bad.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\n\n# comment\nfrobnicate --now\nmsr read 0x10\nbogus\n")
+        r = run_qemu(smp=1, config=cfg)
+        assert r.rc == 2, r
+        assert r.out.splitlines() == [
+            "pmulab: error: \\pmulab\\pmulab.cfg:4: unknown command 'frobnicate' (try 'pmulab help')",
+            "pmulab: error: \\pmulab\\pmulab.cfg:6: unknown command 'bogus' (try 'pmulab help')",
+            "pmulab: error: \\pmulab\\pmulab.cfg has errors; nothing was run",
+        ], r
+
+
+def test_qemu_config_option_error_names_the_line_and_the_rest_runs():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write("info --bogus\nversion\n")
+        r = run_qemu(smp=1, config=cfg)
+        assert r.rc == 2, r
+        lines = r.out.splitlines()
+        assert lines[0] == ("pmulab: error: \\pmulab\\pmulab.cfg:1: info: unexpected argument '--bogus' "
+                            "(see 'pmulab help info')"), r
+        assert lines[1].startswith("pmulab "), r
+
+
+def test_qemu_config_unterminated_quote():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "q.cfg")
+        with open(cfg, "w") as f:
+            f.write("version\nmsr read \"0x10\n")
+        r = run_qemu(smp=1, config=cfg)
+        assert r.rc == 2, r
+        assert "\\pmulab\\pmulab.cfg:2: unterminated quote in command line" in r.out, r

@@ -7,7 +7,8 @@
 // ---- Single event specs (parse_event_spec) ----
 //
 // A spec is one token, optionally followed by whitespace and a display name
-// ("0E.01 UOPS_ISSUED.ANY"). The token is one of:
+// ("0E.01 UOPS_ISSUED.ANY"; names use letters, digits and _ . - : + @ ( ) [ ], at most
+// 63 characters). The token is one of:
 //
 //   tsc                        the time-stamp counter (RDTSC); needs no PMU counter
 //   NAME[:MODS]                a named architectural event (SDM Vol. 3B Table 20-1) or
@@ -64,6 +65,9 @@
 // whose counter is absent falls back to its general-purpose equivalent (e.g.
 // INST_RETIRED.ANY -> C0.00) when that is available; the REF_TSC fallback (3C.01) counts
 // at the bus/crystal clock rather than the TSC rate, which the route reports.
+//
+// Parsing allocates (Vec): call it on the BSP. Event's encoders (perfevtsel,
+// fixed_ctrl_group) are allocation-free and safe on any processor.
 #pragma once
 
 #include "pmulab/cpuid.h"

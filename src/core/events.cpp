@@ -108,6 +108,17 @@ void clip(StrView s, char* buf, usize cap, usize max = 40) {
     buf[o] = 0;
 }
 
+// Display names: letters, digits and _ . - : + @ ( ) [ ]. Separators of lists and
+// specs (, ; / = # whitespace) are excluded so that a name cannot swallow other items.
+bool name_char(char c) {
+    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+    switch (c) {
+        case '_': case '.': case '-': case ':': case '+': case '@': case '(': case ')': case '[': case ']':
+            return true;
+        default: return false;
+    }
+}
+
 // Copies s into a fixed name buffer (truncating with "..." when too long).
 void set_name(Event& e, StrView s) {
     clip(s, e.name, sizeof e.name, Event::kNameMax - 1);
@@ -118,6 +129,8 @@ struct Ctx {
     Error fail(usize off, const char* fmt, ...) const __attribute__((format(printf, 3, 4)));
 };
 
+Status check_name(const Ctx& cx, StrView name, usize off);
+
 Error Ctx::fail(usize off, const char* fmt, ...) const {
     char msg[sizeof(Error::msg)];
     va_list ap;
@@ -127,6 +140,17 @@ Error Ctx::fail(usize off, const char* fmt, ...) const {
     char q[48];
     clip(spec, q, sizeof q);
     return Error::make(Errc::invalid_argument, "event spec '%s': %s (at offset %zu)", q, msg, off);
+}
+
+Status check_name(const Ctx& cx, StrView name, usize off) {
+    for (usize i = 0; i < name.len; ++i) {
+        if (name_char(name[i])) continue;
+        char q[48];
+        clip(name, q, sizeof q);
+        return cx.fail(off + i, "event name '%s' contains '%c' (names use letters, digits and _ . - : + @ ( ) [ ])",
+                       q, printable(name[i]) ? name[i] : '?');
+    }
+    return ok_status();
 }
 
 // A part of the spec with its offset.
@@ -399,6 +423,7 @@ Status parse_perf_terms(const Ctx& cx, StrView text, usize base, Event* e) {
                 if (val.s.len >= Event::kNameMax)
                     return cx.fail(val.off, "name is too long (%zu characters; at most %zu)", val.s.len,
                                    Event::kNameMax - 1);
+                PMULAB_TRY(check_name(cx, val.s, val.off));
                 set_name(*e, val.s);
                 break;
             default: break;
@@ -583,6 +608,7 @@ Result<Event> parse_event_spec(StrView raw) {
         }
         if (name.len >= Event::kNameMax)
             return cx.fail(n0, "event name is too long (%zu characters; at most %zu)", name.len, Event::kNameMax - 1);
+        PMULAB_TRY(check_name(cx, name, n0));
     }
     Event e;
     PMULAB_TRY(parse_token(cx, tok, &e));

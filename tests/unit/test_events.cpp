@@ -435,6 +435,20 @@ TEST(Events, SpecErrorsValues) {
               "event spec 'r010e:uk:': unsupported modifier ':' (pmulab accepts u and k) (at offset 8)");
 }
 
+TEST(Events, NamesCannotSwallowListItems) {
+    EXPECT_EQ(parse_err("0E.01 UOPS/ANY"),
+              "event spec '0E.01 UOPS/ANY': event name 'UOPS/ANY' contains '/' (names use letters, digits and _ . - "
+              ": + @ ( ) [ ]) (at offset 10)");
+    EXPECT_EQ(parse_err("event=1,name=a=b"),
+              "event spec 'event=1,name=a=b': event name 'a=b' contains '=' (names use letters, digits and _ . - : + "
+              "@ ( ) [ ]) (at offset 14)");
+    // In a list, a '/' in a name would otherwise keep the next comma from separating.
+    EXPECT_EQ(list_err("0E.01 UOPS/ANY,C0.00"),
+              "event list item 1 (at offset 0): event spec '0E.01 UOPS/ANY,C0.00': event name 'UOPS/ANY,C0.00' "
+              "contains '/' (names use letters, digits and _ . - : + @ ( ) [ ]) (at offset 10)");
+    EXPECT_STREQ(parse_ok("0E.01 a-b:c+d@e(f)[g]_h.i").name, "a-b:c+d@e(f)[g]_h.i");
+}
+
 TEST(Events, SpecErrorsGeneral) {
     EXPECT_EQ(parse_err(""), "empty event spec");
     EXPECT_EQ(parse_err(" \t "), "empty event spec");

@@ -18,6 +18,7 @@ needs=(
   "sgdisk:gdisk"
   "/usr/include/gtest/gtest.h:libgtest-dev"
   "/usr/lib/clang:libclang-rt-dev"
+  "/usr/lib/python3/dist-packages/matplotlib:python3-matplotlib"
 )
 missing=()
 for n in "${needs[@]}"; do

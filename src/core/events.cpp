@@ -594,6 +594,8 @@ Result<Event> parse_event_spec(StrView raw) {
     usize n0 = t;
     while (n0 < s.len && is_ws(s[n0])) ++n0;
     StrView name;
+    if (n0 < s.len && tok.len && tok[tok.len - 1] == ',')
+        return cx.fail(t, "space after ',' in perf terms; write them without spaces (event=0x0e,umask=0x01)");
     if (n0 < s.len) {
         usize n1 = n0;
         while (n1 < s.len && !is_ws(s[n1])) ++n1;

@@ -447,6 +447,12 @@ TEST(Events, NamesCannotSwallowListItems) {
               "event list item 1 (at offset 0): event spec '0E.01 UOPS/ANY,C0.00': event name 'UOPS/ANY,C0.00' "
               "contains '/' (names use letters, digits and _ . - : + @ ( ) [ ]) (at offset 10)");
     EXPECT_STREQ(parse_ok("0E.01 a-b:c+d@e(f)[g]_h.i").name, "a-b:c+d@e(f)[g]_h.i");
+    EXPECT_EQ(list_err("event=0x0e, umask=0x01"),
+              "event list item 1 (at offset 0): event spec 'event=0x0e, umask=0x01': space after ',' in perf terms; "
+              "write them without spaces (event=0x0e,umask=0x01) (at offset 11)");
+    Vec<Event> v;
+    ASSERT_TRUE(parse_event_list("0E.01, C0.00 ;  cycles", &v).ok());
+    EXPECT_EQ(v.size(), 3u);
 }
 
 TEST(Events, SpecErrorsGeneral) {

@@ -106,8 +106,16 @@ test: check-deps all $(BUILD)/test/unit-tests
 qemu-test: all
 	$(PYTHON) tests/run_tests.py --only qemu
 
-bench: all
+bench: all $(BUILD)/bench/null.efi
 	$(PYTHON) tests/bench.py
+
+# Baseline app for the boot-time figure: powers off at once.
+$(BUILD)/bench/null.efi: tests/bench/null_app.cpp src/efi/pmulab.lds | check-deps
+	@mkdir -p $(dir $@)
+	$(CLANGXX) $(EFI_CXXFLAGS) -c $< -o $(BUILD)/bench/null.o
+	$(LD_EFI) $(EFI_LDFLAGS) $(BUILD)/bench/null.o -lgnuefi -o $(BUILD)/bench/null.so
+	$(OBJCOPY) -j .text -j .sdata -j .data -j .dynamic -j .dynsym -j .rel -j .rela -j .rel.* -j .rela.* \
+		-j .reloc --target efi-app-x86_64 --subsystem=10 $(BUILD)/bench/null.so $@
 
 # Installs missing packages on first use (a quick no-op when everything is there).
 check-deps:

@@ -66,6 +66,27 @@
 // INST_RETIRED.ANY -> C0.00) when that is available; the REF_TSC fallback (3C.01) counts
 // at the bus/crystal clock rather than the TSC rate, which the route reports.
 //
+// ---- Dialects (the PMU the specs are written for) ----
+//
+// The same text means different things on different PMUs, so the parsers take the
+// dialect of the CPU that will count (event_dialect_for: Intel by default):
+//   intel      as above.
+//   amd        AMD family 10h-16h (K10, Bulldozer, Jaguar): 12-bit event selects
+//   amd_zen    AMD family 17h and later (Zen 1-5); as amd, with the Zen event table.
+//              EEE.UU / 0EEE.UU nanoBench syntax with EEE up to FFF ("0C1.00", "1C1.02"),
+//              event=0x1c1 perf terms, rHHHHHHHHH raw configs (event 7:0 and 35:32, umask
+//              15:8, edge 18, inv 23, cmask 31:24, guestonly 40, hostonly 41); modifiers
+//              CMSK=n, INV, EDG, CTR=n, USR, OS, HostOnly, GuestOnly (no AnyT, EQ, UMASK2
+//              or MSR_*: AMD has none of them). Named events: cycles (76.00), instructions
+//              (C0.00; on the IRPerfCount MSR when present), branches (C2.00), branch-misses
+//              (C3.00), l1d-accesses (40.00), l1d-misses (41.01 before Zen, 60.C8 on Zen: L2
+//              accesses from L1 data-cache misses, as Linux's family-17h table), aperf and
+//              mperf (the MPERF/APERF MSRs), tsc. See docs/vendors.md.
+//   netburst   Pentium 4 / Xeon (family 0FH without architectural perfmon): events by
+//              name with optional event-mask bits, NAME[.MASK[+MASK]...][:u|:k], e.g.
+//              branch_retired.MMTP+MMTM, instr_retired, or the generic names instructions,
+//              cycles, branches, branch-misses, uops (netburst.h).
+//
 // Parsing allocates (Vec): call it on the BSP. Event's encoders (perfevtsel,
 // fixed_ctrl_group) are allocation-free and safe on any processor.
 #pragma once
@@ -74,6 +95,9 @@
 #include "pmulab/regs.h"
 
 namespace pmulab {
+
+enum class EventDialect : u8 { intel, amd, amd_zen, netburst };
+const char* event_dialect_name(EventDialect d);  // "intel", "amd", "amd_zen", "netburst"
 
 enum class EventKind : u8 {
     programmable,  // a general-purpose counter with the event-select fields below
@@ -132,6 +156,15 @@ struct Event {
     u8 aux_count = 0;
     AuxMsr aux[kMaxAux];
 
+    // The dialect the spec was parsed in.
+    EventDialect dialect = EventDialect::intel;
+    // AMD PerfEvtSel HG_ONLY bits (GuestOnly 40, HostOnly 41).
+    bool guest_only = false;
+    bool host_only = false;
+    // NetBurst: the event (netburst::EventId) and its ESCR event mask.
+    int8_t nb_event = -1;
+    u16 nb_mask = 0;
+
     // The general-purpose encoding (EN clear, INT clear): event select, UMASK, USR/OS,
     // E, AnyThread, INV, CMASK, EQ, UMASK2.
     regs::PerfEvtSel perfevtsel() const;
@@ -143,16 +176,21 @@ struct Event {
 };
 
 // Parses one spec (see the top of this header). Errc::invalid_argument on bad syntax.
-Result<Event> parse_event_spec(StrView spec);
+Result<Event> parse_event_spec(StrView spec, EventDialect dialect = EventDialect::intel);
 
 // Parses a --events value into `out` (appending). The first bad item fails the parse:
 // "event list item 2 (at offset 6): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)".
 inline constexpr usize kMaxEventsPerList = 256;
-Status parse_event_list(StrView text, Vec<Event>* out);
+Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect = EventDialect::intel);
 
 // Parses an event file (see above) into `out` (appending). `file_name` prefixes errors.
 // A file without any event is an error.
-Status parse_event_file(StrView text, const char* file_name, Vec<Event>* out);
+Status parse_event_file(StrView text, const char* file_name, Vec<Event>* out,
+                        EventDialect dialect = EventDialect::intel);
+
+// The dialect for a CPU: AMD/Hygon by family (17h and later: amd_zen), NetBurst for
+// Intel family 0FH without architectural perfmon, else intel.
+EventDialect event_dialect_for(const CpuIdentity& id, const PmuCaps& caps);
 
 // Where an available event is counted on this CPU.
 enum class EventRoute : u8 {
@@ -184,6 +222,9 @@ EventCounters event_counters(const Event& e, const PmuCaps& caps);
 // The named-event table, for help output: one line per event
 // "NAME  EE.UU  description".
 void list_named_events(StrBuf& out);
+// The named events of another dialect (same format; NetBurst lines give the event
+// select, ESCRs and mask bits).
+void list_named_events(StrBuf& out, EventDialect dialect);
 
 // Writes the event's encoding in nanoBench form with pmulab's extensions, e.g.
 // "0E.01.CMSK=1.INV.CTR=2" (".USR"/".OS" appear only when not both are counted);

@@ -1,5 +1,8 @@
 #include "pmulab/events.h"
 
+#include "pmulab/netburst.h"
+#include "pmulab/regs_amd.h"
+
 #include <stdarg.h>
 
 namespace pmulab {
@@ -83,6 +86,56 @@ const NamedDef* find_named(StrView name) {
     return nullptr;
 }
 
+// ---- AMD named events (APM Vol. 2 §13.2; family 10h BKDG, 17h/19h/1Ah PPRs) ----
+
+struct AmdNamedDef {
+    const char* name;
+    u16 evsel;
+    u8 umask;
+    int8_t fixed;   // regs::amd::FixedLike counter, or -1
+    bool gp_equiv;  // (fixed events) the GP encoding counts the same thing
+    u8 when;        // 0 every family, 1 before Zen (10h-16h), 2 Zen (17h and later)
+    const char* title;
+};
+constexpr AmdNamedDef kAmdNamed[] = {
+    // Retired instructions: IRPerfCount when present, else PMCx0C0.
+    {"instructions", 0xC0, 0x00, regs::amd::kFixedIrPerf, true, 0, "retired instructions"},
+    {"ex_ret_instr", 0xC0, 0x00, regs::amd::kFixedIrPerf, true, 0, "retired instructions"},
+    {"retired_instructions", 0xC0, 0x00, regs::amd::kFixedIrPerf, true, 0, "retired instructions"},
+    {"aperf", 0, 0, regs::amd::kFixedAperf, false, 0, "APERF: actual clocks in C0 (MSR 0xC00000E8)"},
+    {"mperf", 0, 0, regs::amd::kFixedMperf, false, 0, "MPERF: P0-frequency clocks in C0 (MSR 0xC00000E7)"},
+    {"cycles", 0x76, 0x00, -1, false, 0, "cycles not in halt (PMCx076)"},
+    {"cpu-cycles", 0x76, 0x00, -1, false, 0, "cycles not in halt (PMCx076)"},
+    {"ls_not_halted_cyc", 0x76, 0x00, -1, false, 2, "cycles not in halt (PMCx076)"},
+    {"cycles_not_in_halt", 0x76, 0x00, -1, false, 0, "cycles not in halt (PMCx076)"},
+    {"instructions_retired", 0xC0, 0x00, -1, false, 0, "retired instructions (PMCx0C0)"},
+    {"branches", 0xC2, 0x00, -1, false, 0, "retired branch instructions (PMCx0C2)"},
+    {"branch-instructions", 0xC2, 0x00, -1, false, 0, "retired branch instructions (PMCx0C2)"},
+    {"ex_ret_brn", 0xC2, 0x00, -1, false, 2, "retired branch instructions (PMCx0C2)"},
+    {"branch-misses", 0xC3, 0x00, -1, false, 0, "retired mispredicted branch instructions (PMCx0C3)"},
+    {"ex_ret_brn_misp", 0xC3, 0x00, -1, false, 2, "retired mispredicted branch instructions (PMCx0C3)"},
+    {"l1d-accesses", 0x40, 0x00, -1, false, 0, "L1 data cache accesses (PMCx040)"},
+    {"L1-dcache-loads", 0x40, 0x00, -1, false, 0, "L1 data cache accesses (PMCx040)"},
+    {"ls_dc_accesses", 0x40, 0x00, -1, false, 2, "L1 data cache accesses (PMCx040)"},
+    {"l1d-misses", 0x41, 0x01, -1, false, 1, "L1 data cache misses (PMCx041, unit mask 01h)"},
+    {"L1-dcache-load-misses", 0x41, 0x01, -1, false, 1, "L1 data cache misses (PMCx041, unit mask 01h)"},
+    {"l1d-misses", 0x60, 0xC8, -1, false, 2, "L2 cache accesses from L1 data cache misses (PMCx060, unit mask C8h)"},
+    {"L1-dcache-load-misses", 0x60, 0xC8, -1, false, 2,
+     "L2 cache accesses from L1 data cache misses (PMCx060, unit mask C8h)"},
+};
+
+bool amd_def_applies(const AmdNamedDef& d, EventDialect dl) {
+    return d.when == 0 || (d.when == 1 && dl == EventDialect::amd) || (d.when == 2 && dl == EventDialect::amd_zen);
+}
+
+const AmdNamedDef* find_amd_named(StrView name, EventDialect dl) {
+    for (const AmdNamedDef& d : kAmdNamed)
+        if (amd_def_applies(d, dl) && name.eq_nocase(StrView(d.name))) return &d;
+    return nullptr;
+}
+
+bool is_amd(EventDialect d) { return d == EventDialect::amd || d == EventDialect::amd_zen; }
+
 // ---- small helpers ----
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -126,6 +179,7 @@ void set_name(Event& e, StrView s) {
 
 struct Ctx {
     StrView spec;  // the (trimmed) spec, as quoted in messages
+    EventDialect dialect = EventDialect::intel;
     Error fail(usize off, const char* fmt, ...) const __attribute__((format(printf, 3, 4)));
 };
 
@@ -198,6 +252,8 @@ enum NbMod : u32 {
     kNbPf = 1u << 11,
     kNbEq = 1u << 12,
     kNbUmask2 = 1u << 13,
+    kNbHostOnly = 1u << 14,
+    kNbGuestOnly = 1u << 15,
 };
 
 struct NbModDef {
@@ -222,7 +278,12 @@ constexpr NbModDef kNbMods[] = {
     {"MSR_RSP1", kNbRsp1, true, regs::MSR_OFFCORE_RSP_1},
     {"MSR_3F6H", kNb3F6, true, regs::MSR_PEBS_LD_LAT_THRESHOLD},
     {"MSR_PF", kNbPf, true, regs::MSR_PEBS_FRONTEND},
+    {"HostOnly", kNbHostOnly, false, 0},
+    {"GuestOnly", kNbGuestOnly, false, 0},
 };
+// Modifiers that only one vendor's PMU has.
+constexpr u32 kNbIntelOnly = kNbAnyT | kNbEq | kNbUmask2 | kNbRsp0 | kNbRsp1 | kNb3F6 | kNbPf;
+constexpr u32 kNbAmdOnly = kNbHostOnly | kNbGuestOnly;
 
 Status parse_hex_byte(const Ctx& cx, const char* what, Part p, u64* out) {
     char q[48];
@@ -235,6 +296,9 @@ Status parse_hex_byte(const Ctx& cx, const char* what, Part p, u64* out) {
 }
 
 Status parse_nanobench(const Ctx& cx, StrView tok, Event* e) {
+    if (cx.dialect == EventDialect::netburst)
+        return cx.fail(0, "raw EE.UU events do not exist on NetBurst (Pentium 4): name the event, e.g. "
+                          "instr_retired or branch_retired.MMTM (see 'pmulab events')");
     e->syntax = EventSyntax::nanobench;
     e->kind = EventKind::programmable;
     unsigned idx = 0;
@@ -246,8 +310,12 @@ Status parse_nanobench(const Ctx& cx, StrView tok, Event* e) {
         if (i == 0) {
             char q[48];
             clip(p.s, q, sizeof q);
-            if (p.s.len > 16 || !parse_hex_u64(p.s, &v) || v > 0xFF)
+            if (is_amd(cx.dialect)) {
+                if (p.s.len > 16 || !parse_hex_u64(p.s, &v) || !regs::amd::PerfEvtSel::event_fits(v))
+                    return cx.fail(p.off, "event select '%s' is out of range (AMD event selects are 000-FFF)", q);
+            } else if (p.s.len > 16 || !parse_hex_u64(p.s, &v) || v > 0xFF) {
                 return cx.fail(p.off, "event select '%s' is out of range (Intel event selects are 00-FF)", q);
+            }
             e->event_select = u16(v);
             return ok_status();
         }
@@ -266,9 +334,17 @@ Status parse_nanobench(const Ctx& cx, StrView tok, Event* e) {
         clip(key, q, sizeof q);
         if (!def)
             return cx.fail(p.off,
-                           "unknown modifier '%s' (known: CMSK=n, CTR=n, AnyT, EDG, INV, TakenAlone, USR, OS, "
-                           "EQ, UMASK2=n, MSR_RSP0=v, MSR_RSP1=v, MSR_3F6H=v, MSR_PF=v)",
+                           is_amd(cx.dialect)
+                               ? "unknown modifier '%s' (known on AMD: CMSK=n, CTR=n, EDG, INV, TakenAlone, USR, "
+                                 "OS, HostOnly, GuestOnly)"
+                               : "unknown modifier '%s' (known: CMSK=n, CTR=n, AnyT, EDG, INV, TakenAlone, USR, OS, "
+                                 "EQ, UMASK2=n, MSR_RSP0=v, MSR_RSP1=v, MSR_3F6H=v, MSR_PF=v)",
                            q);
+        if (is_amd(cx.dialect) && (def->bit & kNbIntelOnly))
+            return cx.fail(p.off, "modifier '%s' is an Intel modifier; AMD PerfEvtSel has no such field", def->key);
+        if (!is_amd(cx.dialect) && (def->bit & kNbAmdOnly))
+            return cx.fail(p.off, "modifier '%s' is an AMD modifier (PerfEvtSel HG_ONLY); this is an Intel CPU",
+                           def->key);
         if (seen & def->bit) return cx.fail(p.off, "modifier '%s' given twice", def->key);
         seen |= def->bit;
         Part val{eq < p.s.len ? p.s.sub(eq + 1) : StrView(), p.off + eq + 1};
@@ -291,6 +367,8 @@ Status parse_nanobench(const Ctx& cx, StrView tok, Event* e) {
             case kNbInv: e->inv = true; break;
             case kNbTakenAlone: e->taken_alone = true; break;
             case kNbEq: e->eq = true; break;
+            case kNbHostOnly: e->host_only = true; break;
+            case kNbGuestOnly: e->guest_only = true; break;
             case kNbUmask2:
                 PMULAB_TRY(parse_number(cx, "UMASK2", val, 0xFF, &v));
                 e->umask2 = u8(v);
@@ -334,6 +412,8 @@ enum PerfTerm : u32 {
     kTUsr = 1u << 8,
     kTOs = 1u << 9,
     kTName = 1u << 10,
+    kTHostOnly = 1u << 11,
+    kTGuestOnly = 1u << 12,
 };
 
 struct PerfTermDef {
@@ -347,6 +427,7 @@ constexpr PerfTermDef kPerfTerms[] = {
     {"umask2", kTUmask2, false}, {"inv", kTInv, true}, {"edge", kTEdge, true},
     {"any", kTAny, true}, {"eq", kTEq, true}, {"usr", kTUsr, true},
     {"os", kTOs, true}, {"name", kTName, false},
+    {"hostonly", kTHostOnly, true}, {"guestonly", kTGuestOnly, true},
 };
 
 const PerfTermDef* find_perf_term(StrView key) {
@@ -356,6 +437,9 @@ const PerfTermDef* find_perf_term(StrView key) {
 }
 
 Status parse_perf_terms(const Ctx& cx, StrView text, usize base, Event* e) {
+    if (cx.dialect == EventDialect::netburst)
+        return cx.fail(base, "perf event=/umask= terms do not exist on NetBurst (Pentium 4): name the event, e.g. "
+                             "instr_retired or branch_retired.MMTM (see 'pmulab events')");
     e->syntax = EventSyntax::perf_terms;
     e->kind = EventKind::programmable;
     if (text.empty()) return cx.fail(base, "no terms (expected event=...,umask=...)");
@@ -375,6 +459,10 @@ Status parse_perf_terms(const Ctx& cx, StrView text, usize base, Event* e) {
                            q);
         if (seen & def->bit) return cx.fail(p.off, "term '%s' given twice", def->key);
         seen |= def->bit;
+        if (is_amd(cx.dialect) && (def->bit & (kTAny | kTEq | kTUmask2)))
+            return cx.fail(p.off, "term '%s' is an Intel field; AMD PerfEvtSel has no such field", def->key);
+        if (!is_amd(cx.dialect) && (def->bit & (kTHostOnly | kTGuestOnly)))
+            return cx.fail(p.off, "term '%s' is an AMD field (PerfEvtSel HG_ONLY); this is an Intel CPU", def->key);
         Part val{eq < p.s.len ? p.s.sub(eq + 1) : StrView(), p.off + eq + 1};
         u64 v = 1;
         if (def->flag) {
@@ -394,7 +482,10 @@ Status parse_perf_terms(const Ctx& cx, StrView text, usize base, Event* e) {
                 if (val.s.empty()) return cx.fail(val.off, "event needs a value");
                 clip(val.s, q, sizeof q);
                 if (!parse_u64(val.s, &v)) return cx.fail(val.off, "event value '%s' is not a number", q);
-                if (v > 0xFF)
+                if (is_amd(cx.dialect) && !regs::amd::PerfEvtSel::event_fits(v))
+                    return cx.fail(val.off, "event value '%s' is out of range (AMD event selects are 0x000-0xfff)",
+                                   q);
+                if (!is_amd(cx.dialect) && v > 0xFF)
                     return cx.fail(val.off, "event value '%s' is out of range (Intel event selects are 0x00-0xff)",
                                    q);
                 e->event_select = u16(v);
@@ -416,6 +507,8 @@ Status parse_perf_terms(const Ctx& cx, StrView text, usize base, Event* e) {
             case kTEdge: e->edge = v; break;
             case kTAny: e->any = v; break;
             case kTEq: e->eq = v; break;
+            case kTHostOnly: e->host_only = v; break;
+            case kTGuestOnly: e->guest_only = v; break;
             case kTUsr: want_usr = v; break;
             case kTOs: want_os = v; break;
             case kTName:
@@ -462,7 +555,44 @@ Status parse_perf_mods(const Ctx& cx, StrView mods, usize base, bool after_colon
     return ok_status();
 }
 
+Status parse_perf_raw_amd(const Ctx& cx, StrView tok, Event* e) {
+    e->syntax = EventSyntax::perf_raw;
+    e->kind = EventKind::programmable;
+    usize colon = tok.find(':');
+    StrView hex = tok.sub(1, colon - 1);
+    u64 v = 0;
+    char q[48];
+    clip(hex, q, sizeof q);
+    if (hex.len > 16 || !parse_hex_u64(hex, &v))
+        return cx.fail(1, "raw config '%s' is longer than 16 hex digits", q);
+    using regs::amd::PerfEvtSel;
+    constexpr u64 allowed = PerfEvtSel::event_lo_field::mask | PerfEvtSel::umask_field::mask |
+                            PerfEvtSel::edge_field::mask | PerfEvtSel::inv_field::mask |
+                            PerfEvtSel::cmask_field::mask | PerfEvtSel::event_hi_field::mask |
+                            PerfEvtSel::guest_only_field::mask | PerfEvtSel::host_only_field::mask;
+    if (v & ~allowed)
+        return cx.fail(1,
+                       "raw config 0x%llx sets bits 0x%llx outside the AMD event fields (event 7:0 and 35:32, "
+                       "umask 15:8, edge 18, inv 23, cmask 31:24, guestonly 40, hostonly 41; use :u/:k for "
+                       "privilege)",
+                       (unsigned long long)v, (unsigned long long)(v & ~allowed));
+    PerfEvtSel s(v);
+    e->event_select = u16(s.event_select());
+    e->umask = u8(s.umask());
+    e->edge = s.edge();
+    e->inv = s.inv();
+    e->cmask = u8(s.cmask());
+    e->guest_only = s.guest_only();
+    e->host_only = s.host_only();
+    if (colon < tok.len) PMULAB_TRY(parse_perf_mods(cx, tok.sub(colon + 1), colon + 1, true, e));
+    return ok_status();
+}
+
 Status parse_perf_raw(const Ctx& cx, StrView tok, Event* e) {
+    if (is_amd(cx.dialect)) return parse_perf_raw_amd(cx, tok, e);
+    if (cx.dialect == EventDialect::netburst)
+        return cx.fail(0, "raw configs are not supported on NetBurst (Pentium 4): name the event, e.g. "
+                          "instr_retired or branch_retired.MMTM (see 'pmulab events')");
     e->syntax = EventSyntax::perf_raw;
     e->kind = EventKind::programmable;
     usize colon = tok.find(':');
@@ -501,8 +631,8 @@ Status parse_perf_pmu(const Ctx& cx, StrView tok, Event* e) {
     clip(pmu, q, sizeof q);
     if (pmu.empty()) return cx.fail(0, "PMU name before '/' is missing (expected cpu/.../)");
     if (pmu.eq("cpu")) e->core_type = kCoreTypeNone;
-    else if (pmu.eq("cpu_core")) e->core_type = kCoreTypeCore;
-    else if (pmu.eq("cpu_atom")) e->core_type = kCoreTypeAtom;
+    else if (!is_amd(cx.dialect) && pmu.eq("cpu_core")) e->core_type = kCoreTypeCore;
+    else if (!is_amd(cx.dialect) && pmu.eq("cpu_atom")) e->core_type = kCoreTypeAtom;
     else return cx.fail(0, "unknown PMU '%s' (pmulab knows cpu, cpu_core and cpu_atom)", q);
     usize close = tok.find('/', slash + 1);
     if (close >= tok.len) return cx.fail(tok.len, "missing closing '/' after the terms");
@@ -510,8 +640,87 @@ Status parse_perf_pmu(const Ctx& cx, StrView tok, Event* e) {
     return parse_perf_mods(cx, tok.sub(close + 1), close + 1, false, e);
 }
 
+// AMD: NAME[:MODS] from kAmdNamed.
+Status parse_named_amd(const Ctx& cx, StrView tok, Event* e) {
+    usize colon = tok.find(':');
+    StrView name = tok.sub(0, colon);
+    const AmdNamedDef* d = find_amd_named(name, cx.dialect);
+    char q[48];
+    clip(name, q, sizeof q);
+    if (!d) {
+        if (all_hex(name) && name.len <= 4)
+            return cx.fail(0, "'%s' is not an event name; a raw event needs its unit mask too: EEE.UU, e.g. 0C0.00",
+                           q);
+        return cx.fail(0,
+                       "unknown AMD event name '%s' (named events: instructions, cycles, branches, branch-misses, "
+                       "l1d-accesses, l1d-misses, aperf, mperf, ...; raw events are EEE.UU, e.g. 0C0.00, or "
+                       "event=0xc0,umask=0)",
+                       q);
+    }
+    e->kind = d->fixed >= 0 ? EventKind::fixed : EventKind::programmable;
+    e->event_select = d->evsel;
+    e->umask = d->umask;
+    e->fixed_counter = d->fixed;
+    e->gp_equivalent = d->fixed >= 0 && d->gp_equiv;
+    e->gp_equivalent_exact = true;
+    if (colon < tok.len) PMULAB_TRY(parse_perf_mods(cx, tok.sub(colon + 1), colon + 1, true, e));
+    return ok_status();
+}
+
+// NetBurst: NAME[.MASK[+MASK]...][:MODS] from netburst::kEvents, or a generic alias.
+Status parse_named_netburst(const Ctx& cx, StrView tok, Event* e) {
+    usize colon = tok.find(':');
+    StrView full = tok.sub(0, colon);
+    usize dot = full.find('.');
+    StrView name = full.sub(0, dot);
+    char q[48];
+    clip(name, q, sizeof q);
+    e->kind = EventKind::programmable;
+    const netburst::EventDef* d = netburst::find_event(name);
+    if (d) {
+        e->nb_event = int8_t(d - netburst::kEvents);
+        e->nb_mask = d->default_mask;
+    } else {
+        for (const netburst::AliasDef& a : netburst::kAliases)
+            if (name.eq_nocase(StrView(a.name))) {
+                e->nb_event = int8_t(a.event);
+                e->nb_mask = a.mask;
+            }
+        if (e->nb_event < 0)
+            return cx.fail(0,
+                           "unknown NetBurst event '%s' (known: global_power_events, instr_retired, uops_retired, "
+                           "branch_retired, mispred_branch_retired, and instructions, cycles, branches, "
+                           "branch-misses, uops)",
+                           q);
+        if (dot < full.len) return cx.fail(dot, "'%s' is a generic name and takes no event-mask bits", q);
+        d = &netburst::kEvents[e->nb_event];
+    }
+    if (dot < full.len) {
+        u16 mask = 0;
+        PMULAB_TRY(split_parts(full.sub(dot + 1), dot + 1, '+', [&](Part p) -> Status {
+            char m[48];
+            clip(p.s, m, sizeof m);
+            if (p.s.empty()) return cx.fail(p.off, "empty event-mask name");
+            for (unsigned k = 0; k < d->mask_count; ++k)
+                if (p.s.eq_nocase(StrView(d->masks[k].name))) {
+                    mask |= u16(1u << d->masks[k].bit);
+                    return ok_status();
+                }
+            StrBuf known;
+            for (unsigned k = 0; k < d->mask_count; ++k) known.printf("%s%s", k ? ", " : "", d->masks[k].name);
+            return cx.fail(p.off, "'%s' is not an event-mask bit of %s (known: %s)", m, d->name, known.c_str());
+        }));
+        e->nb_mask = mask;
+    }
+    e->event_select = d->event_select;
+    if (colon < tok.len) PMULAB_TRY(parse_perf_mods(cx, tok.sub(colon + 1), colon + 1, true, e));
+    return ok_status();
+}
+
 Status parse_named(const Ctx& cx, StrView tok, Event* e) {
     e->syntax = EventSyntax::name;
+    if (is_amd(cx.dialect)) return parse_named_amd(cx, tok, e);
+    if (cx.dialect == EventDialect::netburst) return parse_named_netburst(cx, tok, e);
     usize colon = tok.find(':');
     StrView name = tok.sub(0, colon);
     const NamedDef* d = find_named(name);
@@ -581,9 +790,9 @@ u64 Event::fixed_ctrl_group() const {
     return f.group(0);
 }
 
-Result<Event> parse_event_spec(StrView raw) {
+Result<Event> parse_event_spec(StrView raw, EventDialect dialect) {
     StrView s = raw.trim();
-    Ctx cx{s};
+    Ctx cx{s, dialect};
     if (s.empty()) return Error::make(Errc::invalid_argument, "empty event spec");
     for (usize i = 0; i < s.len; ++i)
         if (!printable(s[i]) && !is_ws(s[i]))
@@ -613,13 +822,14 @@ Result<Event> parse_event_spec(StrView raw) {
         PMULAB_TRY(check_name(cx, name, n0));
     }
     Event e;
+    e.dialect = dialect;
     PMULAB_TRY(parse_token(cx, tok, &e));
     if (!name.empty()) set_name(e, name);
     else if (!e.name[0]) set_name(e, tok);
     return e;
 }
 
-Status parse_event_list(StrView text, Vec<Event>* out) {
+Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect) {
     struct Item {
         usize begin, end;
         bool perf;  // a perf term list that later pieces may continue
@@ -659,7 +869,7 @@ Status parse_event_list(StrView text, Vec<Event>* out) {
         start = i + 1;
     }
     for (usize k = 0; k < items.size(); ++k) {
-        Result<Event> r = parse_event_spec(text.sub(items[k].begin, items[k].end - items[k].begin));
+        Result<Event> r = parse_event_spec(text.sub(items[k].begin, items[k].end - items[k].begin), dialect);
         if (!r.ok())
             return Error::make(Errc::invalid_argument, "event list item %zu (at offset %zu): %s", k + 1,
                                items[k].begin, r.error().msg);
@@ -668,7 +878,7 @@ Status parse_event_list(StrView text, Vec<Event>* out) {
     return ok_status();
 }
 
-Status parse_event_file(StrView text, const char* file_name, Vec<Event>* out) {
+Status parse_event_file(StrView text, const char* file_name, Vec<Event>* out, EventDialect dialect) {
     constexpr usize kMaxEventsPerFile = 4096;
     usize count = 0;
     u32 line_no = 0;
@@ -683,7 +893,7 @@ Status parse_event_file(StrView text, const char* file_name, Vec<Event>* out) {
             if (nl >= text.len) break;
             continue;
         }
-        Result<Event> r = parse_event_spec(line);
+        Result<Event> r = parse_event_spec(line, dialect);
         if (!r.ok()) return Error::make(Errc::invalid_argument, "%s:%u: %s", file_name, line_no, r.error().msg);
         if (++count > kMaxEventsPerFile)
             return Error::make(Errc::invalid_argument, "%s:%u: too many events (at most %zu per file)", file_name,
@@ -743,6 +953,9 @@ void put_gp_code(StrBuf& b, const Event& e) { b.printf("%02X.%02X", unsigned(e.e
 
 Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     if (e.kind == EventKind::tsc) return EventRoute::none;
+    if (e.dialect != EventDialect::intel)
+        return unsupported(e, "was written for a%s %s PMU; it cannot be counted on an Intel architectural PMU",
+                           is_amd(e.dialect) ? "n" : "", is_amd(e.dialect) ? "AMD" : "NetBurst");
     if (c.version == 0) {
         if (c.amd_core_counters)
             return unsupported(e, "cannot be counted: pmulab programs Intel architectural counters and this CPU "
@@ -856,9 +1069,91 @@ void list_named_events(StrBuf& out) {
     out.put("tsc                           time-stamp counter (RDTSC), no PMU counter\n");
 }
 
+const char* event_dialect_name(EventDialect d) {
+    switch (d) {
+        case EventDialect::intel: return "intel";
+        case EventDialect::amd: return "amd";
+        case EventDialect::amd_zen: return "amd_zen";
+        case EventDialect::netburst: return "netburst";
+    }
+    return "intel";
+}
+
+EventDialect event_dialect_for(const CpuIdentity& id, const PmuCaps& caps) {
+    if (id.vendor == Vendor::amd || id.vendor == Vendor::hygon)
+        return id.family >= 0x17 ? EventDialect::amd_zen : EventDialect::amd;
+    if (id.vendor == Vendor::intel && id.family == 0xF && caps.version == 0) return EventDialect::netburst;
+    return EventDialect::intel;
+}
+
+void list_named_events(StrBuf& out, EventDialect dl) {
+    if (dl == EventDialect::intel) {
+        list_named_events(out);
+        return;
+    }
+    if (dl == EventDialect::netburst) {
+        for (const netburst::EventDef& d : netburst::kEvents) {
+            usize col = out.size();
+            out.put(d.name);
+            out.pad_to(col, 30);
+            out.printf("ESCR event %02X in %s/%s; masks", unsigned(d.event_select), netburst::kEscrs[d.escr[0]].name,
+                       netburst::kEscrs[d.escr[1]].name);
+            for (unsigned k = 0; k < d.mask_count; ++k) out.printf(" %s", d.masks[k].name);
+            out.printf("; %s\n", d.title);
+        }
+        for (const netburst::AliasDef& a : netburst::kAliases) {
+            usize col = out.size();
+            out.put(a.name);
+            out.pad_to(col, 30);
+            netburst::put_event_name(out, a.event, a.mask);
+            out.put('\n');
+        }
+        out.put("tsc                           time-stamp counter (RDTSC), no PMU counter\n");
+        return;
+    }
+    static constexpr const char* kFixedLike[] = {"IRPerfCount", "APERF", "MPERF"};
+    for (const AmdNamedDef& d : kAmdNamed) {
+        if (!amd_def_applies(d, dl)) continue;
+        usize col = out.size();
+        out.put(d.name);
+        out.pad_to(col, 30);
+        if (d.fixed >= 0 && d.gp_equiv)
+            out.printf("%03X.%02X  %s, else GP; %s\n", unsigned(d.evsel), unsigned(d.umask), kFixedLike[d.fixed],
+                       d.title);
+        else if (d.fixed >= 0)
+            out.printf("%s  %s\n", kFixedLike[d.fixed], d.title);
+        else
+            out.printf("%03X.%02X  %s\n", unsigned(d.evsel), unsigned(d.umask), d.title);
+    }
+    out.put("tsc                           time-stamp counter (RDTSC), no PMU counter\n");
+}
+
 void put_event_encoding(StrBuf& out, const Event& e) {
     if (e.kind == EventKind::tsc) {
         out.put("tsc");
+        return;
+    }
+    if (e.dialect == EventDialect::netburst) {
+        netburst::put_event_name(out, unsigned(e.nb_event), e.nb_mask);
+        if (e.usr != e.os) out.put(e.usr ? ":u" : ":k");
+        return;
+    }
+    if (is_amd(e.dialect)) {
+        static constexpr const char* kFixedLike[] = {"IRPerfCount", "APERF", "MPERF"};
+        if (e.kind == EventKind::fixed) {
+            out.put(e.fixed_counter >= 0 && e.fixed_counter < 3 ? kFixedLike[e.fixed_counter] : "?");
+            if (!e.gp_equivalent) return;
+            out.put('=');
+        }
+        out.printf("%03X.%02X", unsigned(e.event_select), unsigned(e.umask));
+        if (e.cmask) out.printf(".CMSK=%u", unsigned(e.cmask));
+        if (e.edge) out.put(".EDG");
+        if (e.inv) out.put(".INV");
+        if (e.host_only) out.put(".HostOnly");
+        if (e.guest_only) out.put(".GuestOnly");
+        if (e.pinned_counter >= 0) out.printf(".CTR=%d", e.pinned_counter);
+        if (e.usr != e.os) out.put(e.usr ? ".USR" : ".OS");
+        if (e.taken_alone) out.put(".TakenAlone");
         return;
     }
     if (e.kind == EventKind::fixed) out.printf("FIXED_CTR%d=", e.fixed_counter);

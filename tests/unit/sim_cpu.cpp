@@ -154,6 +154,8 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         }
         L.gp_mask = u32(width_mask(L.amd_counters));
         L.gp_width = 48;
+        L.amd_irperf = emax >= 0x80000008 && ((s.get(0x80000008).ebx >> 1) & 1);
+        L.amd_efffreq = max >= 6 && (s.get(6).ecx & 1);
         return L;
     }
 
@@ -267,6 +269,16 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
     if (m == reg::BIOS_SIGN_ID) return {K::bios_sign, 0};
     if (m == reg::PKRS) return {K::pkrs, 0};
     if (m == reg::MISC_ENABLE && L.vendor_intel) return {K::misc_enable, 0};
+    if (L.kind == PmuLayout::Kind::amd) {
+        if (m == reg::AMD_HWCR) return {K::amd_hwcr, 0};
+        if (m == reg::AMD_IRPERF && L.amd_irperf) return {K::amd_irperf, 0};
+        if (L.amd_efffreq) {
+            if (m == reg::APERF) return {K::aperf, 0};
+            if (m == reg::MPERF) return {K::mperf, 0};
+            if (m == reg::AMD_APERF_RO) return {K::aperf_ro, 0};
+            if (m == reg::AMD_MPERF_RO) return {K::mperf_ro, 0};
+        }
+    }
     return {K::none, 0};
 }
 
@@ -350,6 +362,12 @@ u64 SimCpu::read_slot(Slot s) const {
         case Kind::bios_sign: return u64(spec_.microcode) << 32;
         case Kind::pkrs: return pkrs_;
         case Kind::misc_enable: return misc_enable_;
+        case Kind::amd_hwcr: return hwcr_;
+        case Kind::amd_irperf: return irperf_;
+        case Kind::aperf:
+        case Kind::aperf_ro: return aperf_;
+        case Kind::mperf:
+        case Kind::mperf_ro: return mperf_;
         case Kind::extra: break;
         case Kind::none: return 0;
     }
@@ -419,6 +437,15 @@ u8 SimCpu::write_slot(Slot s, u64 v) {
             pkrs_ = v;
             return 0;
         case Kind::misc_enable: misc_enable_ = (v & ~kMiscReadOnly) | (misc_enable_ & kMiscReadOnly); return 0;
+        case Kind::amd_hwcr: hwcr_ = v; return 0;  // only IRPerfEn (bit 30) has an effect here
+        case Kind::amd_irperf:
+            if (v >> 48) return kVectorGP;  // InstRetCnt[47:0]; 63:48 reserved
+            irperf_ = v;
+            return 0;
+        case Kind::aperf: aperf_ = v; return 0;
+        case Kind::mperf: mperf_ = v; return 0;
+        case Kind::aperf_ro:
+        case Kind::mperf_ro: return kVectorGP;  // read-only aliases
         case Kind::extra: break;
         case Kind::none: return kVectorGP;
     }
@@ -476,6 +503,12 @@ Status SimCpu::wrmsr(u32 msr, u64 value) {
         if (x.writable) x.value = value;
         else vec = kVectorGP;
     } else {
+        if ((s.kind == Kind::amd_ctr) && (gp_[s.index].ctl & evtsel::EN)) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "CPU %u: WRMSR 0x%x while PERF_CTL%u.EN = 1 (clear EN before writing the counter)",
+                          index_, msr, s.index);
+            violations_.push_back(buf);
+        }
         if ((s.kind == Kind::pmc || s.kind == Kind::a_pmc) && (gp_[s.index].ctl & evtsel::EN)) {
             char buf[160];
             std::snprintf(buf, sizeof buf,
@@ -531,6 +564,8 @@ bool SimCpu::gp_enabled(u32 i) const {
     if (!(g.ctl & (cpl_ == 0 ? evtsel::OS : evtsel::USR))) return false;
     if (layout_.kind == PmuLayout::Kind::intel && layout_.version >= 2 && !((global_ctrl_ >> i) & 1)) return false;
     if (layout_.kind == PmuLayout::Kind::amd && layout_.amd_v2 && !((global_ctrl_ >> i) & 1)) return false;
+    // HG_ONLY with EFER.SVME = 0: HostOnly or GuestOnly alone counts nothing.
+    if (layout_.kind == PmuLayout::Kind::amd && (((g.ctl >> 40) & 3) == 1 || ((g.ctl >> 40) & 3) == 2)) return false;
     return true;
 }
 
@@ -592,6 +627,9 @@ void SimCpu::add_fixed(u32 i, u64 inc) {
 
 void SimCpu::deliver(u16 event, u16 umask, u64 n) {
     if (!n || layout_.kind == PmuLayout::Kind::none) return;
+    // IRPerfCount: every retired instruction, every CPL, while HWCR.IRPerfEn.
+    if (layout_.amd_irperf && event == 0xC0 && umask == 0 && ((hwcr_ >> 30) & 1))
+        irperf_ = (irperf_ + n) & width_mask(48);
     for (u32 i = 0; i < 32; ++i)
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, event, umask)) add_gp(i, gp_increment(gp_[i], 1, n));
     for (u32 i = 0; i < 16; ++i)
@@ -611,6 +649,14 @@ void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) {
 
 void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (!cycles || layout_.kind == PmuLayout::Kind::none) return;
+    if (layout_.amd_efffreq) {
+        aperf_ += cycles;
+        mperf_ += cycles;
+    }
+    if (layout_.amd_irperf)
+        for (const Occurrence& o : each)
+            if (o.event == 0xC0 && o.umask == 0 && ((hwcr_ >> 30) & 1))
+                irperf_ = (irperf_ + o.per_cycle * cycles) & width_mask(48);
     for (u32 i = 0; i < 32; ++i) {
         if (!layout_.gp(i) || !gp_enabled(i)) continue;
         u64 c = gp_matches(i, 0x3C, 0x00) ? 1 : 0;
@@ -653,6 +699,12 @@ void SimCpu::poke(u32 msr, u64 v) {
         case Kind::tsc: tsc_ = v; return;
         case Kind::pkrs: pkrs_ = v; return;
         case Kind::misc_enable: misc_enable_ = v; return;
+        case Kind::amd_hwcr: hwcr_ = v; return;
+        case Kind::amd_irperf: irperf_ = v & width_mask(48); return;
+        case Kind::aperf:
+        case Kind::aperf_ro: aperf_ = v; return;
+        case Kind::mperf:
+        case Kind::mperf_ro: mperf_ = v; return;
         case Kind::perf_caps: set_perf_capabilities(v); return;
         case Kind::extra: extra_.at(msr).value = v; return;
         default: die("poke: CPU %u MSR 0x%x has no state to set", index_, msr);
@@ -707,6 +759,10 @@ PmuState SimCpu::pmu_state() const {
         if (L.amd_v2) {
             st[reg::AMD_GLOBAL_CTL] = global_ctrl_;
             st[reg::AMD_GLOBAL_STATUS] = global_status_;
+        }
+        if (L.amd_irperf) {
+            st[reg::AMD_HWCR] = hwcr_;
+            st[reg::AMD_IRPERF] = irperf_;
         }
     }
     return st;
@@ -1078,6 +1134,53 @@ SimMachine amd_zen(u32 n, bool v2) {
         specs.push_back(c);
     }
     return SimMachine(specs);
+}
+
+namespace {
+
+// An AMD machine from the leaves that matter: signature, 8000_0001H:ECX, optional
+// 8000_0022H, IRPerfCount and EffFreq.
+SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs leaf22, bool irperf, bool efffreq,
+                       const char* brand, u32 emax) {
+    std::vector<CpuSpec> specs;
+    TopoSpec t{1, n, 1};
+    for (u32 i = 0; i < n; ++i) {
+        CpuSpec c;
+        u32 apic = apic_of(i, t, &c.topo);
+        CpuidSnapshot& s = c.cpuid;
+        set_vendor(s, 0x10, kAmdEbx, kAmdEdx, kAmdEcx);
+        s.set(1, 0, {signature, (apic << 24) | 0x0800, 0x7ed8320b, 0x178bfbff});
+        s.set(6, 0, {0x4, 0, efffreq ? 1u : 0u, 0});
+        set_leaf_0b(s, apic, t);
+        set_brand(s, brand);
+        s.set(0x80000000, 0, {emax, kAmdEbx, kAmdEcx, kAmdEdx});
+        s.set(0x80000001, 0, {signature, 0, ext1_ecx, 0x2fd3fbff});
+        s.set(0x80000008, 0, {0x3030, irperf ? 0x2u : 0u, 0, 0});
+        if (v2) s.set(0x80000022, 0, leaf22);
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+}  // namespace
+
+SimMachine amd_zen3(u32 n) {
+    // Family 19h model 21h (Ryzen 5000): maximum extended leaf 8000_0020H, so no PerfMonV2.
+    return amd_machine(n, 0x00A20F10, 0x75C237FF, false, {}, true, true, "AMD Ryzen 7 5800X 8-Core Processor",
+                       0x80000020);
+}
+
+SimMachine amd_zen4(u32 n) {
+    // Family 19h model 61h (Ryzen 7000): 8000_0022H EAX[0] PerfMonV2, EBX[3:0] = 6 core
+    // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters.
+    return amd_machine(n, 0x00A60F12, 0x75C237FF, true, {0x3, 0x00004106, 0, 0}, true, true,
+                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028);
+}
+
+SimMachine amd_k10(u32 n) {
+    // Family 10h (Phenom II): legacy PerfEvtSel0-3 only; no IRPerfCount.
+    return amd_machine(n, 0x00100F42, 0x000037FF, false, {}, false, true, "AMD Phenom(tm) II X4 940 Processor",
+                       0x8000001B);
 }
 
 }  // namespace sim

@@ -40,8 +40,14 @@
 //    bits and absent counters #GP; CPL > 0 without CR4.PCE #GP; optionally #UD
 //    always (QEMU TCG).
 //  * AMD: legacy PERF_CTL/CTR0-3 (K7, family 6, and later), PerfCtrExtCore CTL/CTR0-5
-//    (CPUID 8000_0001H:ECX[23]), PerfMonV2 global MSRs (8000_0022H:EAX[0]),
-//    48-bit counters.
+//    (CPUID 8000_0001H:ECX[23]; the legacy addresses alias counters 0-3), PerfMonV2
+//    global MSRs (8000_0022H:EAX[0]), 48-bit counters, 12-bit event selects. HG_ONLY
+//    (PERF_CTL 41:40): the model runs as a host with EFER.SVME = 0, where 00b and 11b
+//    count everything and HostOnly or GuestOnly alone count nothing (Linux's
+//    amd_pmu_disable_virt note). IRPerfCount (CPUID 8000_0008H:EBX[1]) counts retired
+//    instructions (C0h) at every CPL while HWCR[30] is set; MPERF/APERF (CPUID
+//    06H:ECX[0]) advance by the cycles of run(), their C000_00E7/E8 aliases are
+//    read-only. Counter writes while PERF_CTL.EN = 1 are recorded as violations.
 //
 // Not modelled: PEBS, LBR, freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), PERF_METRICS, uncore, NetBurst, sibling-thread (AnyThread) counting,
@@ -96,6 +102,12 @@ inline constexpr u32 AMD_GLOBAL_STATUS = 0xC0000300;
 inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
 inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
 inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
+inline constexpr u32 AMD_HWCR = 0xC0010015;      // bit 30 IRPerfEn
+inline constexpr u32 AMD_IRPERF = 0xC00000E9;    // IRPerfCount, 48 bits
+inline constexpr u32 MPERF = 0xE7;
+inline constexpr u32 APERF = 0xE8;
+inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;  // read-only aliases
+inline constexpr u32 AMD_APERF_RO = 0xC00000E8;
 }  // namespace reg
 
 // PERFEVTSEL fields (Intel SDM Figure 20-1/20-6; AMD PERF_CTL has the same low 32 bits).
@@ -189,6 +201,8 @@ struct PmuLayout {
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
     bool amd_v2 = false;        // global control MSRs C000_0300..0303
     u32 amd_counters = 0;
+    bool amd_irperf = false;    // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
+    bool amd_efffreq = false;   // MPERF/APERF (CPUID 06H:ECX[0]) and the C000_00E7/E8 aliases
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -308,7 +322,8 @@ private:
     enum class Kind : u8 {
         none, pmc, a_pmc, evtsel, fixed_ctr, fixed_ctrl, global_status, global_ctrl,
         ovf_ctrl, status_set, inuse, perf_caps, tsc, bios_sign, pkrs, misc_enable,
-        amd_ctl, amd_ctr, amd_gstatus, amd_gctl, amd_gclr, amd_gset, extra,
+        amd_ctl, amd_ctr, amd_gstatus, amd_gctl, amd_gclr, amd_gset, amd_hwcr, amd_irperf, aperf, mperf,
+        aperf_ro, mperf_ro, extra,
     };
     struct Slot {
         Kind kind = Kind::none;
@@ -360,6 +375,7 @@ private:
     u64 global_status_ = 0;
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
+    u64 hwcr_ = 0, irperf_ = 0, aperf_ = 0, mperf_ = 0;
     std::map<u32, Extra> extra_;
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;
@@ -477,5 +493,13 @@ SimMachine qemu_tcg(u32 ncpus = 4);
 SimMachine qemu_tcg_intel(u32 ncpus = 2);
 // AMD Zen-like: PerfCtrExtCore (6 counters); with perfmon_v2 also the global MSRs.
 SimMachine amd_zen(u32 ncpus = 2, bool perfmon_v2 = true);
+// Snapshots built from documented CPUID values (no dump of these parts is in
+// tests/data/cpuid): Zen 3 (family 19h model 21h, Vermeer: PerfCtrExtCore, no leaf
+// 8000_0022H), Zen 4 (family 19h model 61h, Raphael: PerfMonV2 with 6 core counters),
+// both with IRPerfCount (8000_0008H:EBX[1]) and EffFreq (06H:ECX[0]); and a family 10h
+// K10 (4 legacy counters only, no IRPerfCount).
+SimMachine amd_zen3(u32 ncpus = 2);
+SimMachine amd_zen4(u32 ncpus = 2);
+SimMachine amd_k10(u32 ncpus = 2);
 
 }  // namespace sim

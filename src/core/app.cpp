@@ -3,6 +3,7 @@
 #include "pmulab/args.h"
 #include "pmulab/census.h"
 #include "pmulab/commands.h"
+#include "pmulab/events_cmd.h"
 #include "pmulab/json.h"
 #include "pmulab/measure_cmd.h"
 #include "pmulab/version.h"
@@ -130,6 +131,8 @@ const char kHelpText[] =
     "  run --bench K,...    measure built-in kernels (U/2U overhead cancellation)\n"
     "                       [--events tsc] [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] ...\n"
     "  bench list           the built-in kernels and their instructions per iteration\n"
+    "  events               the events each CPU can count [--cpu N|all|bsp]; --check SPEC,...\n"
+    "                       shows where a set of events goes (counters, runs)\n"
     "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
     "  version              print the version\n"
     "  help [COMMAND]       this text, or a command's help\n"
@@ -206,6 +209,7 @@ const Command kCommands[] = {
     {"msr", cmd_msr, kMsrHelp, true},
     {"run", cmd_run, kRunHelp, true},
     {"bench", cmd_bench, kBenchHelp, false},
+    {"events", cmd_events, kEventsHelp, false},
     {"selftest", cmd_selftest, kSelftestHelp, true},
     {"version", cmd_version, "usage: pmulab version\n", false},
     {"help", cmd_help, "usage: pmulab help [COMMAND]\n", false},

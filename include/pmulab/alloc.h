@@ -38,6 +38,7 @@ struct Assignment {
     CounterKind kind = CounterKind::none;
     u8 index = 0;             // PMCi / FIXED_CTRi
     bool gp_fallback = false; // a fixed-counter event on a GP counter (its GP encoding)
+    int8_t escr = -1;         // NetBurst: index in netburst::kEscrs of the ESCR feeding the counter
 };
 
 struct CounterGroup {
@@ -64,6 +65,12 @@ inline Status allocate_counters(const Vec<Event>& events, const PmuCaps& caps, A
                                 u8 core_type = kCoreTypeNone) {
     return allocate_counters(events.data(), events.size(), caps, out, core_type);
 }
+
+// The placement half of allocate_counters for backends that decide themselves which
+// counters each event may use (AMD, NetBurst): counters[i] for every event that needs a
+// counter (gp: programmable counters, fixed: fixed-like counters, preferred). The same
+// grouping rules (TakenAlone, most constrained first, augmenting paths) apply.
+Status place_counters(const Event* events, usize n, const EventCounters* counters, Allocation* out);
 
 // "PMC3", "FIXED_CTR1", "TSC".
 void put_counter_name(StrBuf& out, CounterKind kind, u8 index);

@@ -40,7 +40,7 @@ void capture_cpuid(CpuidQueryFn query, void* ctx, CpuidSnapshot* out);
 void capture_cpuid(Hw& hw, CpuidSnapshot* out);
 
 // The leaves capture_cpuid may read (0, 1, 7, 0AH, 0BH, 1AH, 23H, 4000_0000H,
-// 8000_0000H-8000_0004H, 8000_0022H), for readers of offline dumps that keep only
+// 8000_0000H-8000_0004H, 8000_0022H; on AMD/Hygon also 06H and 8000_0008H), for readers of offline dumps that keep only
 // what the decoder uses. cpuid_subleaf_is_captured also bounds the sub-leaf the
 // same way capture_cpuid does (7: 0-1, 0BH: 0-1, 23H: 0-5, others: 0).
 bool cpuid_leaf_is_captured(u32 leaf);
@@ -132,6 +132,15 @@ struct PmuCaps {
     u8 amd_core_counters = 0;       // Fn8000_0022_EBX[3:0] (v2), else 6 or 4
     u8 amd_lbr_stack_size = 0;      // Fn8000_0022_EBX[9:4]
     u8 amd_nb_counters = 0;         // Fn8000_0022_EBX[15:10]
+    bool amd_irperf = false;        // Fn8000_0008_EBX[1] InstRetCntMsr: IRPerfCount (C000_00E9H)
+    bool amd_efffreq = false;       // Fn0000_0006_ECX[0] EffFreq: MPERF/APERF (E7H/E8H, C000_00E7H/E8H)
+
+    // Intel NetBurst (family 0FH without architectural perfmon): the ESCR/CCCR PMU
+    // (SDM Vol. 3B §20.15). Its presence is confirmed at run time by
+    // IA32_MISC_ENABLE[7] (Performance Monitoring Available).
+    bool netburst = false;
+    u8 netburst_model = 0;          // display model (IQ_ESCR0/1 exist on models 1-2 only)
+    bool netburst_ht = false;       // CPUID.01H:EDX[28] and EBX[23:16] > 1: ESCRs shared by 2 threads
 
     // IA32_PERF_CAPABILITIES (0x345), read only when PDCM is set.
     bool perf_caps_read = false;

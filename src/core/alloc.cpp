@@ -81,12 +81,15 @@ const Assignment* Allocation::find(u32 event) const {
     return nullptr;
 }
 
+namespace {
+Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out);
+}  // namespace
+
 Status allocate_counters(const Event* events, usize n, const PmuCaps& caps, Allocation* out, u8 core_type) {
     out->groups.clear();
     out->group_of.clear();
     Vec<Cand> cand;
     cand.resize(n);
-    Vec<u32> order;
     for (usize i = 0; i < n; ++i) {
         const Event& e = events[i];
         if (!e.needs_counter()) continue;
@@ -98,8 +101,31 @@ Status allocate_counters(const Event* events, usize n, const PmuCaps& caps, Allo
         cand[i].pref = u64(ec.fixed) << kFixedSlot;
         if (!cand[i].slots)
             return Error::make(Errc::internal, "event '%s' passed the availability check but has no counter", e.name);
-        order.push(u32(i));
     }
+    return place_all(events, n, cand, out);
+}
+
+Status place_counters(const Event* events, usize n, const EventCounters* counters, Allocation* out) {
+    out->groups.clear();
+    out->group_of.clear();
+    Vec<Cand> cand;
+    cand.resize(n);
+    for (usize i = 0; i < n; ++i) {
+        if (!events[i].needs_counter()) continue;
+        cand[i].counter = true;
+        cand[i].slots = u64(counters[i].gp) | (u64(counters[i].fixed) << kFixedSlot);
+        cand[i].pref = u64(counters[i].fixed) << kFixedSlot;
+        if (!cand[i].slots)
+            return Error::make(Errc::internal, "event '%s' has no candidate counter", events[i].name);
+    }
+    return place_all(events, n, cand, out);
+}
+
+namespace {
+Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out) {
+    Vec<u32> order;
+    for (usize i = 0; i < n; ++i)
+        if (cand[i].counter) order.push(u32(i));
     // Most constrained first; TakenAlone events last (they open groups of their own).
     auto key_less = [&](u32 a, u32 b) {
         const Event& ea = events[a];
@@ -177,6 +203,7 @@ Status allocate_counters(const Event* events, usize n, const PmuCaps& caps, Allo
     out->group_of = move(group_of);
     return ok_status();
 }
+}  // namespace
 
 const char* counter_kind_name(CounterKind k) {
     switch (k) {

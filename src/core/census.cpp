@@ -97,7 +97,20 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
             if (p.amd_perfmon_v2)
                 out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n",
                            yesno(p.amd_lbr_v2), p.amd_lbr_stack_size, p.amd_nb_counters);
+            out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
+                       p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no",
+                       p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
         }
+        return;
+    }
+    if (p.netburst) {
+        // SDM Vol. 3B §20.15: ESCR/CCCR counters; IA32_MISC_ENABLE[7] confirms them at run time.
+        if (!p.leaf_0a) out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
+        else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
+        out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
+        out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
+        out.printf("  Hyper-Threading  : %s\n", p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs"
+                                                              : "no");
         return;
     }
     if (!p.leaf_0a) {
@@ -265,6 +278,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
             continue;
         }
         if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
+        else if (p.netburst) out.put("  p4    18x40\n");
         else {
             char gp[16];
             format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
@@ -400,6 +414,16 @@ void census_json(const CpuRecord& r, StrBuf& out) {
         w.field_b("lbr_v2", p.amd_lbr_v2);
         w.field_u("lbr_stack_size", p.amd_lbr_stack_size);
         w.field_u("nb_counters", p.amd_nb_counters);
+        w.field_b("irperf", p.amd_irperf);
+        w.field_b("aperf_mperf", p.amd_efffreq);
+        w.end_object();
+    }
+    if (p.netburst) {
+        w.key("netburst").begin_object();
+        w.field_u("counters", 18);
+        w.field_u("width", 40);
+        w.field_u("escrs", p.netburst_model <= 2 ? 45 : 43);
+        w.field_b("hyperthreading", p.netburst_ht);
         w.end_object();
     }
     if (p.perf_caps_read) w.field_hex("perf_capabilities", p.perf_caps);

@@ -72,8 +72,11 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         return r;
     };
     bool hybrid = false, ext23 = false;
+    // AMD APM Vol. 3 App. E: "AuthenticAMD" / "HygonGenuine" (EBX "Auth" / "Hygo").
+    bool amd_like = l0.ebx == 0x68747541u || l0.ebx == 0x6F677948u;
     CpuidRegs l1;
     if (max >= 1) l1 = take(1, 0);
+    if (max >= 6 && amd_like) take(6, 0);
     if (max >= 7) {
         CpuidRegs r7 = take(7, 0);
         hybrid = bit(r7.edx, kLeaf7EdxHybrid);
@@ -99,6 +102,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         if (emax >= 0x80000001) take(0x80000001, 0);
         if (emax >= 0x80000004)
             for (u32 l = 0x80000002; l <= 0x80000004; ++l) take(l, 0);
+        if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
         if (emax >= 0x80000022) take(0x80000022, 0);
     }
 }
@@ -110,10 +114,10 @@ void capture_cpuid(Hw& hw, CpuidSnapshot* out) {
 
 bool cpuid_leaf_is_captured(u32 leaf) {
     switch (leaf) {
-        case 0x0: case 0x1: case 0x7: case 0xA: case 0xB: case 0x1A: case 0x23:
+        case 0x0: case 0x1: case 0x6: case 0x7: case 0xA: case 0xB: case 0x1A: case 0x23:
         case 0x40000000:
         case 0x80000000: case 0x80000001: case 0x80000002: case 0x80000003: case 0x80000004:
-        case 0x80000022:
+        case 0x80000008: case 0x80000022:
             return true;
         default:
             return false;
@@ -185,7 +189,7 @@ u32 PmuCaps::fixed_counter_mask() const {
     return m;
 }
 
-bool PmuCaps::present() const { return version > 0 || amd_core_counters > 0; }
+bool PmuCaps::present() const { return version > 0 || amd_core_counters > 0 || netburst; }
 
 bool PmuCaps::operator==(const PmuCaps& o) const {
     return leaf_0a == o.leaf_0a && version == o.version && gp_counters == o.gp_counters &&
@@ -200,6 +204,8 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            amd_perfmon_v2 == o.amd_perfmon_v2 && amd_core_counters == o.amd_core_counters &&
            amd_lbr_v2 == o.amd_lbr_v2 && amd_lbr_stack_size == o.amd_lbr_stack_size &&
            amd_nb_counters == o.amd_nb_counters && rdpmc_user_disable == o.rdpmc_user_disable &&
+           amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq && netburst == o.netburst &&
+           netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
            topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }
@@ -328,6 +334,17 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         // may or may not be virtualised (QEMU TCG has none), so only enumerated counters
         // (PerfCtrExtCore, PerfMonV2) are reported there.
         p.amd_core_counters = p.amd_perfctr_core ? 6 : (id.family >= 6 && !id.hypervisor ? 4 : 0);
+    }
+    if (amd_like && id.max_ext_leaf >= 0x80000008) p.amd_irperf = bit(s.get(0x80000008).ebx, 1);
+    if (amd_like && id.max_leaf >= 6) p.amd_efffreq = bit(s.get(6).ecx, 0);
+    // NetBurst: Intel family 0FH without architectural performance monitoring (every
+    // Pentium 4 / NetBurst Xeon; the last ones (models 3/4/6, CPUID max leaf 5 or 6) have
+    // no leaf 0AH). SDM Vol. 3B §20.15.
+    if (id.vendor == Vendor::intel && id.family == 0xF && p.version == 0) {
+        p.netburst = true;
+        p.netburst_model = u8(id.model);
+        CpuidRegs l1 = s.get(1);
+        p.netburst_ht = bit(l1.edx, 28) && bits(l1.ebx, 23, 16) > 1;
     }
     if (amd_like && id.max_ext_leaf >= 0x80000022) {
         CpuidRegs r = s.get(0x80000022);

@@ -104,11 +104,14 @@ def test_zen5_and_k8_json_values():
     assert (z[0]["family"], z[0]["model"]) == (0x1A, 0x44)
     assert z[0]["brand"] == "AMD Ryzen 9 9950X 16-Core Processor"
     assert z[0]["pmu"]["amd"] == {"perfctr_ext_core": True, "perfmon_v2": True, "core_counters": 6,
-                                  "lbr_v2": True, "lbr_stack_size": 16, "nb_counters": 16}
+                                  "lbr_v2": True, "lbr_stack_size": 16, "nb_counters": 16,
+                                  "irperf": True, "aperf_mperf": True}
     assert [(x["core"], x["thread"]) for x in z[:4]] == [(0, 0), (0, 1), (1, 0), (1, 1)]
     k = _json("AuthenticAMD0020FF0_K8_Venice_CPUID.txt")
     assert (k[0]["family"], k[0]["model"], k[0]["stepping"]) == (0xF, 0x2F, 0)
     assert k[0]["pmu"]["amd"]["core_counters"] == 4
+    # K8: no leaf 06H (maximum basic leaf 1), 8000_0008H:EBX = 0.
+    assert (k[0]["pmu"]["amd"]["irperf"], k[0]["pmu"]["amd"]["aperf_mperf"]) == (False, False)
     assert k[0]["pmu"]["present"] is True
 
 

@@ -364,9 +364,18 @@ TEST(CpuidDecode, NetBurstHasNoArchitecturalPmu) {
     // 80000002H is all spaces: leading blanks trimmed.
     EXPECT_STREQ(id.brand, "Intel(R) Celeron(R) CPU 2.53GHz");
     EXPECT_FALSE(d[0].dec.pmu.leaf_0a);
-    EXPECT_FALSE(d[0].dec.pmu.present());
+    // No architectural perfmon, but the NetBurst ESCR/CCCR PMU (SDM Vol. 3B §20.15).
+    EXPECT_TRUE(d[0].dec.pmu.present());
+    EXPECT_TRUE(d[0].dec.pmu.netburst);
+    EXPECT_EQ(d[0].dec.pmu.netburst_model, 4u);
+    EXPECT_FALSE(d[0].dec.pmu.netburst_ht);  // EDX[28] set, but EBX[23:16] = 1 logical processor
     std::string t = table(d);
-    EXPECT_NE(t.find("PMU              : none (maximum CPUID leaf 0x5 has no leaf 0AH)"), std::string::npos) << t;
+    EXPECT_NE(t.find("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x5)\n"
+                     "  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n"
+                     "  ESCRs            : 43 (IQ_ESCR0/1 exist on models 1-2 only)\n"
+                     "  Hyper-Threading  : no\n"),
+              std::string::npos)
+        << t;
     expect_complete_for_capture(d);
 }
 
@@ -448,7 +457,12 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
     EXPECT_EQ(s.count, 21u);  // 14 leaves + 7.1 + 0B.1 + 23H.1-5
     EXPECT_FALSE(cpuid_leaf_is_captured(4));
     EXPECT_FALSE(cpuid_leaf_is_captured(0x40000001));
-    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000008));
+    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000007));
+    // 06H and 8000_0008H (EffFreq, IRPerfCount) are read on AMD/Hygon only.
+    EXPECT_TRUE(cpuid_leaf_is_captured(0x80000008));
+    EXPECT_TRUE(cpuid_leaf_is_captured(6));
+    EXPECT_FALSE(s.has(0x80000008, 0));
+    EXPECT_FALSE(s.has(6, 0));
     EXPECT_FALSE(cpuid_subleaf_is_captured(7, 2));
     EXPECT_FALSE(cpuid_subleaf_is_captured(0x23, 6));
     EXPECT_FALSE(cpuid_subleaf_is_captured(0xA, 1));

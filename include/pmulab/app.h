@@ -20,6 +20,7 @@ enum ExitStatus : int {
 int exit_status_for(Errc c);
 
 class MeasurePlatform;  // pmulab/measure.h
+class FileSource;       // pmulab/event_table.h
 
 class Platform {
 public:
@@ -38,6 +39,8 @@ public:
     }
     // Results files; null when there are none (host tools, tests without files).
     virtual RecordSink* record_sink() { return nullptr; }
+    // Files on pmulab's boot volume (event files, event lists); null when there are none.
+    virtual FileSource* files() { return nullptr; }
 
 protected:
     ~Platform() = default;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "efi_defs.h"
+#include "efi_files.h"
 #include "measure_efi.h"
 #include "efi_results.h"
 #include "pmulab/app.h"
@@ -40,6 +41,7 @@ public:
     MeasurePlatform* measure() override { return &measure_; }
     void now(char* buf, usize cap) override;
     RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
+    FileSource* files() override { return &files_; }
     // Results files are written when pmulab runs from a file system it can write.
     void enable_results(bool on) { results_enabled_ = on; }
     // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
@@ -51,6 +53,7 @@ private:
     EfiHw hw_;
     EfiMeasure measure_{hw_};
     EfiRecordSink sink_;
+    EfiFileSource files_;
     bool results_enabled_ = true;
     bool debugcon_ = false;
     bool last_newline_ = true;

@@ -1,0 +1,15 @@
+// pmulab's boot volume as a FileSource (pmulab/event_table.h): event files in
+// \pmulab\events\ and event list files named on the command line.
+#pragma once
+
+#include "pmulab/event_table.h"
+
+namespace pmulab::efi {
+
+class EfiFileSource final : public FileSource {
+public:
+    Result<Vec<char>> read(const char* path, usize max_bytes = ~usize(0)) override;
+    Status list(const char* dir, const char* suffix, Vec<FileName>* out) override;
+};
+
+}  // namespace pmulab::efi

@@ -168,11 +168,19 @@ private:
     // resolve(); *table_error tells errors of the event files from errors of the spec.
     Result<Event> resolve_item(StrView spec, const CpuIdentity& id, EventDialect dialect, bool* table_error);
 
+    friend Status check_event_list_syntax(StrView text, EventDialect dialect);
     FileSource* files_;
     const char* dir_;
+    bool syntax_only_ = false;  // check_event_list_syntax: unknown names pass
     bool scanned_ = false;
     Vec<Found> files_found_;
 };
+
+// Checks a --events list without knowing the CPU (before any CPU is touched): every
+// item is parsed as EventTables::resolve_list would, except that a name neither the
+// architectural table nor any event file has been asked about yet passes (it is
+// resolved per CPU later). Messages as resolve_list.
+Status check_event_list_syntax(StrView text, EventDialect dialect = EventDialect::intel);
 
 // Collects the CPUID identity (and PMU capabilities) of logical processor `cpu` by
 // running the capture there; for callers that have only a PmuInfo.

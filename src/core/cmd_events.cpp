@@ -1,5 +1,6 @@
 // `pmulab events [--cpu N|all|bsp] [--check SPEC[,SPEC...]]`
 #include "pmulab/commands.h"
+#include "pmulab/event_table.h"
 #include "pmulab/events_cmd.h"
 #include "pmulab/json.h"
 #include "pmulab/pmu.h"
@@ -15,6 +16,8 @@ const char kEventsHelp[] =
     "architectural events with their availability (CPUID.0AH:EBX, CPUID.23H), 'tsc', how\n"
     "counters are read (RDPMC, or RDMSR where RDPMC faults), and the event syntax.\n"
     "CPUs with the same PMU share one table; hybrid parts show one per core type.\n"
+    "The model-specific events of each CPU's event file in \\pmulab\\events (docs/events.md)\n"
+    "follow; their names work in --check and 'pmulab run --events' like the others.\n"
     "\n"
     "--check parses the event specs (the syntax of 'pmulab run --events') and allocates\n"
     "them on each CPU: which counter counts which event, and in which run (group) when\n"
@@ -236,7 +239,7 @@ void put_reads(StrBuf& b, const PmuInfo& p) {
     else b.printf("  counter reads: RDMSR (%s)\n", p.method_note[0] ? p.method_note : "RDPMC is not used");
 }
 
-int list(Out& out, const Vec<CpuPmu>& all) {
+int list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
     int status = kExitOk;
     EventLine lines[kRows];
     // Records: per CPU.
@@ -315,18 +318,68 @@ int list(Out& out, const Vec<CpuPmu>& all) {
         }
         b.put('\n');
     }
+    b.put(model_text.view());
     b.put(kSyntax);
     out.text_buf(b);
     return status;
 }
 
-int check(Out& out, const Vec<CpuPmu>& all, const char* spec) {
-    Vec<Event> events;
-    Status ps = parse_event_list(StrView(spec), &events);
-    if (!ps.ok()) {
-        out.error(ps.error());
-        return kExitUsage;
+// ---- model-specific events: each CPU class's event file (pmulab/event_table.h) ----
+//
+// Text: a block per class with an event file ("Model-specific events of CPUs 0-3 (06_5EH,
+// \pmulab\events\skylake_core.evt, 39 events):" and one "NAME  TOKEN" line each), or a
+// line saying that no file is for it. JSON: one {"type":"event_file",...} record per
+// class with the CPUs, the file (null when none) and its events as {name, code}.
+int model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text,
+                 Vec<StrBuf>* records) {
+    int status = kExitOk;
+    Vec<Vec<u32>> cls = classes(all);
+    for (const Vec<u32>& k : cls) {
+        const CpuPmu& c0 = all[k[0]];
+        if (!c0.status.ok()) continue;
+        Vec<u32> cpus = class_cpus(all, k);
+        StrBuf where;
+        put_cpu_list(where, cpus);
+        CpuDecoded id;
+        Status s = collect_cpu_identity(hw, c0.cpu, &id);
+        Result<const EventTable*> t = s.ok() ? tables.for_cpu(id.id) : Result<const EventTable*>(s.error());
+        if (!t.ok()) {
+            out.error(Error::make(t.error().code, "%s: %s", where.c_str(), t.error().msg));
+            status = exit_status_for(t.error().code);
+            continue;
+        }
+        StrBuf model;
+        put_table_cpu(model, id.id);
+        const EventTable* table = t.value();
+        StrBuf line;
+        JsonWriter w(line);
+        w.begin_object().field("type", "event_file").key("cpus").begin_array();
+        for (u32 c : cpus) w.num(c);
+        w.end_array().field("cpu_model", model.view()).key("path");
+        if (table) w.str(StrView(table->path));
+        else w.null();
+        w.key("events").begin_array();
+        for (usize i = 0; table && i < table->events.size(); ++i)
+            w.begin_object().field("name", table->events[i].name).field("code", table->token(i)).end_object();
+        w.end_array().end_object();
+        line.put('\n');
+        records->push(move(line));
+        if (!table) {
+            text->printf("%s (%s): no event file in %s is for this CPU; model-specific names need one "
+                         "(docs/events.md)\n\n",
+                         where.c_str(), model.c_str(), tables.dir());
+            continue;
+        }
+        text->printf("Model-specific events of %s (%s, %s, %u events):\n", where.c_str(), model.c_str(), table->path,
+                     unsigned(table->events.size()));
+        list_table_events(*text, *table);
+        text->put('\n');
     }
+    return status;
+}
+
+int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const char* spec) {
+    Vec<Event> events;
     int status = kExitOk;
     Vec<Vec<u32>> cls = classes(all);
     for (const Vec<u32>& k : cls) {
@@ -337,6 +390,17 @@ int check(Out& out, const Vec<CpuPmu>& all, const char* spec) {
         if (!c0.status.ok()) {
             out.error(Error::make(c0.status.error().code, "%s: %s", where.c_str(), c0.status.error().msg));
             status = kExitFailure;
+            continue;
+        }
+        // Names resolve through this CPU's event file (P- and E-cores differ).
+        events.clear();
+        CpuDecoded id;
+        Status rs = collect_cpu_identity(hw, c0.cpu, &id);
+        if (rs.ok()) rs = tables.resolve_list(StrView(spec), id.id, &events);
+        if (!rs.ok()) {
+            out.error(Error::make(rs.error().code, "%s: %s", where.c_str(), rs.error().msg));
+            int st = exit_status_for(rs.error().code);
+            if (status == kExitOk || st == kExitFailure) status = st;
             continue;
         }
         Allocation a;
@@ -412,22 +476,31 @@ int cmd_events(Out& out, Args& args) {
             return kExitUsage;
         }
     }
-    // A bad spec is reported before any CPU is touched.
+    // A bad spec is reported before any CPU is touched (names are resolved per CPU).
     if (spec) {
-        Vec<Event> events;
-        Status ps = parse_event_list(StrView(spec), &events);
+        Status ps = check_event_list_syntax(StrView(spec));
         if (!ps.ok()) {
             out.error(ps.error());
             return kExitUsage;
         }
     }
     Vec<CpuPmu> all;
-    Status cs = collect(out.platform().hw(), sel, &all);
+    Hw& hw = out.platform().hw();
+    Status cs = collect(hw, sel, &all);
     if (!cs.ok()) {
         out.error(cs.error());
         return exit_status_for(cs.error().code);
     }
-    return spec ? check(out, all, spec) : list(out, all);
+    // Event files: read once for this command, only where the platform has files.
+    EventTables tables(out.platform().files());
+    if (spec) return check(out, hw, tables, all, spec);
+    StrBuf model_text;
+    Vec<StrBuf> model_records;
+    int ms = kExitOk;
+    if (out.platform().files()) ms = model_events(out, hw, tables, all, &model_text, &model_records);
+    int st = list(out, all, model_text);
+    for (const StrBuf& r : model_records) out.record(r);
+    return st != kExitOk ? st : ms;
 }
 
 }  // namespace pmulab

@@ -626,6 +626,10 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
     }
     usize colon = tok.find(':');
     StrView name = tok.sub(0, colon);
+    if (syntax_only_) {
+        if (parse_event_spec(name, dialect).ok() || (all_hex(name) && name.len <= 4)) return parse_event_spec(s, dialect);
+        return Event{};  // resolved per CPU later
+    }
     Result<const EventTable*> table = for_cpu(id);
     if (!table.ok()) {
         *table_error = true;
@@ -774,6 +778,13 @@ Status EventTables::resolve_file(const char* path, const CpuIdentity& id, Vec<Ev
         return data.error();
     }
     return resolve_file_text(StrView(data.value().data(), data.value().size()), path, id, out, dialect);
+}
+
+Status check_event_list_syntax(StrView text, EventDialect dialect) {
+    EventTables t(nullptr);
+    t.syntax_only_ = true;
+    Vec<Event> ignored;
+    return t.resolve_list(text, CpuIdentity{}, &ignored, dialect);
 }
 
 // ---- helpers ----

@@ -727,3 +727,184 @@ TEST(EventTables, ListingAFile) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- `pmulab events` with event files
+
+namespace cmd {
+
+// A platform with a boot volume (TestPlatform has none).
+class FilesPlatform final : public Platform {
+public:
+    FilesPlatform(Hw& hw, FileSource* files) : hw_(hw), files_(files) {}
+    Hw& hw() override { return hw_; }
+    void write(StrView text) override { out.append(text.ptr, text.len); }
+    FileSource* files() override { return files_; }
+    std::string out;
+
+private:
+    Hw& hw_;
+    FileSource* files_;
+};
+
+struct Ran {
+    int status;
+    std::string out;
+};
+
+Ran run(Hw& hw, FileSource* files, std::vector<const char*> args) {
+    FilesPlatform p(hw, files);
+    GlobalOptions g;
+    int st = app_run(p, int(args.size()), args.data(), &g);
+    return Ran{st, p.out};
+}
+
+std::vector<std::string> lines_of(const std::string& s) {
+    std::vector<std::string> v;
+    std::stringstream ss(s);
+    std::string l;
+    while (std::getline(ss, l)) v.push_back(l);
+    return v;
+}
+
+bool has(const std::string& out, const std::string& line) {
+    for (const std::string& l : lines_of(out))
+        if (l == line) return true;
+    return false;
+}
+
+TEST(EventsCmdFiles, SkylakeClientUnderTcgNamesResolveButThereIsNoPmu) {
+    sim::SimMachine m = sim::qemu_tcg_intel(2);
+    MemFiles fs;
+    fs.add_samples();
+    Ran r = run(m, &fs, {"events", "--check", "UOPS_ISSUED.ANY,MEM_LOAD_RETIRED.L3_MISS"});
+    EXPECT_EQ(r.status, 3);
+    EXPECT_EQ(r.out, "pmulab: error: CPU 0: event 'UOPS_ISSUED.ANY' cannot be counted: no architectural performance "
+                     "monitoring (CPUID.0AH:EAX[7:0] = 0)\n");
+    r = run(m, &fs, {"events", "--cpu", "all", "--check", "tsc,BOGUS.EVENT"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: CPUs 0-1: event list item 2 (at offset 4): event 'BOGUS.EVENT' is not in the "
+                     "event file for 06_5EH (\\pmulab\\events\\skylake_core.evt) nor an architectural event\n");
+    // Syntax errors still come before any CPU is touched, names or not.
+    u64 calls = m.run_on_cpu_calls();
+    r = run(m, &fs, {"events", "--check", "UOPS_ISSUED.ANY,0E.1G"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: event list item 2 (at offset 16): event spec '0E.1G': UMASK '1G' is not hex (at "
+                     "offset 3)\n");
+    r = run(m, &fs, {"events", "--check", "cycles:x"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: event list item 1 (at offset 0): event spec 'cycles:x': unsupported modifier 'x' "
+                     "(pmulab accepts u and k) (at offset 7)\n");
+    r = run(m, &fs, {"events", "--check", "UOPS_ISSUED.ANY a b"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(m.run_on_cpu_calls(), calls);
+}
+
+TEST(EventsCmdFiles, HybridCoresGetTheirOwnEncodings) {
+    sim::SimMachine m = sim::intel_hybrid();
+    MemFiles fs;
+    fs.add_samples();
+    Ran r = run(m, &fs, {"events", "--cpu", "all", "--check", "UOPS_ISSUED.ANY,LONGEST_LAT_CACHE.MISS,INST_RETIRED.ANY"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::vector<std::string> l = lines_of(r.out);
+    ASSERT_EQ(l.size(), 8u) << r.out;
+    EXPECT_EQ(l[1], "  group 1/1: PMC0       UOPS_ISSUED.ANY (AE.01)");
+    EXPECT_EQ(l[2], "  group 1/1: PMC1       LONGEST_LAT_CACHE.MISS (2E.41)");
+    EXPECT_EQ(l[3], "  group 1/1: FIXED_CTR0 INST_RETIRED.ANY");
+    EXPECT_EQ(l[5], "  group 1/1: PMC0       UOPS_ISSUED.ANY (0E.00)");
+    EXPECT_TRUE(l[0].rfind("CPUs 0-3: 3 events in 1 run", 0) == 0) << l[0];
+    EXPECT_TRUE(l[4].rfind("CPUs 4-7: 3 events in 1 run", 0) == 0) << l[4];
+    // A name only the P-core file has: the E-cores say so.
+    r = run(m, &fs, {"events", "--cpu", "all", "--check", "ARITH.DIV_ACTIVE"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(has(r.out, "pmulab: error: CPUs 4-7: event list item 1 (at offset 0): event 'ARITH.DIV_ACTIVE' is not "
+                           "in the event file for 06_97H E-cores (\\pmulab\\events\\alderlake_gracemont_core.evt) nor "
+                           "an architectural event"))
+        << r.out;
+    EXPECT_TRUE(has(r.out, "  group 1/1: PMC0       ARITH.DIV_ACTIVE (B0.09.CMSK=1)")) << r.out;
+}
+
+TEST(EventsCmdFiles, CounterRestrictionsTakenAloneAndExtraMsrsAllocate) {
+    sim::SimMachine m = sim::intel_v3(2);  // 06_2AH, v3: 4 GP counters, AnyThread
+    MemFiles fs;
+    // The Skylake events, declared for this CPU.
+    std::string sk = sample("skylake_core.evt"), body = "@match GenuineIntel 06_2A\n";
+    for (const std::string& l : lines_of(sk))
+        if (l.rfind("@match", 0) != 0) body += l + "\n";
+    fs.add("sandy.evt", body);
+    Ran r = run(m, &fs, {"events", "--check",
+                         "INST_RETIRED.PREC_DIST,INST_RETIRED.TOTAL_CYCLES_PS,FRONTEND_RETIRED.DSB_MISS,"
+                         "CPU_CLK_UNHALTED.THREAD_ANY"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::vector<std::string> l = lines_of(r.out);
+    ASSERT_EQ(l.size(), 5u) << r.out;
+    EXPECT_EQ(l[1], "  group 1/2: PMC1       INST_RETIRED.PREC_DIST (C0.01)");
+    EXPECT_EQ(l[2], "  group 1/2: PMC0       INST_RETIRED.TOTAL_CYCLES_PS (C0.01.CMSK=10.INV)");
+    EXPECT_EQ(l[3], "  group 1/2: FIXED_CTR1 CPU_CLK_UNHALTED.THREAD_ANY");
+    EXPECT_EQ(l[4], "  group 2/2: PMC0       FRONTEND_RETIRED.DSB_MISS (C6.01.MSR_PF=0x11.TakenAlone)");
+}
+
+TEST(EventsCmdFiles, AnyThreadIsRefusedWhereDeprecated) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(1);  // 06_7AH, CPUID.0AH:EDX[15] = 1
+    MemFiles fs;
+    fs.add("goldmontplus_core.evt", "@match GenuineIntel 06_7A\nFIXED_CTR1.AnyT CPU_CLK_UNHALTED.CORE_ANY\n"
+                                    "3C.00.AnyT X.ANY\n3C.00 X.THREAD\n");
+    Ran r = run(m, &fs, {"events", "--check", "X.THREAD,X.ANY"});
+    EXPECT_EQ(r.status, 3);
+    EXPECT_EQ(r.out, "pmulab: error: CPU 0: event 'X.ANY' uses AnyThread, which this CPU deprecates "
+                     "(CPUID.0AH:EDX[15] = 1)\n");
+}
+
+TEST(EventsCmdFiles, ListingShowsEachCpusFile) {
+    sim::SimMachine m = sim::qemu_tcg_intel(2);
+    MemFiles fs;
+    fs.add("skylake_core.evt", std::string(kHead) + "0E.01 UOPS_ISSUED.ANY\nA3.14.CMSK=20.CTR=0-3 X\n");
+    Ran r = run(m, &fs, {"events", "--cpu", "all"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::string block = "Model-specific events of CPUs 0-1 (06_5EH, \\pmulab\\events\\skylake_core.evt, 2 events):\n"
+                        "  UOPS_ISSUED.ANY                                                 0E.01\n"
+                        "  X                                                               A3.14.CMSK=20.CTR=0-3\n"
+                        "\n"
+                        "Event syntax";
+    EXPECT_NE(r.out.find(block), std::string::npos) << r.out;
+    Ran j = run(m, &fs, {"events", "--cpu", "all", "--json"});
+    EXPECT_EQ(j.status, 0);
+    std::vector<std::string> jl = lines_of(j.out);
+    EXPECT_EQ(jl.back(), "{\"type\":\"event_file\",\"cpus\":[0,1],\"cpu_model\":\"06_5EH\",\"path\":"
+                         "\"\\\\pmulab\\\\events\\\\skylake_core.evt\",\"events\":[{\"name\":\"UOPS_ISSUED.ANY\","
+                         "\"code\":\"0E.01\"},{\"name\":\"X\",\"code\":\"A3.14.CMSK=20.CTR=0-3\"}]}");
+
+    // No file for this CPU (QEMU's default AMD model); a broken file is an error.
+    sim::SimMachine amd = sim::qemu_tcg(1);
+    r = run(amd, &fs, {"events"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(has(r.out, "CPU 0 (0F_6BH): no event file in \\pmulab\\events is for this CPU; model-specific names "
+                           "need one (docs/events.md)"))
+        << r.out;
+    j = run(amd, &fs, {"events", "--json"});
+    EXPECT_EQ(lines_of(j.out).back(),
+              "{\"type\":\"event_file\",\"cpus\":[0],\"cpu_model\":\"0F_6BH\",\"path\":null,\"events\":[]}");
+    fs.add("broken.evt", "@match GenuineIntel 06_5E core=1x\n");
+    r = run(m, &fs, {"events"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(has(r.out, "pmulab: error: CPU 0: \\pmulab\\events\\broken.evt:1: core '1x' is not a hybrid core "
+                           "type in hex (CPUID.1AH:EAX[31:24]: 0x40 P-core, 0x20 E-core)"))
+        << r.out;
+    r = run(m, &fs, {"events", "--check", "cycles"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: CPU 0: \\pmulab\\events\\broken.evt:1: core '1x' is not a hybrid core type in "
+                     "hex (CPUID.1AH:EAX[31:24]: 0x40 P-core, 0x20 E-core)\n");
+}
+
+TEST(EventsCmdFiles, SyntaxCheckWithoutCpu) {
+    EXPECT_TRUE(check_event_list_syntax("UOPS_ISSUED.ANY,NOT.KNOWN:u x,cycles:u,0E.01").ok());
+    EXPECT_STREQ(check_event_list_syntax("NOT.KNOWN,0E.1G").error().msg,
+                 "event list item 2 (at offset 10): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
+    EXPECT_STREQ(check_event_list_syntax("instructions:q").error().msg,
+                 "event list item 1 (at offset 0): event spec 'instructions:q': unsupported modifier 'q' (pmulab "
+                 "accepts u and k) (at offset 13)");
+    EXPECT_STREQ(check_event_list_syntax("0E").error().msg,
+                 "event list item 1 (at offset 0): event spec '0E': '0E' is not an event name; a raw event needs its "
+                 "UMASK too: EE.UU, e.g. 0E.01 (at offset 0)");
+}
+
+}  // namespace cmd

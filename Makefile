@@ -122,13 +122,17 @@ check-deps:
 	@tools/install-deps.sh
 
 # A GPT disk image with one EFI system partition, ready for `dd` to a USB stick:
-# \EFI\BOOT\BOOTX64.EFI, \pmulab\pmulab.cfg (CONFIG=...), \pmulab\results\.
+# \EFI\BOOT\BOOTX64.EFI, \pmulab\pmulab.cfg (CONFIG=...), \pmulab\results\, and the
+# event files $(EVENTS)/*.evt as \pmulab\events\*.evt (EVENTS=DIR: e.g. the output of
+# tools/pmulab-events; the default is the sample generated from tests/data/perfmon).
 CONFIG ?= tools/pmulab.cfg
 IMAGE_EFI ?= $(BUILD)/pmulab.efi
+EVENTS ?= tests/data/events
+EVENT_FILES = $(sort $(wildcard $(EVENTS)/*.evt))
 image: $(BUILD)/pmulab.img
-$(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh FORCE
-	tools/mkimage.sh $@ $(IMAGE_EFI) $(CONFIG)
-	@echo "built $@ (config $(CONFIG))"
+$(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh $(EVENT_FILES) FORCE
+	tools/mkimage.sh $@ $(IMAGE_EFI) $(CONFIG) $(foreach f,$(EVENT_FILES),$(f)=::/pmulab/events/$(notdir $(f)))
+	@echo "built $@ (config $(CONFIG), $(words $(EVENT_FILES)) event files from $(EVENTS))"
 
 # Secure Boot: sign with your own key (enrolled in the firmware's db), e.g.
 #   make sign KEY=db.key CERT=db.crt  ->  build/pmulab-signed.efi and an image using it.

@@ -1,0 +1,50 @@
+"""QEMU boot with the sample event files on the stick (tests/data/events as
+\\pmulab\\events\\*.evt, the way `make image` puts them): under -cpu Skylake-Client
+(GenuineIntel 06_5EH stepping 3, no PMU under TCG) a model-specific name resolves
+through skylake_core.evt and pmulab says plainly that there is no PMU to count it,
+an unknown name gets the clear error and exit status 2, `events` lists the file's
+events, and a nanoBench-style event list file on the stick resolves the same way."""
+
+import os
+import subprocess
+import tempfile
+
+from pmulab_test import ROOT, data_path, run_qemu
+
+QEMU = True
+
+EVENTS = data_path("events")
+
+
+def _image(td, cfg_text, extra=()):
+    cfg = os.path.join(td, "pmulab.cfg")
+    with open(cfg, "w") as f:
+        f.write(cfg_text)
+    img = os.path.join(td, "pmulab.img")
+    pairs = [f"{os.path.join(EVENTS, n)}=::/pmulab/events/{n}" for n in sorted(os.listdir(EVENTS))]
+    subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, os.path.join(ROOT, "build", "pmulab.efi"),
+                    cfg, *pairs, *extra], check=True, stdout=subprocess.DEVNULL)
+    return img
+
+
+def test_qemu_skylake_client_resolves_names_from_the_event_file():
+    with tempfile.TemporaryDirectory() as td:
+        img = _image(td, "events --check BOGUS.EVENT\n"
+                         "events --check UOPS_ISSUED.ANY,MEM_LOAD_RETIRED.L3_MISS\n"
+                         "events\n"
+                         "--shutdown\n")
+        r = run_qemu(smp=1, cpu="Skylake-Client", image=img)
+        # The campaign's status is its first failure: the unknown name (2); the
+        # model-specific names resolve and fail only for want of a PMU (3).
+        assert r.rc == 2, r
+        lines = r.out.splitlines()
+        assert lines[0] == ("pmulab: error: \\pmulab\\pmulab.cfg:1: CPU 0: event list item 1 (at offset 0): "
+                            "event 'BOGUS.EVENT' is not in the event file for 06_5EH "
+                            "(\\pmulab\\events\\skylake_core.evt) nor an architectural event"), r
+        assert lines[1] == ("pmulab: error: \\pmulab\\pmulab.cfg:2: CPU 0: event 'UOPS_ISSUED.ANY' cannot be "
+                            "counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)"), r
+        i = lines.index("Model-specific events of CPU 0 (06_5EH, \\pmulab\\events\\skylake_core.evt, 39 events):")
+        assert lines[i + 1] == "  INST_RETIRED.ANY" + " " * 48 + "FIXED_CTR0", r
+        assert "  UOPS_ISSUED.ANY" + " " * 49 + "0E.01" in lines, r
+        assert ("  CYCLE_ACTIVITY.STALLS_MEM_ANY" + " " * 35 + "A3.14.CMSK=20.CTR=0-3") in lines, r
+        assert not [l for l in lines if "unknown event name" in l], r

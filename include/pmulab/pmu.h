@@ -50,8 +50,10 @@ namespace pmulab {
 enum class PmuKind : u8 {
     none,        // no usable counters (only the TSC)
     intel_arch,  // Intel architectural performance monitoring, CPUID.0AH version 1..6
+    amd,         // AMD core PMU: legacy / PerfCtrExtCore / PerfMonV2 (pmu_amd.h)
+    netburst,    // Intel NetBurst ESCR/CCCR (pmu_netburst.h)
 };
-const char* pmu_kind_name(PmuKind k);  // "none", "intel_arch"
+const char* pmu_kind_name(PmuKind k);  // "none", "intel_arch", "amd", "netburst"
 
 // How counters are read: RDPMC when it works on this CPU, else RDMSR of the counter MSR.
 enum class CounterMethod : u8 { rdpmc, rdmsr };
@@ -103,6 +105,9 @@ struct PmuInfo {
     bool global_ctrl = false;        // v2+: IA32_PERF_GLOBAL_CTRL/STATUS/OVF_CTRL
     bool status_reset = false;       // v4+: STATUS_RESET/STATUS_SET
     bool full_width_writes = false;  // IA32_A_PMCx (PERF_CAPABILITIES.FW_WRITE)
+
+    // The event-spec dialect of this PMU (events.h): what parse_event_list needs.
+    EventDialect dialect = EventDialect::intel;
 
     CounterMethod method = CounterMethod::rdmsr;
     // Why RDMSR (empty when RDPMC works), e.g. "RDPMC 0x0 raised #UD (invalid opcode)".
@@ -257,6 +262,14 @@ private:
     u64 group_global_ = 0;         // GLOBAL_CTRL enables of the group
 };
 
+}  // namespace pmulab
+
+// The vendor backends, peers of IntelArchPmu.
+#include "pmulab/pmu_amd.h"
+#include "pmulab/pmu_netburst.h"
+
+namespace pmulab {
+
 // One CPU's PMU session: detection, the backend, restore on close (and on destruction).
 // The forwarding methods are what callers use; without a PMU they fail with
 // Errc::unsupported and info().absent (allocate() still places 'tsc').
@@ -296,6 +309,8 @@ public:
 private:
     PmuInfo info_;
     IntelArchPmu intel_;
+    AmdPmu amd_;
+    NetBurstPmu netburst_;
     PmuBackend* backend_ = nullptr;
 };
 

@@ -5,7 +5,15 @@
 
 namespace pmulab {
 
-const char* pmu_kind_name(PmuKind k) { return k == PmuKind::intel_arch ? "intel_arch" : "none"; }
+const char* pmu_kind_name(PmuKind k) {
+    switch (k) {
+        case PmuKind::intel_arch: return "intel_arch";
+        case PmuKind::amd: return "amd";
+        case PmuKind::netburst: return "netburst";
+        case PmuKind::none: break;
+    }
+    return "none";
+}
 
 const char* counter_method_name(CounterMethod m) { return m == CounterMethod::rdpmc ? "rdpmc" : "rdmsr"; }
 
@@ -67,10 +75,12 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
                       "counters)",
                       c.version);
         }
-    } else if (c.amd_core_counters) {
-        format_to(p.absent, sizeof p.absent,
-                  "this CPU has an AMD PMU (%u core counters); pmulab's AMD backend is not implemented yet",
-                  unsigned(c.amd_core_counters));
+    } else if ((p.vendor == Vendor::amd || p.vendor == Vendor::hygon) && c.amd_core_counters) {
+        amd_fill_info(&p);
+    } else if (c.netburst) {
+        // IA32_MISC_ENABLE[7] "Performance Monitoring Available" (SDM Vol. 4 Table 2-2).
+        Result<u64> me = hw.rdmsr(netburst::IA32_MISC_ENABLE);
+        netburst_fill_info(&p, me.ok() && ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1));
     } else if (p.vendor == Vendor::intel && d.id.max_leaf < 0xA) {
         format_to(p.absent, sizeof p.absent,
                   "no architectural performance monitoring: CPUID leaf 0AH is not implemented (maximum basic "
@@ -88,9 +98,10 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
 
     // RDPMC probe: one read of an existing counter (ECX = 0 when there is none, which is
     // what QEMU TCG answers with #UD). Ring 0 needs no CR4.PCE.
+    p.dialect = event_dialect_for(d.id, d.pmu);
     u32 probe = 0;
     if (p.gp_mask) probe = first_bit(p.gp_mask);
-    else if (p.fixed_mask) probe = kRdpmcFixed | first_bit(p.fixed_mask);
+    else if (p.fixed_mask && p.kind == PmuKind::intel_arch) probe = kRdpmcFixed | first_bit(p.fixed_mask);
     Result<u64> r = hw.rdpmc(probe);
     if (r.ok() && p.kind != PmuKind::none) {
         p.method = CounterMethod::rdpmc;
@@ -104,6 +115,14 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
 void put_pmu_summary(StrBuf& out, const PmuInfo& p) {
     if (p.kind == PmuKind::none) {
         out.printf("no PMU counters: %s", p.absent);
+        return;
+    }
+    if (p.kind == PmuKind::amd) {
+        put_amd_summary(out, p);
+        return;
+    }
+    if (p.kind == PmuKind::netburst) {
+        put_netburst_summary(out, p);
         return;
     }
     out.printf("Intel architectural PMU version %u: ", p.version);
@@ -128,6 +147,8 @@ void put_pmu_summary(StrBuf& out, const PmuInfo& p) {
 }
 
 Status pmu_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
+    if (info.kind == PmuKind::amd) return amd_allocate(info, events, n, out);
+    if (info.kind == PmuKind::netburst) return netburst_allocate(info, events, n, out);
     const PmuCaps& c = info.caps;
     // CPUID.(23H,3):EAX: architectural events supported (bit set) - SDM Vol. 2A, leaf 23H.
     if (info.kind == PmuKind::intel_arch && c.leaf_23 && (c.leaf23_subleaves & 8)) {
@@ -203,6 +224,12 @@ void PmuSession::open(Hw& hw, const PmuInfo& info) {
     if (info_.kind == PmuKind::intel_arch) {
         intel_.init(&hw, info_);
         backend_ = &intel_;
+    } else if (info_.kind == PmuKind::amd) {
+        amd_.init(&hw, info_);
+        backend_ = &amd_;
+    } else if (info_.kind == PmuKind::netburst) {
+        netburst_.init(&hw, info_);
+        backend_ = &netburst_;
     }
 }
 

@@ -178,17 +178,21 @@ TEST(PmuDetect, QemuTcgHasNoPmuAndRdpmcFaults) {
     EXPECT_TRUE(s.close().ok());
 }
 
-TEST(PmuDetect, AmdIsRecognisedButNotProgrammed) {
+TEST(PmuDetect, AmdIsProgrammedByTheAmdBackend) {
+    // The AMD backend (pmu_amd.h; its own tests: test_pmu_amd.cpp).
     SimMachine m = amd_zen(1);
     PmuInfo p;
     pmu_detect(m, &p);
-    EXPECT_EQ(p.kind, PmuKind::none);
-    EXPECT_STREQ(p.absent, "this CPU has an AMD PMU (6 core counters); pmulab's AMD backend is not implemented yet");
-    Vec<Event> ev = events("instructions");
+    EXPECT_EQ(p.kind, PmuKind::amd);
+    EXPECT_EQ(p.dialect, EventDialect::amd_zen);
+    EXPECT_STREQ(p.absent, "");
+    EXPECT_EQ(p.gp_mask, 0x3Fu);
+    Vec<Event> ev = events("instructions");  // the Intel dialect: refused on AMD
     Allocation a;
     Status s = pmu_allocate(p, ev.data(), ev.size(), &a);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.error().code, Errc::unsupported);
+    EXPECT_STREQ(s.error().msg, "event 'instructions' was written for an Intel PMU; this CPU has an AMD core PMU");
 }
 
 TEST(PmuDetect, RdpmcUdFallsBackToRdmsr) {

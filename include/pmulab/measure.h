@@ -51,9 +51,11 @@ struct MsrWrite {
 inline constexpr u32 kMaxReads = 16;
 
 // Hooks that run on the measuring CPU (inside Hw::run_on_cpu: only the per-CPU Hw
-// operations; no allocation, no output). Any may be null.
+// operations; no allocation, no output). Any may be null. Order on each CPU: setup,
+// then the probes of the group's reads and start/stop writes, the runs, teardown.
+// teardown runs whenever setup was called, also after errors (setup's own included).
 struct GroupHooks {
-    Status (*setup)(Hw& hw, void* ctx) = nullptr;     // once per CPU, before the group's runs
+    Status (*setup)(Hw& hw, void* ctx) = nullptr;     // once per CPU, before the probes and runs
     Status (*start)(Hw& hw, void* ctx) = nullptr;     // before every run, interrupts masked
     Status (*stop)(Hw& hw, void* ctx) = nullptr;      // after every run, interrupts masked
     Status (*teardown)(Hw& hw, void* ctx) = nullptr;  // once per CPU, after the runs (also after errors)
@@ -154,6 +156,12 @@ public:
     virtual void serialize() = 0;
     // Calls the region.
     virtual void execute(const Region& region, RegionFrame* frame) = 0;
+
+    // --- on the BSP ---
+    // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
+    // wait differently, e.g. halt the BSP until the AP is done so that the BSP does
+    // not compete with the measurement (see measure_efi.cpp).
+    virtual Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) { return hw.run_on_cpu(cpu, fn, ctx); }
 
 protected:
     ~MeasurePlatform() = default;

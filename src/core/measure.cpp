@@ -117,39 +117,28 @@ void worker_on_cpu(void* p) {
     const ReadGroup& g = *c->group;
     Hw& hw = *c->hw;
     c->mp->serialize();
+    const GroupHooks& h = g.hooks;
+    // The setup hook first: it saves and programs the PMU, so that the probes below
+    // (which write the start/stop MSRs) run on the state the group measures with,
+    // and its teardown restores what they changed.
+    if (h.setup) c->status = h.setup(hw, h.ctx);
     // Every emitted RDPMC/RDMSR/WRMSR must be known not to fault before the
     // generated code runs: only the fault-safe Hw layer catches #GP/#UD.
     for (const CounterRead& r : g.reads) {
+        if (!c->status.ok()) break;
         if (r.kind == CounterRead::rdpmc) {
             Result<u64> v = hw.rdpmc(r.index);
-            if (!v.ok()) {
-                c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
-                return;
-            }
+            if (!v.ok()) c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
         } else if (r.kind == CounterRead::rdmsr) {
             Result<u64> v = hw.rdmsr(r.index);
-            if (!v.ok()) {
-                c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
-                return;
-            }
+            if (!v.ok()) c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
         }
     }
     const Vec<MsrWrite>* writes[2] = {&g.start_writes, &g.stop_writes};
     for (const Vec<MsrWrite>* ws : writes) {
         for (const MsrWrite& w : *ws) {
-            Status s = hw.wrmsr(w.msr, w.value);
-            if (!s.ok()) {
-                c->status = s;
-                return;
-            }
-        }
-    }
-    const GroupHooks& h = g.hooks;
-    if (h.setup) {
-        Status s = h.setup(hw, h.ctx);
-        if (!s.ok()) {
-            c->status = s;
-            return;
+            if (!c->status.ok()) break;
+            c->status = hw.wrmsr(w.msr, w.value);
         }
     }
     usize n = g.reads.size();
@@ -241,6 +230,12 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
     }
     u32 total = u32(cfg.benches.size() * cfg.cpus.size() * groups.size());
     u32 done = 0;
+    u32 announced = ~u32(0);
+    auto announce = [&](const BenchInstance& b, u32 cpu, u32 run) {
+        if (announced == done) return;
+        announced = done;
+        sink.progress(done, total, b, cpu, run);
+    };
     // Per-run scratch, sized once on the BSP (APs cannot allocate).
     usize max_reads = 0;
     for (const ReadGroup& g : groups) max_reads = max_of(max_reads, g.reads.size());
@@ -261,6 +256,8 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             done += u32(cfg.cpus.size() * groups.size());
             continue;
         }
+        // Announce the first job before building a (possibly large) buffer.
+        announce(b, cfg.cpus[0], 0);
         // The buffer, on the BSP, shared by every CPU and group.
         Pages buffer(mp);
         KernelParams params;
@@ -275,11 +272,8 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             }
             params.buffer = u64(reinterpret_cast<uintptr_t>(buffer.data()));
             params.size = b.size;
-            if (k.buffer == KernelBuffer::chase) {
-                build_pointer_chase(buffer.data(), b.size, params.buffer, cfg.seed);
-            } else {
-                for (u64 i = 0; i < b.size; ++i) buffer.data()[i] = 0;
-            }
+            // Stream buffers keep whatever the pages hold: the values never matter.
+            if (k.buffer == KernelBuffer::chase) build_pointer_chase(buffer.data(), b.size, params.buffer, cfg.seed);
         }
         kernel_init_registers(k, params, frame->gpr);
         frame->loop = cfg.loop;
@@ -303,7 +297,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             u64 apic = topo.ok() ? topo.value().apic_id : 0;
             if (k.needs != KernelNeeds::nothing) {
                 ProbeCtx pc{&hw, k.needs, ok_status()};
-                Status rs = hw.run_on_cpu(cpu, probe_on_cpu, &pc);
+                Status rs = mp.run_on_cpu(hw, cpu, probe_on_cpu, &pc);
                 if (rs.ok()) rs = pc.status;
                 if (!rs.ok()) {
                     Error e = Error::make(Errc::unsupported, "kernel '%s' is not supported on CPU %u: %s", k.name,
@@ -316,7 +310,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             }
             for (usize gi = 0; gi < groups.size(); ++gi) {
                 const ReadGroup& g = groups[gi];
-                sink.progress(done, total, b, cpu, u32(gi));
+                announce(b, cpu, u32(gi));
                 ++done;
                 WorkerCtx w;
                 w.hw = &hw;
@@ -330,7 +324,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 w.irq = cfg.irq;
                 w.raw[0] = raw[0].data();
                 w.raw[1] = raw[1].data();
-                Status rs = hw.run_on_cpu(cpu, worker_on_cpu, &w);
+                Status rs = mp.run_on_cpu(hw, cpu, worker_on_cpu, &w);
                 if (rs.ok()) rs = w.status;
                 if (!rs.ok()) {
                     fail(with_context(rs.error(), "%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));

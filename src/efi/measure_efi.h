@@ -17,9 +17,12 @@ public:
     void irq_restore(const IrqSaved& saved) override;
     void serialize() override;
     void execute(const Region& region, RegionFrame* frame) override;
+    Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
 
 private:
     Hw& hw_;
+    void* mp_ = nullptr;  // EFI_MP_SERVICES_PROTOCOL, located on first use
+    bool mp_located_ = false;
 };
 
 }  // namespace pmulab::efi

@@ -201,25 +201,26 @@ constexpr ModDef kMods[] = {
 const char* const kFixedNames[] = {"INST_RETIRED.ANY", "CPU_CLK_UNHALTED.THREAD", "CPU_CLK_UNHALTED.REF_TSC",
                                    "TOPDOWN.SLOTS"};
 
-Status parse_ctr(StrView v, u32* mask) {
+// CTR=n, CTR=a-b (decimal, 0-31) or CTR=0xMASK (nonzero, 32 bits).
+bool parse_ctr(StrView v, u32* mask) {
     u64 a = 0, b = 0;
     usize dash = v.find('-');
     if (v.len > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) {
-        if (!parse_u64(v, &a) || a == 0 || a > 0xFFFFFFFFull) return Error::make(Errc::invalid_argument, "");
+        if (!parse_u64(v, &a) || a == 0 || a > 0xFFFFFFFFull) return false;
         *mask = u32(a);
-        return ok_status();
+        return true;
     }
     if (dash < v.len) {
         if (!parse_u64(v.sub(0, dash), &a) || !parse_u64(v.sub(dash + 1), &b) || a > 31 || b > 31 || a > b)
-            return Error::make(Errc::invalid_argument, "");
+            return false;
     } else {
-        if (!parse_u64(v, &a) || a > 31) return Error::make(Errc::invalid_argument, "");
+        if (!parse_u64(v, &a) || a > 31) return false;
         b = a;
     }
     u32 m = 0;
     for (u64 i = a; i <= b; ++i) m |= u32(1) << i;
     *mask = m;
-    return ok_status();
+    return true;
 }
 
 Status parse_table_token(StrView tok, const char* path, u32 line, Event* e) {
@@ -309,7 +310,7 @@ Status parse_table_token(StrView tok, const char* path, u32 line, Event* e) {
             case kAlone: e->taken_alone = true; break;
             case kCtr: {
                 u32 mask = 0;
-                if (!parse_ctr(val, &mask).ok())
+                if (!parse_ctr(val, &mask))
                     return line_error(path, line,
                                       "CTR value '%s' is not a counter (0-31), a range a-b or a mask 0xMASK", vq);
                 e->allowed_gp = mask;
@@ -380,11 +381,12 @@ Status parse_event_table(StrView text, const char* path, EventTable* out, bool h
         StrView line = text.sub(pos, nl - pos);
         ++line_no;
         pos = nl + 1;
+        line = line.sub(0, line.find('#'));  // comments may hold any text
         for (usize i = 0; i < line.len; ++i)
             if (!printable(line[i]) && line[i] != '\t' && line[i] != '\r')
                 return line_error(path, line_no, "not a text line (byte 0x%02X at column %zu)", unsigned(u8(line[i])),
                                   i + 1);
-        line = line.sub(0, line.find('#')).trim();
+        line = line.trim();
         if (line.empty()) continue;
         if (line[0] == '@') {
             usize sp = 0;

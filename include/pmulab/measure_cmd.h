@@ -20,7 +20,8 @@ extern const char kSelftestHelp[];
 struct RunOptions {
     MeasureConfig cfg;         // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
     CpuSelection cpu;          // expanded into cfg.cpus by the command
-    Vec<StrView> events;       // the --events specs (default: tsc)
+    Vec<StrView> events;       // the --events specs split at ',' (default: tsc)
+    const char* events_arg = "tsc";  // the --events value as given (PMU specs: parse_event_list)
     Vec<u64> sizes;            // --size list (default: kBufferDefault)
     bool sizes_given = false;
     bool raw = false;          // --raw: per-repetition counts in the records

@@ -1,6 +1,7 @@
 // `pmulab run`: measure built-in kernels with overhead cancellation.
 #include "pmulab/json.h"
 #include "pmulab/measure_cmd.h"
+#include "pmulab/measure_pmu.h"
 
 namespace pmulab {
 
@@ -18,7 +19,10 @@ const char kRunHelp[] =
     "\n"
     "  --bench NAMES     kernels, comma-separated, or 'all' (kernels this CPU cannot run,\n"
     "                    e.g. rdpmc without a PMU, are then skipped with a warning)\n"
-    "  --events SPECS    what to count (default tsc; only 'tsc' is supported so far)\n"
+    "  --events SPECS    what to count (default tsc): named, nanoBench (EE.UU.MOD...), perf\n"
+    "                    (event=..,umask=..; rHHHH; cpu/.../) specs and tsc, ',' or ';' between\n"
+    "                    them ('pmulab events' lists them). More events than counters are\n"
+    "                    measured in successive runs of the benchmark (records: run, runs)\n"
     "  --cpu N|all|bsp   where to measure (default bsp); 'all' measures each CPU in turn\n"
     "  --unroll U        copies of the body (default 100, 1..1000000)\n"
     "  --loop L          loop of L iterations around the copies (default 1: no loop)\n"
@@ -121,6 +125,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
         } else if (args.option("--events", &v, &err)) {
             PMULAB_TRY(err);
             events = v;
+            o->events_arg = v;
         } else if (args.option("--cpu", &v, &err)) {
             PMULAB_TRY(err);
             Result<CpuSelection> s = parse_cpu_selection(v);
@@ -262,6 +267,8 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field("bench", k.name);
     if (k.buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
     w.field("event", r.read->event).field("counter", r.read->counter);
+    if (r.read->kind != CounterRead::tsc)
+        w.field("counter_method", r.read->kind == CounterRead::rdpmc ? "rdpmc" : "rdmsr");
     w.field_u("run", r.run).field_u("runs", r.runs);
     w.field_u("unroll", c.unroll).field_u("loop", c.loop);
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);
@@ -366,12 +373,102 @@ private:
 
 }  // namespace
 
+namespace {
+
+bool needs_pmu(const RunOptions& o) {
+    for (StrView s : o.events)
+        if (!s.eq_nocase(StrView("tsc"))) return true;
+    return false;
+}
+
+// --events with PMU events: planned per class of CPUs with the same PMU, each class
+// measured with its own groups (runs).
+int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
+    Platform& p = out.platform();
+    Vec<Event> events;
+    Status ps = parse_event_list(StrView(o.events_arg), &events);
+    if (!ps.ok()) {
+        out.error(Error::make(ps.error().code, "--events: %s", ps.error().msg));
+        return kExitUsage;
+    }
+    for (usize i = 0; i < events.size(); ++i)
+        for (usize j = 0; j < i; ++j)
+            if (StrView(events[i].name).eq_nocase(StrView(events[j].name))) {
+                out.error_msg(Errc::invalid_argument, "--events: '%s' is listed twice", events[i].name);
+                return kExitUsage;
+            }
+    Vec<PmuPlan*> plans;
+    Status s = plan_pmu_runs(p.hw(), events, o.cfg.cpus, PmuRunOptions(), &plans);
+    if (!s.ok()) {
+        out.error(s.error());
+        return exit_status_for(s.error().code);
+    }
+    StrBuf head;
+    for (const PmuPlan* pl : plans) {
+        head.put("pmulab run: ");
+        put_cpu_set(head, pl->cpus);
+        head.printf(": %u event%s in %u run%s per benchmark on ", unsigned(pl->events.size()),
+                    pl->events.size() == 1 ? "" : "s", unsigned(pl->groups.size()), pl->groups.size() == 1 ? "" : "s");
+        put_pmu_summary(head, pl->info);
+        head.put('\n');
+        StrBuf a;
+        render_allocation_text(a, pl->events.data(), pl->events.size(), pl->alloc);
+        StrView v = a.view();
+        for (usize pos = 0; pos < v.len;) {
+            usize nl = v.find('\n', pos);
+            head.put(StrView("  "));
+            head.put(v.sub(pos, nl - pos));
+            head.put('\n');
+            pos = nl + 1;
+        }
+    }
+    result_table_header(o, &head);
+    out.text_buf(head);
+    Errc worst = Errc::ok;
+    RunSink sink(out, o);
+    for (PmuPlan* pl : plans) {
+        o.cfg.cpus.clear();
+        for (u32 c : pl->cpus) o.cfg.cpus.push(c);
+        Errc e = measure_run(p.hw(), mp, o.cfg, pl->groups, sink);
+        if (worst == Errc::ok || (worst == Errc::unsupported && e != Errc::ok)) worst = e;
+        for (const PmuGroupState* st : pl->state) {
+            if (st->restore.gp_counters_inexact) {
+                StrBuf c;
+                regs::put_counter_set(c, st->restore.gp_counters_inexact, "PMC");
+                out.warn("%s could not be restored exactly: without full-width writes only 32 bits (sign-extended) "
+                         "can be written back", c.c_str());
+            }
+            if (st->restore.status_bits_lost)
+                out.warn("overflow flags 0x%llx of IA32_PERF_GLOBAL_STATUS were set before pmulab ran and cannot be "
+                         "set again on this PMU version",
+                         (unsigned long long)st->restore.status_bits_lost);
+        }
+    }
+    free_pmu_plans(&plans);
+    return exit_status_for(worst);
+}
+
+}  // namespace
+
 int cmd_run(Out& out, Args& args) {
     RunOptions o;
     Status ps = parse_run_options(args, &o);
     if (!ps.ok()) {
         out.error(ps.error());
         return exit_status_for(ps.error().code);
+    }
+    if (needs_pmu(o)) {
+        MeasurePlatform* mp = out.platform().measure();
+        if (!mp) {
+            out.error_msg(Errc::unsupported, "run: this platform cannot execute generated code");
+            return kExitUnsupported;
+        }
+        Status cs = expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus);
+        if (!cs.ok()) {
+            out.error(cs.error());
+            return exit_status_for(cs.error().code);
+        }
+        return run_with_pmu(out, o, *mp);
     }
     Vec<ReadGroup> groups;
     Status gs = plan_event_groups(o.events, &groups);

@@ -372,3 +372,102 @@ TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
     EXPECT_NE(g.hooks.teardown, nullptr);
     free_pmu_plans(&plans);
 }
+
+// ---------------------------------------------------------------- selftest
+
+namespace {
+void tick(SimMachine& m) {
+    for (u32 i = 0; i < m.size(); ++i) m.cpu(i).set_rdtsc_step(3);
+}
+}  // namespace
+
+bool has_line(const std::string& out, const std::string& line) {
+    return ("\n" + out).find("\n" + line + "\n") != std::string::npos;
+}
+
+TEST(SelftestPmu, EveryPmuCheckPassesOnV4) {
+    SimMachine m = intel_v4_goldmont_plus(2);
+    tick(m);
+    Snap before = snap(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 0) << c.out;
+    const char* expect[] = {
+        "PASS: instructions retired: fixed counter 0 vs GP event C0H.00H (INST_RETIRED.ANY_P) [CPU 0]: FIXED_CTR0 "
+        "8.00, GP 8.00 per iteration of add_indep (expected 8, tolerance 1%)",
+        "PASS: core cycles: fixed counter 1 vs GP event 3CH.00H (CPU_CLK_UNHALTED.THREAD_P) [CPU 0]: FIXED_CTR1 1.00 "
+        "vs GP 1.00 cycles per iteration of add_chain",
+        "PASS: reference cycles: fixed counter 2 vs the TSC [CPU 0]: FIXED_CTR2 1.00 vs TSC 1.00 ticks per iteration "
+        "of add_chain",
+        "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS [CPU 0]: preset 2^48-4000 (GP), "
+        "2^48-4000 (fixed): FIXED_CTR0 8.00 per iteration, wrapping run 8004 vs 8004..8004; GP 8.00 per iteration, "
+        "wrapping run 8004 vs 8004..8004; GLOBAL_STATUS overflow flags set",
+        "PASS: IA32_PERF_GLOBAL_CTRL gates every counter [CPU 0]: with GLOBAL_CTRL = 0 the largest count of any run "
+        "is 0",
+        "PASS: each counter counts individually (instructions retired on every GP counter): PMC3 (C0.00.CTR=3) [CPU "
+        "0]: 8.00 per iteration of add_indep (expected 8)",
+        "PASS: each counter counts individually (instructions retired on every GP counter): FIXED_CTR2 [CPU 0]: "
+        "CPU_CLK_UNHALTED.REF_TSC: 8.00 per iteration of add_indep (must be > 0)",
+        "SUMMARY: 24 tests, 0 failures, 0 skipped",
+    };
+    for (const char* l : expect) EXPECT_TRUE(has_line(c.out, l)) << l << "\n---\n" << c.out;
+    expect_restored(m, before);
+}
+
+TEST(SelftestPmu, V1SkipsWhatItLacks) {
+    SimMachine m = intel_v1(1);
+    tick(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 0) << c.out;
+    const char* expect[] = {
+        "PASS: instructions retired: fixed counter 0 vs GP event C0H.00H (INST_RETIRED.ANY_P) [CPU 0]: GP 8.00 per "
+        "iteration of add_indep (expected 8, tolerance 1%); no fixed counter 0: GP only",
+        "SKIP: core cycles: fixed counter 1 vs GP event 3CH.00H (CPU_CLK_UNHALTED.THREAD_P) [CPU 0] (needs fixed "
+        "counter 1 and the architectural event 3CH.00H)",
+        "SKIP: reference cycles: fixed counter 2 vs the TSC [CPU 0] (no fixed counter 2)",
+        "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS [CPU 0]: preset 2^40-4000: GP "
+        "8.00 per iteration, wrapping run 8003 vs 8003..8003; version 1 has no GLOBAL_STATUS: checked by the counts",
+        "SKIP: IA32_PERF_GLOBAL_CTRL gates every counter [CPU 0] (architectural PMU version 1 has no "
+        "IA32_PERF_GLOBAL_CTRL)",
+        "SUMMARY: 19 tests, 0 failures, 3 skipped",
+    };
+    for (const char* l : expect) EXPECT_TRUE(has_line(c.out, l)) << l << "\n---\n" << c.out;
+}
+
+TEST(SelftestPmu, NoPmuSkipsEveryPmuCheckOnce) {
+    SimMachine m = qemu_tcg(2);
+    tick(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest --cpu all --json");
+    EXPECT_EQ(c.status, 0) << c.out;
+    size_t skips = 0;
+    for (const pmutest::Json& j : c.recs) {
+        if (j["type"].s() != "check" || j["status"].s() != "SKIP") continue;
+        ++skips;
+        EXPECT_FALSE(j.has("cpu"));
+        EXPECT_EQ(j["detail"].s(),
+                  "no Intel architectural PMU on CPU 0: no performance-monitoring counters: no AMD core counters "
+                  "enumerated (CPUID 8000_0001H:ECX[23] = 0, no PerfMonV2) and CPUID.0AH:EAX[7:0] = 0 (a hypervisor "
+                  "without PMU passthrough)");
+    }
+    EXPECT_EQ(skips, 6u);
+    for (u32 i = 0; i < m.size(); ++i) EXPECT_TRUE(m.cpu(i).writes().empty());
+}
+
+TEST(SelftestPmu, ABrokenCounterFailsAndIsRestored) {
+    SimMachine m = intel_v4_goldmont_plus(1);
+    tick(m);
+    m.cpu(0).fail_wrmsr_to(0x4C3);  // IA32_A_PMC2 rejects writes
+    Snap before = snap(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 1);
+    EXPECT_TRUE(has_line(c.out,
+                         "FAIL: each counter counts individually (instructions retired on every GP counter): PMC2 "
+                         "(C0.00.CTR=2) [CPU 0]: add_indep on CPU 0 (run 0): programming 'PMC2' on PMC2: WRMSR 0x4c3 "
+                         "<- 0x0 raised #GP (general protection): the CPU rejects this MSR or value"))
+        << c.out;
+    EXPECT_TRUE(has_line(c.out, "SUMMARY: 24 tests, 1 failures, 0 skipped")) << c.out;
+    expect_restored(m, before);
+}

@@ -869,3 +869,26 @@ TEST(PmuRestore, MisuseIsAnInternalError) {
     EXPECT_STREQ(b.save(big).error().msg, "counters PMC4 none requested, but this CPU has PMC0-3 FIXED_CTR0-2");
     ASSERT_TRUE(t.restore().ok());
 }
+
+TEST(PmuDetect, PerfCapabilitiesFaultMeansLegacyWrites) {
+    // PDCM set but IA32_PERF_CAPABILITIES raises #GP (seen under hypervisors): treated
+    // as absent, so counters are written with legacy 32-bit writes.
+    SimMachine m = intel_v4_goldmont_plus(1);
+    m.cpu(0).fail_rdmsr_to(0x345);
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_EQ(p.kind, PmuKind::intel_arch);
+    EXPECT_TRUE(p.perf_caps_fault);
+    EXPECT_FALSE(p.caps.perf_caps_read);
+    EXPECT_FALSE(p.full_width_writes);
+    m.cpu(0).clear_faults();
+    Bench t(m, 0, "branches");
+    t.s.open(m, p);
+    t.allocate();
+    ASSERT_TRUE(t.save().ok());
+    ASSERT_TRUE(t.program(0).ok());
+    std::vector<std::string> w = writes(t.c());
+    EXPECT_NE(std::find(w.begin(), w.end(), "0xc1=0x0"), w.end());
+    EXPECT_EQ(std::find(w.begin(), w.end(), "0x4c1=0x0"), w.end());
+    ASSERT_TRUE(t.restore().ok());
+}

@@ -22,6 +22,7 @@ struct RunOptions {
     CpuSelection cpu;          // expanded into cfg.cpus by the command
     Vec<StrView> events;       // the --events specs split at ',' (default: tsc)
     const char* events_arg = "tsc";  // the --events value as given (PMU specs: parse_event_list)
+    const char* events_file = nullptr;  // --events-file PATH (event_table.h), or null
     Vec<u64> sizes;            // --size list (default: kBufferDefault)
     bool sizes_given = false;
     bool raw = false;          // --raw: per-repetition counts in the records

@@ -1,4 +1,5 @@
 // `pmulab run`: measure built-in kernels with overhead cancellation.
+#include "pmulab/event_table.h"
 #include "pmulab/json.h"
 #include "pmulab/measure_cmd.h"
 #include "pmulab/measure_pmu.h"
@@ -6,7 +7,8 @@
 namespace pmulab {
 
 const char kRunHelp[] =
-    "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--cpu N|all|bsp]\n"
+    "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
+    "                  [--cpu N|all|bsp]\n"
     "                  [--unroll U] [--loop L] [--reps R] [--warmup W] [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
@@ -22,7 +24,11 @@ const char kRunHelp[] =
     "  --events SPECS    what to count (default tsc): named, nanoBench (EE.UU.MOD...), perf\n"
     "                    (event=..,umask=..; rHHHH; cpu/.../) specs and tsc, ',' or ';' between\n"
     "                    them ('pmulab events' lists them). More events than counters are\n"
-    "                    measured in successive runs of the benchmark (records: run, runs)\n"
+    "                    measured in successive runs of the benchmark (records: run, runs).\n"
+    "                    Names resolve through each CPU's event file in \\pmulab\\events first\n"
+    "                    (model-specific events, docs/events.md), then the architectural names\n"
+    "  --events-file P   more events from file P on the boot volume, one spec per line, '#'\n"
+    "                    comments (nanoBench configurations work as they are); after --events\n"
     "  --cpu N|all|bsp   where to measure (default bsp); 'all' measures each CPU in turn\n"
     "  --unroll U        copies of the body (default 100, 1..1000000)\n"
     "  --loop L          loop of L iterations around the copies (default 1: no loop)\n"
@@ -108,6 +114,7 @@ void put_size(StrBuf& b, u64 bytes) {
 Status parse_run_options(Args& args, RunOptions* o) {
     const char* bench = nullptr;
     const char* events = "tsc";
+    bool events_given = false;
     const char* sizes = nullptr;
     while (!args.done()) {
         const char* v = nullptr;
@@ -126,6 +133,11 @@ Status parse_run_options(Args& args, RunOptions* o) {
             PMULAB_TRY(err);
             events = v;
             o->events_arg = v;
+            events_given = true;
+        } else if (args.option("--events-file", &v, &err)) {
+            PMULAB_TRY(err);
+            if (!v[0]) return Error::make(Errc::invalid_argument, "--events-file needs a path, e.g. \\pmulab\\my.cfg");
+            o->events_file = v;
         } else if (args.option("--cpu", &v, &err)) {
             PMULAB_TRY(err);
             Result<CpuSelection> s = parse_cpu_selection(v);
@@ -255,6 +267,10 @@ Status parse_run_options(Args& args, RunOptions* o) {
 
     // --events list (planned by the command: unsupported events are exit status 3).
     PMULAB_TRY(split_list("--events", events, &o->events));
+    if (o->events_file && !events_given) {  // the file's events only, not the default tsc
+        o->events.clear();
+        o->events_arg = nullptr;
+    }
     return ok_status();
 }
 
@@ -376,32 +392,103 @@ private:
 namespace {
 
 bool needs_pmu(const RunOptions& o) {
+    if (o.events_file) return true;  // its events are only known once the file is read
     for (StrView s : o.events)
         if (!s.eq_nocase(StrView("tsc"))) return true;
     return false;
+}
+
+// ---- event names: each CPU's event file (pmulab/event_table.h) ----
+//
+// --events and --events-file are resolved once per group of CPUs whose identity picks
+// the same event file (hybrid P- and E-cores get their own encodings); names a file
+// does not have fall back to the architectural names. Syntax errors come before any
+// CPU is touched. With one group the messages carry no CPU prefix.
+struct EventsForCpus {
+    Vec<u32> cpus;
+    Vec<Event> events;
+};
+
+int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
+    Platform& p = out.platform();
+    if (o.events_arg) {
+        Status ss = check_event_list_syntax(StrView(o.events_arg));
+        if (!ss.ok()) {
+            out.error(Error::make(ss.error().code, "--events: %s", ss.error().msg));
+            return kExitUsage;
+        }
+    }
+    EventTables tables(p.files());
+    struct Key {
+        const EventTable* table;
+        CpuIdentity id;
+    };
+    Vec<Key> keys;
+    for (u32 cpu : o.cfg.cpus) {
+        CpuDecoded d;
+        Status s = collect_cpu_identity(p.hw(), cpu, &d);
+        Result<const EventTable*> t = s.ok() ? tables.for_cpu(d.id) : Result<const EventTable*>(s.error());
+        if (!t.ok()) {
+            out.error(s.ok() ? t.error() : Error::make(s.error().code, "CPU %u: %s", cpu, s.error().msg));
+            return exit_status_for(t.error().code);
+        }
+        usize k = 0;
+        for (; k < keys.size(); ++k)
+            if (keys[k].table == t.value() && keys[k].id.signature == d.id.signature &&
+                keys[k].id.core_type == d.id.core_type && keys[k].id.native_model_id == d.id.native_model_id &&
+                str_eq(keys[k].id.vendor_string, d.id.vendor_string))
+                break;
+        if (k == keys.size()) {
+            keys.push(Key{t.value(), d.id});
+            sets->emplace();
+        }
+        (*sets)[k].cpus.push(cpu);
+    }
+    for (usize k = 0; k < sets->size(); ++k) {
+        EventsForCpus& set = (*sets)[k];
+        StrBuf where;
+        if (sets->size() > 1) {
+            put_cpu_set(where, set.cpus);
+            where.put(": ");
+        }
+        Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events) : ok_status();
+        if (!s.ok()) {
+            out.error(Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg));
+            return exit_status_for(s.error().code);
+        }
+        if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events);
+        if (!s.ok()) {
+            out.error(Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg));
+            return exit_status_for(s.error().code);
+        }
+        const Vec<Event>& ev = set.events;
+        for (usize i = 0; i < ev.size(); ++i)
+            for (usize j = 0; j < i; ++j)
+                if (StrView(ev[i].name).eq_nocase(StrView(ev[j].name))) {
+                    out.error_msg(Errc::invalid_argument, "--events: '%s' is listed twice", ev[i].name);
+                    return kExitUsage;
+                }
+    }
+    return kExitOk;
 }
 
 // --events with PMU events: planned per class of CPUs with the same PMU, each class
 // measured with its own groups (runs).
 int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Platform& p = out.platform();
-    Vec<Event> events;
-    Status ps = parse_event_list(StrView(o.events_arg), &events);
-    if (!ps.ok()) {
-        out.error(Error::make(ps.error().code, "--events: %s", ps.error().msg));
-        return kExitUsage;
-    }
-    for (usize i = 0; i < events.size(); ++i)
-        for (usize j = 0; j < i; ++j)
-            if (StrView(events[i].name).eq_nocase(StrView(events[j].name))) {
-                out.error_msg(Errc::invalid_argument, "--events: '%s' is listed twice", events[i].name);
-                return kExitUsage;
-            }
+    Vec<EventsForCpus> sets;
+    int rs = resolve_run_events(out, o, &sets);
+    if (rs != kExitOk) return rs;
     Vec<PmuPlan*> plans;
-    Status s = plan_pmu_runs(p.hw(), events, o.cfg.cpus, PmuRunOptions(), &plans);
-    if (!s.ok()) {
-        out.error(s.error());
-        return exit_status_for(s.error().code);
+    for (EventsForCpus& set : sets) {
+        Vec<PmuPlan*> part;
+        Status s = plan_pmu_runs(p.hw(), set.events, set.cpus, PmuRunOptions(), &part);
+        if (!s.ok()) {
+            free_pmu_plans(&plans);
+            out.error(s.error());
+            return exit_status_for(s.error().code);
+        }
+        for (PmuPlan* pl : part) plans.push(pl);
     }
     StrBuf head;
     for (const PmuPlan* pl : plans) {

@@ -547,6 +547,19 @@ bool is_name_token(StrView tok) {
     return true;
 }
 
+// "FE.DSB_MISS": hex before the first dot (nanoBench's event select), then a part
+// longer than a UMASK, and nothing a name cannot hold.
+bool could_be_hex_name(StrView tok) {
+    usize dot = tok.find('.');
+    if (dot == 0 || dot >= tok.len || !all_hex(tok.sub(0, dot))) return false;
+    usize dot2 = tok.find('.', dot + 1);
+    if (dot2 - dot - 1 <= 2) return false;
+    StrView name = tok.sub(0, tok.find(':'));
+    for (usize i = 0; i < name.len; ++i)
+        if (!name_char(name[i])) return false;
+    return true;
+}
+
 Error spec_error(StrView spec, usize off, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 Error spec_error(StrView spec, usize off, const char* fmt, ...) {
     char msg[sizeof(Error::msg)];
@@ -595,9 +608,15 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
     usize t = 0;
     while (t < s.len && !is_ws(s[t])) ++t;
     StrView tok = s.sub(0, t);
-    if (dialect != EventDialect::intel || s.empty() || !is_name_token(tok)) return parse_event_spec(s, dialect);
+    if (dialect != EventDialect::intel || s.empty()) return parse_event_spec(s, dialect);
+    // A name whose first part is hex ("FE.DSB_MISS") looks like nanoBench's EE.UU: it is
+    // looked up only when it does not parse as one.
+    bool hex_name = !is_name_token(tok) && could_be_hex_name(tok);
+    if (!is_name_token(tok) && !hex_name) return parse_event_spec(s, dialect);
     for (usize i = 0; i < s.len; ++i)  // the same check parse_event_spec makes first
         if (!printable(s[i]) && !is_ws(s[i])) return parse_event_spec(s, dialect);
+    Result<Event> raw = hex_name ? parse_event_spec(s, dialect) : Result<Event>(Error{});
+    if (hex_name && raw.ok()) return raw;
     // The display name first, as parse_event_spec checks it (same messages).
     StrView display;
     usize n0 = t;
@@ -629,8 +648,9 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
     usize colon = tok.find(':');
     StrView name = tok.sub(0, colon);
     if (syntax_only_) {
+        if (hex_name) return Event{};  // perhaps a name in a file: resolved per CPU later
         if (parse_event_spec(name, dialect).ok() || (all_hex(name) && name.len <= 4)) return parse_event_spec(s, dialect);
-        return Event{};  // resolved per CPU later
+        return Event{};
     }
     Result<const EventTable*> table = for_cpu(id);
     if (!table.ok()) {
@@ -638,6 +658,7 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
         return table.error();
     }
     const Event* te = table.value() ? table.value()->find(name) : nullptr;
+    if (!te && hex_name) return raw;  // not a name after all: the parser's message
     if (!te) {
         Result<Event> arch = parse_event_spec(s, dialect);
         if (arch.ok()) return arch;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pmulab/event_table.h"
+#include "sim_measure.h"
 #include "test_platform.h"
 
 using namespace pmulab;
@@ -624,6 +625,23 @@ TEST(EventResolve, UnknownNamesSayWhereTheyWereLookedFor) {
         << zu.error().msg;
 }
 
+// Names whose first part is hex look like nanoBench's EE.UU; they are names only when
+// they do not parse as EE.UU and the CPU's file has them.
+TEST(EventResolve, HexLookingNames) {
+    MemFiles fs;
+    fs.add("x.evt", std::string(kHead) + "C6.01 FE.DSB_MISS\n0E.01 ADD.ALL\n");
+    EventTables t(&fs);
+    EXPECT_EQ(resolve_enc(t, "FE.DSB_MISS", kSkylakeClient), "C6.01 FE.DSB_MISS");
+    EXPECT_EQ(resolve_enc(t, "fe.dsb_miss:u d", kSkylakeClient), "C6.01.USR d");
+    EXPECT_EQ(resolve_enc(t, "ADD.ALL", kSkylakeClient), "0E.01 ADD.ALL");
+    EXPECT_EQ(resolve_enc(t, "FE.01", kSkylakeClient), "FE.01 FE.01");  // EE.UU stays raw
+    EXPECT_EQ(resolve_err(t, "FE.DSB_HIT", kSkylakeClient),
+              "event spec 'FE.DSB_HIT': UMASK 'DSB_HIT' is not hex (at offset 3)");
+    EXPECT_EQ(resolve_err(t, "FE.DSB_MISS", kAdlP), "event spec 'FE.DSB_MISS': UMASK 'DSB_MISS' is not hex (at offset 3)");
+    EXPECT_TRUE(check_event_list_syntax("FE.DSB_MISS,ADD.ALL:k").ok());
+    EXPECT_FALSE(check_event_list_syntax("FE.1G").ok());
+}
+
 TEST(EventResolve, ModifierAndDisplayNameErrors) {
     MemFiles fs;
     fs.add_samples();
@@ -944,3 +962,148 @@ TEST(EventsCmdFiles, SyntaxCheckWithoutCpu) {
 }
 
 }  // namespace cmd
+
+// ---------------------------------------------------------------- `pmulab run` with event files
+
+namespace runcmd {
+
+class SimFilesPlatform final : public Platform {
+public:
+    SimFilesPlatform(sim::SimMachine& m, FileSource* files) : m_(m), mp_(m), files_(files) {}
+    Hw& hw() override { return m_; }
+    void write(StrView text) override { out.append(text.ptr, text.len); }
+    MeasurePlatform* measure() override { return &mp_; }
+    FileSource* files() override { return files_; }
+    std::string out;
+
+private:
+    sim::SimMachine& m_;
+    simm::SimMeasure mp_;
+    FileSource* files_;
+};
+
+cmd::Ran run_line(sim::SimMachine& m, FileSource* files, const std::string& line) {
+    SimFilesPlatform p(m, files);
+    ArgVec av;
+    EXPECT_TRUE(split_command_line(StrView(line.c_str()), &av).ok());
+    GlobalOptions g;
+    int st = app_run(p, av.argc(), av.argv.data(), &g);
+    return cmd::Ran{st, p.out};
+}
+
+const char kFast[] = " --reps 1 --warmup 0 --unroll 2";
+
+TEST(RunEventFiles, HybridCoresCountTheirOwnEncodings) {
+    sim::SimMachine m = sim::intel_hybrid();
+    MemFiles fs;
+    fs.add_samples();
+    cmd::Ran r = run_line(m, &fs, std::string("run --bench nop --cpu all --events UOPS_ISSUED.ANY,INST_RETIRED.ANY") +
+                                      kFast);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::vector<std::string> l = cmd::lines_of(r.out);
+    ASSERT_GE(l.size(), 6u);
+    EXPECT_EQ(l[0].substr(0, 46), "pmulab run: CPUs 0-3: 2 events in 1 run per be");
+    EXPECT_EQ(l[1], "  group 1/1: PMC0       UOPS_ISSUED.ANY (AE.01)");
+    EXPECT_EQ(l[2], "  group 1/1: FIXED_CTR0 INST_RETIRED.ANY");
+    EXPECT_EQ(l[3].substr(0, 46), "pmulab run: CPUs 4-7: 2 events in 1 run per be");
+    EXPECT_EQ(l[4], "  group 1/1: PMC0       UOPS_ISSUED.ANY (0E.00)");
+    // A name only the P-core file has.
+    r = run_line(m, &fs, std::string("run --bench nop --cpu all --events ARITH.DIV_ACTIVE") + kFast);
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events: CPUs 4-7: event list item 1 (at offset 0): event 'ARITH.DIV_ACTIVE' is "
+                     "not in the event file for 06_97H E-cores (\\pmulab\\events\\alderlake_gracemont_core.evt) nor an "
+                     "architectural event\n");
+}
+
+TEST(RunEventFiles, SkylakeClientUnderTcg) {
+    sim::SimMachine m = sim::qemu_tcg_intel(1);
+    MemFiles fs;
+    fs.add_samples();
+    // The name resolves (0E.01); what is missing is the PMU.
+    cmd::Ran r = run_line(m, &fs, "run --bench nop --events UOPS_ISSUED.ANY");
+    EXPECT_EQ(r.status, 3);
+    EXPECT_EQ(r.out, "pmulab: error: CPU 0: cannot count 'UOPS_ISSUED.ANY': no architectural performance monitoring: "
+                     "CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)\n");
+    r = run_line(m, &fs, "run --bench nop --events BOGUS.EVENT");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 1 (at offset 0): event 'BOGUS.EVENT' is not in the "
+                     "event file for 06_5EH (\\pmulab\\events\\skylake_core.evt) nor an architectural event\n");
+    u64 calls = m.run_on_cpu_calls();
+    r = run_line(m, &fs, "run --bench nop --events UOPS_ISSUED.ANY,0E.1G");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 2 (at offset 16): event spec '0E.1G': UMASK '1G' is "
+                     "not hex (at offset 3)\n");
+    EXPECT_EQ(m.run_on_cpu_calls(), calls);
+}
+
+TEST(RunEventFiles, EventListFiles) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(1);  // 06_7AH
+    MemFiles fs;
+    fs.add("goldmontplus_core.evt", "@match GenuineIntel 06_7A\n0E.00 UOPS_ISSUED.ANY\nC0.00.CTR=1 INST.P1\n");
+    fs.files["\\pmulab\\my.cfg"] = "# nanoBench style\nC4.00 BRANCHES\nUOPS_ISSUED.ANY\n";
+    fs.files["\\pmulab\\bad.cfg"] = "C4.00 BRANCHES\n\nNOT.THERE\n";
+    cmd::Ran r = run_line(m, &fs, std::string("run --bench nop --events INST.P1 --events-file \\pmulab\\my.cfg") +
+                                      kFast);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::vector<std::string> l = cmd::lines_of(r.out);
+    EXPECT_EQ(l[1], "  group 1/1: PMC1       INST.P1 (C0.00)");
+    EXPECT_EQ(l[2], "  group 1/1: PMC0       BRANCHES (C4.00)");
+    EXPECT_EQ(l[3], "  group 1/1: PMC2       UOPS_ISSUED.ANY (0E.00)");
+    // Without --events: the file's events only (no default tsc).
+    r = run_line(m, &fs, std::string("run --bench nop --events-file \\pmulab\\my.cfg") + kFast);
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(cmd::lines_of(r.out)[0].substr(0, 40), "pmulab run: CPU 0: 2 events in 1 run per");
+    r = run_line(m, &fs, "run --bench nop --events-file \\pmulab\\bad.cfg");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events-file: \\pmulab\\bad.cfg:3: event 'NOT.THERE' is not in the event file "
+                     "for 06_7AH (\\pmulab\\events\\goldmontplus_core.evt) nor an architectural event\n");
+    r = run_line(m, &fs, "run --bench nop --events-file \\pmulab\\none.cfg");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events-file: event list file \\pmulab\\none.cfg: no such file on the boot "
+                     "volume\n");
+    r = run_line(m, &fs, "run --bench nop --events UOPS_ISSUED.ANY --events-file \\pmulab\\my.cfg");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events: 'UOPS_ISSUED.ANY' is listed twice\n");
+    r = run_line(m, &fs, "run --bench nop --events-file \"\"");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out, "pmulab: error: --events-file needs a path, e.g. \\pmulab\\my.cfg\n");
+}
+
+}  // namespace runcmd
+
+namespace runcmd {
+
+// An event with an extra MSR: the PMU layer writes it with the event and puts the old
+// value back afterwards, like the counters; a CPU without the MSR says so.
+TEST(RunEventFiles, ExtraMsrsAreProgrammedAndRestored) {
+    const char table[] = "@match GenuineIntel 06_7A\nC6.01.MSR_PF=0x11.TakenAlone FE.DSB_MISS\n"
+                         "B7.01.MSR_RSP0=0x10001 OCR.ANY\n";
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(1);
+    m.cpu(0).define_msr(0x3F7, 0x5);
+    m.cpu(0).define_msr(0x1A6, 0xABC);
+    MemFiles fs;
+    fs.add("goldmontplus_core.evt", table);
+    cmd::Ran r = run_line(m, &fs, std::string("run --bench nop --events FE.DSB_MISS,OCR.ANY") + kFast);
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::vector<std::string> l = cmd::lines_of(r.out);
+    EXPECT_EQ(l[1], "  group 1/2: PMC0       FE.DSB_MISS (C6.01.MSR_PF=0x11.TakenAlone)");
+    EXPECT_EQ(l[2], "  group 2/2: PMC0       OCR.ANY (B7.01.MSR_RSP0=0x10001.TakenAlone)");
+    bool wrote_pf = false, wrote_rsp = false;
+    for (const sim::LogEntry& e : m.log_all()) {
+        if (e.kind == sim::Access::wrmsr && e.addr == 0x3F7 && e.value == 0x11 && !e.vector) wrote_pf = true;
+        if (e.kind == sim::Access::wrmsr && e.addr == 0x1A6 && e.value == 0x10001 && !e.vector) wrote_rsp = true;
+    }
+    EXPECT_TRUE(wrote_pf && wrote_rsp);
+    EXPECT_EQ(m.cpu(0).peek(0x3F7), 0x5u);
+    EXPECT_EQ(m.cpu(0).peek(0x1A6), 0xABCu);
+
+    sim::SimMachine bare = sim::intel_v4_goldmont_plus(1);
+    r = run_line(bare, &fs, std::string("run --bench nop --events FE.DSB_MISS") + kFast);
+    EXPECT_EQ(r.status, 3);
+    EXPECT_TRUE(cmd::has(r.out, "pmulab: error: nop on CPU 0 (run 0): model-specific MSR 0x3F7 (programmed with the "
+                                "event) cannot be used on this CPU: RDMSR 0x3f7 raised #GP (general protection): the "
+                                "CPU does not implement this MSR"))
+        << r.out;
+}
+
+}  // namespace runcmd

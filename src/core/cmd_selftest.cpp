@@ -604,7 +604,10 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
     char reason[240] = {};
     for (usize i = 0; i < cpus.size(); ++i) {
         DetectPmuCtx c{&hw, &infos[i]};
-        Status s = hw.run_on_cpu(cpus[i], detect_pmu_on_cpu, &c);
+        // Through the measurement platform's dispatcher, as check_tsc (a spinning BSP
+        // starves the AP under QEMU -icount).
+        Status s = mp ? mp->run_on_cpu(hw, cpus[i], detect_pmu_on_cpu, &c)
+                      : hw.run_on_cpu(cpus[i], detect_pmu_on_cpu, &c);
         if (!s.ok()) {
             for (const char* n : names) ck.report(Verdict::fail, n, cpus[i], s.error().msg);
             continue;

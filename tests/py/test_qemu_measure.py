@@ -12,6 +12,7 @@ clock, so the BSP's timer interrupt can land inside an occasional AP run (it
 shows up in that run's count, hence in avg/max, never in the median of 11).
 """
 
+import json
 import os
 import tempfile
 
@@ -189,18 +190,21 @@ BAD = [
 
 
 def test_qemu_bad_arguments_are_usage_errors():
-    # One boot, one bad command per line; each prints its error (prefixed with its
-    # line) and the campaign goes on; the status is the first failure's: 2.
-    # The last line is a good text-mode run, so nothing hung on the way.
-    r = _campaign([cmd for cmd, _ in BAD] + ["run --bench nop,empty --reps 3"])
+    # One boot, one bad command per line (JSON errors: the code "invalid argument" is
+    # exit status 2); each prints its error, prefixed with its line, and the campaign
+    # goes on; the boot's status is the first failure's: 2. The last line is a good
+    # text-mode run, so nothing hung or broke on the way.
+    r = _campaign([cmd + " --json" for cmd, _ in BAD] + ["run --bench nop,empty --reps 3"])
     assert r.rc == 2, r
-    errors = [l for l in r.out.splitlines() if l.startswith("pmulab: error: ")]
+    lines = r.out.splitlines()
+    errors = [json.loads(l) for l in lines if l.startswith("{")]
     assert len(errors) == len(BAD), r
-    for i, ((cmd, want), line) in enumerate(zip(BAD, errors), 1):
-        prefix = f"pmulab: error: \\pmulab\\pmulab.cfg:{i}: "
-        assert line.startswith(prefix), (cmd, line)
-        assert line[len(prefix):].startswith(want), (cmd, want, line)
-    table = [l.split() for l in r.out.splitlines() if l.startswith(("nop ", "empty "))]
+    for i, ((cmd, want), e) in enumerate(zip(BAD, errors), 1):
+        prefix = f"\\pmulab\\pmulab.cfg:{i}: "
+        assert e["type"] == "error" and e["code"] == "invalid argument", (cmd, e)
+        assert e["message"].startswith(prefix), (cmd, e)
+        assert e["message"][len(prefix):].startswith(want), (cmd, want, e)
+    table = [l.split() for l in lines if l.startswith(("nop ", "empty "))]
     assert table == [["nop", "-", "tsc", "TSC", "0", "0", "0", "128.00", "128.00", "128.00", "128.00"],
                      ["empty", "-", "tsc", "TSC", "0", "0", "0", "0.00", "0.00", "0.00", "0.00"]], r
 

@@ -295,7 +295,8 @@ def test_json_errors_name_the_file_and_path():
                                                         "a number (hex with 0x, or decimal)"),
             (_event(Counter="Fixed counter 1", CounterMask="1"),
              "Events[1] (UOPS_ISSUED.ANY): a fixed-counter event cannot have CounterMask, Invert, EdgeDetect, "
-             "UMaskExt or an MSR"),
+             "Equal, UMaskExt or an MSR"),
+            (_event(Equal="yes"), "Events[1] (UOPS_ISSUED.ANY).Equal: 'yes' is not 0 or 1"),
             ({"EventCode": "0x0E", "UMask": "0x01"}, "Events[1]: missing field 'EventName'"),
             ("event", "Events[1]: expected an object, found str"),
         ]
@@ -313,7 +314,7 @@ def test_events_pmulab_cannot_use_are_left_out_and_counted():
             _event(EventName="BAD NAME"),
             _event(EventName="KEEP.ME", UMask="0x02"),
             _event(EventName="OLD.ONE", Deprecated="1"),
-            _event(EventName="X.UMASK2", UMaskExt="0x03"),
+            _event(EventName="X.UMASK2", UMaskExt="0x03", Equal="1", UMask="0x03"),
         ])
         r = run_tool(TOOL, "--perfmon", td, "--out", os.path.join(td, "out"), "--all")
         assert r.rc == 0, r
@@ -324,5 +325,5 @@ def test_events_pmulab_cannot_use_are_left_out_and_counted():
             "fields, 1 with names pmulab cannot use, 1 duplicate names",
             "@match GenuineIntel 06_5E",
             "0E.01 KEEP.ME",
-            "0E.01.UMASK2=0x03 X.UMASK2",
+            "0E.03.EQ.UMASK2=0x03 X.UMASK2",
         ]

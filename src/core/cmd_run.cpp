@@ -8,8 +8,8 @@ namespace pmulab {
 
 const char kRunHelp[] =
     "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
-    "                  [--cpu N|all|bsp]\n"
-    "                  [--unroll U] [--loop L] [--reps R] [--warmup W] [--agg min|median|avg|trimmed|max]\n"
+    "                  [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] [--warmup W]\n"
+    "                  [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
     "\n"

@@ -111,67 +111,68 @@ Error with_context(const Error& e, const char* fmt, ...) {
     return out;
 }
 
-// Runs on the measuring CPU: probes, hooks, warm-up and measured runs.
-void worker_on_cpu(void* p) {
-    auto* c = static_cast<WorkerCtx*>(p);
-    const ReadGroup& g = *c->group;
-    Hw& hw = *c->hw;
-    c->mp->serialize();
-    const GroupHooks& h = g.hooks;
-    // The setup hook first: it saves and programs the PMU, so that the probes below
-    // (which write the start/stop MSRs) run on the state the group measures with,
-    // and its teardown restores what they changed.
-    if (h.setup) c->status = h.setup(hw, h.ctx);
-    // Every emitted RDPMC/RDMSR/WRMSR must be known not to fault before the
-    // generated code runs: only the fault-safe Hw layer catches #GP/#UD.
+// Probes every emitted RDPMC/RDMSR/WRMSR once through the fault-safe Hw layer:
+// only that layer catches #GP/#UD, a fault inside generated code would not be.
+Status probe_group(Hw& hw, const ReadGroup& g) {
     for (const CounterRead& r : g.reads) {
-        if (!c->status.ok()) break;
-        if (r.kind == CounterRead::rdpmc) {
-            Result<u64> v = hw.rdpmc(r.index);
-            if (!v.ok()) c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
-        } else if (r.kind == CounterRead::rdmsr) {
-            Result<u64> v = hw.rdmsr(r.index);
-            if (!v.ok()) c->status = with_context(v.error(), "event '%s' on %s", r.event, r.counter);
-        }
+        Result<u64> v = u64(0);
+        if (r.kind == CounterRead::rdpmc) v = hw.rdpmc(r.index);
+        else if (r.kind == CounterRead::rdmsr) v = hw.rdmsr(r.index);
+        if (!v.ok()) return with_context(v.error(), "event '%s' on %s", r.event, r.counter);
     }
     const Vec<MsrWrite>* writes[2] = {&g.start_writes, &g.stop_writes};
-    for (const Vec<MsrWrite>* ws : writes) {
-        for (const MsrWrite& w : *ws) {
-            if (!c->status.ok()) break;
-            c->status = hw.wrmsr(w.msr, w.value);
-        }
-    }
+    for (const Vec<MsrWrite>* ws : writes)
+        for (const MsrWrite& w : *ws) PMULAB_TRY(hw.wrmsr(w.msr, w.value));
+    return ok_status();
+}
+
+// The warm-up and measured runs of both versions.
+Status run_group(WorkerCtx* c) {
+    const ReadGroup& g = *c->group;
+    Hw& hw = *c->hw;
+    const GroupHooks& h = g.hooks;
     usize n = g.reads.size();
-    for (int which = 0; which < 2 && c->status.ok(); ++which) {
+    for (int which = 0; which < 2; ++which) {
         for (u32 i = 0; i < c->warmup + c->reps; ++i) {
             IrqSaved saved;
-            Status s = c->mp->irq_mask(c->irq, &saved);
-            if (!s.ok()) {
-                c->status = s;
-                break;
-            }
+            PMULAB_TRY(c->mp->irq_mask(c->irq, &saved));
+            Status s = ok_status();
             if (h.start) s = h.start(hw, h.ctx);
             if (s.ok()) c->mp->execute(c->regions[which], c->frame);
             if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
             c->mp->irq_restore(saved);
-            if (!s.ok()) {
-                c->status = s;
-                break;
-            }
+            PMULAB_TRY(s);
             if (i < c->warmup) continue;
             i64* out = c->raw[which] + usize(i - c->warmup) * n;
             for (usize r = 0; r < n; ++r) {
+                // Modulo the counter width. A difference of 2^63 or more cannot be a
+                // count (a counter that went backwards): it stays visible as negative.
                 u64 d = (c->frame->end[r] - c->frame->start[r]) & low_mask(g.reads[r].width);
-                // A difference of 2^63 or more cannot be a count: it is a counter
-                // that went backwards; keep it visible as a negative value.
                 out[r] = i64(d);
             }
         }
     }
+    return ok_status();
+}
+
+// Runs on the measuring CPU: setup (e.g. save and program the PMU), probes, the
+// runs, teardown (after setup, whatever happened). Setup comes first so that it
+// saves the state from before pmulab touched anything, the probes' WRMSRs included.
+void worker_on_cpu(void* p) {
+    auto* c = static_cast<WorkerCtx*>(p);
+    const ReadGroup& g = *c->group;
+    Hw& hw = *c->hw;
+    const GroupHooks& h = g.hooks;
+    c->mp->serialize();
+    Status s = ok_status();
+    if (h.setup) s = h.setup(hw, h.ctx);
+    if (s.ok()) s = probe_group(hw, g);
+    if (s.ok()) s = run_group(c);
     if (h.teardown) {
-        Status s = h.teardown(hw, h.ctx);
-        if (!s.ok() && c->status.ok()) c->status = s;
+        Status t = h.teardown(hw, h.ctx);
+        if (s.ok()) s = t;
     }
+    c->status = s;
 }
 
 struct GroupCode {

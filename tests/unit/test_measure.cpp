@@ -435,6 +435,47 @@ TEST(MeasureEngine, HooksRunAroundEveryRun) {
     EXPECT_EQ(sink.failures.back(), "nop on CPU 0 (run 0): GLOBAL_CTRL write failed");
 }
 
+namespace {
+struct OrderLog {
+    std::string log;
+    size_t writes_at_setup = 99;
+};
+Status order_setup(Hw& hw, void* c) {
+    auto* o = static_cast<OrderLog*>(c);
+    o->writes_at_setup = static_cast<FakeHw&>(hw).writes.size();
+    o->log += "S";
+    return ok_status();
+}
+Status order_teardown(Hw&, void* c) {
+    static_cast<OrderLog*>(c)->log += "T";
+    return ok_status();
+}
+}  // namespace
+
+TEST(MeasureEngine, SetupRunsBeforeTheProbesAndTeardownAfterAFailedProbe) {
+    // Setup saves the state pmulab will restore (the PMU layer saves its MSRs there):
+    // the probes' WRMSRs must come after it. A failing probe still gets teardown.
+    FakeHw hw;
+    FakeMeasure mp;
+    Sink sink;
+    OrderLog o;
+    Vec<ReadGroup> groups = tsc_groups();
+    groups[0].start_writes.push(MsrWrite{0x38F, 1});
+    groups[0].hooks.setup = order_setup;
+    groups[0].hooks.teardown = order_teardown;
+    groups[0].hooks.ctx = &o;
+    EXPECT_EQ(measure_run(hw, mp, config(KernelId::nop), groups, sink), Errc::ok);
+    EXPECT_EQ(o.writes_at_setup, 0u);
+    EXPECT_EQ(hw.writes.size(), 1u);
+    EXPECT_EQ(o.log, "ST");
+    hw.reject_writes = true;
+    o = OrderLog{};
+    mp.executions = 0;
+    EXPECT_EQ(measure_run(hw, mp, config(KernelId::nop), groups, sink), Errc::fault);
+    EXPECT_EQ(o.log, "ST");
+    EXPECT_EQ(mp.executions, 0u);
+}
+
 TEST(MeasureEngine, LvtModeIsPassedToThePlatform) {
     FakeHw hw;
     FakeMeasure mp;

@@ -12,11 +12,12 @@ EFI_GUID kSimpleFsGuid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
 constexpr usize kMaxPath = 256;
 constexpr usize kMaxFileBytes = usize(16) << 20;
 
+// ASCII to CHAR16; '/' becomes '\\' (the firmware's separator) so that both work.
 bool to_char16(const char* s, CHAR16* out, usize cap) {
     usize i = 0;
     for (; s[i]; ++i) {
         if (i + 1 >= cap) return false;
-        out[i] = CHAR16(u8(s[i]));
+        out[i] = s[i] == '/' ? CHAR16('\\') : CHAR16(u8(s[i]));
     }
     out[i] = 0;
     return true;

@@ -3,7 +3,8 @@
 (GenuineIntel 06_5EH stepping 3, no PMU under TCG) a model-specific name resolves
 through skylake_core.evt and pmulab says plainly that there is no PMU to count it,
 an unknown name gets the clear error and exit status 2, `events` lists the file's
-events, and a nanoBench-style event list file on the stick resolves the same way."""
+events, and a nanoBench-style event list file on the stick (named with '/' or '\\')
+resolves the same way."""
 
 import os
 import subprocess
@@ -38,7 +39,7 @@ def test_qemu_skylake_client_resolves_names_from_the_event_file():
         img = _image(td, "events --check BOGUS.EVENT\n"
                          "events --check UOPS_ISSUED.ANY,MEM_LOAD_RETIRED.L3_MISS\n"
                          "run --bench nop --events UOPS_ISSUED.ANY\n"
-                         "run --bench nop --events-file \\pmulab\\my.cfg\n"
+                         "run --bench nop --events-file /pmulab/my.cfg\n"
                          "run --bench nop --events-file \\pmulab\\bad.cfg\n"
                          "events\n"
                          "--shutdown\n",

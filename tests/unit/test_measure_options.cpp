@@ -2,6 +2,7 @@
 // `bench list` and `selftest`, on the synthetic platform.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -329,4 +330,20 @@ TEST(Selftest, ANonLinearHarnessFails) {
     EXPECT_NE(r.p.out.find("FAIL: empty kernel measures 0 per iteration [CPU 0]: 50.00 TSC ticks per iteration\n"),
               std::string::npos)
         << r.p.out;
+}
+
+TEST(Selftest, LinearityToleranceIsAQuarterTickPlusTenPercent) {
+    // Kernels cost nothing; every long run gets +D ticks: U = 1000 measures D/1000 and
+    // U = 2000 measures D/2000 per iteration.
+    for (auto [d, verdict] : {std::pair<i64, const char*>{400, "PASS"}, {1000, "FAIL"}}) {
+        Rig r;
+        r.mp.cost = {0};
+        r.mp.noise.assign(14, 0);
+        r.mp.noise.resize(28, d);
+        r.run("selftest");
+        char want[120];
+        std::snprintf(want, sizeof want, "%s: U vs 2U linearity for nop (U = 1000 and 2000) [CPU 0]: %.2f vs %.2f", verdict,
+                      double(d) / 1000, double(d) / 2000);
+        EXPECT_NE(r.p.out.find(want), std::string::npos) << want << "\n" << r.p.out;
+    }
 }

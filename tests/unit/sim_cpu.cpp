@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "sim_netburst.h"
+
 namespace sim {
 
 struct Shared {
@@ -282,7 +284,10 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
     return {K::none, 0};
 }
 
-bool SimCpu::msr_exists(u32 msr) const { return classify(msr).kind != Kind::none; }
+bool SimCpu::msr_exists(u32 msr) const {
+    if (netburst() && NetBurstModel::owns(msr)) return netburst()->exists(msr);
+    return classify(msr).kind != Kind::none;
+}
 
 u64 SimCpu::evtsel_writable_mask() const {
     const PmuLayout& L = layout_;
@@ -470,6 +475,13 @@ Result<u64> SimCpu::rdmsr(u32 msr) {
         record(Access::rdmsr, msr, 0, f->second, true);
         return pmulab::msr_fault_error("RDMSR", msr, 0, f->second);
     }
+    if (netburst() && NetBurstModel::owns(msr)) {
+        u64 v = 0;
+        u8 vec = netburst()->rdmsr(msr, &v);
+        record(Access::rdmsr, msr, v, vec, false);
+        if (vec) return pmulab::msr_fault_error("RDMSR", msr, 0, vec);
+        return v;
+    }
     Slot s = classify(msr);
     if (s.kind == Kind::none) {
         if (spec_.unknown == UnknownMsr::read_zero) {
@@ -493,6 +505,12 @@ Status SimCpu::wrmsr(u32 msr, u64 value) {
     if (injected) {
         record(Access::wrmsr, msr, value, injected, true);
         return pmulab::msr_fault_error("WRMSR", msr, value, injected);
+    }
+    if (netburst() && NetBurstModel::owns(msr)) {
+        u8 vec = netburst()->wrmsr(index_, spec_.netburst_thread, msr, value);
+        record(Access::wrmsr, msr, value, vec, false);
+        if (vec) return pmulab::msr_fault_error("WRMSR", msr, value, vec);
+        return pmulab::ok_status();
     }
     Slot s = classify(msr);
     u8 vec = 0;
@@ -532,7 +550,10 @@ Result<u64> SimCpu::rdpmc(u32 ecx) {
     if (cpl_ > 0 && !pce_) return fault(kVectorGP);
     const PmuLayout& L = layout_;
     u64 v = 0;
-    if (L.kind == PmuLayout::Kind::intel) {
+    if (netburst()) {
+        u8 vec = netburst()->rdpmc(ecx, &v);
+        if (vec) return fault(vec);
+    } else if (L.kind == PmuLayout::Kind::intel) {
         // ECX[30] selects the fixed counters, ECX[29:0] the index (SDM RDPMC).
         // ECX[31] ("fast read" on some older parts) is not modelled: #GP.
         u32 idx = ecx & 0x3fffffff;
@@ -676,6 +697,10 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
 // ---- direct access ----
 
 u64 SimCpu::peek(u32 msr) const {
+    if (netburst() && NetBurstModel::owns(msr)) {
+        if (!netburst()->exists(msr)) die("peek: CPU %u has no MSR 0x%x", index_, msr);
+        return netburst()->peek(msr);
+    }
     Slot s = classify(msr);
     if (s.kind == Kind::none) die("peek: CPU %u has no MSR 0x%x", index_, msr);
     if (s.kind == Kind::extra) return extra_.at(msr).value;
@@ -683,6 +708,11 @@ u64 SimCpu::peek(u32 msr) const {
 }
 
 void SimCpu::poke(u32 msr, u64 v) {
+    if (netburst() && NetBurstModel::owns(msr)) {
+        if (!netburst()->exists(msr)) die("poke: CPU %u has no MSR 0x%x", index_, msr);
+        netburst()->poke(msr, v);
+        return;
+    }
     Slot s = classify(msr);
     switch (s.kind) {
         case Kind::pmc:
@@ -765,6 +795,7 @@ PmuState SimCpu::pmu_state() const {
             st[reg::AMD_IRPERF] = irperf_;
         }
     }
+    if (netburst()) netburst()->state(&st);
     return st;
 }
 

@@ -49,8 +49,12 @@
 //    06H:ECX[0]) advance by the cycles of run(), their C000_00E7/E8 aliases are
 //    read-only. Counter writes while PERF_CTL.EN = 1 are recorded as violations.
 //
+//  * NetBurst (ESCR/CCCR): a CPU whose CpuSpec carries a NetBurstModel answers the
+//    counter, CCCR and ESCR addresses and RDPMC from it (sim_netburst.h, shared by the
+//    two logical processors of a Hyper-Threading package).
+//
 // Not modelled: PEBS, LBR, freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
-// #GP here), PERF_METRICS, uncore, NetBurst, sibling-thread (AnyThread) counting,
+// #GP here), PERF_METRICS, uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
 #pragma once
 
@@ -209,6 +213,8 @@ struct PmuLayout {
 };
 PmuLayout derive_layout(const CpuidSnapshot& s, u64 perf_capabilities, const PmuOverrides& ov);
 
+class NetBurstModel;  // sim_netburst.h
+
 // Everything needed to build one simulated logical processor.
 struct CpuSpec {
     CpuidSnapshot cpuid;
@@ -218,6 +224,10 @@ struct CpuSpec {
     PmuOverrides pmu;
     UnknownMsr unknown = UnknownMsr::gp;
     bool rdpmc_ud = false;      // RDPMC always raises #UD (QEMU TCG)
+    // NetBurst ESCR/CCCR PMU (sim_netburst.h): the package's register file and this
+    // logical processor's thread number in it (0/1).
+    std::shared_ptr<NetBurstModel> netburst;
+    u32 netburst_thread = 0;
 };
 
 struct Shared;  // machine-wide sequence counter and fault countdown
@@ -229,6 +239,9 @@ public:
     u32 index() const { return index_; }
     const CpuidSnapshot& snapshot() const { return spec_.cpuid; }
     const PmuLayout& pmu() const { return layout_; }
+    // The NetBurst register file (null unless the CPU has one) and the thread number.
+    NetBurstModel* netburst() const { return spec_.netburst.get(); }
+    u32 netburst_thread() const { return spec_.netburst_thread; }
     CpuTopology& topology() { return spec_.topo; }
     const CpuTopology& topology() const { return spec_.topo; }
 

@@ -135,6 +135,18 @@ def test_qemu_options_are_exact_and_reflected_in_records():
     assert [p["done"] for p in prog] == list(range(9)) and all(p["total"] == 9 for p in prog), prog
 
 
+def test_qemu_largest_buffers_are_exact_and_freed():
+    # 256 MiB, the largest working set, twice in a 512 MiB guest: the second
+    # AllocatePages only succeeds because the first buffer was freed.
+    r = run_qemu("run", "--bench", "pointer_chase,load_stream", "--size", "256M", "--reps", "3", "--warmup", "1",
+                 "--unroll", "20", json_mode=True, icount=SHIFT, smp=1, timeout=120, extra=("--memory", "512M"))
+    assert r.rc == 0, r
+    res = r.records("result")
+    assert [(x["bench"], x["size"]) for x in res] == [("pointer_chase", 256 << 20), ("load_stream", 256 << 20)], r
+    for x in res:
+        _assert_exact(x, x["instructions_per_iteration"])
+
+
 def test_qemu_unsupported_is_exit_3_without_crash():
     # RDPMC raises #UD under TCG: probed with the fault-safe RDPMC, reported, no crash.
     r = run_qemu("run", "--bench", "rdpmc", "--cpu", "all", json_mode=True, icount=SHIFT, smp=2, timeout=60)

@@ -181,6 +181,9 @@ private:
 // architectural table nor any event file has been asked about yet passes (it is
 // resolved per CPU later). Messages as resolve_list.
 Status check_event_list_syntax(StrView text, EventDialect dialect = EventDialect::intel);
+// The same before any CPU is known: accepted when some dialect accepts it (Intel,
+// AMD, NetBurst); otherwise the Intel dialect's error.
+Status check_event_list_syntax_any(StrView text);
 
 // Collects the CPUID identity (and PMU capabilities) of logical processor `cpu` by
 // running the capture there; for callers that have only a PmuInfo.

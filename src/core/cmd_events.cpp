@@ -396,7 +396,7 @@ int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const c
         events.clear();
         CpuDecoded id;
         Status rs = collect_cpu_identity(hw, c0.cpu, &id);
-        if (rs.ok()) rs = tables.resolve_list(StrView(spec), id.id, &events);
+        if (rs.ok()) rs = tables.resolve_list(StrView(spec), id.id, &events, event_dialect_for(id.id, id.pmu));
         if (!rs.ok()) {
             out.error(Error::make(rs.error().code, "%s: %s", where.c_str(), rs.error().msg));
             int st = exit_status_for(rs.error().code);
@@ -478,7 +478,7 @@ int cmd_events(Out& out, Args& args) {
     }
     // A bad spec is reported before any CPU is touched (names are resolved per CPU).
     if (spec) {
-        Status ps = check_event_list_syntax(StrView(spec));
+        Status ps = check_event_list_syntax_any(StrView(spec));
         if (!ps.ok()) {
             out.error(ps.error());
             return kExitUsage;

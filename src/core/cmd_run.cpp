@@ -412,7 +412,7 @@ struct EventsForCpus {
 int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
     Platform& p = out.platform();
     if (o.events_arg) {
-        Status ss = check_event_list_syntax(StrView(o.events_arg));
+        Status ss = check_event_list_syntax_any(StrView(o.events_arg));
         if (!ss.ok()) {
             out.error(Error::make(ss.error().code, "--events: %s", ss.error().msg));
             return kExitUsage;
@@ -422,6 +422,7 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
     struct Key {
         const EventTable* table;
         CpuIdentity id;
+        EventDialect dialect;
     };
     Vec<Key> keys;
     for (u32 cpu : o.cfg.cpus) {
@@ -439,7 +440,7 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
                 str_eq(keys[k].id.vendor_string, d.id.vendor_string))
                 break;
         if (k == keys.size()) {
-            keys.push(Key{t.value(), d.id});
+            keys.push(Key{t.value(), d.id, event_dialect_for(d.id, d.pmu)});
             sets->emplace();
         }
         (*sets)[k].cpus.push(cpu);
@@ -451,12 +452,15 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
             put_cpu_set(where, set.cpus);
             where.put(": ");
         }
-        Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events) : ok_status();
+        // Each CPU's own event dialect: AMD 12-bit selects and Zen names, NetBurst names.
+        EventDialect dialect = keys[k].dialect;
+        Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events, dialect)
+                                : ok_status();
         if (!s.ok()) {
             out.error(Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg));
             return exit_status_for(s.error().code);
         }
-        if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events);
+        if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events, dialect);
         if (!s.ok()) {
             out.error(Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg));
             return exit_status_for(s.error().code);

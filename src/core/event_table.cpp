@@ -845,3 +845,16 @@ void list_table_events(StrBuf& out, const EventTable& t) {
 }
 
 }  // namespace pmulab
+
+namespace pmulab {
+
+Status check_event_list_syntax_any(StrView text) {
+    Status intel = check_event_list_syntax(text, EventDialect::intel);
+    if (intel.ok()) return intel;
+    const EventDialect others[] = {EventDialect::amd_zen, EventDialect::amd, EventDialect::netburst};
+    for (EventDialect d : others)
+        if (check_event_list_syntax(text, d).ok()) return ok_status();
+    return intel;
+}
+
+}  // namespace pmulab

@@ -953,6 +953,12 @@ void put_gp_code(StrBuf& b, const Event& e) { b.printf("%02X.%02X", unsigned(e.e
 
 Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     if (e.kind == EventKind::tsc) return EventRoute::none;
+    // No counters at all: say so first, whatever dialect the event was written in.
+    if (c.version == 0 && !c.amd_core_counters && is_amd(e.dialect))
+        return unsupported(e, "cannot be counted: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = 0, "
+                              "no PerfMonV2; a hypervisor without PMU passthrough)");
+    if (c.version == 0 && !c.amd_core_counters)
+        return unsupported(e, "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
     if (e.dialect != EventDialect::intel)
         return unsupported(e, "was written for a%s %s PMU; it cannot be counted on an Intel architectural PMU",
                            is_amd(e.dialect) ? "n" : "", is_amd(e.dialect) ? "AMD" : "NetBurst");

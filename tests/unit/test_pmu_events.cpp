@@ -305,8 +305,19 @@ TEST(EventsCmd, NoPmuCheckAllowsTscOnly) {
     r = run(p, {"events", "--check", "instructions"});
     EXPECT_EQ(r.status, 3);
     EXPECT_EQ(r.out,
+              "pmulab: error: CPU 0: event 'instructions' cannot be counted: no AMD core counters enumerated "
+              "(CPUID 8000_0001H:ECX[23] = 0, no PerfMonV2; a hypervisor without PMU passthrough)\n");
+    // An Intel CPU without a PMU says it in Intel terms.
+    SimMachine mi = qemu_tcg_intel(1);
+    TestPlatform pi(mi);
+    r = run(pi, {"events", "--check", "instructions"});
+    EXPECT_EQ(r.status, 3);
+    EXPECT_EQ(r.out,
               "pmulab: error: CPU 0: event 'instructions' cannot be counted: no architectural performance monitoring "
               "(CPUID.0AH:EAX[7:0] = 0)\n");
+    // AMD 12-bit selects pass the syntax check and reach the CPU's own dialect.
+    r = run(p, {"events", "--check", "0C1.00"});
+    EXPECT_EQ(r.status, 3) << r.out;
 }
 
 TEST(EventsCmd, HelpIsListed) {

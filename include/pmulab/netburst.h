@@ -116,16 +116,19 @@ inline constexpr unsigned kPebsCounter = 16;  // IQ_COUNTER4 supports PEBS (§20
 
 // The counter whose overflow can start counter i when i's CCCR.CASCADE is set
 // (§20.15.5.6): the first counters of two pairs of a group start each other, as do the
-// second counters (BPU_COUNTER0 <-> 2, 1 <-> 3; MS and FLAME likewise); in the IQ group
-// of three pairs, 0 -> 2 -> 4 -> 0 and 1 -> 3 -> 5 -> 1.
+// second counters (BPU_COUNTER0 <-> 2, 1 <-> 3; MS and FLAME likewise). In the IQ group
+// of three pairs, IQ_COUNTER0 <-> 2 and 1 <-> 3 likewise, IQ_COUNTER4 only from 2 and 5
+// only from 3: "counter 16 can only be cascaded from counter 14 (not from 12); counter
+// 14 cannot be cascaded from counter 16", and counters 16 and 17 cannot initiate a
+// cascade with the CASCADE bit (§20.15.5.7; extended cascading uses CCCR bit 11).
 constexpr unsigned cascade_source(unsigned i) {
     if (i < 12) return (i & ~3u) | ((i + 2) & 3u);
-    unsigned k = i - 12;
-    return 12 + (k + 4) % 6;
+    if (i >= 16) return i - 2;          // 16 <- 14, 17 <- 15
+    return 12 + ((i - 12 + 2) & 3u);    // 12 <-> 14, 13 <-> 15
 }
 static_assert(cascade_source(0) == 2 && cascade_source(2) == 0 && cascade_source(1) == 3 && cascade_source(7) == 5);
-static_assert(cascade_source(14) == 12 && cascade_source(16) == 14 && cascade_source(12) == 16 &&
-              cascade_source(17) == 15);
+static_assert(cascade_source(12) == 14 && cascade_source(14) == 12 && cascade_source(13) == 15 &&
+              cascade_source(15) == 13 && cascade_source(16) == 14 && cascade_source(17) == 15);
 
 // One ESCR: its MSR, the ESCR-select value CCCRs use for it, and the counters it feeds.
 struct EscrDef {

@@ -10,9 +10,11 @@
 // written (event select, event mask, OS/USR: T0 bits, or T1 bits on the second logical
 // processor of a Hyper-Threading core), then the CCCR (ESCR select, active thread 11b,
 // ENABLE clear). Counters of earlier groups are released (CCCR = 0). start: CCCR.ENABLE
-// set per counter; stop: cleared. overflow: CCCR.OVF (bit 31). save() reads every ESCR of
-// the model, the CCCRs and counters it may touch; restore() disables the touched CCCRs
-// first, then puts back counters, ESCRs and CCCRs exactly.
+// set per counter; stop: cleared; both read the CCCR first and keep its OVF flag (the
+// constant control_writes for generated code do not, and clear it). overflow: CCCR.OVF
+// (bit 31). save() reads every ESCR of the model, the CCCRs and counters it may touch;
+// restore() disables the touched CCCRs first, then puts back counters, ESCRs and CCCRs
+// exactly.
 // Include guard after the pmu.h include (not #pragma once): pmu.h includes this header
 // after declaring PmuBackend, whichever of the two a file includes first.
 #include "pmulab/netburst.h"
@@ -53,6 +55,8 @@ public:
 private:
     static constexpr unsigned kN = netburst::kCounters;
     Status write(u32 msr, u64 value);
+    // WRMSR of CCCR i with `value`, keeping the OVF flag the CCCR holds now.
+    Status write_keep_ovf(unsigned i, u64 value);
 
     Hw* hw_ = nullptr;
     PmuInfo info_;

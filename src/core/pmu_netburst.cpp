@@ -284,17 +284,26 @@ Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u6
     return ok_status();
 }
 
+// CCCR.OVF is the only record of an overflow and a WRMSR of the CCCR replaces it: start
+// and stop read the CCCR and keep the flag the hardware set (a plain write of the group's
+// value, as stop did, cleared it and overflow() after stop() reported nothing).
+Status NetBurstPmu::write_keep_ovf(unsigned i, u64 value) {
+    Result<u64> cur = hw_->rdmsr(netburst::cccr_msr(i));
+    if (!cur.ok()) return cur.error();
+    return write(netburst::cccr_msr(i), Cccr(value).set_ovf(Cccr(cur.value()).ovf()).raw());
+}
+
 Status NetBurstPmu::start() {
     if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
     for (unsigned i = 0; i < kN; ++i)
-        if (has(group_, i)) PMULAB_TRY(write(netburst::cccr_msr(i), Cccr(group_cccr_[i]).set_enable().raw()));
+        if (has(group_, i)) PMULAB_TRY(write_keep_ovf(i, Cccr(group_cccr_[i]).set_enable().raw()));
     return ok_status();
 }
 
 Status NetBurstPmu::stop() {
     if (!programmed_) return Error::make(Errc::internal, "PMU stopped before a group was programmed");
     for (unsigned i = 0; i < kN; ++i)
-        if (has(group_, i)) PMULAB_TRY(write(netburst::cccr_msr(i), group_cccr_[i]));
+        if (has(group_, i)) PMULAB_TRY(write_keep_ovf(i, group_cccr_[i]));
     return ok_status();
 }
 

@@ -627,3 +627,101 @@ TEST(PmuNetBurst, SecondLogicalProcessorProgramsTheT1Bits) {
     EXPECT_EQ(m.cpu(0).peek(nb::CRU_ESCR0), 0x0400060Cu);
     ASSERT_TRUE(t.s.close().ok());
 }
+// ---------------------------------------------------------------- commands
+
+TEST(PmuNetBurstCommands, InfoShowsTheNetBurstBlock) {
+    SimMachine m = sim::netburst_p4();
+    pmutest::RunResult r = pmutest::run(m, {"info"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(r.has_line("    0      0  yes    0     0    0  -     p4    18x40")) << r.out;
+    EXPECT_TRUE(r.has_line("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x5)")) << r.out;
+    EXPECT_TRUE(r.has_line("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17"))
+        << r.out;
+    EXPECT_TRUE(r.has_line("  ESCRs            : 43 (IQ_ESCR0/1 exist on models 1-2 only)")) << r.out;
+    EXPECT_TRUE(r.has_line("  Hyper-Threading  : no")) << r.out;
+    // 43: the ESCRs the model answers on model 04H.
+    unsigned escrs = 0;
+    for (u32 a = nb::ESCR_FIRST; a <= nb::ESCR_LAST; ++a) escrs += m.cpu(0).msr_exists(a);
+    EXPECT_EQ(escrs, 43u);
+    EXPECT_TRUE(m.cpu(0).writes().empty());  // info only reads
+
+    SimMachine h = sim::netburst_p4(2, true);
+    r = pmutest::run(h, {"info"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(r.has_line("    1      1         0     0    1  -     p4    18x40")) << r.out;
+    EXPECT_TRUE(r.has_line("PMU of CPU 0-1 (2 CPUs):")) << r.out;
+    EXPECT_TRUE(r.has_line("  Hyper-Threading  : yes: the two logical processors share the ESCRs and CCCRs")) << r.out;
+}
+
+TEST(PmuNetBurstCommands, InfoJsonHasTheNetBurstRecord) {
+    SimMachine m = sim::netburst_p4(2, true);
+    pmutest::RunResult r = pmutest::run(m, {"info", "--json"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
+    ASSERT_EQ(recs.size(), 2u);
+    for (u32 i = 0; i < 2; ++i) {
+        const pmutest::Json& c = recs[i];
+        EXPECT_EQ(c["type"].s(), "cpu");
+        EXPECT_EQ(c["index"].u(), i);
+        EXPECT_EQ(c["thread"].u(), i);
+        EXPECT_EQ(c["signature"].s(), "0xf41");
+        EXPECT_EQ(c["family"].u(), 15u);
+        EXPECT_EQ(c["model"].u(), m.cpu(i).netburst()->model());
+        EXPECT_EQ(c["max_leaf"].s(), "0x5");
+        const pmutest::Json& p = c["pmu"];
+        EXPECT_TRUE(p["present"].b);
+        EXPECT_EQ(p["perfmon_version"].u(), 0u);
+        EXPECT_EQ(p["gp_counters"].u(), 0u);  // no architectural counters
+        const pmutest::Json& n = p["netburst"];
+        EXPECT_EQ(n.keys(), (std::vector<std::string>{"counters", "width", "escrs", "hyperthreading"}));
+        EXPECT_EQ(n["counters"].u(), 18u);
+        EXPECT_EQ(n["width"].u(), 40u);
+        EXPECT_EQ(n["escrs"].u(), 43u);
+        EXPECT_EQ(n["hyperthreading"].b, m.cpu(i).netburst()->ht());
+    }
+}
+
+TEST(PmuNetBurstCommands, EventsCheckAllocatesNetBurstNames) {
+    SimMachine m = sim::netburst_p4();
+    pmutest::RunResult r = pmutest::run(m, {"events", "--check", "instr_retired,uops_retired,mispred_branch_retired,cycles"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(r.lines(), (std::vector<std::string>{
+                             "CPU 0: 4 events in 2 runs (NetBurst ESCR/CCCR PMU: 18 counters (BPU_COUNTER0-3, "
+                             "MS_COUNTER0-3, FLAME_COUNTER0-3, IQ_COUNTER0-5; 40 bits), reads with RDPMC)",
+                             "  group 1/2: PMC12      instr_retired (instr_retired)",
+                             "  group 1/2: PMC14      uops_retired (uops_retired)",
+                             "  group 1/2: PMC0       cycles (global_power_events)",
+                             "  group 2/2: PMC12      mispred_branch_retired (mispred_branch_retired)"}));
+    r = pmutest::run(m, {"events", "--check", "branch_retired.MMTM+MMNM:k;instr_retired", "--json"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
+    ASSERT_EQ(recs.size(), 1u);
+    EXPECT_EQ(recs[0]["type"].s(), "allocation");
+    EXPECT_EQ(recs[0]["pmu"].s(), "netburst");
+    EXPECT_EQ(recs[0]["counter_method"].s(), "rdpmc");
+    EXPECT_EQ(recs[0]["groups"].u(), 1u);
+    const pmutest::Json& al = recs[0]["allocation"];
+    ASSERT_EQ(al.items.size(), 2u);
+    EXPECT_EQ(al[0]["event"].s(), "branch_retired.MMTM+MMNM:k");
+    EXPECT_EQ(al[0]["index"].u(), 12u);
+    EXPECT_EQ(al[1]["event"].s(), "instr_retired");
+    EXPECT_EQ(al[1]["index"].u(), 13u);
+    // IQ_COUNTER0 through CRU_ESCR2 and IQ_COUNTER1 through CRU_ESCR0: both wired (model).
+    EXPECT_TRUE((nb::escr_at(nb::CRU_ESCR2)->counters >> 12) & 1);
+    EXPECT_TRUE((nb::escr_at(nb::CRU_ESCR0)->counters >> 13) & 1);
+    EXPECT_TRUE(m.cpu(0).writes().empty());  // --check programs nothing
+    // Bad mask bits and Intel names are the NetBurst parser's errors (exit 2).
+    r = pmutest::run(m, {"events", "--check", "instr_retired.MMTM"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out,
+              "pmulab: error: CPU 0: event list item 1 (at offset 0): event spec 'instr_retired.MMTM': 'MMTM' is not "
+              "an event-mask bit of instr_retired (known: NBOGUSNTAG, NBOGUSTAG, BOGUSNTAG, BOGUSTAG) (at offset "
+              "14)\n");
+    r = pmutest::run(m, {"events", "--check", "INST_RETIRED.ANY"});
+    EXPECT_EQ(r.status, 2);
+    EXPECT_EQ(r.out.rfind("pmulab: error: CPU 0: event list item 1 (at offset 0): event spec 'INST_RETIRED.ANY': "
+                          "unknown NetBurst event 'INST_RETIRED'",
+                          0),
+              0u)
+        << r.out;
+}

@@ -482,6 +482,50 @@ TEST(PmuNetBurst, RestoresExactlyWhenAWrmsrFaultsMidProgramming) {
     }
 }
 
+TEST(PmuNetBurst, FaultsOnReadsInSaveAndStop) {
+    // An ESCR that cannot be read fails save() before anything is written.
+    {
+        SimMachine m = sim::netburst_p4();
+        SimCpu& c = m.cpu(0);
+        c.fail_rdmsr_to(nb::CRU_ESCR3);
+        PmuSession s;
+        s.open(m);
+        Vec<Event> e = ev("instr_retired");
+        Allocation a;
+        ASSERT_TRUE(s.allocate(e.data(), e.size(), &a).ok());
+        Status st = s.save(touch_set(e.data(), e.size(), a).value());
+        ASSERT_FALSE(st.ok());
+        EXPECT_STREQ(st.error().msg, "RDMSR 0x3cd raised #GP (general protection): the CPU does not implement this MSR");
+        EXPECT_FALSE(s.saved());
+        ASSERT_TRUE(s.close().ok());
+        EXPECT_TRUE(c.writes().empty());
+    }
+    // stop() reads each CCCR to keep OVF: when a read faults, stop fails there, and close()
+    // still disables and restores everything (from what pmulab last wrote).
+    {
+        SimMachine m = sim::netburst_p4();
+        SimCpu& c = m.cpu(0);
+        poke_leftovers(c);
+        sim::PmuState before = c.pmu_state();
+        Session t;
+        t.open(m, kFive);
+        u64 presets[4] = {0, 0xFFFFFFFFFFull, 0, 0};
+        ASSERT_TRUE(t.b->program(t.e.data(), t.a.groups[0], presets).ok());
+        ASSERT_TRUE(t.b->start().ok());
+        sim::nb_run(c, 10, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}});  // IQ_COUNTER0 wraps: OVF
+        c.fail_rdmsr_to(nb::CCCR0 + nb::IQ0);
+        Status st = t.b->stop();
+        ASSERT_FALSE(st.ok());
+        EXPECT_STREQ(st.error().msg, "RDMSR 0x36c raised #GP (general protection): the CPU does not implement this MSR");
+        EXPECT_EQ(c.peek(nb::CCCR0 + nb::BPU0) & nb::ENABLE, 0u);   // stopped before the fault
+        EXPECT_NE(c.peek(nb::CCCR0 + nb::IQ0) & nb::ENABLE, 0u);    // still running
+        Status cl = t.s.close();
+        EXPECT_TRUE(cl.ok()) << cl.error().msg;
+        EXPECT_EQ(sim::diff_state(before, c.pmu_state()), "");
+        EXPECT_TRUE(c.netburst()->violations().empty());
+    }
+}
+
 TEST(PmuNetBurst, RestoresTheOvfFlagTheFirmwareLeft) {
     SimMachine m = sim::netburst_p4();
     SimCpu& c = m.cpu(0);

@@ -155,10 +155,18 @@ $(BUILD)/fuzz/fuzz_events: tests/fuzz/fuzz_events.cpp tests/fuzz/fuzz_events_bod
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_events.cpp $(CORE_SRCS) -o $@
 
-fuzz: $(BUILD)/fuzz/fuzz_events
-	@mkdir -p $(BUILD)/fuzz/corpus-events tests/fuzz/crashers
+# fuzz_inputs: campaign configs, JSON records and CPUID dumps (first byte picks the parser).
+$(BUILD)/fuzz/fuzz_inputs: tests/fuzz/fuzz_inputs.cpp tests/fuzz/fuzz_inputs_body.h $(CORE_SRCS) \
+		$(wildcard include/pmulab/*.h)
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_inputs.cpp $(CORE_SRCS) -o $@
+
+fuzz: $(BUILD)/fuzz/fuzz_events $(BUILD)/fuzz/fuzz_inputs
+	@mkdir -p $(BUILD)/fuzz/corpus-events $(BUILD)/fuzz/corpus-inputs tests/fuzz/crashers
 	$(BUILD)/fuzz/fuzz_events -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -dict=tests/fuzz/events.dict \
 		-artifact_prefix=tests/fuzz/crashers/ $(BUILD)/fuzz/corpus-events tests/fuzz/corpus/events
+	$(BUILD)/fuzz/fuzz_inputs -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
+		-artifact_prefix=tests/fuzz/crashers/inputs- $(BUILD)/fuzz/corpus-inputs tests/fuzz/corpus/inputs
 
 clean:
 	rm -rf $(BUILD)

@@ -120,7 +120,8 @@ void vformat(Sink& s, const char* fmt, va_list ap) {
                 const char* str = va_arg(ap, const char*);
                 if (!str) str = "(null)";
                 usize n = 0;
-                while (str[n] && (prec < 0 || n < usize(prec))) ++n;
+                // Precision first: "%.*s" may point into text with no NUL after it.
+                while ((prec < 0 || n < usize(prec)) && str[n]) ++n;
                 emit_padded(s, str, n, width, left, ' ', nullptr);
                 break;
             }

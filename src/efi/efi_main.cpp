@@ -101,6 +101,16 @@ void gather_command_line(Vec<char>& line) {
     for (usize i = 0; i < v.len; ++i) line.push(v[i]);
 }
 
+// Waits for a key press on the console (no timeout: a person is reading).
+void wait_for_key() {
+    if (!gST->ConIn) return;
+    gST->ConIn->Reset(gST->ConIn, FALSE);
+    UINTN index = 0;
+    gBS->WaitForEvent(1, &gST->ConIn->WaitForKey, &index);
+    EFI_INPUT_KEY key;
+    gST->ConIn->ReadKeyStroke(gST->ConIn, &key);
+}
+
 int run_line(EfiPlatform& p, StrView line, const char* origin, u32 line_no, GlobalOptions* g) {
     ArgVec av;
     Status s = split_command_line(line, &av);
@@ -234,7 +244,12 @@ int efi_run() {
             GlobalOptions g;
             const char* argv[] = {"info"};
             status = app_run(p, 1, argv, &g);
-            p.write(StrView("\nRun 'pmulab help' for commands, or put them in \\pmulab\\pmulab.cfg.\n"));
+            const char* hargv[] = {"help"};
+            p.write(StrView("\n"));
+            app_run(p, 1, hargv, &g);
+            p.write(StrView("\nNo \\pmulab\\pmulab.cfg on this volume: put a campaign there (one command per "
+                            "line, '--shutdown' to power off).\nPress any key to return to the firmware.\n"));
+            wait_for_key();
         } else {
             out.error(cfg.error());
             status = kExitFailure;

@@ -112,3 +112,15 @@ def test_qemu_config_unterminated_quote():
         r = run_qemu(smp=1, config=cfg)
         assert r.rc == 2, r
         assert "\\pmulab\\pmulab.cfg:2: unterminated quote in command line" in r.out, r
+
+
+def test_qemu_no_arguments_no_config_prints_census_help_and_waits_for_a_key():
+    with tempfile.TemporaryDirectory() as td:
+        img = _build_image(td, "info\n")
+        _mtools(img, "mdel", "::/pmulab/pmulab.cfg")
+        r = run_qemu(smp=2, image=img, timeout=20)
+        # It waits for a person to press a key: run-qemu.sh gives up after the timeout.
+        assert r.rc == 124, r
+        assert r.out.startswith("pmulab census: 2 logical processors\n"), r
+        assert "usage: pmulab [--json] [--shutdown] COMMAND [options]" in r.out, r
+        assert r.out.rstrip().endswith("Press any key to return to the firmware."), r

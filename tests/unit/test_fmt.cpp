@@ -63,3 +63,13 @@ TEST(Json, WriterEscapesAndNests) {
     w.field_hex("h", 0x41).field_b("t", true).end_object();
     EXPECT_EQ(S(b), "{\"a\":\"x\\\"y\\n\",\"n\":5,\"l\":[1,2],\"h\":\"0x41\",\"t\":true}");
 }
+
+TEST(Fmt, PrecisionStringStopsBeforeReadingPastIt) {
+    // "%.*s" over a view with no NUL after it must not read beyond the precision
+    // (found by fuzz_inputs on a truncated CPUID dump).
+    char* text = new char[3]{'a', 'b', 'c'};
+    StrBuf b;
+    b.printf("'%.*s'", 3, text);
+    EXPECT_EQ(S(b), "'abc'");
+    delete[] text;
+}

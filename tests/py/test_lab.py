@@ -66,7 +66,8 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
     with tempfile.TemporaryDirectory() as td:
         a, b = os.path.join(td, "a.cfg"), os.path.join(td, "b.cfg")
         open(a, "w").write("info\n")
-        open(b, "w").write("msr read 0x1b --cpu all\n")
+        open(b, "w").write("msr read 0x1b --cpu all\nrun --bench pointer_chase --size 4K,64K,1M --events tsc "
+                           "--reps 3 --unroll 20\n")
         out = os.path.join(td, "out")
         r = _lab("run", "--config", a, "--config", b, "--smp", "1,2", "--out", out)
         assert r.returncode == 0, r.stdout + r.stderr
@@ -76,9 +77,17 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
         assert sorted(cpus) == [("a.cfg", 1, 0), ("a.cfg", 2, 0), ("a.cfg", 2, 1)], cpus
         msrs = [(x["lab"]["smp"], x["cpu"], x["value"]) for x in recs if x["type"] == "msr"]
         assert sorted(msrs) == [(1, 0, "0xfee00900"), (2, 0, "0xfee00900"), (2, 1, "0xfee00800")], msrs
-        assert sum(1 for x in recs if x["type"] == "meta") == 4
+        assert sum(1 for x in recs if x["type"] == "meta") == 6
+        chase = sorted((x["lab"]["smp"], x["size"]) for x in recs if x["type"] == "result")
+        assert chase == [(1, 4096), (1, 65536), (1, 1 << 20), (2, 4096), (2, 65536), (2, 1 << 20)], chase
         rows = list(csv.DictReader(open(os.path.join(out, "merged.csv"))))
-        assert len(rows) == 6 and {r["lab.cpu_model"] for r in rows} == {"max"}, rows[0]
+        assert len(rows) == 12 and {r["lab.cpu_model"] for r in rows} == {"max"}, rows[0]
+        # The staircase plot straight from the merged campaign.
+        png = os.path.join(td, "stair.png")
+        p = subprocess.run([os.path.join(ROOT, "tools", "pmulab-plot"), "staircase", os.path.join(out, "merged.jsonl"),
+                            "--out", png], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.returncode == 0 and p.stdout.strip() == f"wrote {png} (6 points)", p.stderr
+        assert open(png, "rb").read(4) == b"\x89PNG"
         # Results are never overwritten: the same --out again is refused.
         r = _lab("run", "--config", a, "--smp", "1", "--out", out)
         assert r.returncode == 2 and "exists already" in r.stderr, r.stderr

@@ -81,6 +81,11 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
         // IA32_MISC_ENABLE[7] "Performance Monitoring Available" (SDM Vol. 4 Table 2-2).
         Result<u64> me = hw.rdmsr(netburst::IA32_MISC_ENABLE);
         netburst_fill_info(&p, me.ok() && ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1));
+        if (!me.ok())
+            format_to(p.absent, sizeof p.absent,
+                      "NetBurst processor, but RDMSR IA32_MISC_ENABLE (0x1A0) failed (%s): whether performance "
+                      "monitoring is available (bit 7) is unknown",
+                      me.error().msg);
     } else if (p.vendor == Vendor::intel && d.id.max_leaf < 0xA) {
         format_to(p.absent, sizeof p.absent,
                   "no architectural performance monitoring: CPUID leaf 0AH is not implemented (maximum basic "
@@ -148,7 +153,10 @@ void put_pmu_summary(StrBuf& out, const PmuInfo& p) {
 
 Status pmu_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
     if (info.kind == PmuKind::amd) return amd_allocate(info, events, n, out);
-    if (info.kind == PmuKind::netburst) return netburst_allocate(info, events, n, out);
+    // NetBurst without usable counters (IA32_MISC_ENABLE[7] clear) too: its reason, not
+    // the architectural-perfmon one.
+    if (info.kind == PmuKind::netburst || (info.kind == PmuKind::none && info.caps.netburst))
+        return netburst_allocate(info, events, n, out);
     const PmuCaps& c = info.caps;
     // CPUID.(23H,3):EAX: architectural events supported (bit set) - SDM Vol. 2A, leaf 23H.
     if (info.kind == PmuKind::intel_arch && c.leaf_23 && (c.leaf23_subleaves & 8)) {

@@ -14,6 +14,10 @@ struct CpuRecord {
     CpuDecoded dec;
     // IA32_PERF_CAPABILITIES read attempted (PDCM set) but faulted.
     bool perf_caps_fault = false;
+    // NetBurst: IA32_MISC_ENABLE[7] (Performance Monitoring Available) as read on the CPU
+    // (unknown in offline dumps and on other CPUs).
+    enum class NetBurstPerfmon : u8 { unknown, available, disabled, read_fault };
+    NetBurstPerfmon netburst_perfmon = NetBurstPerfmon::unknown;
     // Could not run on this CPU (MP Services error); dec is empty then.
     bool collected = false;
     char error[160] = {};

@@ -2,6 +2,7 @@
 
 #include "pmulab/json.h"
 #include "pmulab/msr_addr.h"
+#include "pmulab/netburst.h"
 
 namespace pmulab {
 
@@ -23,6 +24,15 @@ void collect_on_cpu(void* p) {
         c->rec->dec.pmu.perf_caps_read = caps.ok();
         c->rec->dec.pmu.perf_caps = caps.value_or(0);
         c->rec->perf_caps_fault = !caps.ok();
+    }
+    // NetBurst: the ESCR/CCCR counters exist only when IA32_MISC_ENABLE[7] (Performance
+    // Monitoring Available, read-only) is set; the firmware can clear it.
+    if (decode_cpuid(c->rec->raw).pmu.netburst) {
+        Result<u64> me = c->hw->rdmsr(netburst::IA32_MISC_ENABLE);
+        c->rec->netburst_perfmon = !me.ok() ? CpuRecord::NetBurstPerfmon::read_fault
+                                   : ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1)
+                                       ? CpuRecord::NetBurstPerfmon::available
+                                       : CpuRecord::NetBurstPerfmon::disabled;
     }
     c->rec->collected = true;
 }
@@ -60,8 +70,10 @@ bool same_pmu(const CpuRecord& a, const CpuRecord& b) {
     return a.collected == b.collected && (a.collected || str_eq(a.error, b.error)) &&
            a.dec.pmu == b.dec.pmu &&
            a.dec.id.core_type == b.dec.id.core_type && a.dec.id.signature == b.dec.id.signature &&
-           a.dec.id.vendor == b.dec.id.vendor;
+           a.dec.id.vendor == b.dec.id.vendor && a.netburst_perfmon == b.netburst_perfmon;
 }
+
+bool netburst_disabled(const CpuRecord& r) { return r.netburst_perfmon == CpuRecord::NetBurstPerfmon::disabled; }
 
 void put_cpu_list(StrBuf& out, const Vec<CpuRecord>& cpus, const Vec<u32>& members) {
     // Ranges of consecutive indices.
@@ -111,6 +123,11 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
         out.printf("  Hyper-Threading  : %s\n", p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs"
                                                               : "no");
+        if (netburst_disabled(r))
+            out.put("  perfmon          : disabled by the firmware: IA32_MISC_ENABLE[7] (Performance Monitoring "
+                    "Available) is 0, so no counter can be used (only the TSC)\n");
+        else if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::read_fault)
+            out.put("  perfmon          : unknown: RDMSR IA32_MISC_ENABLE (0x1A0) faulted\n");
         return;
     }
     if (!p.leaf_0a) {
@@ -278,7 +295,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
             continue;
         }
         if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
-        else if (p.netburst) out.put("  p4    18x40\n");
+        else if (p.netburst) out.put(netburst_disabled(r) ? "  p4    off\n" : "  p4    18x40\n");
         else {
             char gp[16];
             format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
@@ -366,7 +383,7 @@ void census_json(const CpuRecord& r, StrBuf& out) {
     w.field_hex("max_ext_leaf", id.max_ext_leaf);
 
     w.key("pmu").begin_object();
-    w.field_b("present", p.present());
+    w.field_b("present", p.present() && !netburst_disabled(r));
     w.field_u("perfmon_version", p.version);
     w.field_u("gp_counters", p.gp_counters);
     w.field_u("gp_width", p.gp_width);
@@ -424,6 +441,11 @@ void census_json(const CpuRecord& r, StrBuf& out) {
         w.field_u("width", 40);
         w.field_u("escrs", p.netburst_model <= 2 ? 45 : 43);
         w.field_b("hyperthreading", p.netburst_ht);
+        // IA32_MISC_ENABLE[7]; null when not read (offline dump) or the read faulted.
+        w.key("perfmon_available");
+        if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::available) w.boolean(true);
+        else if (netburst_disabled(r)) w.boolean(false);
+        else w.null();
         w.end_object();
     }
     if (p.perf_caps_read) w.field_hex("perf_capabilities", p.perf_caps);

@@ -717,7 +717,9 @@ TEST(PmuNetBurstCommands, InfoJsonHasTheNetBurstRecord) {
         EXPECT_EQ(p["perfmon_version"].u(), 0u);
         EXPECT_EQ(p["gp_counters"].u(), 0u);  // no architectural counters
         const pmutest::Json& n = p["netburst"];
-        EXPECT_EQ(n.keys(), (std::vector<std::string>{"counters", "width", "escrs", "hyperthreading"}));
+        EXPECT_EQ(n.keys(),
+                  (std::vector<std::string>{"counters", "width", "escrs", "hyperthreading", "perfmon_available"}));
+        EXPECT_TRUE(n["perfmon_available"].b);  // IA32_MISC_ENABLE[7] set in the dump's value
         EXPECT_EQ(n["counters"].u(), 18u);
         EXPECT_EQ(n["width"].u(), 40u);
         EXPECT_EQ(n["escrs"].u(), 43u);

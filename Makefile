@@ -31,7 +31,7 @@ EFI_LDFLAGS := -nostdlib -znocombreloc -T src/efi/pmulab.lds -shared -Bsymbolic 
 
 HOST_CXXFLAGS := $(COMMON_CXXFLAGS) -O2 -g
 TEST_CXXFLAGS := -std=c++20 -Iinclude -I$(BUILD)/gen -Itests/unit -Isrc/host/lib $(WARN) -O1 -g \
-	-fsanitize=address,undefined -fno-sanitize-recover=undefined
+	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-sanitize=vptr
 TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
 
 EFI_OBJS  := $(patsubst src/%.cpp,$(BUILD)/efi/%.o,$(CORE_SRCS) $(EFI_SRCS)) \

@@ -29,6 +29,16 @@ Result<CpuSelection> parse_cpu_selection(const char* value) {
     return s;
 }
 
+bool take_cpu_option(Args& args, CpuSelection* sel, Status* err) {
+    const char* v = nullptr;
+    if (!args.option("--cpu", &v, err)) return false;
+    if (!err->ok()) return true;
+    Result<CpuSelection> s = parse_cpu_selection(v);
+    if (s.ok()) *sel = s.value();
+    else *err = s.error();
+    return true;
+}
+
 Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus) {
     u32 n = hw.cpu_count();
     cpus->clear();
@@ -109,19 +119,12 @@ int cmd_msr(Out& out, Args& args) {
     CpuSelection sel;
     bool unsafe = false;
     while (!args.done()) {
-        const char* v = nullptr;
         Status err;
-        if (args.option("--cpu", &v, &err)) {
+        if (take_cpu_option(args, &sel, &err)) {
             if (!err.ok()) {
                 out.error(err.error());
                 return kExitUsage;
             }
-            Result<CpuSelection> s = parse_cpu_selection(v);
-            if (!s.ok()) {
-                out.error(s.error());
-                return kExitUsage;
-            }
-            sel = s.value();
         } else if (args.flag("--unsafe")) {
             unsafe = true;
         } else if (args.at_option()) {

@@ -138,11 +138,8 @@ Status parse_run_options(Args& args, RunOptions* o) {
             PMULAB_TRY(err);
             if (!v[0]) return Error::make(Errc::invalid_argument, "--events-file needs a path, e.g. \\pmulab\\my.cfg");
             o->events_file = v;
-        } else if (args.option("--cpu", &v, &err)) {
+        } else if (take_cpu_option(args, &o->cpu, &err)) {
             PMULAB_TRY(err);
-            Result<CpuSelection> s = parse_cpu_selection(v);
-            if (!s.ok()) return s.error();
-            o->cpu = s.value();
         } else if (args.option("--unroll", &v, &err)) {
             PMULAB_TRY(err);
             PMULAB_TRY(num("--unroll", 1, kUnrollMax, &o->cfg.unroll));

@@ -642,19 +642,12 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
 int cmd_selftest(Out& out, Args& args) {
     CpuSelection sel;
     while (!args.done()) {
-        const char* v = nullptr;
         Status err;
-        if (args.option("--cpu", &v, &err)) {
+        if (take_cpu_option(args, &sel, &err)) {
             if (!err.ok()) {
                 out.error(err.error());
                 return kExitUsage;
             }
-            Result<CpuSelection> s = parse_cpu_selection(v);
-            if (!s.ok()) {
-                out.error(s.error());
-                return kExitUsage;
-            }
-            sel = s.value();
         } else {
             out.error_msg(Errc::invalid_argument, "selftest: %s '%s' (see 'pmulab help selftest')",
                           args.at_option() ? "unknown option" : "unexpected argument", args.peek());

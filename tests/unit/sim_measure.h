@@ -32,6 +32,7 @@
 #include "pmulab/app.h"
 #include "pmulab/measure.h"
 #include "sim_cpu.h"
+#include "sim_netburst.h"
 
 namespace simm {
 
@@ -109,7 +110,13 @@ public:
             ++k;
         };
         auto retire = [&](u64 count) {
-            cpu.run(count, {{0xC0, 0x00, 1}});
+            if (cpu.netburst()) {
+                // NetBurst: one non-bogus, untagged instruction and uop retired per cycle.
+                sim::nb_run(cpu, count, {{sim::nb::kInstrRetired, sim::nb::NBOGUSNTAG, 1},
+                                         {sim::nb::kUopsRetired, sim::nb::NBOGUS, 1}});
+            } else {
+                cpu.run(count, {{0xC0, 0x00, 1}});
+            }
             cpu.ref_cycles(count);
         };
         for (const Op& o : ops) {

@@ -54,3 +54,17 @@ TEST(RunVendors, AmdZenCountsRetiredInstructionsAndRestores) {
     EXPECT_EQ(diff_state(before, m.cpu(0).pmu_state()), "");
     EXPECT_TRUE(m.cpu(0).violations().empty());
 }
+
+TEST(RunVendors, NetBurstCountsInstrRetiredThroughEscrAndCccrAndRestores) {
+    SimMachine m = netburst_p4(1, false);
+    PmuState before = m.cpu(0).pmu_state();
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench add_indep --events instr_retired,uops_retired,tsc --reps 3 --warmup 1 "
+                        "--unroll 10");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 3u) << c.out;
+    for (const pmutest::Json& x : r) EXPECT_EQ(x["per_iteration"].text, "8.00") << c.out;
+    EXPECT_EQ(diff_state(before, m.cpu(0).pmu_state()), "");
+    EXPECT_TRUE(m.cpu(0).violations().empty()) << m.cpu(0).violations()[0];
+}

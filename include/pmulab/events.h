@@ -182,6 +182,13 @@ Result<Event> parse_event_spec(StrView spec, EventDialect dialect = EventDialect
 // "event list item 2 (at offset 6): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)".
 inline constexpr usize kMaxEventsPerList = 256;
 Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect = EventDialect::intel);
+// The splitting step alone (the rule above): each item's [begin, end) in `text`;
+// errors for empty items and for more than kMaxEventsPerList. Shared with the
+// event-file resolver (event_table.h) so that both split lists the same way.
+struct EventListItem {
+    usize begin = 0, end = 0;
+};
+Status split_event_list(StrView text, Vec<EventListItem>* items);
 
 // Parses an event file (see above) into `out` (appending). `file_name` prefixes errors.
 // A file without any event is an error.

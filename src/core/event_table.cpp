@@ -693,63 +693,9 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
 }
 
 Status EventTables::resolve_list(StrView text, const CpuIdentity& id, Vec<Event>* out, EventDialect dialect) {
-    // Items as parse_event_list splits them (events.cpp): ';' always separates; ','
-    // separates except inside a PMU prefix's slashes and before a perf term that
-    // continues the perf term list before it.
-    struct Item {
-        usize begin, end;
-        bool perf;
-    };
-    static constexpr const char* kTerms[] = {"event", "umask", "cmask", "umask2", "inv", "edge", "any",
-                                             "eq", "usr", "os", "name", "hostonly", "guestonly"};
-    static constexpr bool kFlag[] = {false, false, false, false, true, true, true,
-                                     true, true, true, false, true, true};
-    auto perf_key = [&](StrView piece, bool* is_event) {
-        StrView t = piece.trim();
-        usize eq = t.find('=');
-        StrView key = t.sub(0, eq);
-        for (usize i = 0; i < sizeof kTerms / sizeof kTerms[0]; ++i) {
-            if (!key.eq_nocase(StrView(kTerms[i]))) continue;
-            if (eq >= t.len && !kFlag[i]) return false;
-            *is_event = i == 0;
-            return true;
-        }
-        return false;
-    };
-    Vec<Item> items;
-    usize start = 0;
-    bool in_slash = false;
-    char sep_before = 0;
-    for (usize i = 0; i <= text.len; ++i) {
-        char c = i < text.len ? text[i] : 0;
-        if (c == '/') in_slash = !in_slash;
-        bool sep = i == text.len || c == ';' || (c == ',' && !in_slash);
-        if (!sep) continue;
-        StrView piece = text.sub(start, i - start);
-        usize lead = 0;
-        while (lead < piece.len && is_ws(piece[lead])) ++lead;
-        usize off = start + lead;
-        if (piece.trim().empty()) {
-            if (text.trim().empty()) return Error::make(Errc::invalid_argument, "empty event list");
-            return Error::make(Errc::invalid_argument,
-                               "event list item %zu is empty (at offset %zu): two separators in a row, or one at "
-                               "the start or end",
-                               items.size() + 1, off);
-        }
-        bool is_event = false;
-        bool perf_term = perf_key(piece, &is_event);
-        if (sep_before == ',' && !items.empty() && items.back().perf && perf_term && !is_event) {
-            items.back().end = i;
-        } else {
-            if (items.size() >= kMaxEventsPerList)
-                return Error::make(Errc::invalid_argument, "too many events in the list (at most %zu)",
-                                   kMaxEventsPerList);
-            items.push(Item{off, i, perf_term});
-        }
-        sep_before = c;
-        if (c == ';') in_slash = false;
-        start = i + 1;
-    }
+    // Items exactly as parse_event_list splits them (events.cpp).
+    Vec<EventListItem> items;
+    PMULAB_TRY(split_event_list(text, &items));
     for (usize k = 0; k < items.size(); ++k) {
         bool table_error = false;
         Result<Event> r = resolve_item(text.sub(items[k].begin, items[k].end - items[k].begin), id, dialect,

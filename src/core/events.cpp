@@ -829,12 +829,9 @@ Result<Event> parse_event_spec(StrView raw, EventDialect dialect) {
     return e;
 }
 
-Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect) {
-    struct Item {
-        usize begin, end;
-        bool perf;  // a perf term list that later pieces may continue
-    };
-    Vec<Item> items;
+Status split_event_list(StrView text, Vec<EventListItem>* items) {
+    items->clear();
+    Vec<bool> perf;  // per item: a perf term list that later pieces may continue
     usize start = 0;
     bool in_slash = false;
     char sep_before = 0;
@@ -852,22 +849,29 @@ Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect) {
             return Error::make(Errc::invalid_argument,
                                "event list item %zu is empty (at offset %zu): two separators in a row, or one at "
                                "the start or end",
-                               items.size() + 1, off);
+                               items->size() + 1, off);
         }
         bool is_event = false;
         bool perf_term = is_perf_key(piece, &is_event);
-        if (sep_before == ',' && !items.empty() && items.back().perf && perf_term && !is_event) {
-            items.back().end = i;  // a continuation term of the previous perf list
+        if (sep_before == ',' && !items->empty() && perf.back() && perf_term && !is_event) {
+            items->back().end = i;  // a continuation term of the previous perf list
         } else {
-            if (items.size() >= kMaxEventsPerList)
+            if (items->size() >= kMaxEventsPerList)
                 return Error::make(Errc::invalid_argument, "too many events in the list (at most %zu)",
                                    kMaxEventsPerList);
-            items.push(Item{off, i, perf_term});
+            items->push(EventListItem{off, i});
+            perf.push(perf_term);
         }
         sep_before = c;
         if (c == ';') in_slash = false;
         start = i + 1;
     }
+    return ok_status();
+}
+
+Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect) {
+    Vec<EventListItem> items;
+    PMULAB_TRY(split_event_list(text, &items));
     for (usize k = 0; k < items.size(); ++k) {
         Result<Event> r = parse_event_spec(text.sub(items[k].begin, items[k].end - items[k].begin), dialect);
         if (!r.ok())

@@ -68,6 +68,11 @@ struct CounterAccess {
     u8 width = 64;
 };
 
+// Performs one read on the calling CPU (RDPMC, RDMSR or RDTSC), masked to its width.
+Result<u64> perform_read(Hw& hw, const CounterAccess& a);
+// The error of a backend asked to read a counter its CPU does not have.
+Error absent_counter_error(CounterKind kind, u8 index);
+
 // RDPMC selectors (SDM Vol. 2B, RDPMC): ECX[30] selects the fixed-function counters.
 inline constexpr u32 kRdpmcFixed = 0x40000000u;
 

@@ -292,4 +292,16 @@ Status PmuSession::close(RestoreReport* report) {
     return backend_->restore(report);
 }
 
+Result<u64> perform_read(Hw& hw, const CounterAccess& a) {
+    if (a.kind == CounterAccess::rdtsc) return hw.rdtsc() & regs::counter_mask(a.width);
+    Result<u64> r = a.kind == CounterAccess::rdpmc ? hw.rdpmc(a.index) : hw.rdmsr(a.index);
+    if (!r.ok()) return r.error();
+    return r.value() & regs::counter_mask(a.width);
+}
+
+Error absent_counter_error(CounterKind kind, u8 index) {
+    return Error::make(Errc::internal, "read of a counter this CPU does not have (%s %u)", counter_kind_name(kind),
+                       unsigned(index));
+}
+
 }  // namespace pmulab

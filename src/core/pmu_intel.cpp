@@ -316,12 +316,8 @@ Status IntelArchPmu::stop() {
 Result<u64> IntelArchPmu::read(CounterKind kind, u8 index) {
     bool gp = kind == CounterKind::gp;
     if (kind == CounterKind::none || !has(gp ? info_.gp_mask : info_.fixed_mask, index))
-        return Error::make(Errc::internal, "read of a counter this CPU does not have (%s %u)",
-                           counter_kind_name(kind), unsigned(index));
-    CounterAccess a = access(kind, index);
-    Result<u64> r = a.kind == CounterAccess::rdpmc ? hw_->rdpmc(a.index) : hw_->rdmsr(a.index);
-    if (!r.ok()) return r.error();
-    return r.value() & regs::counter_mask(a.width);
+        return absent_counter_error(kind, index);
+    return perform_read(*hw_, access(kind, index));
 }
 
 Result<OverflowState> IntelArchPmu::overflow() {

@@ -13,14 +13,17 @@ BUILD       := build
 
 VERSION := $(shell git describe --always --dirty --tags 2>/dev/null || echo unknown)
 
-CORE_SRCS := $(sort $(wildcard src/core/*.cpp))
+# The portable core, layer by layer (tools/check-layers.py keeps includes flowing down).
+LAYERS    := base x86 events pmu measure census app commands
+CORE_SRCS := $(sort $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.cpp)))
+CORE_HDRS := $(sort $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.h)))
 EFI_SRCS  := $(sort $(wildcard src/efi/*.cpp))
-EFI_ASM   := $(sort $(wildcard src/efi/*.S))
+EFI_ASM   := $(sort $(wildcard src/efi/*.S)) src/measure/kernel_bodies.S
 HOST_LIB_SRCS := $(sort $(wildcard src/host/lib/*.cpp))
-TEST_SRCS := $(sort $(wildcard tests/unit/*.cpp))
+TEST_SRCS := $(sort $(wildcard tests/unit/*/*.cpp tests/sim/*.cpp tests/support/*.cpp))
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Werror=return-type -Werror=format
-COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Iinclude -I$(BUILD)/gen $(WARN)
+COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Isrc -Iinclude -I$(BUILD)/gen $(WARN)
 
 EFI_CXXFLAGS := $(COMMON_CXXFLAGS) -target x86_64-unknown-linux-gnu -ffreestanding -nostdinc++ \
 	-fno-stack-protector -fno-stack-check -fpic -fshort-wchar -mno-red-zone \
@@ -30,7 +33,7 @@ EFI_LDFLAGS := -nostdlib -znocombreloc -T src/efi/pmulab.lds -shared -Bsymbolic 
 	-L$(EFILIB) $(EFILIB)/crt0-efi-x86_64.o
 
 HOST_CXXFLAGS := $(COMMON_CXXFLAGS) -O2 -g
-TEST_CXXFLAGS := -std=c++20 -Iinclude -I$(BUILD)/gen -Itests/unit -Isrc/host/lib $(WARN) -O1 -g \
+TEST_CXXFLAGS := -std=c++20 -Isrc -Iinclude -I$(BUILD)/gen -Itests -Isrc/host/lib $(WARN) -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-sanitize=vptr
 TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
 
@@ -89,7 +92,7 @@ $(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -fno-exceptions -fno-rtti -MMD -MP -c $< -o $@
 
-$(BUILD)/test/unit/%.o: tests/unit/%.cpp | $(BUILD)/gen/pmulab_version.h
+$(BUILD)/test/%.o: tests/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -MMD -MP -c $< -o $@
 
@@ -146,18 +149,18 @@ sign: $(BUILD)/pmulab.efi
 # `make fuzz` builds build/fuzz/fuzz_events (core sources + the target, which defines the
 # host panic hook) and runs it for FUZZ_TIME seconds, seeded from tests/fuzz/corpus/events/;
 # new corpus entries go to build/fuzz/corpus-events/, crashers to tests/fuzz/crashers/
-# (tests/unit/test_fuzz_replay.cpp replays both directories).
+# (tests/unit/events/test_fuzz_replay.cpp replays both directories).
 FUZZ_TIME ?= 30
-FUZZ_CXXFLAGS := -std=c++20 -Iinclude $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
+FUZZ_CXXFLAGS := -std=c++20 -Isrc -Iinclude -Itests $(WARN) -O1 -g -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -DPMULAB_VERSION='"$(VERSION)"'
 $(BUILD)/fuzz/fuzz_events: tests/fuzz/fuzz_events.cpp tests/fuzz/fuzz_events_body.h $(CORE_SRCS) \
-		$(wildcard include/pmulab/*.h)
+		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_events.cpp $(CORE_SRCS) -o $@
 
 # fuzz_inputs: campaign configs, JSON records and CPUID dumps (first byte picks the parser).
 $(BUILD)/fuzz/fuzz_inputs: tests/fuzz/fuzz_inputs.cpp tests/fuzz/fuzz_inputs_body.h $(CORE_SRCS) \
-		$(wildcard include/pmulab/*.h)
+		$(CORE_HDRS)
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_inputs.cpp $(CORE_SRCS) -o $@
 

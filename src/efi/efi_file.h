@@ -1,7 +1,7 @@
 // Files on pmulab's own boot volume (the device it was loaded from).
 #pragma once
 
-#include "pmulab/result.h"
+#include "base/result.h"
 
 namespace pmulab::efi {
 

@@ -2,7 +2,7 @@
 // \pmulab\events\ and event list files named on the command line.
 #pragma once
 
-#include "pmulab/event_table.h"
+#include "events/event_files.h"
 
 namespace pmulab::efi {
 

@@ -1,5 +1,5 @@
 #include "fault.h"
-#include "platform.h"
+#include "efi_platform.h"
 
 namespace pmulab::efi {
 

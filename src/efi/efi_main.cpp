@@ -3,8 +3,8 @@
 // BSP, the watchdog, and the final shutdown.
 #include "efi_file.h"
 #include "fault.h"
-#include "platform.h"
-#include "pmulab/config.h"
+#include "efi_platform.h"
+#include "app/config.h"
 
 namespace pmulab::efi {
 

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "efi_defs.h"
-#include "pmulab/app.h"
+#include "app/out.h"
 
 namespace pmulab::efi {
 

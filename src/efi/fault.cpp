@@ -1,7 +1,7 @@
 #include "fault.h"
 
 #include "efi_defs.h"
-#include "pmulab/hw.h"
+#include "x86/hw.h"
 
 extern "C" {
 void pmulab_ud_stub();

@@ -1,7 +1,7 @@
 // Fault-safe MSR/PMC access on the EFI side (fault_stubs.S + fault.cpp).
 #pragma once
 
-#include "pmulab/result.h"
+#include "base/result.h"
 
 extern "C" {
 pmulab::u32 pmulab_safe_rdmsr(pmulab::u32 msr, pmulab::u64* out);

@@ -2,8 +2,8 @@
 
 #include "efi_defs.h"
 #include "fault.h"
-#include "kernel_bodies.h"
-#include "pmulab/msr_addr.h"
+#include "measure/kernel_bodies.h"
+#include "x86/msr_addr.h"
 
 namespace pmulab::efi {
 

@@ -1,9 +1,9 @@
 // The measurement engine's platform services on UEFI: pages from AllocatePages,
-// the kernel bodies of kernels.S, interrupt masking (cli or local APIC LVT), and
+// the kernel bodies of kernel_bodies.S, interrupt masking (cli or local APIC LVT), and
 // calling generated code.
 #pragma once
 
-#include "pmulab/measure.h"
+#include "measure/measure.h"
 
 namespace pmulab::efi {
 

@@ -3,8 +3,8 @@
 // the pure-virtual trap. No global constructors exist in pmulab (the linker
 // script asserts .init_array is empty).
 #include "efi_defs.h"
-#include "pmulab/base.h"
-#include "platform.h"
+#include "base/base.h"
+#include "efi_platform.h"
 
 extern "C" {
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "pmulab/cpuid_dump.h"
+#include "census/cpuid_dump.h"
 
 using namespace pmulab;
 

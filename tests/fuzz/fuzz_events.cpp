@@ -1,6 +1,6 @@
 // libFuzzer target over the event-list and event-file parsers and the counter
 // allocator (`make fuzz`). The checks live in fuzz_events_body.h so that
-// tests/unit/test_fuzz_replay.cpp can replay the corpus and every crasher.
+// tests/unit/events/test_fuzz_replay.cpp can replay the corpus and every crasher.
 #include <cstdio>
 #include <cstdlib>
 

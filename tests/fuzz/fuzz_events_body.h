@@ -1,6 +1,6 @@
 // The checks of the event-parser fuzz target (tests/fuzz/fuzz_events.cpp), shared with
 // the unit test that replays the seed corpus and every crasher
-// (tests/unit/test_fuzz_replay.cpp). Host code: the standard library is fine here.
+// (tests/unit/events/test_fuzz_replay.cpp). Host code: the standard library is fine here.
 //
 // One input is parsed both as a --events list and as an event file. Whatever parses
 // must satisfy the parsers' contracts; whatever fails must fail with a non-empty,
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "pmulab/alloc.h"
+#include "pmu/alloc.h"
 
 namespace fuzz_events {
 

@@ -1,6 +1,6 @@
 // libFuzzer target over pmulab's other input parsers: campaign configs, JSON
 // records, CPUID dumps (`make fuzz`). Checks in fuzz_inputs_body.h, replayed by
-// tests/unit/test_fuzz_inputs_replay.cpp.
+// tests/unit/app/test_fuzz_inputs_replay.cpp.
 #include <cstdio>
 #include <cstdlib>
 

@@ -8,10 +8,10 @@
 #include <cstring>
 #include <string>
 
-#include "pmulab/app.h"
-#include "pmulab/config.h"
-#include "pmulab/cpuid_dump.h"
-#include "pmulab/records.h"
+#include "commands/commands.h"
+#include "app/config.h"
+#include "census/cpuid_dump.h"
+#include "app/records.h"
 
 namespace fuzz_inputs {
 

@@ -1,0 +1,25 @@
+// Command lines: splitting a line into words (campaign files, the UEFI shell, the
+// boot entry) and the global options every command takes.
+#pragma once
+
+#include "base/result.h"
+
+namespace pmulab {
+
+// Global options that apply to the whole invocation.
+struct GlobalOptions {
+    bool json = false;
+    bool shutdown = false;
+    bool help = false;
+};
+
+// Splits a command line into words: whitespace-separated, double quotes group,
+// backslash escapes a quote. Returns false (with a message) on an unterminated quote.
+struct ArgVec {
+    Vec<char*> argv;
+    Vec<char> storage;
+    int argc() const { return int(argv.size()); }
+};
+Status split_command_line(StrView line, ArgVec* out);
+
+}  // namespace pmulab

@@ -1,0 +1,81 @@
+#include "app/out.h"
+
+#include <stdarg.h>
+
+#include "base/json.h"
+
+namespace pmulab {
+
+int exit_status_for(Errc c) {
+    switch (c) {
+        case Errc::ok: return kExitOk;
+        case Errc::invalid_argument: return kExitUsage;
+        case Errc::unsupported: return kExitUnsupported;
+        case Errc::internal: return kExitInternal;
+        default: return kExitFailure;
+    }
+}
+
+void Out::text(const char* fmt, ...) {
+    if (json_) return;
+    StrBuf b;
+    va_list ap;
+    va_start(ap, fmt);
+    b.vprintf(fmt, ap);
+    va_end(ap);
+    p_.write(b.view());
+}
+
+void Out::error(const Error& e) {
+    StrBuf msg;
+    if (context_) msg.printf("%s: ", context_);
+    msg.put(StrView(e.msg));
+    StrBuf jl;
+    JsonWriter w(jl);
+    w.begin_object().field("type", "error").field("code", errc_name(e.code));
+    w.field("message", msg.view());
+    if (e.code == Errc::fault) w.field_u("vector", e.vector);
+    w.end_object();
+    jl.put('\n');
+    // Errors belong to the results too: a run that failed says why in its file.
+    if (sink_) sink_->record(jl.view());
+    if (json_) {
+        p_.write(jl.view());
+    } else {
+        StrBuf b;
+        b.printf("pmulab: error: %s\n", msg.c_str());
+        p_.write(b.view());
+    }
+}
+
+void Out::error_msg(Errc c, const char* fmt, ...) {
+    Error e;
+    e.code = c;
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    error(e);
+}
+
+void Out::warn(const char* fmt, ...) {
+    char msg[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    StrBuf full;
+    if (context_) full.printf("%s: ", context_);
+    full.put(StrView(msg));
+    StrBuf b;
+    if (json_) {
+        JsonWriter w(b);
+        w.begin_object().field("type", "warning").field("message", full.view()).end_object();
+        b.put('\n');
+    } else {
+        b.printf("pmulab: warning: %s\n", full.c_str());
+    }
+    p_.write(b.view());
+}
+
+}  // namespace pmulab

@@ -1,0 +1,54 @@
+// Command output: human text in text mode, JSON records in JSON mode and to the
+// results files, errors and warnings in both; the documented exit statuses.
+#pragma once
+
+#include "app/platform.h"
+
+namespace pmulab {
+
+// Documented exit statuses (README "Exit status").
+enum ExitStatus : int {
+    kExitOk = 0,
+    kExitFailure = 1,      // the command ran and failed (hardware fault, measurement error)
+    kExitUsage = 2,        // bad command line, option value, event spec or config line
+    kExitUnsupported = 3,  // the CPU or firmware lacks what the command needs
+    kExitInternal = 4,     // a bug in pmulab
+};
+
+int exit_status_for(Errc c);
+
+// Output helper: human text only in text mode, records only in JSON mode, errors in both.
+class Out {
+public:
+    Out(Platform& p, bool json) : p_(p), json_(json) {}
+    bool json() const { return json_; }
+    // Text mode only.
+    void text(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    void text_buf(const StrBuf& b) {
+        if (!json_) p_.write(b.view());
+    }
+    // A JSON record (one complete line ending in '\n'): always to the results
+    // files, and to the console in JSON mode. Commands emit their records in both
+    // modes and their human text with text().
+    void record(const StrBuf& line) {
+        if (sink_) sink_->record(line.view());
+        if (json_) p_.write(line.view());
+    }
+    void set_sink(RecordSink* s) { sink_ = s; }
+    // Prefix for errors and warnings, e.g. "\pmulab\pmulab.cfg:3" (null: none).
+    void set_context(const char* c) { context_ = c; }
+    // Both modes: "pmulab: error: ..." or {"type":"error",...}.
+    void error(const Error& e);
+    void error_msg(Errc c, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+    // Both modes: a warning that does not change the exit status.
+    void warn(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    Platform& platform() { return p_; }
+
+private:
+    Platform& p_;
+    bool json_;
+    RecordSink* sink_ = nullptr;
+    const char* context_ = nullptr;
+};
+
+}  // namespace pmulab

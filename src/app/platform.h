@@ -1,0 +1,39 @@
+// What a command runs against: the Platform (the EFI application, the host tools, or
+// the host tests' simulated machine): the hardware seam, console text, results files,
+// boot-volume files and the measurement services.
+#pragma once
+
+#include "base/fmt.h"
+#include "x86/hw.h"
+#include "app/records.h"
+
+namespace pmulab {
+
+class MeasurePlatform;  // pmulab/measure.h
+class FileSource;       // pmulab/event_table.h
+
+class Platform {
+public:
+    virtual Hw& hw() = 0;
+    // Console text (and its mirrors: debug port, serial). Must accept any length.
+    virtual void write(StrView text) = 0;
+    // Firmware identity for metadata records; empty strings when unknown.
+    virtual const char* firmware_vendor() { return ""; }
+    virtual u32 firmware_revision() { return 0; }
+    // The measurement engine's services (executable pages, kernel bodies, interrupt
+    // masking); null where generated code cannot run.
+    virtual MeasurePlatform* measure() { return nullptr; }
+    // Wall-clock time as "YYYY-MM-DDTHH:MM:SS" (empty when unknown).
+    virtual void now(char* buf, usize cap) {
+        if (cap) buf[0] = 0;
+    }
+    // Results files; null when there are none (host tools, tests without files).
+    virtual RecordSink* record_sink() { return nullptr; }
+    // Files on pmulab's boot volume (event files, event lists); null when there are none.
+    virtual FileSource* files() { return nullptr; }
+
+protected:
+    ~Platform() = default;
+};
+
+}  // namespace pmulab

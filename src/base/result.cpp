@@ -1,0 +1,44 @@
+#include "base/result.h"
+
+#include <stdarg.h>
+
+#include "base/fmt.h"
+
+namespace pmulab {
+
+const char* errc_name(Errc c) {
+    switch (c) {
+        case Errc::ok: return "ok";
+        case Errc::invalid_argument: return "invalid argument";
+        case Errc::unsupported: return "unsupported";
+        case Errc::fault: return "fault";
+        case Errc::io: return "i/o error";
+        case Errc::not_found: return "not found";
+        case Errc::internal: return "internal error";
+    }
+    return "error";
+}
+
+Error Error::make(Errc c, const char* fmt, ...) {
+    Error e;
+    e.code = c;
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    va_end(ap);
+    return e;
+}
+
+Error& Error::add_context(const char* fmt, ...) {
+    char prefix[kMsgMax];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[kMsgMax];
+    str_copy(old, sizeof old, msg);
+    format_to(msg, sizeof msg, "%s: %s", prefix, old);
+    return *this;
+}
+
+}  // namespace pmulab

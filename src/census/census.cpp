@@ -1,0 +1,459 @@
+#include "census/census.h"
+
+#include "base/json.h"
+#include "x86/msr_addr.h"
+#include "x86/netburst_regs.h"
+
+namespace pmulab {
+
+namespace {
+
+struct CollectCtx {
+    Hw* hw;
+    CpuRecord* rec;
+};
+
+// Runs on the target CPU: no allocation, no output.
+void collect_on_cpu(void* p) {
+    auto* c = static_cast<CollectCtx*>(p);
+    capture_cpuid(*c->hw, &c->rec->raw);
+    CpuidRegs l1 = c->rec->raw.get(1);
+    bool pdcm = (l1.ecx >> 15) & 1;
+    if (pdcm) {
+        Result<u64> caps = c->hw->rdmsr(msr::IA32_PERF_CAPABILITIES);
+        c->rec->dec.pmu.perf_caps_read = caps.ok();
+        c->rec->dec.pmu.perf_caps = caps.value_or(0);
+        c->rec->perf_caps_fault = !caps.ok();
+    }
+    // NetBurst: the ESCR/CCCR counters exist only when IA32_MISC_ENABLE[7] (Performance
+    // Monitoring Available, read-only) is set; the firmware can clear it.
+    if (decode_cpuid(c->rec->raw).pmu.netburst) {
+        Result<u64> me = c->hw->rdmsr(netburst::IA32_MISC_ENABLE);
+        c->rec->netburst_perfmon = !me.ok() ? CpuRecord::NetBurstPerfmon::read_fault
+                                   : ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1)
+                                       ? CpuRecord::NetBurstPerfmon::available
+                                       : CpuRecord::NetBurstPerfmon::disabled;
+    }
+    c->rec->collected = true;
+}
+
+void put_mask_list(StrBuf& out, u32 mask) {
+    if (!mask) {
+        out.put("none");
+        return;
+    }
+    bool first = true;
+    for (u32 i = 0; i < 32; ++i) {
+        if (!((mask >> i) & 1)) continue;
+        // Collapse runs: 0-3,5
+        u32 j = i;
+        while (j + 1 < 32 && ((mask >> (j + 1)) & 1)) ++j;
+        if (!first) out.put(',');
+        first = false;
+        if (j > i) out.printf("%u-%u", i, j);
+        else out.printf("%u", i);
+        i = j;
+    }
+}
+
+void json_index_array(JsonWriter& w, u32 mask) {
+    w.begin_array();
+    for (u32 i = 0; i < 32; ++i)
+        if ((mask >> i) & 1) w.num(i);
+    w.end_array();
+}
+
+const char* yesno(bool b) { return b ? "yes" : "no"; }
+
+// Two CPUs share a PMU block when identity-relevant fields and PMU caps match.
+bool same_pmu(const CpuRecord& a, const CpuRecord& b) {
+    return a.collected == b.collected && (a.collected || str_eq(a.error, b.error)) &&
+           a.dec.pmu == b.dec.pmu &&
+           a.dec.id.core_type == b.dec.id.core_type && a.dec.id.signature == b.dec.id.signature &&
+           a.dec.id.vendor == b.dec.id.vendor && a.netburst_perfmon == b.netburst_perfmon;
+}
+
+bool netburst_disabled(const CpuRecord& r) { return r.netburst_perfmon == CpuRecord::NetBurstPerfmon::disabled; }
+
+void put_cpu_list(StrBuf& out, const Vec<CpuRecord>& cpus, const Vec<u32>& members) {
+    // Ranges of consecutive indices.
+    for (usize k = 0; k < members.size(); ++k) {
+        usize j = k;
+        while (j + 1 < members.size() && cpus[members[j + 1]].index == cpus[members[j]].index + 1) ++j;
+        if (k) out.put(',');
+        if (j > k) out.printf("%u-%u", cpus[members[k]].index, cpus[members[j]].index);
+        else out.printf("%u", cpus[members[k]].index);
+        k = j;
+    }
+}
+
+void put_pmu_block(StrBuf& out, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
+    if (!r.collected) {
+        out.printf("  not collected: %s\n", r.error);
+        return;
+    }
+    if (id.hybrid) out.printf("  core type        : %s (0x%02x), native model id 0x%06x\n",
+                              core_type_name(id.core_type), id.core_type, id.native_model_id);
+    bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    if (amd) {
+        if (!p.amd_core_counters) {
+            out.printf("  PMU              : none enumerated (%s)\n",
+                       id.hypervisor ? "no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
+                                       "counters are not assumed in a virtual machine"
+                                     : "family before K7 has no performance counters");
+        } else {
+            out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n",
+                       p.amd_core_counters, yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
+            if (p.amd_perfmon_v2)
+                out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n",
+                           yesno(p.amd_lbr_v2), p.amd_lbr_stack_size, p.amd_nb_counters);
+            out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
+                       p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no",
+                       p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
+        }
+        return;
+    }
+    if (p.netburst) {
+        // SDM Vol. 3B §20.15: ESCR/CCCR counters; IA32_MISC_ENABLE[7] confirms them at run time.
+        if (!p.leaf_0a) out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
+        else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
+        out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
+        out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
+        out.printf("  Hyper-Threading  : %s\n", p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs"
+                                                              : "no");
+        if (netburst_disabled(r))
+            out.put("  perfmon          : disabled by the firmware: IA32_MISC_ENABLE[7] (Performance Monitoring "
+                    "Available) is 0, so no counter can be used (only the TSC)\n");
+        else if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::read_fault)
+            out.put("  perfmon          : unknown: RDMSR IA32_MISC_ENABLE (0x1A0) faulted\n");
+        return;
+    }
+    if (!p.leaf_0a) {
+        out.printf("  PMU              : none (maximum CPUID leaf 0x%x has no leaf 0AH)\n", id.max_leaf);
+        return;
+    }
+    if (p.version == 0) {
+        out.printf("  PMU              : none: CPUID.0AH reports version 0, no architectural "
+                   "performance monitoring%s\n",
+                   id.hypervisor ? " (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)"
+                                 : "");
+        return;
+    }
+    out.printf("  perfmon version  : %u\n", p.version);
+    out.printf("  GP counters      : %u x %u bits", p.gp_counters, p.gp_width);
+    if (p.leaf_23 && (p.leaf23_subleaves & 2)) {
+        out.put(" (leaf 23H bitmap: ");
+        put_mask_list(out, p.gp_bitmap);
+        out.put(")");
+    }
+    out.put('\n');
+    out.printf("  fixed counters   : %u x %u bits (EDX[4:0]=%u", popcount64(p.fixed_effective),
+               p.fixed_width, p.fixed_counters);
+    if (p.version >= 5) out.printf(", ECX mask 0x%x", p.fixed_mask);
+    out.put("; effective: ");
+    put_mask_list(out, p.fixed_effective);
+    if (p.leaf_23 && (p.leaf23_subleaves & 2)) {
+        out.put("; leaf 23H bitmap: ");
+        put_mask_list(out, p.fixed_bitmap);
+    }
+    out.put(")\n");
+    if (p.fixed_count_quirk)
+        out.printf("  note             : CPUID reports %u fixed counters; v%u parts on bare metal have "
+                   "3 (fixed 0-2 assumed, as Linux does)\n",
+                   p.fixed_counters, p.version);
+    out.printf("  AnyThread        : %s\n", p.anythread_deprecated ? "deprecated" : "supported");
+    out.printf("  arch events      : EBX length %u, EBX 0x%x\n", p.ebx_length, p.ebx);
+    for (unsigned b = 0; b < kArchEventCount; ++b) {
+        bool in_vec = b < p.ebx_length;
+        const char* state = !in_vec ? "not enumerated" : ((p.ebx >> b) & 1) ? "UNAVAILABLE" : "available";
+        out.printf("    %-28s %s", arch_event_title(b), state);
+        // CPUID.(23H,3):EAX lists the supported architectural events (bit set = supported).
+        if (p.leaf_23 && (p.leaf23_subleaves & 8))
+            out.printf("%*s leaf 23H: %s", int(15 - str_len(state)), "",
+                       ((p.arch_events_bitmap >> b) & 1) ? "supported" : "not supported");
+        out.put('\n');
+    }
+    if (p.leaf_23) {
+        out.printf("  leaf 23H         : sub-leaves 0x%x, UMASK2 %s, EQ %s", p.leaf23_subleaves,
+                   yesno(p.umask2), yesno(p.eq_bit));
+        if (p.leaf23_subleaves & 4) {
+            out.put(", ACR GP ");
+            put_mask_list(out, p.acr_gp_bitmap);
+            out.put(" fixed ");
+            put_mask_list(out, p.acr_fixed_bitmap);
+        }
+        if (p.leaf23_subleaves & 8) out.printf(", arch events 0x%x", p.arch_events_bitmap);
+        out.put('\n');
+    }
+    if (id.pdcm) {
+        if (p.perf_caps_read)
+            out.printf("  PERF_CAPABILITIES: 0x%llx (full-width writes %s)\n",
+                       (unsigned long long)p.perf_caps, yesno((p.perf_caps >> 13) & 1));
+        else if (r.perf_caps_fault)
+            out.put("  PERF_CAPABILITIES: PDCM set but RDMSR 0x345 faulted\n");
+        else
+            out.put("  PERF_CAPABILITIES: not read (offline)\n");
+    }
+}
+
+}  // namespace
+
+void census_decode(CpuRecord& r) {
+    bool caps_read = r.dec.pmu.perf_caps_read;
+    u64 caps = r.dec.pmu.perf_caps;
+    r.dec = decode_cpuid(r.raw);
+    r.dec.pmu.perf_caps_read = caps_read;
+    r.dec.pmu.perf_caps = caps;
+    if (!r.topology_known) {
+        // x2APIC ID from leaf 0BH when present, else the initial APIC ID.
+        CpuidRegs b, c;
+        bool leaf_b = r.dec.id.max_leaf >= 0xB && r.raw.find(0xB, 0, &b) && (b.ebx & 0xffff);
+        r.topo.apic_id = leaf_b ? b.edx : r.dec.id.initial_apic_id;
+        // Location as the firmware derives it (SDM Vol. 3A, "Hierarchical Mapping of CPUID
+        // Extended Topology Leaf"): sub-leaf 0 is the SMT level (ECX[15:8] = 1), sub-leaf 1
+        // the core level (2); EAX[4:0] of each is the x2APIC ID shift to the next level.
+        if (leaf_b && r.raw.find(0xB, 1, &c) && ((b.ecx >> 8) & 0xff) == 1 && ((c.ecx >> 8) & 0xff) == 2) {
+            u32 smt = b.eax & 0x1f, core = c.eax & 0x1f;
+            if (smt <= core) {
+                u64 id = r.topo.apic_id;
+                r.topo.thread = u32(id & low_mask(smt));
+                r.topo.core = u32((id >> smt) & low_mask(core - smt));
+                r.topo.package = u32(id >> core);
+            }
+        }
+    }
+}
+
+Status census_collect(Hw& hw, Vec<CpuRecord>& out) {
+    u32 n = hw.cpu_count();
+    if (n == 0) return Error::make(Errc::internal, "no logical processors reported");
+    out.clear();
+    out.resize(n);
+    for (u32 i = 0; i < n; ++i) {
+        CpuRecord& r = out[i];
+        r.index = i;
+        Result<CpuTopology> t = hw.topology(i);
+        if (t.ok()) {
+            r.topo = t.value();
+            r.topology_known = true;
+        }
+        if (t.ok() && !t.value().enabled) {
+            str_copy(r.error, sizeof r.error, "processor is disabled by the firmware");
+            continue;
+        }
+        CollectCtx ctx{&hw, &r};
+        Status s = hw.run_on_cpu(i, collect_on_cpu, &ctx);
+        if (!s.ok()) {
+            str_copy(r.error, sizeof r.error, s.error().msg);
+            r.collected = false;
+            continue;
+        }
+        census_decode(r);
+    }
+    return ok_status();
+}
+
+void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
+    usize collected = 0;
+    for (const CpuRecord& r : cpus) collected += r.collected;
+    const CpuRecord* first = nullptr;
+    for (const CpuRecord& r : cpus)
+        if (r.collected) {
+            first = &r;
+            break;
+        }
+    out.printf("pmulab census: %u logical processor%s", unsigned(cpus.size()), cpus.size() == 1 ? "" : "s");
+    if (collected != cpus.size()) out.printf(" (%u not reachable)", unsigned(cpus.size() - collected));
+    out.put('\n');
+    if (first) {
+        const CpuIdentity& id = first->dec.id;
+        out.printf("CPU: %s", id.vendor_string);
+        if (id.brand[0]) out.printf(" \"%s\"", id.brand);
+        out.printf(", family 0x%x model 0x%x stepping 0x%x (", id.family, id.model, id.stepping);
+        put_signature(out, id);
+        out.printf("), signature 0x%08x%s%s\n", id.signature, id.hybrid ? ", hybrid" : "",
+                   id.hypervisor ? ", hypervisor present" : "");
+    }
+    out.put("\n  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n");
+    for (const CpuRecord& r : cpus) {
+        const PmuCaps& p = r.dec.pmu;
+        out.printf("  %3u  %5llu  %-3s  %3u  %4u  %3u", r.index, (unsigned long long)r.topo.apic_id,
+                   r.topo.bsp ? "yes" : "", r.topo.package, r.topo.core, r.topo.thread);
+        if (!r.collected) {
+            out.printf("  error: %s\n", r.error);
+            continue;
+        }
+        out.printf("  %-4s", r.dec.id.hybrid ? (r.dec.id.core_type == kCoreTypeCore   ? "P"
+                                                : r.dec.id.core_type == kCoreTypeAtom ? "E"
+                                                                                      : "?")
+                                             : "-");
+        bool amd = r.dec.id.vendor == Vendor::amd || r.dec.id.vendor == Vendor::hygon;
+        if (!p.present()) {
+            out.put("  none\n");
+            continue;
+        }
+        if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
+        else if (p.netburst) out.put(netburst_disabled(r) ? "  p4    off\n" : "  p4    18x40\n");
+        else {
+            char gp[16];
+            format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
+            out.printf("  v%-3u  %-6s", p.version, gp);
+            // Core 2 (fixed_count_quirk) reports no fixed counters, hence no width either.
+            u32 nfixed = popcount64(p.fixed_counter_mask());
+            if (!nfixed) out.put("  0\n");
+            else if (p.fixed_width) out.printf("  %ux%u\n", nfixed, p.fixed_width);
+            else out.printf("  %ux?\n", nfixed);
+        }
+    }
+    // Extended topology, when the firmware reports it.
+    bool any_ext = false;
+    for (const CpuRecord& r : cpus) any_ext |= r.topo.has_extended;
+    if (any_ext) {
+        out.put("\n  extended location (package/die/tile/module/core/thread):\n");
+        for (const CpuRecord& r : cpus)
+            if (r.topo.has_extended)
+                out.printf("  %3u  %u/%u/%u/%u/%u/%u\n", r.index, r.topo.ext_package, r.topo.ext_die,
+                           r.topo.ext_tile, r.topo.ext_module, r.topo.ext_core, r.topo.ext_thread);
+    }
+    // Group identical PMUs; one detailed block per group.
+    Vec<bool> done;
+    done.resize(cpus.size());
+    usize groups = 0;
+    for (usize i = 0; i < cpus.size(); ++i) {
+        if (done[i]) continue;
+        Vec<u32> members;
+        for (usize j = i; j < cpus.size(); ++j)
+            if (!done[j] && same_pmu(cpus[i], cpus[j])) {
+                done[j] = true;
+                members.push(u32(j));
+            }
+        if (cpus[i].collected) ++groups;  // unreachable CPUs are not a PMU configuration
+        out.put("\nPMU of CPU ");
+        put_cpu_list(out, cpus, members);
+        out.printf(" (%u CPU%s):\n", unsigned(members.size()), members.size() == 1 ? "" : "s");
+        put_pmu_block(out, cpus[i]);
+    }
+    if (groups > 1) out.printf("\nnote: %u different PMU configurations across CPUs (hybrid part or "
+                               "asymmetric firmware setup)\n", unsigned(groups));
+}
+
+void census_json(const CpuRecord& r, StrBuf& out) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
+    JsonWriter w(out);
+    w.begin_object();
+    w.field("type", "cpu");
+    w.field_u("index", r.index);
+    w.field_u("apic_id", r.topo.apic_id);
+    w.field_b("bsp", r.topo.bsp);
+    w.field_u("package", r.topo.package);
+    w.field_u("core", r.topo.core);
+    w.field_u("thread", r.topo.thread);
+    if (r.topo.has_extended) {
+        w.key("location2").begin_object();
+        w.field_u("package", r.topo.ext_package);
+        w.field_u("die", r.topo.ext_die);
+        w.field_u("tile", r.topo.ext_tile);
+        w.field_u("module", r.topo.ext_module);
+        w.field_u("core", r.topo.ext_core);
+        w.field_u("thread", r.topo.ext_thread);
+        w.end_object();
+    }
+    w.field_b("collected", r.collected);
+    if (!r.collected) {
+        w.field("error", r.error);
+        w.end_object();
+        out.put('\n');
+        return;
+    }
+    w.field("vendor", id.vendor_string);
+    w.field("brand", id.brand);
+    w.field_hex("signature", id.signature);
+    w.field_u("family", id.family);
+    w.field_u("model", id.model);
+    w.field_u("stepping", id.stepping);
+    w.field_b("hypervisor", id.hypervisor);
+    w.field_b("hybrid", id.hybrid);
+    w.field("core_type", core_type_name(id.core_type));
+    w.field_u("core_type_id", id.core_type);
+    w.field_b("pdcm", id.pdcm);
+    w.field_hex("max_leaf", id.max_leaf);
+    w.field_hex("max_ext_leaf", id.max_ext_leaf);
+
+    w.key("pmu").begin_object();
+    w.field_b("present", p.present() && !netburst_disabled(r));
+    w.field_u("perfmon_version", p.version);
+    w.field_u("gp_counters", p.gp_counters);
+    w.field_u("gp_width", p.gp_width);
+    w.field_u("ebx_vector_length", p.ebx_length);
+    w.field_hex("ebx", p.ebx);
+    w.key("events_unavailable").begin_array();
+    for (unsigned b = 0; b < kArchEventCount; ++b)
+        if ((p.events_unavailable >> b) & 1) w.str(arch_event_key(b));
+    w.end_array();
+    w.key("events_available").begin_array();
+    for (unsigned b = 0; b < kArchEventCount; ++b)
+        if ((p.events_available >> b) & 1) w.str(arch_event_key(b));
+    w.end_array();
+    w.field_u("fixed_counters", p.fixed_counters);
+    w.field_u("fixed_width", p.fixed_width);
+    w.field_b("anythread_deprecated", p.anythread_deprecated);
+    w.field_hex("fixed_counter_mask", p.fixed_mask);
+    w.key("fixed_counters_effective");
+    json_index_array(w, p.fixed_effective);
+    w.field_b("fixed_count_quirk", p.fixed_count_quirk);
+    w.key("gp_counters_usable");
+    json_index_array(w, p.gp_counter_mask());
+    w.key("fixed_counters_usable");
+    json_index_array(w, p.fixed_counter_mask());
+    w.field_b("leaf_23", p.leaf_23);
+    if (p.leaf_23) {
+        w.field_hex("leaf23_subleaves", p.leaf23_subleaves);
+        w.field_b("umask2", p.umask2);
+        w.field_b("eq", p.eq_bit);
+        w.key("gp_bitmap");
+        json_index_array(w, p.gp_bitmap);
+        w.key("fixed_bitmap");
+        json_index_array(w, p.fixed_bitmap);
+        w.key("acr_gp_bitmap");
+        json_index_array(w, p.acr_gp_bitmap);
+        w.key("acr_fixed_bitmap");
+        json_index_array(w, p.acr_fixed_bitmap);
+        w.field_hex("arch_events_bitmap", p.arch_events_bitmap);
+    }
+    if (id.vendor == Vendor::amd || id.vendor == Vendor::hygon) {
+        w.key("amd").begin_object();
+        w.field_b("perfctr_ext_core", p.amd_perfctr_core);
+        w.field_b("perfmon_v2", p.amd_perfmon_v2);
+        w.field_u("core_counters", p.amd_core_counters);
+        w.field_b("lbr_v2", p.amd_lbr_v2);
+        w.field_u("lbr_stack_size", p.amd_lbr_stack_size);
+        w.field_u("nb_counters", p.amd_nb_counters);
+        w.field_b("irperf", p.amd_irperf);
+        w.field_b("aperf_mperf", p.amd_efffreq);
+        w.end_object();
+    }
+    if (p.netburst) {
+        w.key("netburst").begin_object();
+        w.field_u("counters", 18);
+        w.field_u("width", 40);
+        w.field_u("escrs", p.netburst_model <= 2 ? 45 : 43);
+        w.field_b("hyperthreading", p.netburst_ht);
+        // IA32_MISC_ENABLE[7]; null when not read (offline dump) or the read faulted.
+        w.key("perfmon_available");
+        if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::available) w.boolean(true);
+        else if (netburst_disabled(r)) w.boolean(false);
+        else w.null();
+        w.end_object();
+    }
+    if (p.perf_caps_read) w.field_hex("perf_capabilities", p.perf_caps);
+    else w.key("perf_capabilities").null();
+    w.field_b("perf_capabilities_fault", r.perf_caps_fault);
+    w.end_object();
+    w.end_object();
+    out.put('\n');
+}
+
+}  // namespace pmulab

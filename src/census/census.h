@@ -1,0 +1,46 @@
+// The per-CPU PMU census (`pmulab info`, `pmulab-cpuid`): collection on every
+// logical processor and the two report forms (human table, JSON Lines).
+#pragma once
+
+#include "x86/cpuid.h"
+
+namespace pmulab {
+
+struct CpuRecord {
+    u32 index = 0;
+    bool topology_known = false;
+    CpuTopology topo;
+    CpuidSnapshot raw;
+    CpuDecoded dec;
+    // IA32_PERF_CAPABILITIES read attempted (PDCM set) but faulted.
+    bool perf_caps_fault = false;
+    // NetBurst: IA32_MISC_ENABLE[7] (Performance Monitoring Available) as read on the CPU
+    // (unknown in offline dumps and on other CPUs).
+    enum class NetBurstPerfmon : u8 { unknown, available, disabled, read_fault };
+    NetBurstPerfmon netburst_perfmon = NetBurstPerfmon::unknown;
+    // Could not run on this CPU (MP Services error); dec is empty then.
+    bool collected = false;
+    char error[160] = {};
+};
+
+// Where a record came from, for the report header.
+struct CensusSource {
+    const char* what = "live";  // "live" or a dump file name
+};
+
+// Runs the collection on every logical processor (BSP included), then decodes.
+// A CPU that cannot be reached is recorded with its error; the call fails only
+// when the processor list itself is unavailable.
+Status census_collect(Hw& hw, Vec<CpuRecord>& out);
+
+// Fills dec (and apic_id/topology when not known) from raw; used for dumps too.
+void census_decode(CpuRecord& r);
+
+// Human-readable report: a summary, one row per CPU, and a detailed PMU block for
+// each distinct PMU (hybrid parts show one block per core type).
+void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
+
+// One JSON object per CPU, newline-terminated (JSON Lines).
+void census_json(const CpuRecord& r, StrBuf& out);
+
+}  // namespace pmulab

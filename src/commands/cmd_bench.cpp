@@ -1,0 +1,77 @@
+// `pmulab bench list`: the built-in kernel catalogue.
+#include "base/json.h"
+#include "commands/measure_cmd.h"
+
+namespace pmulab {
+
+const char kBenchHelp[] =
+    "usage: pmulab bench list [--json]\n"
+    "\n"
+    "Lists the built-in kernels that 'pmulab run --bench' measures, each with its exact\n"
+    "instruction count per iteration (one copy of the body), the buffer it walks and its\n"
+    "body. With --json: one {\"type\":\"kernel\",\"name\":...,\"instructions_per_iteration\":...}\n"
+    "record per kernel.\n";
+
+namespace {
+
+const char* buffer_name(KernelBuffer b) {
+    switch (b) {
+        case KernelBuffer::chase: return "chase";
+        case KernelBuffer::stream: return "stream";
+        default: return "none";
+    }
+}
+
+const char* needs_name(KernelNeeds n) {
+    switch (n) {
+        case KernelNeeds::rdmsr_tsc: return "rdmsr";
+        case KernelNeeds::rdpmc0: return "rdpmc";
+        default: return nullptr;
+    }
+}
+
+}  // namespace
+
+void kernel_json(const KernelInfo& k, StrBuf* line) {
+    JsonWriter w(*line);
+    w.begin_object().field("type", "kernel").field("name", k.name);
+    w.field_u("instructions_per_iteration", k.instructions);
+    w.field("buffer", buffer_name(k.buffer));
+    if (k.buffer != KernelBuffer::none) {
+        w.field_u("default_size", kBufferDefault).field_u("min_size", kBufferMin).field_u("max_size", kBufferMax);
+        w.field_b("size_power_of_two", k.buffer == KernelBuffer::stream);
+    }
+    if (const char* n = needs_name(k.needs)) w.field("needs", n);
+    w.field("body", k.body).field("description", k.description);
+    w.end_object();
+    line->put('\n');
+}
+
+int cmd_bench(Out& out, Args& args) {
+    const char* op = args.take();
+    if (!op || !str_eq(op, "list")) {
+        out.error_msg(Errc::invalid_argument, "bench: expected 'list', got '%s' (see 'pmulab help bench')",
+                      op ? op : "");
+        return kExitUsage;
+    }
+    if (!args.done()) {
+        out.error_msg(Errc::invalid_argument, "bench list: unexpected argument '%s'", args.peek());
+        return kExitUsage;
+    }
+    StrBuf t;
+    t.printf("%-14s %5s  %-6s  %s\n", "kernel", "insns", "buffer", "body / what it measures");
+    for (const KernelInfo& k : kKernels) {
+        StrBuf line;
+        kernel_json(k, &line);
+        out.record(line);
+        t.printf("%-14s %5u  %-6s  %s\n", k.name, k.instructions, k.buffer == KernelBuffer::none ? "-" : buffer_name(k.buffer),
+                 k.body[0] ? k.body : "(nothing)");
+        t.printf("%-14s %5s  %-6s    %s\n", "", "", "", k.description);
+    }
+    t.printf("\ninsns = instructions per iteration (one copy of the body), exact on every path.\n"
+             "Buffers: --size 4K..256M (default 4K); stream sizes must be powers of two.\n");
+    out.text_buf(t);
+    return kExitOk;
+}
+
+}  // namespace pmulab

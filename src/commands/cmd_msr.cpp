@@ -1,0 +1,206 @@
+#include "commands/commands.h"
+#include "base/json.h"
+#include "x86/msr_addr.h"
+
+namespace pmulab {
+
+const char kMsrHelp[] =
+    "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
+    "       pmulab msr write ADDR VALUE [--cpu N|all|bsp] [--unsafe]\n"
+    "\n"
+    "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
+    "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
+    "Writes outside the PMU MSR ranges need --unsafe.\n";
+
+Result<CpuSelection> parse_cpu_selection(const char* value) {
+    CpuSelection s;
+    if (!value) return Error::make(Errc::invalid_argument, "--cpu needs a value: N, all or bsp");
+    if (str_eq(value, "all")) {
+        s.all = true;
+        s.bsp = false;
+        return s;
+    }
+    if (str_eq(value, "bsp")) return s;
+    u64 v;
+    if (!parse_u64(StrView(value), &v) || v > 0xffffffffull)
+        return Error::make(Errc::invalid_argument, "--cpu: '%s' is not a CPU index, 'all' or 'bsp'", value);
+    s.bsp = false;
+    s.index = u32(v);
+    return s;
+}
+
+bool take_cpu_option(Args& args, CpuSelection* sel, Status* err) {
+    const char* v = nullptr;
+    if (!args.option("--cpu", &v, err)) return false;
+    if (!err->ok()) return true;
+    Result<CpuSelection> s = parse_cpu_selection(v);
+    if (s.ok()) *sel = s.value();
+    else *err = s.error();
+    return true;
+}
+
+Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus) {
+    u32 n = hw.cpu_count();
+    cpus->clear();
+    if (sel.all) {
+        for (u32 i = 0; i < n; ++i) cpus->push(i);
+        return ok_status();
+    }
+    if (sel.bsp) {
+        for (u32 i = 0; i < n; ++i) {
+            Result<CpuTopology> t = hw.topology(i);
+            if (t.ok() && t.value().bsp) {
+                cpus->push(i);
+                return ok_status();
+            }
+        }
+        cpus->push(hw.current_cpu());
+        return ok_status();
+    }
+    if (sel.index >= n)
+        return Error::make(Errc::invalid_argument, "--cpu %u: there are only %u logical processors (0..%u)",
+                           sel.index, n, n - 1);
+    cpus->push(sel.index);
+    return ok_status();
+}
+
+bool msr_is_pmu(u32 m) {
+    using namespace msr;
+    auto in = [m](u32 lo, u32 hi) { return m >= lo && m <= hi; };
+    return in(IA32_PMC0, IA32_PMC0 + 7) || in(IA32_PERFEVTSEL0, IA32_PERFEVTSEL0 + 7) ||
+           in(IA32_FIXED_CTR0, IA32_FIXED_CTR0 + 15) || m == MSR_PERF_METRICS ||
+           in(IA32_FIXED_CTR_CTRL, IA32_PERF_GLOBAL_INUSE) || in(IA32_A_PMC0, IA32_A_PMC0 + 7) ||
+           m == IA32_PEBS_ENABLE || in(AMD_PERF_EVT_SEL0, AMD_PERF_CTR0 + 3) ||
+           in(AMD_PERF_CTL_EXT0, AMD_PERF_CTL_EXT0 + 11) ||
+           in(AMD_PERF_CNTR_GLOBAL_STATUS, AMD_PERF_CNTR_GLOBAL_STATUS_SET) ||
+           // NetBurst ESCRs, counters and CCCRs (SDM Vol. 3B Table 20-xx).
+           in(0x300, 0x311) || in(0x360, 0x371) || in(0x3A0, 0x3E1);
+}
+
+namespace {
+
+struct MsrCtx {
+    Hw* hw;
+    bool write;
+    u32 addr;
+    u64 value;
+    Result<u64> result = u64(0);
+};
+
+void msr_on_cpu(void* p) {
+    auto* c = static_cast<MsrCtx*>(p);
+    if (c->write) {
+        Status s = c->hw->wrmsr(c->addr, c->value);
+        c->result = s.ok() ? Result<u64>(c->value) : Result<u64>(s.error());
+    } else {
+        c->result = c->hw->rdmsr(c->addr);
+    }
+}
+
+Result<u64> parse_reg_value(const char* what, const char* s) {
+    u64 v;
+    if (!s || !parse_u64(StrView(s), &v))
+        return Error::make(Errc::invalid_argument, "msr: %s '%s' is not a number (use 0x... or decimal)",
+                           what, s ? s : "");
+    return v;
+}
+
+}  // namespace
+
+int cmd_msr(Out& out, Args& args) {
+    const char* op = args.take();
+    if (!op || (!str_eq(op, "read") && !str_eq(op, "write"))) {
+        out.error_msg(Errc::invalid_argument, "msr: expected 'read' or 'write', got '%s'", op ? op : "");
+        return kExitUsage;
+    }
+    bool write = str_eq(op, "write");
+    const char* words[2] = {nullptr, nullptr};
+    int nwords = 0;
+    CpuSelection sel;
+    bool unsafe = false;
+    while (!args.done()) {
+        Status err;
+        if (take_cpu_option(args, &sel, &err)) {
+            if (!err.ok()) {
+                out.error(err.error());
+                return kExitUsage;
+            }
+        } else if (args.flag("--unsafe")) {
+            unsafe = true;
+        } else if (args.at_option()) {
+            out.error_msg(Errc::invalid_argument, "msr: unknown option '%s'", args.peek());
+            return kExitUsage;
+        } else if (nwords < (write ? 2 : 1)) {
+            words[nwords++] = args.take();
+        } else {
+            out.error_msg(Errc::invalid_argument, "msr %s: unexpected argument '%s'", op, args.peek());
+            return kExitUsage;
+        }
+    }
+    if (nwords < (write ? 2 : 1)) {
+        out.error_msg(Errc::invalid_argument, "msr %s: missing %s (see 'pmulab help msr')", op,
+                      nwords == 0 ? "ADDR" : "VALUE");
+        return kExitUsage;
+    }
+    Result<u64> addr = parse_reg_value("ADDR", words[0]);
+    if (!addr.ok() || addr.value() > 0xffffffffull) {
+        if (addr.ok()) out.error_msg(Errc::invalid_argument, "msr: ADDR %s is wider than 32 bits", words[0]);
+        else out.error(addr.error());
+        return kExitUsage;
+    }
+    u64 value = 0;
+    if (write) {
+        Result<u64> v = parse_reg_value("VALUE", words[1]);
+        if (!v.ok()) {
+            out.error(v.error());
+            return kExitUsage;
+        }
+        value = v.value();
+        if (!unsafe && !msr_is_pmu(u32(addr.value()))) {
+            out.error_msg(Errc::invalid_argument,
+                          "msr write: 0x%llx is not a PMU MSR; writing it could harm the machine. "
+                          "Add --unsafe if you mean it",
+                          (unsigned long long)addr.value());
+            return kExitUsage;
+        }
+    }
+    Hw& hw = out.platform().hw();
+    Vec<u32> cpus;
+    Status es = expand_cpu_selection(hw, sel, &cpus);
+    if (!es.ok()) {
+        out.error(es.error());
+        return kExitUsage;
+    }
+    int status = kExitOk;
+    for (u32 cpu : cpus) {
+        MsrCtx ctx{&hw, write, u32(addr.value()), value};
+        Status rs = hw.run_on_cpu(cpu, msr_on_cpu, &ctx);
+        Result<u64> r = rs.ok() ? ctx.result : Result<u64>(rs.error());
+        Result<CpuTopology> topo = hw.topology(cpu);
+        u64 apic = topo.ok() ? topo.value().apic_id : 0;
+        if (!r.ok()) {
+            Error e = r.error();
+            char msg[sizeof e.msg];
+            format_to(msg, sizeof msg, "CPU %u: %s", cpu, e.msg);
+            str_copy(e.msg, sizeof e.msg, msg);
+            out.error(e);
+            // The first failure decides the exit status (a later disabled CPU must not
+            // turn a fault into "unsupported").
+            if (status == kExitOk) status = exit_status_for(e.code);
+            continue;
+        }
+        {
+            StrBuf b;
+            JsonWriter w(b);
+            w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
+            w.field_hex("msr", addr.value()).field_hex("value", r.value()).end_object();
+            b.put('\n');
+            out.record(b);
+            out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
+                     (unsigned long long)addr.value(), write ? "<-" : "=", (unsigned long long)r.value());
+        }
+    }
+    return status;
+}
+
+}  // namespace pmulab

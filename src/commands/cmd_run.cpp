@@ -1,0 +1,586 @@
+// `pmulab run`: measure built-in kernels with overhead cancellation.
+#include "events/event_files.h"
+#include "base/json.h"
+#include "commands/measure_cmd.h"
+#include "measure/pmu_plan.h"
+
+namespace pmulab {
+
+const char kRunHelp[] =
+    "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
+    "                  [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] [--warmup W]\n"
+    "                  [--agg min|median|avg|trimmed|max]\n"
+    "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
+    "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
+    "\n"
+    "Measures built-in kernels ('pmulab bench list') nanoBench-style: the kernel body is\n"
+    "copied U and 2U times into generated code between serialised counter reads, run W\n"
+    "times to warm up and R times measured with interrupts masked, and the result is\n"
+    "    per iteration = (agg(2U copies) - agg(U copies)) / (U * L)\n"
+    "so the cost of reading the counters cancels exactly.\n"
+    "\n"
+    "  --bench NAMES     kernels, comma-separated, or 'all' (kernels this CPU cannot run,\n"
+    "                    e.g. rdpmc without a PMU, are then skipped with a warning)\n"
+    "  --events SPECS    what to count (default tsc): named, nanoBench (EE.UU.MOD...), perf\n"
+    "                    (event=..,umask=..; rHHHH; cpu/.../) specs and tsc, ',' or ';' between\n"
+    "                    them ('pmulab events' lists them). More events than counters are\n"
+    "                    measured in successive runs of the benchmark (records: run, runs).\n"
+    "                    Names resolve through each CPU's event file in \\pmulab\\events first\n"
+    "                    (model-specific events, docs/events.md), then the architectural names\n"
+    "  --events-file P   more events from file P on the boot volume, one spec per line, '#'\n"
+    "                    comments (nanoBench configurations work as they are); after --events\n"
+    "  --cpu N|all|bsp   where to measure (default bsp); 'all' measures each CPU in turn\n"
+    "  --unroll U        copies of the body (default 100, 1..1000000)\n"
+    "  --loop L          loop of L iterations around the copies (default 1: no loop)\n"
+    "  --reps R          measured runs per version (default 11, 1..100000)\n"
+    "  --warmup W        discarded runs before them (default 3)\n"
+    "  --agg F           aggregate reported as per_iteration (default median); min, median,\n"
+    "                    avg, trimmed (mean of the middle 60%) and max are all in the records\n"
+    "  --basic           versions with 0 and U copies instead of U and 2U\n"
+    "  --irq cli|lvt     mask interrupts with CLI (default) or by masking the local APIC LVT\n"
+    "                    entries and raising the task priority (also keeps LVT NMIs out)\n"
+    "  --serialize M     serialising instruction around the reads: lfence (default) or cpuid\n"
+    "  --size BYTES      buffer size of pointer_chase, store_stream, load_stream (default 4K;\n"
+    "                    4K..256M, suffixes K/M/G; a list measures each size)\n"
+    "  --seed N          seed of the pointer-chase permutation and branch_random (nonzero)\n"
+    "  --decimals D      digits after the point in per-iteration values (default 2, 0..9)\n"
+    "  --raw             add each repetition's counts to the records\n"
+    "  --progress        progress lines (text) or {\"type\":\"progress\"} records (--json)\n"
+    "\n"
+    "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU.\n";
+
+namespace {
+
+bool looks_numeric(const char* v) {
+    StrView s(v ? v : "");
+    usize i = 0;
+    bool hex = s.len > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    if (hex) i = 2;
+    usize digits = 0;
+    for (; i < s.len; ++i) {
+        char c = s[i];
+        bool d = (c >= '0' && c <= '9') || (hex && ((c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')));
+        if (!d) break;
+        ++digits;
+    }
+    if (digits == 0) return false;
+    if (i == s.len) return true;
+    // One size suffix, as parse_u64 accepts it.
+    char c = s[i];
+    return i + 1 == s.len && (c == 'K' || c == 'k' || c == 'M' || c == 'm' || c == 'G' || c == 'g');
+}
+
+Result<u64> parse_num(const char* opt, const char* v, u64 min, u64 max, bool suffix = false) {
+    u64 x = 0;
+    if (v && parse_u64(StrView(v), &x, suffix)) {
+        if (x < min || x > max)
+            return Error::make(Errc::invalid_argument, "%s: %llu is out of range %llu..%llu", opt,
+                               (unsigned long long)x, (unsigned long long)min, (unsigned long long)max);
+        return x;
+    }
+    if (looks_numeric(v))
+        return Error::make(Errc::invalid_argument, "%s: '%s' is too large (at most %llu)", opt, v,
+                           (unsigned long long)max);
+    return Error::make(Errc::invalid_argument, "%s: '%s' is not a number%s", opt, v ? v : "",
+                       suffix ? " (suffixes K, M, G allowed)" : "");
+}
+
+// Splits "a,b,c" into views; empty elements are an error naming the option.
+Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
+    out->clear();
+    StrView s(v);
+    if (s.empty()) return Error::make(Errc::invalid_argument, "%s needs a value", opt);
+    usize pos = 0;
+    while (true) {
+        usize c = s.find(',', pos);
+        StrView item = s.sub(pos, c - pos).trim();
+        if (item.empty()) return Error::make(Errc::invalid_argument, "%s: empty item in '%s'", opt, v);
+        out->push(item);
+        if (c >= s.len) break;
+        pos = c + 1;
+    }
+    return ok_status();
+}
+
+void put_size(StrBuf& b, u64 bytes) {
+    if (bytes && bytes % (u64(1) << 30) == 0) b.printf("%lluG", (unsigned long long)(bytes >> 30));
+    else if (bytes && bytes % (u64(1) << 20) == 0) b.printf("%lluM", (unsigned long long)(bytes >> 20));
+    else if (bytes && bytes % 1024 == 0) b.printf("%lluK", (unsigned long long)(bytes >> 10));
+    else b.printf("%llu", (unsigned long long)bytes);
+}
+
+}  // namespace
+
+Status parse_run_options(Args& args, RunOptions* o) {
+    const char* bench = nullptr;
+    const char* events = "tsc";
+    bool events_given = false;
+    const char* sizes = nullptr;
+    while (!args.done()) {
+        const char* v = nullptr;
+        Status err;
+        auto num = [&](const char* opt, u64 min, u64 max, u64* dst, bool suffix = false) -> Status {
+            Result<u64> r = parse_num(opt, v, min, max, suffix);
+            if (!r.ok()) return r.error();
+            *dst = r.value();
+            return ok_status();
+        };
+        u64 tmp = 0;
+        if (args.option("--bench", &v, &err)) {
+            PMULAB_TRY(err);
+            bench = v;
+        } else if (args.option("--events", &v, &err)) {
+            PMULAB_TRY(err);
+            events = v;
+            o->events_arg = v;
+            events_given = true;
+        } else if (args.option("--events-file", &v, &err)) {
+            PMULAB_TRY(err);
+            if (!v[0]) return Error::make(Errc::invalid_argument, "--events-file needs a path, e.g. \\pmulab\\my.cfg");
+            o->events_file = v;
+        } else if (take_cpu_option(args, &o->cpu, &err)) {
+            PMULAB_TRY(err);
+        } else if (args.option("--unroll", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--unroll", 1, kUnrollMax, &o->cfg.unroll));
+        } else if (args.option("--loop", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--loop", 1, kLoopMax, &o->cfg.loop));
+        } else if (args.option("--reps", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--reps", 1, kRepsMax, &tmp));
+            o->cfg.reps = u32(tmp);
+        } else if (args.option("--warmup", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--warmup", 0, kWarmupMax, &tmp));
+            o->cfg.warmup = u32(tmp);
+        } else if (args.option("--agg", &v, &err)) {
+            PMULAB_TRY(err);
+            if (!parse_agg(StrView(v), &o->cfg.agg))
+                return Error::make(Errc::invalid_argument, "--agg: '%s' is not one of min, median, avg, trimmed, max",
+                                   v);
+        } else if (args.option("--irq", &v, &err)) {
+            PMULAB_TRY(err);
+            if (str_eq(v, "cli")) o->cfg.irq = IrqMode::cli;
+            else if (str_eq(v, "lvt")) o->cfg.irq = IrqMode::lvt;
+            else return Error::make(Errc::invalid_argument, "--irq: '%s' is not 'cli' or 'lvt'", v);
+        } else if (args.option("--serialize", &v, &err)) {
+            PMULAB_TRY(err);
+            if (str_eq(v, "lfence")) o->cfg.serialize = SerializeMode::lfence;
+            else if (str_eq(v, "cpuid")) o->cfg.serialize = SerializeMode::cpuid;
+            else return Error::make(Errc::invalid_argument, "--serialize: '%s' is not 'lfence' or 'cpuid'", v);
+        } else if (args.option("--size", &v, &err)) {
+            PMULAB_TRY(err);
+            sizes = v;
+        } else if (args.option("--seed", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--seed", 1, ~u64(0), &o->cfg.seed));
+        } else if (args.option("--decimals", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--decimals", 0, 9, &tmp));
+            o->decimals = unsigned(tmp);
+        } else if (args.flag("--basic")) {
+            o->cfg.basic = true;
+        } else if (args.flag("--raw")) {
+            o->raw = true;
+        } else if (args.flag("--progress")) {
+            o->progress = true;
+        } else if (args.at_option()) {
+            return Error::make(Errc::invalid_argument, "run: unknown option '%s' (see 'pmulab help run')",
+                               args.peek());
+        } else {
+            return Error::make(Errc::invalid_argument, "run: unexpected argument '%s' (see 'pmulab help run')",
+                               args.peek());
+        }
+    }
+
+    StrBuf names;
+    put_kernel_names(names);
+    if (!bench)
+        return Error::make(Errc::invalid_argument, "run: --bench is required; kernels: %s", names.c_str());
+
+    // --size list
+    o->sizes.clear();
+    o->sizes_given = sizes != nullptr;
+    if (sizes) {
+        Vec<StrView> items;
+        PMULAB_TRY(split_list("--size", sizes, &items));
+        for (StrView it : items) {
+            char buf[40];
+            format_to(buf, sizeof buf, "%.*s", int(it.len), it.ptr);
+            Result<u64> r = parse_num("--size", buf, 1, ~u64(0), true);
+            if (!r.ok()) return r.error();
+            for (u64 s : o->sizes)
+                if (s == r.value()) return Error::make(Errc::invalid_argument, "--size: %s is listed twice", buf);
+            o->sizes.push(r.value());
+        }
+    } else {
+        o->sizes.push(kBufferDefault);
+    }
+
+    // --bench list
+    Vec<StrView> items;
+    PMULAB_TRY(split_list("--bench", bench, &items));
+    Vec<const KernelInfo*> kernels;
+    bool all = false;
+    for (StrView it : items) {
+        if (it.eq(StrView("all"))) {
+            if (items.size() != 1)
+                return Error::make(Errc::invalid_argument, "--bench: 'all' cannot be combined with other names");
+            all = true;
+            for (const KernelInfo& k : kKernels) kernels.push(&k);
+            break;
+        }
+        const KernelInfo* k = find_kernel(it);
+        if (!k)
+            return Error::make(Errc::invalid_argument, "--bench: unknown kernel '%.*s'; kernels: %s",
+                               int(min_of<usize>(it.len, 24)), it.ptr, names.c_str());
+        for (const KernelInfo* p : kernels)
+            if (p == k) return Error::make(Errc::invalid_argument, "--bench: '%s' is listed twice", k->name);
+        kernels.push(k);
+    }
+    o->cfg.benches.clear();
+    bool any_buffer = false;
+    for (const KernelInfo* k : kernels) {
+        if (k->buffer == KernelBuffer::none) {
+            BenchInstance& b = o->cfg.benches.emplace();
+            b.kernel = k;
+            b.optional = all;
+            continue;
+        }
+        any_buffer = true;
+        for (u64 s : o->sizes) {
+            PMULAB_TRY(check_buffer_size(*k, s));
+            BenchInstance& b = o->cfg.benches.emplace();
+            b.kernel = k;
+            b.size = s;
+            b.optional = all;
+        }
+    }
+    if (sizes && !any_buffer)
+        return Error::make(Errc::invalid_argument,
+                           "--size: none of the chosen kernels uses a buffer (pointer_chase, store_stream and "
+                           "load_stream do)");
+
+    // --events list (planned by the command: unsupported events are exit status 3).
+    PMULAB_TRY(split_list("--events", events, &o->events));
+    if (o->events_file && !events_given) {  // the file's events only, not the default tsc
+        o->events.clear();
+        o->events_arg = nullptr;
+    }
+    return ok_status();
+}
+
+void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
+    const KernelInfo& k = *r.bench->kernel;
+    const MeasureConfig& c = o.cfg;
+    JsonWriter w(*line);
+    w.begin_object().field("type", "result");
+    w.field_u("cpu", r.cpu).field_u("apic_id", r.apic_id);
+    w.field("bench", k.name);
+    if (k.buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
+    w.field("event", r.read->event).field("counter", r.read->counter);
+    if (r.read->kind != CounterRead::tsc)
+        w.field("counter_method", r.read->kind == CounterRead::rdpmc ? "rdpmc" : "rdmsr");
+    w.field_u("run", r.run).field_u("runs", r.runs);
+    w.field_u("unroll", c.unroll).field_u("loop", c.loop);
+    w.field_u("reps", c.reps).field_u("warmup", c.warmup);
+    w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
+    w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
+    w.field_u("instructions_per_iteration", k.instructions);
+    w.field_u("iterations", r.iterations);
+    Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
+    w.key("per_iteration").fixed(pi.num, pi.den, o.decimals);
+    w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
+    static constexpr Agg order[] = {Agg::min, Agg::median, Agg::avg, Agg::trimmed, Agg::max};
+    for (Agg a : order) {
+        Frac f = r.per_iter[unsigned(a)];
+        w.key(agg_name(a)).fixed(f.num, f.den, o.decimals);
+    }
+    if (o.raw) {
+        for (int which = 0; which < 2; ++which) {
+            w.key(which ? "long" : "short").begin_object();
+            w.field_u("copies", which ? r.long_copies : r.short_copies);
+            w.key("counts").begin_array();
+            const i64* v = which ? r.long_raw : r.short_raw;
+            for (u32 i = 0; i < c.reps; ++i) w.inum(v[i]);
+            w.end_array().end_object();
+        }
+    }
+    w.end_object();
+    line->put('\n');
+}
+
+void result_table_header(const RunOptions& o, StrBuf* b) {
+    const MeasureConfig& c = o.cfg;
+    b->printf("pmulab run: %llu and %llu copies (%s), loop %llu, %u reps + %u warm-up, aggregate %s, "
+              "interrupts %s, serialise %s\n",
+              (unsigned long long)(c.basic ? 0 : c.unroll), (unsigned long long)(c.basic ? c.unroll : 2 * c.unroll),
+              c.basic ? "basic mode" : "U/2U", (unsigned long long)c.loop, c.reps, c.warmup, agg_name(c.agg),
+              irq_mode_name(c.irq), serialize_name(c.serialize));
+    b->printf("%-14s %6s %-10s %-8s %4s %5s %4s %12s %12s %12s %12s\n", "bench", "size", "event", "counter", "cpu",
+              "apic", "run", "per-iter", "min", "median", "max");
+}
+
+void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
+    const KernelInfo& k = *r.bench->kernel;
+    StrBuf size;
+    if (k.buffer != KernelBuffer::none) put_size(size, r.bench->size);
+    else size.put('-');
+    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", k.name, size.c_str(), r.read->event, r.read->counter, r.cpu,
+              (unsigned long long)r.apic_id, r.run);
+    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)],
+                    r.per_iter[unsigned(Agg::median)], r.per_iter[unsigned(Agg::max)]};
+    for (Frac f : cols) {
+        StrBuf v;
+        put_frac(v, f, o.decimals);
+        b->printf(" %12s", v.c_str());
+    }
+    b->put('\n');
+}
+
+namespace {
+
+class RunSink final : public MeasureSink {
+public:
+    RunSink(Out& out, const RunOptions& o) : out_(out), o_(o) {}
+    void result(const MeasureConfig&, const MeasureResult& r) override {
+        StrBuf line;
+        result_json(o_, r, &line);
+        out_.record(line);
+        StrBuf row;
+        result_table_row(o_, r, &row);
+        out_.text_buf(row);
+    }
+    void failure(const Error& e) override { out_.error(e); }
+    void skipped(const Error& e) override { out_.warn("%s (skipped)", e.msg); }
+    void progress(u32 done, u32 total, const BenchInstance& b, u32 cpu, u32 run) override {
+        bool big = b.size >= (u64(16) << 20);
+        if (!o_.progress && !(big && !out_.json())) return;
+        if (out_.json()) {
+            // Progress is console chatter, not a result: straight to the console.
+            StrBuf line;
+            JsonWriter w(line);
+            w.begin_object().field("type", "progress").field_u("done", done).field_u("total", total);
+            w.field("bench", b.kernel->name);
+            if (b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
+            w.field_u("cpu", cpu).field_u("run", run).end_object();
+            line.put('\n');
+            out_.platform().write(line.view());
+        } else {
+            StrBuf size;
+            if (b.kernel->buffer != KernelBuffer::none) {
+                size.put(StrView(" ("));
+                put_size(size, b.size);
+                size.put(')');
+            }
+            out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, b.kernel->name,
+                      size.c_str(), cpu, run);
+        }
+    }
+
+private:
+    Out& out_;
+    const RunOptions& o_;
+};
+
+}  // namespace
+
+namespace {
+
+bool needs_pmu(const RunOptions& o) {
+    if (o.events_file) return true;  // its events are only known once the file is read
+    for (StrView s : o.events)
+        if (!s.eq_nocase(StrView("tsc"))) return true;
+    return false;
+}
+
+// ---- event names: each CPU's event file (pmulab/event_table.h) ----
+//
+// --events and --events-file are resolved once per group of CPUs whose identity picks
+// the same event file (hybrid P- and E-cores get their own encodings); names a file
+// does not have fall back to the architectural names. Syntax errors come before any
+// CPU is touched. With one group the messages carry no CPU prefix.
+struct EventsForCpus {
+    Vec<u32> cpus;
+    Vec<Event> events;
+};
+
+int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
+    Platform& p = out.platform();
+    if (o.events_arg) {
+        Status ss = check_event_list_syntax_any(StrView(o.events_arg));
+        if (!ss.ok()) {
+            out.error(Error::make(ss.error().code, "--events: %s", ss.error().msg));
+            return kExitUsage;
+        }
+    }
+    EventTables tables(p.files());
+    struct Key {
+        const EventTable* table;
+        CpuIdentity id;
+        EventDialect dialect;
+    };
+    Vec<Key> keys;
+    for (u32 cpu : o.cfg.cpus) {
+        CpuDecoded d;
+        Status s = collect_cpu_identity(p.hw(), cpu, &d);
+        Result<const EventTable*> t = s.ok() ? tables.for_cpu(d.id) : Result<const EventTable*>(s.error());
+        if (!t.ok()) {
+            out.error(s.ok() ? t.error() : Error::make(s.error().code, "CPU %u: %s", cpu, s.error().msg));
+            return exit_status_for(t.error().code);
+        }
+        usize k = 0;
+        for (; k < keys.size(); ++k)
+            if (keys[k].table == t.value() && keys[k].id.signature == d.id.signature &&
+                keys[k].id.core_type == d.id.core_type && keys[k].id.native_model_id == d.id.native_model_id &&
+                str_eq(keys[k].id.vendor_string, d.id.vendor_string))
+                break;
+        if (k == keys.size()) {
+            keys.push(Key{t.value(), d.id, event_dialect_for(d.id, d.pmu)});
+            sets->emplace();
+        }
+        (*sets)[k].cpus.push(cpu);
+    }
+    for (usize k = 0; k < sets->size(); ++k) {
+        EventsForCpus& set = (*sets)[k];
+        StrBuf where;
+        if (sets->size() > 1) {
+            put_cpu_set(where, set.cpus);
+            where.put(": ");
+        }
+        // Each CPU's own event dialect: AMD 12-bit selects and Zen names, NetBurst names.
+        EventDialect dialect = keys[k].dialect;
+        Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events, dialect)
+                                : ok_status();
+        if (!s.ok()) {
+            out.error(Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg));
+            return exit_status_for(s.error().code);
+        }
+        if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events, dialect);
+        if (!s.ok()) {
+            out.error(Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg));
+            return exit_status_for(s.error().code);
+        }
+        const Vec<Event>& ev = set.events;
+        for (usize i = 0; i < ev.size(); ++i)
+            for (usize j = 0; j < i; ++j)
+                if (StrView(ev[i].name).eq_nocase(StrView(ev[j].name))) {
+                    out.error_msg(Errc::invalid_argument, "--events: '%s' is listed twice", ev[i].name);
+                    return kExitUsage;
+                }
+    }
+    return kExitOk;
+}
+
+// --events with PMU events: planned per class of CPUs with the same PMU, each class
+// measured with its own groups (runs).
+int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
+    Platform& p = out.platform();
+    Vec<EventsForCpus> sets;
+    int rs = resolve_run_events(out, o, &sets);
+    if (rs != kExitOk) return rs;
+    Vec<PmuPlan*> plans;
+    for (EventsForCpus& set : sets) {
+        Vec<PmuPlan*> part;
+        Status s = plan_pmu_runs(p.hw(), set.events, set.cpus, PmuRunOptions(), &part);
+        if (!s.ok()) {
+            free_pmu_plans(&plans);
+            out.error(s.error());
+            return exit_status_for(s.error().code);
+        }
+        for (PmuPlan* pl : part) plans.push(pl);
+    }
+    StrBuf head;
+    for (const PmuPlan* pl : plans) {
+        head.put("pmulab run: ");
+        put_cpu_set(head, pl->cpus);
+        head.printf(": %u event%s in %u run%s per benchmark on ", unsigned(pl->events.size()),
+                    pl->events.size() == 1 ? "" : "s", unsigned(pl->groups.size()), pl->groups.size() == 1 ? "" : "s");
+        put_pmu_summary(head, pl->info);
+        head.put('\n');
+        StrBuf a;
+        render_allocation_text(a, pl->events.data(), pl->events.size(), pl->alloc);
+        StrView v = a.view();
+        for (usize pos = 0; pos < v.len;) {
+            usize nl = v.find('\n', pos);
+            head.put(StrView("  "));
+            head.put(v.sub(pos, nl - pos));
+            head.put('\n');
+            pos = nl + 1;
+        }
+    }
+    result_table_header(o, &head);
+    out.text_buf(head);
+    Errc worst = Errc::ok;
+    RunSink sink(out, o);
+    for (PmuPlan* pl : plans) {
+        o.cfg.cpus.clear();
+        for (u32 c : pl->cpus) o.cfg.cpus.push(c);
+        Errc e = measure_run(p.hw(), mp, o.cfg, pl->groups, sink);
+        if (worst == Errc::ok || (worst == Errc::unsupported && e != Errc::ok)) worst = e;
+        for (const PmuGroupState* st : pl->state) {
+            if (st->restore.gp_counters_inexact) {
+                StrBuf c;
+                regs::put_counter_set(c, st->restore.gp_counters_inexact, "PMC");
+                out.warn("%s could not be restored exactly: without full-width writes only 32 bits (sign-extended) "
+                         "can be written back", c.c_str());
+            }
+            if (st->restore.status_bits_lost)
+                out.warn("overflow flags 0x%llx of IA32_PERF_GLOBAL_STATUS were set before pmulab ran and cannot be "
+                         "set again on this PMU version",
+                         (unsigned long long)st->restore.status_bits_lost);
+        }
+    }
+    free_pmu_plans(&plans);
+    return exit_status_for(worst);
+}
+
+}  // namespace
+
+int cmd_run(Out& out, Args& args) {
+    RunOptions o;
+    Status ps = parse_run_options(args, &o);
+    if (!ps.ok()) {
+        out.error(ps.error());
+        return exit_status_for(ps.error().code);
+    }
+    if (needs_pmu(o)) {
+        MeasurePlatform* mp = out.platform().measure();
+        if (!mp) {
+            out.error_msg(Errc::unsupported, "run: this platform cannot execute generated code");
+            return kExitUnsupported;
+        }
+        Status cs = expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus);
+        if (!cs.ok()) {
+            out.error(cs.error());
+            return exit_status_for(cs.error().code);
+        }
+        return run_with_pmu(out, o, *mp);
+    }
+    Vec<ReadGroup> groups;
+    Status gs = plan_event_groups(o.events, &groups);
+    if (!gs.ok()) {
+        out.error(gs.error());
+        return exit_status_for(gs.error().code);
+    }
+    Platform& p = out.platform();
+    MeasurePlatform* mp = p.measure();
+    if (!mp) {
+        out.error_msg(Errc::unsupported, "run: this platform cannot execute generated code");
+        return kExitUnsupported;
+    }
+    Status cs = expand_cpu_selection(p.hw(), o.cpu, &o.cfg.cpus);
+    if (!cs.ok()) {
+        out.error(cs.error());
+        return exit_status_for(cs.error().code);
+    }
+    StrBuf head;
+    result_table_header(o, &head);
+    out.text_buf(head);
+    RunSink sink(out, o);
+    Errc worst = measure_run(p.hw(), *mp, o.cfg, groups, sink);
+    return exit_status_for(worst);
+}
+
+}  // namespace pmulab

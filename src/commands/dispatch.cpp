@@ -1,0 +1,198 @@
+#include "app/out.h"
+
+#include "app/args.h"
+#include "census/census.h"
+#include "commands/commands.h"
+#include "commands/events_cmd.h"
+#include "base/json.h"
+#include "commands/measure_cmd.h"
+#include "base/version.h"
+
+namespace pmulab {
+
+namespace {
+
+const char kHelpText[] =
+    "pmulab " PMULAB_VERSION " - CPU performance-monitoring lab (UEFI)\n"
+    "\n"
+    "usage: pmulab [--json] [--shutdown] COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  info                 census of every logical processor's PMU (default)\n"
+    "  msr read ADDR        read an MSR    [--cpu N|all|bsp]\n"
+    "  msr write ADDR VAL   write an MSR   [--cpu N|all|bsp] [--unsafe]\n"
+    "  run --bench K,...    measure built-in kernels (U/2U overhead cancellation)\n"
+    "                       [--events tsc] [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] ...\n"
+    "  bench list           the built-in kernels and their instructions per iteration\n"
+    "  events               the events each CPU can count [--cpu N|all|bsp]; --check SPEC,...\n"
+    "                       shows where a set of events goes (counters, runs)\n"
+    "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
+    "  version              print the version\n"
+    "  help [COMMAND]       this text, or a command's help\n"
+    "\n"
+    "global options:\n"
+    "  --json               JSON Lines output: one object per line, nothing else\n"
+    "  --shutdown           power off when done (what run-qemu.sh passes)\n"
+    "  --help, -h           help for the command\n"
+    "\n"
+    "exit status: 0 ok, 1 command failed, 2 usage error, 3 unsupported here, 4 internal error\n";
+
+const char kInfoHelp[] =
+    "usage: pmulab info [--json]\n"
+    "\n"
+    "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
+    "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
+    "then prints one row per CPU and one detailed block per distinct PMU.\n"
+    "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
+
+int cmd_info(Out& out, Args& args) {
+    while (!args.done()) {
+        out.error_msg(Errc::invalid_argument, "info: unexpected argument '%s' (see 'pmulab help info')",
+                      args.peek());
+        return kExitUsage;
+    }
+    Vec<CpuRecord> cpus;
+    Status s = census_collect(out.platform().hw(), cpus);
+    if (!s.ok()) {
+        out.error(s.error());
+        return exit_status_for(s.error().code);
+    }
+    for (const CpuRecord& r : cpus) {
+        StrBuf line;
+        census_json(r, line);
+        out.record(line);
+    }
+    StrBuf b;
+    census_table(cpus, b);
+    out.text_buf(b);
+    for (const CpuRecord& r : cpus)
+        if (!r.collected) return kExitFailure;
+    return kExitOk;
+}
+
+int cmd_version(Out& out, Args& args) {
+    if (!args.done()) {
+        out.error_msg(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
+        return kExitUsage;
+    }
+    if (out.json()) {
+        StrBuf b;
+        JsonWriter w(b);
+        w.begin_object().field("type", "version").field("version", PMULAB_VERSION).end_object();
+        b.put('\n');
+        out.record(b);
+    } else {
+        out.text("pmulab %s\n", PMULAB_VERSION);
+    }
+    return kExitOk;
+}
+
+struct Command {
+    const char* name;
+    int (*run)(Out&, Args&);
+    const char* help;
+    // Writes results files (commands that read or measure hardware).
+    bool writes_results;
+};
+
+int cmd_help(Out& out, Args& args);
+
+const Command kCommands[] = {
+    {"info", cmd_info, kInfoHelp, true},
+    {"msr", cmd_msr, kMsrHelp, true},
+    {"run", cmd_run, kRunHelp, true},
+    {"bench", cmd_bench, kBenchHelp, false},
+    {"events", cmd_events, kEventsHelp, false},
+    {"selftest", cmd_selftest, kSelftestHelp, true},
+    {"version", cmd_version, "usage: pmulab version\n", false},
+    {"help", cmd_help, "usage: pmulab help [COMMAND]\n", false},
+};
+
+const Command* find_command(const char* name) {
+    for (const Command& c : kCommands)
+        if (str_eq(c.name, name)) return &c;
+    return nullptr;
+}
+
+int cmd_help(Out& out, Args& args) {
+    if (args.done()) {
+        out.text("%s", kHelpText);
+        return kExitOk;
+    }
+    const char* name = args.take();
+    const Command* c = find_command(name);
+    if (!c) {
+        out.error_msg(Errc::invalid_argument, "help: unknown command '%s'", name);
+        return kExitUsage;
+    }
+    out.text("%s", c->help);
+    return kExitOk;
+}
+
+}  // namespace
+
+Status app_check(int argc, const char* const* argv) {
+    for (int i = 0; i < argc; ++i) {
+        const char* a = argv[i];
+        if (str_eq(a, "--json") || str_eq(a, "--shutdown") || str_eq(a, "--help") || str_eq(a, "-h")) continue;
+        if (str_eq(a, "--")) continue;
+        if (!find_command(a))
+            return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
+        return ok_status();
+    }
+    return ok_status();
+}
+
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin) {
+    // Pull the global options out wherever they stand.
+    Vec<const char*> rest;
+    GlobalOptions g;
+    bool dashdash = false;
+    for (int i = 0; i < argc; ++i) {
+        const char* a = argv[i];
+        if (!dashdash && str_eq(a, "--")) {
+            dashdash = true;
+            continue;
+        }
+        if (!dashdash && str_eq(a, "--json")) g.json = true;
+        else if (!dashdash && str_eq(a, "--shutdown")) g.shutdown = true;
+        else if (!dashdash && (str_eq(a, "--help") || str_eq(a, "-h"))) g.help = true;
+        else rest.push(a);
+    }
+    if (opts) *opts = g;
+    Out out(p, g.json);
+    out.set_context(origin);
+    const char* name = rest.empty() ? "info" : rest[0];
+    const Command* c = find_command(name);
+    if (!c) {
+        out.error_msg(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", name);
+        return kExitUsage;
+    }
+    if (g.help) {
+        out.text("%s", c == find_command("help") ? kHelpText : c->help);
+        return kExitOk;
+    }
+    Args args(int(rest.size()) - (rest.empty() ? 0 : 1), rest.empty() ? nullptr : rest.data() + 1);
+    RecordSink* sink = c->writes_results ? p.record_sink() : nullptr;
+    if (sink) {
+        StrBuf cmdline;
+        for (int i = 0; i < argc; ++i) {
+            if (i) cmdline.put(' ');
+            cmdline.put(StrView(argv[i]));
+        }
+        if (sink->begin(c->name, out)) {
+            StrBuf meta;
+            build_meta_record(p, cmdline.c_str(), &meta);
+            sink->record(meta.view());
+            out.set_sink(sink);
+        }
+    }
+    int status = c->run(out, args);
+    if (sink) {
+        out.set_sink(nullptr);
+        sink->end();
+    }
+    return status;
+}
+
+}  // namespace pmulab

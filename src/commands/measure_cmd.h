@@ -1,0 +1,46 @@
+// The measurement commands: `pmulab run`, `pmulab bench list`, `pmulab selftest`
+// (src/commands/cmd_run.cpp, cmd_bench.cpp, cmd_selftest.cpp).
+#pragma once
+
+#include "app/out.h"
+#include "app/args.h"
+#include "commands/commands.h"
+#include "measure/measure.h"
+
+namespace pmulab {
+
+int cmd_run(Out& out, Args& args);
+int cmd_bench(Out& out, Args& args);
+int cmd_selftest(Out& out, Args& args);
+extern const char kRunHelp[];
+extern const char kBenchHelp[];
+extern const char kSelftestHelp[];
+
+// `pmulab run` options, parsed but not yet bound to a machine.
+struct RunOptions {
+    MeasureConfig cfg;         // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
+    CpuSelection cpu;          // expanded into cfg.cpus by the command
+    Vec<StrView> events;       // the --events specs split at ',' (default: tsc)
+    const char* events_arg = "tsc";  // the --events value as given (PMU specs: parse_event_list)
+    const char* events_file = nullptr;  // --events-file PATH (event_table.h), or null
+    Vec<u64> sizes;            // --size list (default: kBufferDefault)
+    bool sizes_given = false;
+    bool raw = false;          // --raw: per-repetition counts in the records
+    bool progress = false;     // --progress: progress lines / records
+    unsigned decimals = 2;     // --decimals
+};
+
+// Parses the options of `pmulab run`; every error is Errc::invalid_argument with a
+// message naming the option and what is allowed.
+Status parse_run_options(Args& args, RunOptions* out);
+
+// One result as a JSON line ({"type":"result",...}, newline-terminated).
+void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line);
+// The human table: the header once, then one row per result.
+void result_table_header(const RunOptions& o, StrBuf* out);
+void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* out);
+
+// One kernel of the catalogue as a JSON line ({"type":"kernel",...}).
+void kernel_json(const KernelInfo& k, StrBuf* line);
+
+}  // namespace pmulab

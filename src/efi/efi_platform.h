@@ -1,0 +1,63 @@
+// The EFI implementation of the hardware seam and the platform services.
+#pragma once
+
+#include "efi_defs.h"
+#include "efi_files.h"
+#include "measure_efi.h"
+#include "efi_results.h"
+#include "commands/commands.h"
+
+namespace pmulab::efi {
+
+class EfiHw final : public Hw {
+public:
+    // Locates MP Services (absent: a single CPU) and caches the processor list.
+    Status init();
+    CpuidRegs cpuid(u32 leaf, u32 subleaf) override;
+    Result<u64> rdmsr(u32 msr) override;
+    Status wrmsr(u32 msr, u64 value) override;
+    Result<u64> rdpmc(u32 index) override;
+    u64 rdtsc() override;
+    u32 cpu_count() override { return count_; }
+    u32 current_cpu() override;
+    Result<CpuTopology> topology(u32 cpu) override;
+    Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override;
+
+private:
+    EfiMpServicesProtocol* mp_ = nullptr;
+    u32 count_ = 1;
+    u32 bsp_ = 0;
+    Vec<CpuTopology> topo_;
+};
+
+class EfiPlatform final : public Platform {
+public:
+    void init();
+    Hw& hw() override { return hw_; }
+    EfiHw& efi_hw() { return hw_; }
+    void write(StrView text) override;
+    const char* firmware_vendor() override { return vendor_; }
+    u32 firmware_revision() override;
+    MeasurePlatform* measure() override { return &measure_; }
+    void now(char* buf, usize cap) override;
+    RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
+    FileSource* files() override { return &files_; }
+    // Results files are written when pmulab runs from a file system it can write.
+    void enable_results(bool on) { results_enabled_ = on; }
+    // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
+    void write_debugcon(StrView text);
+    bool debugcon() const { return debugcon_; }
+    bool ends_with_newline() const { return last_newline_; }
+
+private:
+    EfiHw hw_;
+    EfiMeasure measure_{hw_};
+    EfiRecordSink sink_;
+    EfiFileSource files_;
+    bool results_enabled_ = true;
+    bool debugcon_ = false;
+    bool last_newline_ = true;
+    char vendor_[64] = {};
+};
+
+}  // namespace pmulab::efi

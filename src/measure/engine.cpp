@@ -1,0 +1,378 @@
+// The measurement engine: buffers, code generation, the group/run loop on each
+// CPU, and the statistics (see measure.h for the method).
+#include "measure/measure.h"
+
+#include "base/fmt.h"
+#include "x86/msr_addr.h"
+
+namespace pmulab {
+
+const char* irq_mode_name(IrqMode m) { return m == IrqMode::lvt ? "lvt" : "cli"; }
+
+Status plan_event_groups(const Vec<StrView>& specs, Vec<ReadGroup>* groups) {
+    groups->clear();
+    for (usize i = 0; i < specs.size(); ++i) {
+        StrView s = specs[i];
+        if (s.empty()) return Error::make(Errc::invalid_argument, "--events: empty event name");
+        for (usize j = 0; j < i; ++j)
+            if (specs[j].eq_nocase(s))
+                return Error::make(Errc::invalid_argument, "--events: '%.*s' is listed twice", int(s.len), s.ptr);
+        if (!s.eq_nocase(StrView("tsc")))
+            return Error::make(Errc::unsupported, "event '%.*s': PMU events are not supported yet (only 'tsc')",
+                               int(s.len), s.ptr);
+    }
+    // Every event so far is the TSC: one group with one read.
+    if (!specs.empty()) {
+        ReadGroup& g = groups->emplace();
+        CounterRead& r = g.reads.emplace();
+        r.kind = CounterRead::tsc;
+        r.width = 64;
+        str_copy(r.event, sizeof r.event, "tsc");
+        str_copy(r.counter, sizeof r.counter, "TSC");
+    }
+    return ok_status();
+}
+
+namespace {
+
+// Pages from the platform, returned on every path.
+class Pages {
+public:
+    Pages(MeasurePlatform& mp) : mp_(mp) {}
+    Pages(const Pages&) = delete;
+    Pages& operator=(const Pages&) = delete;
+    ~Pages() { release(); }
+    Status alloc(usize bytes, bool exec, const char* what) {
+        release();
+        Result<void*> r = mp_.alloc_pages(bytes, exec);
+        if (!r.ok()) {
+            Error e = r.error();
+            Error out = Error::make(e.code, "cannot allocate %llu bytes for %s: %s", (unsigned long long)bytes,
+                                    what, e.msg);
+            return out;
+        }
+        p_ = r.value();
+        n_ = bytes;
+        return ok_status();
+    }
+    void release() {
+        if (p_) mp_.free_pages(p_, n_);
+        p_ = nullptr;
+        n_ = 0;
+    }
+    u8* data() const { return static_cast<u8*>(p_); }
+
+private:
+    MeasurePlatform& mp_;
+    void* p_ = nullptr;
+    usize n_ = 0;
+};
+
+usize round_pages(usize n) { return (n + 4095) & ~usize(4095); }
+
+struct ProbeCtx {
+    Hw* hw;
+    KernelNeeds needs;
+    Status status;
+};
+
+void probe_on_cpu(void* p) {
+    auto* c = static_cast<ProbeCtx*>(p);
+    if (c->needs == KernelNeeds::rdmsr_tsc) {
+        Result<u64> r = c->hw->rdmsr(msr::IA32_TIME_STAMP_COUNTER);
+        if (!r.ok()) c->status = r.error();
+    } else if (c->needs == KernelNeeds::rdpmc0) {
+        Result<u64> r = c->hw->rdpmc(0);
+        if (!r.ok()) c->status = r.error();
+    }
+}
+
+struct WorkerCtx {
+    Hw* hw = nullptr;
+    MeasurePlatform* mp = nullptr;
+    const ReadGroup* group = nullptr;
+    Region regions[2];
+    RegionFrame* frame = nullptr;
+    u32 reps = 0, warmup = 0;
+    IrqMode irq = IrqMode::cli;
+    i64* raw[2] = {nullptr, nullptr};  // [rep * nreads + read]
+    Status status;
+};
+
+Error with_context(const Error& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+Error with_context(const Error& e, const char* fmt, ...) {
+    char prefix[120];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    Error out = Error::make(e.code, "%s: %s", prefix, e.msg);
+    out.vector = e.vector;
+    return out;
+}
+
+// Probes every emitted RDPMC/RDMSR/WRMSR once through the fault-safe Hw layer:
+// only that layer catches #GP/#UD, a fault inside generated code would not be.
+Status probe_group(Hw& hw, const ReadGroup& g) {
+    for (const CounterRead& r : g.reads) {
+        Result<u64> v = u64(0);
+        if (r.kind == CounterRead::rdpmc) v = hw.rdpmc(r.index);
+        else if (r.kind == CounterRead::rdmsr) v = hw.rdmsr(r.index);
+        if (!v.ok()) return with_context(v.error(), "event '%s' on %s", r.event, r.counter);
+    }
+    const Vec<MsrValue>* writes[2] = {&g.start_writes, &g.stop_writes};
+    for (const Vec<MsrValue>* ws : writes)
+        for (const MsrValue& w : *ws) PMULAB_TRY(hw.wrmsr(w.msr, w.value));
+    return ok_status();
+}
+
+// The warm-up and measured runs of both versions.
+Status run_group(WorkerCtx* c) {
+    const ReadGroup& g = *c->group;
+    Hw& hw = *c->hw;
+    const GroupHooks& h = g.hooks;
+    usize n = g.reads.size();
+    for (int which = 0; which < 2; ++which) {
+        for (u32 i = 0; i < c->warmup + c->reps; ++i) {
+            IrqSaved saved;
+            PMULAB_TRY(c->mp->irq_mask(c->irq, &saved));
+            Status s = ok_status();
+            if (h.start) s = h.start(hw, h.ctx);
+            if (s.ok()) c->mp->execute(c->regions[which], c->frame);
+            if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
+            c->mp->irq_restore(saved);
+            PMULAB_TRY(s);
+            if (i < c->warmup) continue;
+            i64* out = c->raw[which] + usize(i - c->warmup) * n;
+            for (usize r = 0; r < n; ++r) {
+                // Modulo the counter width. A difference of 2^63 or more cannot be a
+                // count (a counter that went backwards): it stays visible as negative.
+                u64 d = (c->frame->end[r] - c->frame->start[r]) & low_mask(g.reads[r].width);
+                out[r] = i64(d);
+            }
+        }
+    }
+    return ok_status();
+}
+
+// Runs on the measuring CPU: setup (e.g. save and program the PMU), probes, the
+// runs, teardown (after setup, whatever happened). Setup comes first so that it
+// saves the state from before pmulab touched anything, the probes' WRMSRs included.
+void worker_on_cpu(void* p) {
+    auto* c = static_cast<WorkerCtx*>(p);
+    const ReadGroup& g = *c->group;
+    Hw& hw = *c->hw;
+    const GroupHooks& h = g.hooks;
+    c->mp->serialize();
+    Status s = ok_status();
+    if (h.setup) s = h.setup(hw, h.ctx);
+    if (s.ok()) s = probe_group(hw, g);
+    if (s.ok()) s = run_group(c);
+    if (h.teardown) {
+        Status t = h.teardown(hw, h.ctx);
+        if (s.ok()) s = t;
+    }
+    c->status = s;
+}
+
+struct GroupCode {
+    Pages pages[2];
+    Region regions[2];
+    explicit GroupCode(MeasurePlatform& mp) : pages{Pages(mp), Pages(mp)} {}
+};
+
+Status generate_group(MeasurePlatform& mp, const MeasureConfig& cfg, const CodeSpan& body,
+                      const ReadGroup& g, GroupCode* out) {
+    u64 copies[2] = {cfg.basic ? 0 : cfg.unroll, cfg.basic ? cfg.unroll : 2 * cfg.unroll};
+    for (int w = 0; w < 2; ++w) {
+        RegionSpec spec;
+        spec.body = body.data;
+        spec.body_len = body.len;
+        spec.copies = copies[w];
+        spec.loop = cfg.loop > 1;
+        spec.serialize = cfg.serialize;
+        spec.group = &g;
+        Vec<u8> code;
+        Result<RegionLayout> lay = emit_region(spec, &code);
+        if (!lay.ok()) return lay.error();
+        PMULAB_TRY(out->pages[w].alloc(round_pages(code.size()), true, "generated code"));
+        u8* dst = out->pages[w].data();
+        for (usize i = 0; i < code.size(); ++i) dst[i] = code[i];
+        out->regions[w].code = dst;
+        out->regions[w].size = code.size();
+        out->regions[w].body_len = body.len;
+        out->regions[w].copies = copies[w];
+        out->regions[w].loop = cfg.loop;
+    }
+    return ok_status();
+}
+
+Errc worse(Errc a, Errc b) {
+    // Unsupported (3) outranks nothing else; any failure outranks unsupported.
+    if (a == Errc::ok) return b;
+    if (b == Errc::ok) return a;
+    if (a == Errc::unsupported) return b;
+    return a;
+}
+
+}  // namespace
+
+Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Vec<ReadGroup>& groups,
+                 MeasureSink& sink) {
+    Errc worst = Errc::ok;
+    auto fail = [&](const Error& e) {
+        sink.failure(e);
+        worst = worse(worst, e.code);
+    };
+    if (groups.empty() || cfg.benches.empty() || cfg.cpus.empty() || cfg.reps == 0 || cfg.unroll == 0 ||
+        cfg.loop == 0) {
+        fail(Error::make(Errc::internal, "measure_run: empty configuration"));
+        return worst;
+    }
+    u32 total = u32(cfg.benches.size() * cfg.cpus.size() * groups.size());
+    u32 done = 0;
+    u32 announced = ~u32(0);
+    auto announce = [&](const BenchInstance& b, u32 cpu, u32 run) {
+        if (announced == done) return;
+        announced = done;
+        sink.progress(done, total, b, cpu, run);
+    };
+    // Per-run scratch, sized once on the BSP (APs cannot allocate).
+    usize max_reads = 0;
+    for (const ReadGroup& g : groups) max_reads = max_of(max_reads, g.reads.size());
+    Vec<i64> raw[2];
+    raw[0].resize(usize(cfg.reps) * max_reads);
+    raw[1].resize(usize(cfg.reps) * max_reads);
+    Vec<i64> column[2], scratch;
+    column[0].resize(cfg.reps);
+    column[1].resize(cfg.reps);
+    scratch.resize(cfg.reps);
+    RegionFrame* frame = new RegionFrame();
+
+    for (const BenchInstance& b : cfg.benches) {
+        const KernelInfo& k = *b.kernel;
+        CodeSpan body = mp.kernel_body(k.id);
+        if (!body.data && k.instructions) {
+            fail(Error::make(Errc::internal, "kernel '%s' has no code in this build", k.name));
+            done += u32(cfg.cpus.size() * groups.size());
+            continue;
+        }
+        // Announce the first job before building a (possibly large) buffer.
+        announce(b, cfg.cpus[0], 0);
+        // The buffer, on the BSP, shared by every CPU and group.
+        Pages buffer(mp);
+        KernelParams params;
+        params.seed = cfg.seed;
+        if (k.buffer != KernelBuffer::none) {
+            Status s = check_buffer_size(k, b.size);
+            if (s.ok()) s = buffer.alloc(usize(b.size), false, k.name);
+            if (!s.ok()) {
+                fail(s.error());
+                done += u32(cfg.cpus.size() * groups.size());
+                continue;
+            }
+            params.buffer = u64(reinterpret_cast<uintptr_t>(buffer.data()));
+            params.size = b.size;
+            // Stream buffers keep whatever the pages hold: the values never matter.
+            if (k.buffer == KernelBuffer::chase) build_pointer_chase(buffer.data(), b.size, params.buffer, cfg.seed);
+        }
+        kernel_init_registers(k, params, frame->gpr);
+        frame->loop = cfg.loop;
+
+        // The code for every group, generated once for all CPUs.
+        Vec<GroupCode*> code;
+        bool code_ok = true;
+        for (const ReadGroup& g : groups) {
+            GroupCode* gc = new GroupCode(mp);
+            code.push(gc);
+            Status s = generate_group(mp, cfg, body, g, gc);
+            if (!s.ok()) {
+                fail(with_context(s.error(), "%s", k.name));
+                code_ok = false;
+                break;
+            }
+        }
+        for (usize ci = 0; code_ok && ci < cfg.cpus.size(); ++ci) {
+            u32 cpu = cfg.cpus[ci];
+            Result<CpuTopology> topo = hw.topology(cpu);
+            u64 apic = topo.ok() ? topo.value().apic_id : 0;
+            if (k.needs != KernelNeeds::nothing) {
+                ProbeCtx pc{&hw, k.needs, ok_status()};
+                Status rs = mp.run_on_cpu(hw, cpu, probe_on_cpu, &pc);
+                if (rs.ok()) rs = pc.status;
+                if (!rs.ok()) {
+                    Error e = Error::make(Errc::unsupported, "kernel '%s' is not supported on CPU %u: %s", k.name,
+                                          cpu, rs.error().msg);
+                    if (b.optional) sink.skipped(e);
+                    else fail(e);
+                    done += u32(groups.size());
+                    continue;
+                }
+            }
+            for (usize gi = 0; gi < groups.size(); ++gi) {
+                const ReadGroup& g = groups[gi];
+                announce(b, cpu, u32(gi));
+                ++done;
+                WorkerCtx w;
+                w.hw = &hw;
+                w.mp = &mp;
+                w.group = &g;
+                w.regions[0] = code[gi]->regions[0];
+                w.regions[1] = code[gi]->regions[1];
+                w.frame = frame;
+                w.reps = cfg.reps;
+                w.warmup = cfg.warmup;
+                w.irq = cfg.irq;
+                w.raw[0] = raw[0].data();
+                w.raw[1] = raw[1].data();
+                Status rs = mp.run_on_cpu(hw, cpu, worker_on_cpu, &w);
+                if (rs.ok()) rs = w.status;
+                if (!rs.ok()) {
+                    fail(with_context(rs.error(), "%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));
+                    continue;
+                }
+                usize n = g.reads.size();
+                for (usize r = 0; r < n; ++r) {
+                    MeasureResult res;
+                    res.cpu = cpu;
+                    res.apic_id = apic;
+                    res.bench = &b;
+                    res.run = u32(gi);
+                    res.runs = u32(groups.size());
+                    res.read = &g.reads[r];
+                    res.short_copies = code[gi]->regions[0].copies;
+                    res.long_copies = code[gi]->regions[1].copies;
+                    res.iterations = (res.long_copies - res.short_copies) * cfg.loop;
+                    Status st = ok_status();
+                    for (int which = 0; which < 2; ++which) {
+                        for (u32 i = 0; i < cfg.reps; ++i) column[which][i] = raw[which][usize(i) * n + r];
+                        Result<Summary> sum = summarize(column[which].data(), cfg.reps, scratch.data());
+                        if (!sum.ok()) {
+                            st = sum.error();
+                            break;
+                        }
+                        (which ? res.long_sum : res.short_sum) = sum.value();
+                    }
+                    for (unsigned a = 0; st.ok() && a < kAggCount; ++a) {
+                        Result<Frac> f =
+                            frac_sub_div(res.long_sum.get(Agg(a)), res.short_sum.get(Agg(a)), res.iterations);
+                        if (!f.ok()) st = f.error();
+                        else res.per_iter[a] = f.value();
+                    }
+                    if (!st.ok()) {
+                        fail(with_context(st.error(), "%s on CPU %u, event '%s'", k.name, cpu, g.reads[r].event));
+                        continue;
+                    }
+                    res.short_raw = column[0].data();
+                    res.long_raw = column[1].data();
+                    sink.result(cfg, res);
+                }
+            }
+        }
+        for (GroupCode* gc : code) delete gc;
+    }
+    delete frame;
+    return worst;
+}
+
+}  // namespace pmulab

@@ -1,0 +1,228 @@
+// The measurement engine (`pmulab run`, `pmulab selftest`).
+//
+// Method (nanoBench's, Abel & Reineke, ISPASS 2020):
+//  * The measured region is generated machine code: U copies of a kernel body
+//    (optionally inside a loop of L iterations), bracketed by serialising
+//    instructions and by a fixed, minimal sequence of counter reads:
+//        SER; read_0..read_n-1; SER; <body x copies> [dec r15; jnz]; SER; read_0..read_n-1; SER
+//  * Overhead cancellation: the region is generated twice, with U and 2U copies
+//    (--basic: 0 and U). Both versions execute the same instructions around the
+//    copies, so agg(long) - agg(short) is exactly the cost of U*L iterations and
+//        per_iteration = (agg(long) - agg(short)) / (U * L)
+//    for agg in min, median, avg, trimmed mean, max (stats.h). The difference can
+//    be negative for noisy counters; it is reported as is.
+//  * Each version runs W warm-up times (discarded), then R measured times, with
+//    interrupts masked during every run (cli, or the local APIC LVT entries).
+//  * More events than counters: the events are split into groups (one group per
+//    run of the benchmark); records say which run measured which event.
+//
+// The portable core generates the code and does the bookkeeping; the platform
+// (MeasurePlatform, implemented in src/efi/measure_efi.cpp) supplies executable
+// pages, the kernel bodies (src/measure/kernel_bodies.S) and interrupt masking.
+#pragma once
+
+#include "x86/hw.h"
+#include "measure/kernels.h"
+#include "measure/stats.h"
+
+namespace pmulab {
+
+// ---------------------------------------------------------------- counters
+
+// One counter read emitted into the measured region, at the start and at the end.
+struct CounterRead {
+    enum Kind : u8 { tsc, rdpmc, rdmsr };
+    Kind kind = tsc;
+    u32 index = 0;   // ECX for RDPMC, the MSR address for RDMSR; unused for tsc
+    u8 width = 64;   // counter width in bits: differences are taken modulo 2^width
+    char event[48] = {};    // label: the event ("tsc", "INST_RETIRED.ANY")
+    char counter[16] = {};  // label: the counter ("TSC", "FIXED0", "PMC3")
+};
+
+inline constexpr u32 kMaxReads = 16;
+
+// Hooks that run on the measuring CPU (inside Hw::run_on_cpu: only the per-CPU Hw
+// operations; no allocation, no output). Any may be null. Order on each CPU: setup,
+// then the probes of the group's reads and start/stop writes, the runs, teardown.
+// teardown runs whenever setup was called, also after errors (setup's own included).
+struct GroupHooks {
+    Status (*setup)(Hw& hw, void* ctx) = nullptr;     // once per CPU, before the probes and runs
+    Status (*start)(Hw& hw, void* ctx) = nullptr;     // before every run, interrupts masked
+    Status (*stop)(Hw& hw, void* ctx) = nullptr;      // after every run, interrupts masked
+    Status (*teardown)(Hw& hw, void* ctx) = nullptr;  // once per CPU, after the runs (also after errors)
+    void* ctx = nullptr;
+};
+
+// The counters measured together in one run of a benchmark.
+struct ReadGroup {
+    Vec<CounterRead> reads;  // 1..kMaxReads, read in this order
+    // WRMSRs emitted into the region (e.g. IA32_PERF_GLOBAL_CTRL enable/disable):
+    // start writes come right before the start serialisation, stop writes right after
+    // the end serialisation. They are probed with Hw::wrmsr on the measuring CPU first
+    // (a fault inside generated code would not be caught).
+    Vec<MsrValue> start_writes;
+    Vec<MsrValue> stop_writes;
+    GroupHooks hooks;
+};
+
+// Builds the counter groups for event specs. Today only "tsc" (the time-stamp
+// counter, always available); any other spec is Errc::unsupported:
+// "event 'X': PMU events are not supported yet (only 'tsc')". Duplicates and empty
+// specs are Errc::invalid_argument.
+Status plan_event_groups(const Vec<StrView>& specs, Vec<ReadGroup>* groups);
+
+// ---------------------------------------------------------------- code generation
+
+enum class SerializeMode : u8 { lfence, cpuid };
+const char* serialize_name(SerializeMode m);
+
+// Shared between C++ and the generated code (offsets via offsetof).
+struct RegionFrame {
+    u64 gpr[kGprCount] = {};  // initial register values for the kernel (RSP, R15 ignored)
+    u64 loop = 1;             // iterations of the loop around the copies (>= 1)
+    u64 start[kMaxReads] = {};
+    u64 end[kMaxReads] = {};
+};
+
+struct RegionSpec {
+    const u8* body = nullptr;
+    usize body_len = 0;
+    u64 copies = 0;
+    bool loop = false;  // emit the dec r15 / jnz loop around the copies (frame->loop times)
+    SerializeMode serialize = SerializeMode::lfence;
+    const ReadGroup* group = nullptr;
+};
+
+struct RegionLayout {
+    usize size = 0;         // total bytes
+    usize body_offset = 0;  // first copy (64-byte aligned relative to the start)
+    usize body_end = 0;     // after the last copy (before the loop branch)
+};
+
+// Limit on one generated region.
+inline constexpr usize kMaxRegionBytes = usize(16) << 20;
+
+// Appends `void region(RegionFrame*)` (SysV ABI) to out; out must be placed at a
+// 64-byte aligned address for the body alignment to hold. Errors: too many reads,
+// code larger than kMaxRegionBytes.
+Result<RegionLayout> emit_region(const RegionSpec& spec, Vec<u8>* out);
+
+// ---------------------------------------------------------------- platform
+
+enum class IrqMode : u8 { cli, lvt };
+const char* irq_mode_name(IrqMode m);
+
+// Opaque per-CPU state saved by MeasurePlatform::irq_mask.
+struct IrqSaved {
+    u64 word[16] = {};
+};
+
+struct CodeSpan {
+    const u8* data = nullptr;
+    usize len = 0;
+};
+
+struct Region {
+    const void* code = nullptr;
+    usize size = 0;
+    usize body_len = 0;  // bytes of one copy of the kernel body
+    u64 copies = 0;
+    u64 loop = 1;
+};
+
+// What the engine needs from the platform beyond Hw.
+class MeasurePlatform {
+public:
+    // --- on the BSP (may use firmware services) ---
+    // Page-granular memory; `executable` memory can hold generated code
+    // (EfiLoaderCode on UEFI), data memory holds kernel buffers (EfiLoaderData).
+    virtual Result<void*> alloc_pages(usize bytes, bool executable) = 0;
+    virtual void free_pages(void* p, usize bytes) = 0;
+    // The machine code of a kernel body (kernel_bodies.S).
+    virtual CodeSpan kernel_body(KernelId id) = 0;
+
+    // --- on the measuring CPU (any CPU; no firmware services) ---
+    // Masks interrupts on the calling CPU: cli (saving RFLAGS.IF), or masks the local
+    // APIC LVT entries and raises the task priority (saving them).
+    virtual Status irq_mask(IrqMode mode, IrqSaved* saved) = 0;
+    virtual void irq_restore(const IrqSaved& saved) = 0;
+    // A serialising instruction: run before executing code written by another CPU
+    // (SDM Vol. 3A §9.1.3 "Handling Self- and Cross-Modifying Code").
+    virtual void serialize() = 0;
+    // Calls the region.
+    virtual void execute(const Region& region, RegionFrame* frame) = 0;
+
+    // --- on the BSP ---
+    // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
+    // wait differently, e.g. halt the BSP until the AP is done so that the BSP does
+    // not compete with the measurement (see measure_efi.cpp).
+    virtual Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) { return hw.run_on_cpu(cpu, fn, ctx); }
+
+protected:
+    ~MeasurePlatform() = default;
+};
+
+// ---------------------------------------------------------------- the engine
+
+struct BenchInstance {
+    const KernelInfo* kernel = nullptr;
+    u64 size = 0;           // buffer bytes (0 for kernels without a buffer)
+    bool optional = false;  // from --bench all: skip (with a warning) where unsupported
+};
+
+struct MeasureConfig {
+    Vec<BenchInstance> benches;
+    Vec<u32> cpus;
+    u64 unroll = 100;
+    u64 loop = 1;  // 1: no loop instructions at all
+    u32 reps = 11;
+    u32 warmup = 3;
+    Agg agg = Agg::median;
+    bool basic = false;
+    IrqMode irq = IrqMode::cli;
+    SerializeMode serialize = SerializeMode::lfence;
+    u64 seed = kDefaultSeed;
+};
+
+inline constexpr u64 kUnrollMax = 1000000;
+inline constexpr u64 kLoopMax = 1000000000;
+inline constexpr u32 kRepsMax = 100000;
+inline constexpr u32 kWarmupMax = 100000;
+
+struct MeasureResult {
+    u32 cpu = 0;
+    u64 apic_id = 0;
+    const BenchInstance* bench = nullptr;
+    u32 run = 0;   // which group measured this event (0-based)
+    u32 runs = 1;  // how many groups (runs of the benchmark) there are
+    const CounterRead* read = nullptr;
+    u64 short_copies = 0, long_copies = 0;
+    u64 iterations = 0;  // (long_copies - short_copies) * loop
+    Summary short_sum, long_sum;
+    Frac per_iter[kAggCount];  // indexed by Agg
+    // Raw counts per measured repetition (reps values each).
+    const i64* short_raw = nullptr;
+    const i64* long_raw = nullptr;
+};
+
+// Where results go. failure() reports one (benchmark, CPU) that could not be
+// measured; the run goes on with the rest.
+class MeasureSink {
+public:
+    virtual void result(const MeasureConfig& cfg, const MeasureResult& r) = 0;
+    virtual void failure(const Error& e) = 0;
+    // An optional benchmark (from --bench all) that this CPU cannot run.
+    virtual void skipped(const Error& e) = 0;
+    // Before each (benchmark, CPU, group) job.
+    virtual void progress(u32 done, u32 total, const BenchInstance& b, u32 cpu, u32 run) {}
+
+protected:
+    ~MeasureSink() = default;
+};
+
+// Runs every benchmark on every CPU with every group. Returns the worst class of
+// failure seen (Errc::ok when everything was measured).
+Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Vec<ReadGroup>& groups,
+                 MeasureSink& sink);
+
+}  // namespace pmulab

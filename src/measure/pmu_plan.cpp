@@ -1,0 +1,219 @@
+// PMU event groups for the measurement engine (see pmulab/measure_pmu.h).
+#include "measure/pmu_plan.h"
+
+namespace pmulab {
+
+namespace {
+
+// A Hw for planning: any access is an internal error (planning must not touch hardware).
+class NullHw final : public Hw {
+public:
+    CpuidRegs cpuid(u32, u32) override { return CpuidRegs(); }
+    Result<u64> rdmsr(u32 m) override { return refuse("RDMSR", m); }
+    Status wrmsr(u32 m, u64) override { return refuse("WRMSR", m); }
+    Result<u64> rdpmc(u32 i) override { return refuse("RDPMC", i); }
+    u64 rdtsc() override { return 0; }
+    u32 cpu_count() override { return 0; }
+    u32 current_cpu() override { return 0; }
+    Result<CpuTopology> topology(u32) override { return refuse("topology", 0); }
+    Status run_on_cpu(u32, CpuFn, void*) override { return refuse("run_on_cpu", 0); }
+
+private:
+    static Error refuse(const char* what, u32 arg) {
+        return Error::make(Errc::internal, "PMU planning tried to access the hardware (%s 0x%x)", what, arg);
+    }
+};
+
+// ---- hooks: on the measuring CPU, allocation-free ----
+
+Status setup_hook(Hw& hw, void* ctx) {
+    auto* st = static_cast<PmuGroupState*>(ctx);
+    st->overflow_read = false;
+    st->overflow = OverflowState();
+    // The plan's info came from detecting this CPU (CPUs are planned by identical PMU).
+    st->session.open(hw, st->info);
+    PMULAB_TRY(st->session.save(st->touch));
+    return st->session.program(st->events, *st->group, st->opts.preset_below_top ? st->presets : nullptr);
+}
+
+Status teardown_hook(Hw& hw, void* ctx) {
+    auto* st = static_cast<PmuGroupState*>(ctx);
+    (void)hw;
+    if (st->session.saved() && st->info.global_ctrl) {
+        Result<OverflowState> o = st->session.overflow();
+        if (o.ok()) {
+            st->overflow = o.value();
+            st->overflow_read = true;
+        }
+    }
+    RestoreReport rep;
+    Status s = st->session.close(&rep);
+    st->restore.gp_counters_inexact |= rep.gp_counters_inexact;
+    st->restore.status_bits_lost |= rep.status_bits_lost;
+    return s;
+}
+
+void label(char* dst, usize cap, StrView s) {
+    usize n = min_of<usize>(s.len, cap - 1);
+    for (usize i = 0; i < n; ++i) dst[i] = s[i];
+    dst[n] = 0;
+}
+
+}  // namespace
+
+PmuPlan::~PmuPlan() {
+    for (PmuGroupState* s : state) delete s;
+}
+
+bool events_are_tsc_only(const Vec<Event>& events) {
+    for (const Event& e : events)
+        if (e.needs_counter()) return false;
+    return true;
+}
+
+void put_cpu_set(StrBuf& out, const Vec<u32>& cpus) {
+    out.put(cpus.size() == 1 ? "CPU " : "CPUs ");
+    for (usize i = 0; i < cpus.size();) {
+        usize j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        if (i) out.put(',');
+        if (j == i) out.printf("%u", cpus[i]);
+        else out.printf("%u-%u", cpus[i], cpus[j]);
+        i = j + 1;
+    }
+}
+
+Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus,
+                       const PmuRunOptions& opts, PmuPlan* out) {
+    StrBuf where;
+    put_cpu_set(where, cpus);
+    out->cpus.clear();
+    for (u32 c : cpus) out->cpus.push(c);
+    out->info = info;
+    out->events.clear();
+    for (const Event& e : events) out->events.push(e);
+    if (info.kind == PmuKind::none) {
+        for (const Event& e : events)
+            if (e.needs_counter())
+                return Error::make(Errc::unsupported, "%s: cannot count '%s': %s", where.c_str(), e.name,
+                                   info.absent);
+    }
+    Status s = pmu_allocate(info, out->events.data(), out->events.size(), &out->alloc);
+    if (!s.ok()) return Error::make(s.error().code, "%s: %s", where.c_str(), s.error().msg);
+
+    // The access methods and control writes come from the backend: pure functions of
+    // the info. The session is bound to a Hw that refuses every access.
+    NullHw null_hw;
+    PmuSession planner;
+    planner.open(null_hw, info);
+    const bool b = planner.backend() != nullptr;
+    for (usize gi = 0; gi < out->alloc.groups.size(); ++gi) {
+        const CounterGroup& cg = out->alloc.groups[gi];
+        if (cg.events.size() > kMaxReads)
+            return Error::make(Errc::invalid_argument,
+                               "%s: run %u of the event set reads %u counters; at most %u fit in one run (list fewer "
+                               "events)",
+                               where.c_str(), unsigned(gi), unsigned(cg.events.size()), unsigned(kMaxReads));
+        ReadGroup& g = out->groups.emplace();
+        auto* st = new PmuGroupState();
+        out->state.push(st);
+        st->events = out->events.data();
+        st->n = out->events.size();
+        st->group = &cg;
+        st->info = info;
+        st->opts = opts;
+        Result<PmuTouch> t = touch_set(out->events.data(), out->events.size(), cg);
+        if (!t.ok()) return t.error();
+        st->touch = t.value();
+        bool counters = false;
+        for (usize k = 0; k < cg.events.size(); ++k) {
+            const Assignment& as = cg.events[k];
+            const Event& e = out->events[as.event];
+            CounterRead& r = g.reads.emplace();
+            label(r.event, sizeof r.event, StrView(e.name));
+            StrBuf cn;
+            put_counter_name(cn, as.kind, as.index);
+            label(r.counter, sizeof r.counter, cn.view());
+            if (as.kind == CounterKind::none || !b) {
+                r.kind = CounterRead::tsc;
+                r.width = 64;
+                continue;
+            }
+            counters = true;
+            CounterAccess a = planner.access(as.kind, as.index);
+            r.kind = a.kind == CounterAccess::rdpmc ? CounterRead::rdpmc : CounterRead::rdmsr;
+            r.index = a.index;
+            r.width = a.width;
+            if (opts.preset_below_top && k < sizeof st->presets / sizeof st->presets[0])
+                st->presets[k] = (u64(0) - opts.preset_below_top) & regs::counter_mask(a.width);
+        }
+        if (!counters || !b) continue;  // a TSC-only group needs no PMU access
+        PmuWriteList on, off;
+        planner.control_writes(out->events.data(), cg, &on, &off);
+        for (unsigned i = 0; i < on.count; ++i) {
+            u64 v = on.w[i].value;
+            if (opts.gate_off) {
+                // The same WRMSR with counting left off: GLOBAL_CTRL 0, or EN clear.
+                v = i < off.count ? off.w[i].value : 0;
+            }
+            g.start_writes.push(MsrValue{on.w[i].msr, v});
+        }
+        for (unsigned i = 0; i < off.count; ++i) g.stop_writes.push(MsrValue{off.w[i].msr, off.w[i].value});
+        g.hooks.setup = setup_hook;
+        g.hooks.teardown = teardown_hook;
+        g.hooks.ctx = st;
+    }
+    return ok_status();
+}
+
+namespace {
+
+struct DetectCtx {
+    Hw* hw;
+    PmuInfo* info;
+};
+
+void detect_on_cpu(void* p) {
+    auto* c = static_cast<DetectCtx*>(p);
+    pmu_detect(*c->hw, c->info);
+}
+
+}  // namespace
+
+Status plan_pmu_runs(Hw& hw, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
+                     Vec<PmuPlan*>* plans) {
+    free_pmu_plans(plans);
+    Vec<PmuInfo> infos;
+    infos.resize(cpus.size());
+    for (usize i = 0; i < cpus.size(); ++i) {
+        DetectCtx ctx{&hw, &infos[i]};
+        Status s = hw.run_on_cpu(cpus[i], detect_on_cpu, &ctx);
+        if (!s.ok()) return Error::make(s.error().code, "CPU %u: %s", cpus[i], s.error().msg);
+    }
+    Vec<bool> done;
+    done.resize(cpus.size());
+    for (usize i = 0; i < cpus.size(); ++i) {
+        if (done[i]) continue;
+        Vec<u32> cls;
+        for (usize j = i; j < cpus.size(); ++j)
+            if (!done[j] && infos[j].same_pmu(infos[i])) {
+                cls.push(cpus[j]);
+                done[j] = true;
+            }
+        auto* p = new PmuPlan();
+        plans->push(p);
+        Status s = plan_pmu_groups(infos[i], events, cls, opts, p);
+        if (!s.ok()) {
+            free_pmu_plans(plans);
+            return s;
+        }
+    }
+    return ok_status();
+}
+
+void free_pmu_plans(Vec<PmuPlan*>* plans) {
+    for (PmuPlan* p : *plans) delete p;
+    plans->clear();
+}
+
+}  // namespace pmulab

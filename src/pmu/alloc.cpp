@@ -1,0 +1,279 @@
+#include "pmu/alloc.h"
+
+namespace pmulab {
+
+namespace {
+
+// Counter slots share the IA32_PERF_GLOBAL_CTRL layout: PMCi at bit i, FIXED_CTRi at 32+i.
+constexpr unsigned kFixedSlot = regs::PerfGlobalCtrl::kFixedBase;
+constexpr unsigned kSlots = 64;
+
+struct Cand {
+    u64 slots = 0;  // candidate counters
+    u64 pref = 0;   // preferred among them (the fixed counter of a fixed event)
+    bool counter = false;
+};
+
+struct GroupState {
+    int32_t owner[kSlots];
+    u32 count = 0;  // counter events
+    bool taken_alone = false;
+    GroupState() {
+        for (int32_t& o : owner) o = -1;
+    }
+    u64 occupied() const {
+        u64 m = 0;
+        for (unsigned s = 0; s < kSlots; ++s)
+            if (owner[s] >= 0) m |= u64(1) << s;
+        return m;
+    }
+};
+
+unsigned lowest(u64 m) {
+    unsigned i = 0;
+    while (!((m >> i) & 1)) ++i;
+    return i;
+}
+
+// Kuhn's augmenting path: gives event `ev` a slot, moving already placed events to
+// other candidate slots when that makes room. Preferred slots are tried first, then
+// the others in ascending order.
+bool augment(GroupState& g, const Vec<Cand>& cand, u32 ev, u64* visited) {
+    const Cand& c = cand[ev];
+    u64 order[2] = {c.slots & c.pref, c.slots & ~c.pref};
+    for (u64 set : order) {
+        for (; set; set &= set - 1) {
+            unsigned s = lowest(set);
+            if (*visited & (u64(1) << s)) continue;
+            *visited |= u64(1) << s;
+            int32_t o = g.owner[s];
+            if (o < 0 || augment(g, cand, u32(o), visited)) {
+                g.owner[s] = int32_t(ev);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool place(GroupState& g, const Vec<Cand>& cand, u32 ev) {
+    const Cand& c = cand[ev];
+    u64 free = c.slots & ~g.occupied();
+    if (free) {
+        u64 pref_free = free & c.pref;
+        g.owner[lowest(pref_free ? pref_free : free)] = int32_t(ev);
+        return true;
+    }
+    u64 visited = 0;
+    return augment(g, cand, ev, &visited);
+}
+
+}  // namespace
+
+regs::PerfGlobalCtrl CounterGroup::global_ctrl() const {
+    return regs::PerfGlobalCtrl(u64(gp_mask) | (u64(fixed_mask) << kFixedSlot));
+}
+
+const Assignment* Allocation::find(u32 event) const {
+    if (event >= group_of.size() || group_of[event] >= groups.size()) return nullptr;
+    for (const Assignment& a : groups[group_of[event]].events)
+        if (a.event == event) return &a;
+    return nullptr;
+}
+
+namespace {
+Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out);
+}  // namespace
+
+Status allocate_counters(const Event* events, usize n, const PmuCaps& caps, Allocation* out, u8 core_type) {
+    out->groups.clear();
+    out->group_of.clear();
+    Vec<Cand> cand;
+    cand.resize(n);
+    for (usize i = 0; i < n; ++i) {
+        const Event& e = events[i];
+        if (!e.needs_counter()) continue;
+        Result<EventRoute> r = check_event(e, caps, core_type);
+        if (!r.ok()) return r.error();
+        EventCounters ec = event_counters(e, caps);
+        cand[i].counter = true;
+        cand[i].slots = u64(ec.gp) | (u64(ec.fixed) << kFixedSlot);
+        cand[i].pref = u64(ec.fixed) << kFixedSlot;
+        if (!cand[i].slots)
+            return Error::make(Errc::internal, "event '%s' passed the availability check but has no counter", e.name);
+    }
+    return place_all(events, n, cand, out);
+}
+
+Status place_counters(const Event* events, usize n, const EventCounters* counters, Allocation* out) {
+    out->groups.clear();
+    out->group_of.clear();
+    Vec<Cand> cand;
+    cand.resize(n);
+    for (usize i = 0; i < n; ++i) {
+        if (!events[i].needs_counter()) continue;
+        cand[i].counter = true;
+        cand[i].slots = u64(counters[i].gp) | (u64(counters[i].fixed) << kFixedSlot);
+        cand[i].pref = u64(counters[i].fixed) << kFixedSlot;
+        if (!cand[i].slots)
+            return Error::make(Errc::internal, "event '%s' has no candidate counter", events[i].name);
+    }
+    return place_all(events, n, cand, out);
+}
+
+namespace {
+Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out) {
+    Vec<u32> order;
+    for (usize i = 0; i < n; ++i)
+        if (cand[i].counter) order.push(u32(i));
+    // Most constrained first; TakenAlone events last (they open groups of their own).
+    auto key_less = [&](u32 a, u32 b) {
+        const Event& ea = events[a];
+        const Event& eb = events[b];
+        if (ea.taken_alone != eb.taken_alone) return !ea.taken_alone;
+        bool pa = ea.pinned_counter >= 0, pb = eb.pinned_counter >= 0;
+        if (pa != pb) return pa;
+        unsigned ca = popcount64(cand[a].slots), cb = popcount64(cand[b].slots);
+        if (ca != cb) return ca < cb;
+        return a < b;
+    };
+    sort_small(order.data(), order.size(), key_less);
+
+    Vec<GroupState> gs;
+    Vec<u32> group_of;
+    group_of.resize(n);
+    for (u32 ev : order) {
+        bool alone = events[ev].taken_alone;
+        bool placed = false;
+        for (usize g = 0; g < gs.size() && !placed; ++g) {
+            if (gs[g].taken_alone || (alone && gs[g].count > 0)) continue;
+            if (place(gs[g], cand, ev)) {
+                gs[g].count++;
+                gs[g].taken_alone |= alone;
+                group_of[ev] = u32(g);
+                placed = true;
+            }
+        }
+        if (!placed) {
+            GroupState& ng = gs.emplace();
+            if (!place(ng, cand, ev))
+                return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", events[ev].name);
+            ng.count = 1;
+            ng.taken_alone = alone;
+            group_of[ev] = u32(gs.size() - 1);
+        }
+    }
+    // tsc needs no counter: group 0.
+    for (usize i = 0; i < n; ++i) {
+        if (cand[i].counter) continue;
+        if (gs.empty()) gs.emplace();
+        group_of[i] = 0;
+    }
+
+    for (usize g = 0; g < gs.size(); ++g) {
+        CounterGroup& cg = out->groups.emplace();
+        cg.taken_alone = gs[g].taken_alone;
+        for (unsigned s = 0; s < kSlots; ++s) {
+            int32_t o = gs[g].owner[s];
+            if (o < 0) continue;
+            Assignment a;
+            a.event = u32(o);
+            if (s < kFixedSlot) {
+                a.kind = CounterKind::gp;
+                a.index = u8(s);
+                a.gp_fallback = events[o].kind == EventKind::fixed;
+                cg.gp_mask |= u32(1) << s;
+            } else {
+                a.kind = CounterKind::fixed;
+                a.index = u8(s - kFixedSlot);
+                cg.fixed_mask |= u32(1) << a.index;
+            }
+            cg.events.push(a);
+        }
+        for (usize i = 0; i < n; ++i) {
+            if (cand[i].counter || group_of[i] != g) continue;
+            Assignment a;
+            a.event = u32(i);
+            a.kind = CounterKind::none;
+            cg.events.push(a);
+        }
+        sort_small(cg.events.data(), cg.events.size(),
+                   [](const Assignment& x, const Assignment& y) { return x.event < y.event; });
+    }
+    out->group_of = move(group_of);
+    return ok_status();
+}
+}  // namespace
+
+const char* counter_kind_name(CounterKind k) {
+    switch (k) {
+        case CounterKind::gp: return "gp";
+        case CounterKind::fixed: return "fixed";
+        case CounterKind::none: return "none";
+    }
+    return "none";
+}
+
+void put_counter_name(StrBuf& out, CounterKind kind, u8 index) {
+    switch (kind) {
+        case CounterKind::gp: out.printf("PMC%u", unsigned(index)); break;
+        case CounterKind::fixed: out.printf("FIXED_CTR%u", unsigned(index)); break;
+        case CounterKind::none: out.put("TSC"); break;
+    }
+}
+
+void render_allocation_text(StrBuf& out, const Event* events, usize n, const Allocation& a) {
+    unsigned total = unsigned(a.groups.size());
+    for (unsigned g = 0; g < total; ++g) {
+        for (const Assignment& as : a.groups[g].events) {
+            if (as.event >= n) continue;
+            const Event& e = events[as.event];
+            out.printf("group %u/%u: ", g + 1, total);
+            usize col = out.size();
+            put_counter_name(out, as.kind, as.index);
+            out.pad_to(col, 10);
+            out.put(' ');
+            out.put(StrView(e.name));
+            if (as.kind == CounterKind::gp) {
+                Event gpe = e;
+                gpe.kind = EventKind::programmable;
+                out.put(" (");
+                put_event_encoding(out, gpe);
+                if (as.gp_fallback) {
+                    out.printf("; GP equivalent of fixed counter %d", e.fixed_counter);
+                    if (!e.gp_equivalent_exact) out.put(", counts at the reference clock, not at the TSC rate");
+                }
+                out.put(')');
+            } else if (as.kind == CounterKind::fixed && e.usr != e.os) {
+                out.put(e.usr ? " (USR only)" : " (OS only)");
+            }
+            out.put('\n');
+        }
+    }
+}
+
+void write_assignment_json(JsonWriter& w, u32 group, const Assignment& as) {
+    StrBuf name;
+    put_counter_name(name, as.kind, as.index);
+    w.field_u("group", group);
+    w.field("counter", name.view());
+    w.field("kind", counter_kind_name(as.kind));
+    w.field_u("index", as.index);
+    w.field_b("fallback", as.gp_fallback);
+}
+
+void write_allocation_json(JsonWriter& w, const Event* events, usize n, const Allocation& a) {
+    w.field_u("groups", a.groups.size());
+    w.key("allocation").begin_array();
+    for (usize i = 0; i < n; ++i) {
+        const Assignment* as = a.find(u32(i));
+        if (!as) continue;
+        w.begin_object();
+        w.field("event", events[i].name);
+        write_assignment_json(w, a.group_of[i], *as);
+        w.end_object();
+    }
+    w.end_array();
+}
+
+}  // namespace pmulab

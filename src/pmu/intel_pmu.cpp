@@ -1,0 +1,409 @@
+// Intel architectural performance monitoring, versions 1-6 (SDM Vol. 3B §20.2): the
+// IntelArchPmu backend of pmulab/pmu.h. Register values are built with regs.h only.
+#include "x86/msr_addr.h"
+#include "pmu/intel_pmu.h"
+
+namespace pmulab {
+
+using regs::FixedCtrCtrl;
+using regs::PerfEvtSel;
+using regs::PerfGlobalCtrl;
+using regs::PerfGlobalStatus;
+
+namespace {
+
+bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
+
+// u64 with the GLOBAL_* layout (GP i at bit i, fixed i at bit 32 + i).
+u64 global_bits(u32 gp, u32 fixed) {
+    return PerfGlobalStatus().set_pmc_ovf(gp).set_fixed_ovf(fixed).raw();
+}
+
+Error in_context(const Error& e, const char* what, const char* event, CounterKind kind, unsigned index) {
+    StrBuf ctr;
+    put_counter_name(ctr, kind, u8(index));
+    Error out = Error::make(e.code, "%s '%s' on %s: %s", what, event, ctr.c_str(), e.msg);
+    out.vector = e.vector;
+    return out;
+}
+
+}  // namespace
+
+void IntelArchPmu::init(Hw* hw, const PmuInfo& info) {
+    *this = IntelArchPmu();
+    hw_ = hw;
+    info_ = info;
+}
+
+Status IntelArchPmu::allocate(const Event* events, usize n, Allocation* out) const {
+    return pmu_allocate(info_, events, n, out);
+}
+
+CounterAccess IntelArchPmu::access(CounterKind kind, u8 index) const {
+    CounterAccess a;
+    bool rdpmc = info_.method == CounterMethod::rdpmc;
+    switch (kind) {
+        case CounterKind::gp:
+            // RDPMC ECX = i; RDMSR IA32_PMCi returns the full counter width (SDM §20.2.1).
+            a.kind = rdpmc ? CounterAccess::rdpmc : CounterAccess::rdmsr;
+            a.index = rdpmc ? index : regs::pmc_msr(index);
+            a.width = info_.gp_width;
+            break;
+        case CounterKind::fixed:
+            // RDPMC ECX = 4000_0000H | i (SDM Vol. 2B RDPMC); RDMSR IA32_FIXED_CTRi.
+            a.kind = rdpmc ? CounterAccess::rdpmc : CounterAccess::rdmsr;
+            a.index = rdpmc ? (kRdpmcFixed | index) : regs::fixed_ctr_msr(index);
+            a.width = info_.fixed_width;
+            break;
+        case CounterKind::none:
+            a.kind = CounterAccess::rdtsc;
+            a.width = 64;
+            break;
+    }
+    return a;
+}
+
+u64 IntelArchPmu::evtsel_value(const Event& e, bool en) const {
+    // Event select, UMASK, USR/OS, E, AnyThread, INV, CMASK, EQ, UMASK2 from the event;
+    // INT stays clear (pmulab counts, it does not sample).
+    PerfEvtSel v = e.perfevtsel();
+    v.set_intr(false).set_en(en);
+    return v.raw();
+}
+
+u64 IntelArchPmu::fixed_ctrl_value(const Event* events, const CounterGroup& g) const {
+    FixedCtrCtrl v;
+    for (const Assignment& as : g.events)
+        if (as.kind == CounterKind::fixed) v.set_group(as.index, events[as.event].fixed_ctrl_group());
+    return v.raw();
+}
+
+u32 IntelArchPmu::status_reset_msr() const {
+    // One address, two names: IA32_PERF_GLOBAL_OVF_CTRL (v2/v3), _STATUS_RESET (v4+).
+    return info_.status_reset ? msr::IA32_PERF_GLOBAL_STATUS_RESET : msr::IA32_PERF_GLOBAL_OVF_CTRL;
+}
+
+u64 IntelArchPmu::group_status_bits() const { return global_bits(group_gp_, group_fixed_); }
+
+void IntelArchPmu::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
+                                  PmuWriteList* stop) const {
+    start->count = stop->count = 0;
+    if (info_.global_ctrl) {
+        // v2+: one WRMSR starts and stops every counter of the group (SDM §20.2.2).
+        start->add(msr::IA32_PERF_GLOBAL_CTRL, g.global_ctrl().raw());
+        stop->add(msr::IA32_PERF_GLOBAL_CTRL, 0);
+        return;
+    }
+    // v1: IA32_PERFEVTSELx.EN, counter by counter.
+    for (const Assignment& as : g.events) {
+        if (as.kind != CounterKind::gp) continue;
+        start->add(regs::perfevtsel_msr(as.index), evtsel_value(events[as.event], true));
+        stop->add(regs::perfevtsel_msr(as.index), evtsel_value(events[as.event], false));
+    }
+}
+
+Status IntelArchPmu::write(u32 m, u64 value) {
+    Status s = hw_->wrmsr(m, value);
+    if (!s.ok()) return s;
+    wrote_any_ = true;
+    if (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + kMax) {
+        shadow_evtsel_[m - msr::IA32_PERFEVTSEL0] = value;
+    } else if ((m >= msr::IA32_PMC0 && m < msr::IA32_PMC0 + kMax) ||
+               (m >= msr::IA32_A_PMC0 && m < msr::IA32_A_PMC0 + kMax)) {
+        dirty_gp_ |= u32(1) << (m >= msr::IA32_A_PMC0 ? m - msr::IA32_A_PMC0 : m - msr::IA32_PMC0);
+    } else if (m >= msr::IA32_FIXED_CTR0 && m < msr::IA32_FIXED_CTR0 + kMax) {
+        dirty_fixed_ |= u32(1) << (m - msr::IA32_FIXED_CTR0);
+    } else if (m == msr::IA32_FIXED_CTR_CTRL) {
+        shadow_fixed_ctrl_ = value;
+    } else if (m == msr::IA32_PERF_GLOBAL_CTRL) {
+        shadow_global_ctrl_ = value;
+    } else {
+        for (unsigned i = 0; i < aux_count_; ++i)
+            if (aux_[i].msr == m) aux_[i].shadow = value;
+    }
+    return ok_status();
+}
+
+Status IntelArchPmu::save(const PmuTouch& t) {
+    if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
+    if (saved_) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
+    if ((t.gp & ~info_.gp_mask) || (t.fixed & ~info_.fixed_mask)) {
+        StrBuf want, have;
+        regs::put_counter_set(want, t.gp, "PMC");
+        want.put(' ');
+        regs::put_counter_set(want, t.fixed, "FIXED_CTR");
+        regs::put_counter_set(have, info_.gp_mask, "PMC");
+        have.put(' ');
+        regs::put_counter_set(have, info_.fixed_mask, "FIXED_CTR");
+        return Error::make(Errc::internal, "counters %s requested, but this CPU has %s", want.c_str(), have.c_str());
+    }
+    touched_gp_ = t.gp;
+    touched_fixed_ = t.fixed;
+    dirty_gp_ = dirty_fixed_ = 0;
+    wrote_any_ = false;
+    programmed_ = false;
+    auto rd = [&](u32 m, u64* out) -> Status {
+        Result<u64> r = hw_->rdmsr(m);
+        if (!r.ok()) return r.error();
+        *out = r.value();
+        return ok_status();
+    };
+    // Only reads: a fault leaves the hardware untouched.
+    if (info_.global_ctrl) {
+        PMULAB_TRY(rd(msr::IA32_PERF_GLOBAL_CTRL, &saved_global_ctrl_));
+        PMULAB_TRY(rd(msr::IA32_PERF_GLOBAL_STATUS, &saved_status_));
+        if (t.fixed) PMULAB_TRY(rd(msr::IA32_FIXED_CTR_CTRL, &saved_fixed_ctrl_));
+    }
+    for (unsigned i = 0; i < kMax; ++i) {
+        if (!has(t.gp, i)) continue;
+        PMULAB_TRY(rd(regs::perfevtsel_msr(i), &saved_evtsel_[i]));
+        PMULAB_TRY(rd(regs::pmc_msr(i), &saved_pmc_[i]));
+    }
+    for (unsigned i = 0; i < kMax; ++i)
+        if (has(t.fixed, i)) PMULAB_TRY(rd(regs::fixed_ctr_msr(i), &saved_fixed_[i]));
+    aux_count_ = 0;
+    for (unsigned k = 0; k < t.aux_count && k < PmuTouch::kMaxAux; ++k) {
+        Aux& a = aux_[aux_count_];
+        a.msr = t.aux[k];
+        Result<u64> r = hw_->rdmsr(a.msr);
+        if (!r.ok()) {
+            Error e = Error::make(Errc::unsupported,
+                                  "model-specific MSR 0x%X (programmed with the event) cannot be used on this CPU: %s",
+                                  a.msr, r.error().msg);
+            e.vector = r.error().vector;
+            return e;
+        }
+        a.saved = a.shadow = r.value();
+        ++aux_count_;
+    }
+    for (unsigned i = 0; i < kMax; ++i) shadow_evtsel_[i] = saved_evtsel_[i];
+    shadow_fixed_ctrl_ = saved_fixed_ctrl_;
+    shadow_global_ctrl_ = saved_global_ctrl_;
+    saved_ = true;
+    return ok_status();
+}
+
+Status IntelArchPmu::check_gp_preset(u8 index, u64 preset) const {
+    unsigned w = info_.gp_width;
+    if (preset & ~regs::counter_mask(w))
+        return Error::make(Errc::invalid_argument, "preset 0x%llX does not fit the %u-bit counter PMC%u",
+                           (unsigned long long)preset, w, unsigned(index));
+    if (!info_.full_width_writes && regs::legacy_pmc_write_result(preset, w) != preset)
+        return Error::make(Errc::unsupported,
+                           "preset 0x%llX cannot be written to PMC%u: without full-width writes (%s) a counter "
+                           "write is 32 bits sign-extended, so a preset must be below 0x80000000 or at least 0x%llX",
+                           (unsigned long long)preset, unsigned(index),
+                           info_.caps.perf_caps_read ? "IA32_PERF_CAPABILITIES.FW_WRITE[13] = 0"
+                                                     : "no IA32_PERF_CAPABILITIES",
+                           (unsigned long long)(regs::counter_mask(w) - 0x7FFFFFFFull));
+    return ok_status();
+}
+
+Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
+    if (!saved_) return Error::make(Errc::internal, "PMU programmed before its state was saved");
+    if ((g.gp_mask & ~touched_gp_) || (g.fixed_mask & ~touched_fixed_))
+        return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
+    u64 fmask = regs::counter_mask(info_.fixed_width);
+    // Every value is checked before the first write.
+    for (usize k = 0; k < g.events.size(); ++k) {
+        const Assignment& as = g.events[k];
+        u64 p = presets ? presets[k] : 0;
+        if (as.kind == CounterKind::gp) {
+            Status s = check_gp_preset(as.index, p);
+            if (!s.ok()) return s;
+        } else if (as.kind == CounterKind::fixed && (p & ~fmask)) {
+            return Error::make(Errc::invalid_argument, "preset 0x%llX does not fit the %u-bit counter FIXED_CTR%u",
+                               (unsigned long long)p, info_.fixed_width, unsigned(as.index));
+        }
+    }
+    programmed_ = false;
+    group_gp_ = g.gp_mask;
+    group_fixed_ = g.fixed_mask;
+    group_global_ = g.global_ctrl().raw();
+    for (unsigned i = 0; i < kMax; ++i) group_evtsel_[i] = 0;
+
+    const u64 en = PerfEvtSel::en_field::mask;
+    Status st = ok_status();
+    auto fail = [&](const Status& s, const Assignment* as) -> Status {
+        Error e = s.error();
+        if (as) e = in_context(e, "programming", events[as->event].name, as->kind, as->index);
+        Status r = restore();
+        (void)r;  // the programming error is the one to report
+        return e;
+    };
+
+    // 1. Counting off: GLOBAL_CTRL (v2+).
+    if (info_.global_ctrl && shadow_global_ctrl_ != 0) {
+        st = write(msr::IA32_PERF_GLOBAL_CTRL, 0);
+        if (!st.ok()) return fail(st, nullptr);
+    }
+    // 2. GP counters of earlier groups (or the firmware's) that this group does not use: released.
+    for (unsigned i = 0; i < kMax; ++i) {
+        if (!has(touched_gp_, i) || has(g.gp_mask, i) || shadow_evtsel_[i] == 0) continue;
+        st = write(regs::perfevtsel_msr(i), 0);
+        if (!st.ok()) return fail(st, nullptr);
+    }
+    // 3. The group's GP counters: EN clear, preset, event select.
+    for (usize k = 0; k < g.events.size(); ++k) {
+        const Assignment& as = g.events[k];
+        if (as.kind != CounterKind::gp) continue;
+        const Event& e = events[as.event];
+        unsigned i = as.index;
+        if (shadow_evtsel_[i] & en) {
+            st = write(regs::perfevtsel_msr(i), shadow_evtsel_[i] & ~en);
+            if (!st.ok()) return fail(st, &as);
+        }
+        u64 p = presets ? presets[k] : 0;
+        // Full-width alias when enumerated; else the legacy address (the value is within
+        // the legacy rules, checked above).
+        st = write(info_.full_width_writes ? regs::a_pmc_msr(i) : regs::pmc_msr(i), p);
+        if (!st.ok()) return fail(st, &as);
+        for (unsigned a = 0; a < e.aux_count; ++a) {
+            st = write(e.aux[a].msr, e.aux[a].value);
+            if (!st.ok()) return fail(st, &as);
+        }
+        group_evtsel_[i] = evtsel_value(e, false);
+        // v2+: EN set now, counting gated by GLOBAL_CTRL; v1: EN is the start.
+        st = write(regs::perfevtsel_msr(i), evtsel_value(e, info_.global_ctrl));
+        if (!st.ok()) return fail(st, &as);
+    }
+    // 4. Fixed counters: fields cleared, preset, fields set (only this group's).
+    if (touched_fixed_) {
+        u64 group_fields = 0;
+        for (unsigned i = 0; i < kMax; ++i)
+            if (has(g.fixed_mask, i)) group_fields |= FixedCtrCtrl::group_mask(i);
+        if (shadow_fixed_ctrl_ & group_fields) {
+            st = write(msr::IA32_FIXED_CTR_CTRL, shadow_fixed_ctrl_ & ~group_fields);
+            if (!st.ok()) return fail(st, nullptr);
+        }
+        for (usize k = 0; k < g.events.size(); ++k) {
+            const Assignment& as = g.events[k];
+            if (as.kind != CounterKind::fixed) continue;
+            st = write(regs::fixed_ctr_msr(as.index), presets ? presets[k] : 0);
+            if (!st.ok()) return fail(st, &as);
+        }
+        u64 want = fixed_ctrl_value(events, g);
+        if (want != shadow_fixed_ctrl_) {
+            st = write(msr::IA32_FIXED_CTR_CTRL, want);
+            if (!st.ok()) return fail(st, nullptr);
+        }
+    }
+    // 5. v2+: the group's overflow flags cleared.
+    if (info_.global_ctrl && group_status_bits()) {
+        st = write(status_reset_msr(), group_status_bits());
+        if (!st.ok()) return fail(st, nullptr);
+    }
+    programmed_ = true;
+    return ok_status();
+}
+
+Status IntelArchPmu::start() {
+    if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
+    if (info_.global_ctrl) return write(msr::IA32_PERF_GLOBAL_CTRL, group_global_);
+    for (unsigned i = 0; i < kMax; ++i)
+        if (has(group_gp_, i)) PMULAB_TRY(write(regs::perfevtsel_msr(i), group_evtsel_[i] | PerfEvtSel::en_field::mask));
+    return ok_status();
+}
+
+Status IntelArchPmu::stop() {
+    if (!programmed_) return Error::make(Errc::internal, "PMU stopped before a group was programmed");
+    if (info_.global_ctrl) return write(msr::IA32_PERF_GLOBAL_CTRL, 0);
+    for (unsigned i = 0; i < kMax; ++i)
+        if (has(group_gp_, i)) PMULAB_TRY(write(regs::perfevtsel_msr(i), group_evtsel_[i]));
+    return ok_status();
+}
+
+Result<u64> IntelArchPmu::read(CounterKind kind, u8 index) {
+    bool gp = kind == CounterKind::gp;
+    if (kind == CounterKind::none || !has(gp ? info_.gp_mask : info_.fixed_mask, index))
+        return absent_counter_error(kind, index);
+    return perform_read(*hw_, access(kind, index));
+}
+
+Result<OverflowState> IntelArchPmu::overflow() {
+    OverflowState o;
+    if (!info_.global_ctrl) return o;  // v1: no IA32_PERF_GLOBAL_STATUS
+    Result<u64> r = hw_->rdmsr(msr::IA32_PERF_GLOBAL_STATUS);
+    if (!r.ok()) return r.error();
+    PerfGlobalStatus s(r.value());
+    o.known = true;
+    o.gp = u32(s.pmc_ovf()) & group_gp_;
+    o.fixed = u32(s.fixed_ovf()) & group_fixed_;
+    return o;
+}
+
+Status IntelArchPmu::clear_overflow() {
+    if (!info_.global_ctrl || !group_status_bits()) return ok_status();
+    return write(status_reset_msr(), group_status_bits());
+}
+
+Status IntelArchPmu::restore(RestoreReport* report) {
+    RestoreReport rep;
+    if (!saved_) {
+        if (report) *report = rep;
+        return ok_status();
+    }
+    Status first = ok_status();
+    auto w = [&](u32 m, u64 v) {
+        Status s = write(m, v);
+        if (!s.ok() && first.ok()) first = s;
+        return s.ok();
+    };
+    const u64 en = PerfEvtSel::en_field::mask;
+    if (wrote_any_) {
+        // 1. Counting off: GLOBAL_CTRL, then EN of every touched GP counter.
+        if (info_.global_ctrl) w(msr::IA32_PERF_GLOBAL_CTRL, 0);
+        u32 en_clear = 0;  // GP counters whose EN is known clear
+        for (unsigned i = 0; i < kMax; ++i) {
+            if (!has(touched_gp_, i)) continue;
+            if (!(shadow_evtsel_[i] & en) || w(regs::perfevtsel_msr(i), shadow_evtsel_[i] & ~en))
+                en_clear |= u32(1) << i;
+        }
+        // 2. Counters pmulab wrote.
+        for (unsigned i = 0; i < kMax; ++i) {
+            if (!has(dirty_gp_, i) || !has(en_clear, i)) continue;
+            u64 v = saved_pmc_[i];
+            if (info_.full_width_writes) {
+                w(regs::a_pmc_msr(i), v);
+            } else {
+                w(regs::pmc_msr(i), v);
+                if (regs::legacy_pmc_write_result(v, info_.gp_width) != v) rep.gp_counters_inexact |= u32(1) << i;
+            }
+        }
+        for (unsigned i = 0; i < kMax; ++i)
+            if (has(dirty_fixed_, i)) w(regs::fixed_ctr_msr(i), saved_fixed_[i]);
+        // 3. Controls.
+        for (unsigned i = 0; i < kMax; ++i)
+            if (has(touched_gp_, i) && shadow_evtsel_[i] != saved_evtsel_[i])
+                w(regs::perfevtsel_msr(i), saved_evtsel_[i]);
+        if (touched_fixed_ && shadow_fixed_ctrl_ != saved_fixed_ctrl_) w(msr::IA32_FIXED_CTR_CTRL, saved_fixed_ctrl_);
+        for (unsigned k = 0; k < aux_count_; ++k)
+            if (aux_[k].shadow != aux_[k].saved) w(aux_[k].msr, aux_[k].saved);
+        // 4. Overflow flags of the touched counters as they were (v4+ can set them again;
+        //    v2/v3 can only clear).
+        if (info_.global_ctrl) {
+            Result<u64> cur = hw_->rdmsr(msr::IA32_PERF_GLOBAL_STATUS);
+            if (!cur.ok()) {
+                if (first.ok()) first = cur.error();
+            } else {
+                u64 ours = global_bits(touched_gp_, touched_fixed_);
+                u64 clear = cur.value() & ~saved_status_ & ours;
+                u64 set = saved_status_ & ~cur.value() & ours;
+                if (clear) w(status_reset_msr(), clear);
+                if (set && info_.status_reset) w(msr::IA32_PERF_GLOBAL_STATUS_SET, set);
+                else rep.status_bits_lost = set;
+            }
+        }
+        // 5. GLOBAL_CTRL last.
+        if (info_.global_ctrl && shadow_global_ctrl_ != saved_global_ctrl_)
+            w(msr::IA32_PERF_GLOBAL_CTRL, saved_global_ctrl_);
+    }
+    saved_ = false;
+    programmed_ = false;
+    wrote_any_ = false;
+    dirty_gp_ = dirty_fixed_ = 0;
+    if (report) *report = rep;
+    return first;
+}
+
+}  // namespace pmulab

@@ -1,0 +1,210 @@
+// The per-CPU PMU programming layer: detection of a logical processor's PMU, counter
+// allocation, programming, start/stop, reads, overflow, and exact save/restore of every
+// PMU MSR pmulab writes.
+//
+// Structure
+//   PmuInfo      what one logical processor has (detected on that processor: hybrid
+//                parts differ per core), backend-neutral.
+//   PmuBackend   the abstract programming interface, implemented by three peers:
+//                IntelArchPmu (intel_pmu.h: architectural perfmon v1-v6), AmdPmu
+//                (amd_pmu.h: legacy, PerfCtrExtCore, PerfMonV2) and NetBurstPmu
+//                (netburst_pmu.h: ESCR/CCCR).
+//   PmuSession   one CPU's session (session.h): detects, picks the backend, and
+//                guarantees restore.
+//
+// Everything that touches the hardware runs on the CPU concerned (inside
+// Hw::run_on_cpu) and is allocation-free: sessions and backends hold fixed arrays.
+//
+// Lifecycle on one CPU
+//     PmuSession s;  s.open(hw);                 // detect (CPUID, PERF_CAPABILITIES, RDPMC probe)
+//     PmuBackend* b = s.backend();               // null: no PMU (s.info().absent says why)
+//     b->save(touch_set(events, alloc));         // RDMSR of every MSR the groups will write
+//     for each group g:
+//         b->program(events, g);                 // counting stays off
+//         b->start(); ...measured code...; b->stop();
+//         b->read(kind, index);                  // counter value (width bits)
+//     s.close();                                 // restore(): exact, also after errors
+//
+// Intel programming sequence (SDM Vol. 3B §20.2, "Architectural Performance Monitoring";
+// section numbers as in regs.h):
+//   program:  v2+: IA32_PERF_GLOBAL_CTRL = 0.  Each GP counter of the group: EN cleared
+//             in IA32_PERFEVTSELx if it was set (§20.2.1.1: "disabled ... before writing
+//             to IA32_PMCx"), the preset written to IA32_A_PMCx (full-width writes,
+//             PERF_CAPABILITIES.FW_WRITE[13], §20.2.6) or IA32_PMCx (legacy: bits 31:0
+//             sign-extended), then IA32_PERFEVTSELx = the event (v2+ with EN, gated by
+//             GLOBAL_CTRL; v1 without). Fixed counters: their IA32_FIXED_CTR_CTRL fields
+//             cleared, IA32_FIXED_CTRx = preset (full width at its own address), then the
+//             fields set (OS/USR per the event). v2+: the group's overflow bits cleared
+//             through IA32_PERF_GLOBAL_OVF_CTRL (v2/v3) / _STATUS_RESET (v4+).
+//   start:    v2+: IA32_PERF_GLOBAL_CTRL = the group's enables (one WRMSR);
+//             v1: IA32_PERFEVTSELx.EN set, counter by counter.
+//   stop:     the reverse (GLOBAL_CTRL = 0, or EN cleared).
+//   restore:  GLOBAL_CTRL = 0 and EN cleared first; counters; controls (PERFEVTSELx,
+//             FIXED_CTR_CTRL, model-specific aux MSRs); overflow bits; GLOBAL_CTRL last.
+#pragma once
+
+#include "pmu/alloc.h"
+#include "x86/hw.h"
+
+namespace pmulab {
+
+enum class PmuKind : u8 {
+    none,        // no usable counters (only the TSC)
+    intel_arch,  // Intel architectural performance monitoring, CPUID.0AH version 1..6
+    amd,         // AMD core PMU: legacy / PerfCtrExtCore / PerfMonV2 (pmu_amd.h)
+    netburst,    // Intel NetBurst ESCR/CCCR (pmu_netburst.h)
+};
+const char* pmu_kind_name(PmuKind k);  // "none", "intel_arch", "amd", "netburst"
+
+// How counters are read: RDPMC when it works on this CPU, else RDMSR of the counter MSR.
+enum class CounterMethod : u8 { rdpmc, rdmsr };
+const char* counter_method_name(CounterMethod m);  // "rdpmc", "rdmsr"
+
+// One counter read as generated code performs it (RDPMC with ECX = index, RDMSR with
+// ECX = index, or RDTSC); values are taken modulo 2^width.
+struct CounterAccess {
+    enum Kind : u8 { rdpmc, rdmsr, rdtsc };
+    Kind kind = rdtsc;
+    u32 index = 0;
+    u8 width = 64;
+};
+
+// Performs one read on the calling CPU (RDPMC, RDMSR or RDTSC), masked to its width.
+Result<u64> perform_read(Hw& hw, const CounterAccess& a);
+// The error of a backend asked to read a counter its CPU does not have.
+Error absent_counter_error(CounterKind kind, u8 index);
+
+// RDPMC selectors (SDM Vol. 2B, RDPMC): ECX[30] selects the fixed-function counters.
+inline constexpr u32 kRdpmcFixed = 0x40000000u;
+
+// The PMU MSR writes to perform at a given point (start or stop of counting); the same
+// values start()/stop() write, for generated code.
+struct PmuWriteList {
+    static constexpr unsigned kMax = 20;
+    MsrValue w[kMax];
+    unsigned count = 0;
+    void add(u32 msr, u64 value) {
+        if (count < kMax) w[count++] = MsrValue{msr, value};
+    }
+};
+
+// What one logical processor has. Filled by pmu_detect on that processor.
+struct PmuInfo {
+    PmuKind kind = PmuKind::none;
+    Vendor vendor = Vendor::other;
+    char vendor_string[13] = {};
+    bool hypervisor = false;
+    u8 core_type = kCoreTypeNone;  // CPUID.1AH:EAX[31:24] on hybrid parts
+    // CPUID.0AH / 23H decoded on this CPU, plus IA32_PERF_CAPABILITIES when PDCM is set.
+    PmuCaps caps;
+    bool perf_caps_fault = false;  // PDCM set, but RDMSR 0x345 faulted (treated as absent)
+
+    // The counters pmulab programs (regs.h per-version rules; clipped to 16 + 16).
+    u8 version = 0;
+    u32 gp_mask = 0;     // bit i = IA32_PMCi (leaf 23H bitmap when enumerated)
+    u32 fixed_mask = 0;  // bit i = IA32_FIXED_CTRi (ECX mask on v5+, Core 2 quirk)
+    u8 gp_width = 0, fixed_width = 0;
+    bool global_ctrl = false;        // v2+: IA32_PERF_GLOBAL_CTRL/STATUS/OVF_CTRL
+    bool status_reset = false;       // v4+: STATUS_RESET/STATUS_SET
+    bool full_width_writes = false;  // IA32_A_PMCx (PERF_CAPABILITIES.FW_WRITE)
+
+    // The event-spec dialect of this PMU (events.h): what parse_event_list needs.
+    EventDialect dialect = EventDialect::intel;
+
+    CounterMethod method = CounterMethod::rdmsr;
+    // Why RDMSR (empty when RDPMC works), e.g. "RDPMC 0x0 raised #UD (invalid opcode)".
+    char method_note[120] = {};
+    // kind == none: why there are no counters, e.g. "no architectural performance
+    // monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)".
+    char absent[200] = {};
+
+    // The same PMU in every respect that matters for planning (caps, widths, core type,
+    // read method): CPUs that agree can share one plan and one generated region.
+    bool same_pmu(const PmuInfo& o) const;
+};
+
+// Detects the PMU of the calling logical processor: CPUID (capture_cpuid), then
+// IA32_PERF_CAPABILITIES when CPUID.01H:ECX.PDCM = 1, then an RDPMC probe (a #UD or
+// #GP selects RDMSR). Allocation-free; may run on an AP. Never fails: what cannot be
+// used is recorded in the info.
+void pmu_detect(Hw& hw, PmuInfo* out);
+
+// One-line human summary: "Intel architectural PMU v4: PMC0-3 (48 bits), FIXED_CTR0-2
+// (48 bits), full-width writes, RDPMC" or "no PMU counters: <absent>".
+void put_pmu_summary(StrBuf& out, const PmuInfo& info);
+
+// Counter allocation on this PMU (alloc.h rules) plus the checks only the backend knows:
+// architectural events that CPUID.23H.3:EAX marks unsupported are refused where they
+// would need a general-purpose counter. Without a PMU only 'tsc' allocates.
+Status pmu_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out);
+
+// The registers an allocation will write: its GP and fixed counters (union over all
+// groups) and the model-specific MSRs of its events (nanoBench MSR_* modifiers).
+struct PmuTouch {
+    static constexpr unsigned kMaxAux = 4;
+    u32 gp = 0;
+    u32 fixed = 0;
+    u32 aux[kMaxAux] = {};
+    unsigned aux_count = 0;
+};
+Result<PmuTouch> touch_set(const Event* events, usize n, const Allocation& a);
+// One group only.
+Result<PmuTouch> touch_set(const Event* events, usize n, const CounterGroup& g);
+
+// The overflow state read after a group ran.
+struct OverflowState {
+    bool known = false;  // false on v1 (no IA32_PERF_GLOBAL_STATUS)
+    u32 gp = 0;          // bit i: PMCi overflowed
+    u32 fixed = 0;       // bit i: FIXED_CTRi overflowed
+};
+
+// Registers that restore() could not bring back exactly (legacy 32-bit counter writes,
+// or overflow bits v2/v3 cannot set again); 0 everywhere on a normal close.
+struct RestoreReport {
+    u32 gp_counters_inexact = 0;  // PMCi held a value a legacy write cannot reproduce
+    u64 status_bits_lost = 0;     // GLOBAL_STATUS bits that were set before (v2/v3)
+};
+
+// The abstract per-CPU PMU. Every method that takes no Hw acts on the CPU the backend
+// was opened on and must be called there.
+class PmuBackend {
+public:
+    virtual const PmuInfo& info() const = 0;
+
+    // ---- planning (pure: no hardware access; any CPU) ----
+    virtual Status allocate(const Event* events, usize n, Allocation* out) const = 0;
+    // How generated code reads counter (kind, index) without faulting: the probed
+    // method, the right selector or MSR, the counter width.
+    virtual CounterAccess access(CounterKind kind, u8 index) const = 0;
+    // The writes that start and stop counting of group g (what start()/stop() do).
+    virtual void control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
+                                PmuWriteList* stop) const = 0;
+
+    // ---- on the CPU ----
+    // Reads every register of `t` (and the global controls) that exists on this CPU.
+    // Only reads; an aux MSR that faults fails the save (nothing was written yet).
+    virtual Status save(const PmuTouch& t) = 0;
+    // Programs one group with counting off. presets (optional, indexed like g.events)
+    // give each counter's starting value; default 0. On error everything saved is
+    // restored before returning.
+    virtual Status program(const Event* events, const CounterGroup& g, const u64* presets = nullptr) = 0;
+    virtual Status start() = 0;
+    virtual Status stop() = 0;
+    virtual Result<u64> read(CounterKind kind, u8 index) = 0;
+    // Overflow of the programmed group's counters since program() (v2+).
+    virtual Result<OverflowState> overflow() = 0;
+    // Clears the overflow bits of the programmed group's counters (v2+).
+    virtual Status clear_overflow() = 0;
+    // Puts back every saved register (see the order at the top); idempotent; continues
+    // past faults and returns the first.
+    virtual Status restore(RestoreReport* report = nullptr) = 0;
+    virtual bool saved() const = 0;
+
+protected:
+    ~PmuBackend() = default;
+};
+
+// Width-aware difference of two readings of a counter (one wrap at most).
+inline u64 pmu_delta(u64 before, u64 after, unsigned width) { return regs::counter_delta(before, after, width); }
+
+}  // namespace pmulab

@@ -79,24 +79,6 @@ bool msr_is_pmu(u32 m) {
 
 namespace {
 
-struct MsrCtx {
-    Hw* hw;
-    bool write;
-    u32 addr;
-    u64 value;
-    Result<u64> result = u64(0);
-};
-
-void msr_on_cpu(void* p) {
-    auto* c = static_cast<MsrCtx*>(p);
-    if (c->write) {
-        Status s = c->hw->wrmsr(c->addr, c->value);
-        c->result = s.ok() ? Result<u64>(c->value) : Result<u64>(s.error());
-    } else {
-        c->result = c->hw->rdmsr(c->addr);
-    }
-}
-
 Result<u64> parse_reg_value(const char* what, const char* s) {
     u64 v;
     if (!s || !parse_u64(StrView(s), &v))
@@ -173,9 +155,17 @@ int cmd_msr(Out& out, Args& args) {
     }
     int status = kExitOk;
     for (u32 cpu : cpus) {
-        MsrCtx ctx{&hw, write, u32(addr.value()), value};
-        Status rs = hw.run_on_cpu(cpu, msr_on_cpu, &ctx);
-        Result<u64> r = rs.ok() ? ctx.result : Result<u64>(rs.error());
+        const u32 msr = u32(addr.value());
+        Result<u64> result = u64(0);
+        Status rs = run_on(hw, cpu, [&] {
+            if (write) {
+                Status s = hw.wrmsr(msr, value);
+                result = s.ok() ? Result<u64>(value) : Result<u64>(s.error());
+            } else {
+                result = hw.rdmsr(msr);
+            }
+        });
+        Result<u64> r = rs.ok() ? result : Result<u64>(rs.error());
         Result<CpuTopology> topo = hw.topology(cpu);
         u64 apic = topo.ok() ? topo.value().apic_id : 0;
         if (!r.ok()) {

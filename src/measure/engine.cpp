@@ -70,24 +70,7 @@ private:
 
 usize round_pages(usize n) { return (n + 4095) & ~usize(4095); }
 
-struct ProbeCtx {
-    Hw* hw;
-    KernelNeeds needs;
-    Status status;
-};
-
-void probe_on_cpu(void* p) {
-    auto* c = static_cast<ProbeCtx*>(p);
-    if (c->needs == KernelNeeds::rdmsr_tsc) {
-        Result<u64> r = c->hw->rdmsr(msr::IA32_TIME_STAMP_COUNTER);
-        if (!r.ok()) c->status = r.error();
-    } else if (c->needs == KernelNeeds::rdpmc0) {
-        Result<u64> r = c->hw->rdpmc(0);
-        if (!r.ok()) c->status = r.error();
-    }
-}
-
-struct WorkerCtx {
+struct WorkerState {
     Hw* hw = nullptr;
     MeasurePlatform* mp = nullptr;
     const ReadGroup* group = nullptr;
@@ -127,7 +110,7 @@ Status probe_group(Hw& hw, const ReadGroup& g) {
 }
 
 // The warm-up and measured runs of both versions.
-Status run_group(WorkerCtx* c) {
+Status run_group(WorkerState* c) {
     const ReadGroup& g = *c->group;
     Hw& hw = *c->hw;
     const GroupHooks& h = g.hooks;
@@ -158,8 +141,7 @@ Status run_group(WorkerCtx* c) {
 // Runs on the measuring CPU: setup (e.g. save and program the PMU), probes, the
 // runs, teardown (after setup, whatever happened). Setup comes first so that it
 // saves the state from before pmulab touched anything, the probes' WRMSRs included.
-void worker_on_cpu(void* p) {
-    auto* c = static_cast<WorkerCtx*>(p);
+void worker_on_cpu(WorkerState* c) {
     const ReadGroup& g = *c->group;
     Hw& hw = *c->hw;
     const GroupHooks& h = g.hooks;
@@ -297,9 +279,17 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             Result<CpuTopology> topo = hw.topology(cpu);
             u64 apic = topo.ok() ? topo.value().apic_id : 0;
             if (k.needs != KernelNeeds::nothing) {
-                ProbeCtx pc{&hw, k.needs, ok_status()};
-                Status rs = mp.run_on_cpu(hw, cpu, probe_on_cpu, &pc);
-                if (rs.ok()) rs = pc.status;
+                // The kernel's own instructions, once through the fault-safe Hw layer.
+                Status probed = ok_status();
+                auto probe = [&] {
+                    Result<u64> r = u64(0);
+                    if (k.needs == KernelNeeds::rdmsr_tsc) r = hw.rdmsr(msr::IA32_TIME_STAMP_COUNTER);
+                    else if (k.needs == KernelNeeds::rdpmc0) r = hw.rdpmc(0);
+                    if (!r.ok()) probed = r.error();
+                };
+                CpuCall pc = cpu_call(probe);
+                Status rs = mp.run_on_cpu(hw, cpu, pc.fn, pc.ctx);
+                if (rs.ok()) rs = probed;
                 if (!rs.ok()) {
                     Error e = Error::make(Errc::unsupported, "kernel '%s' is not supported on CPU %u: %s", k.name,
                                           cpu, rs.error().msg);
@@ -313,7 +303,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 const ReadGroup& g = groups[gi];
                 announce(b, cpu, u32(gi));
                 ++done;
-                WorkerCtx w;
+                WorkerState w;
                 w.hw = &hw;
                 w.mp = &mp;
                 w.group = &g;
@@ -325,7 +315,9 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 w.irq = cfg.irq;
                 w.raw[0] = raw[0].data();
                 w.raw[1] = raw[1].data();
-                Status rs = mp.run_on_cpu(hw, cpu, worker_on_cpu, &w);
+                auto work = [&] { worker_on_cpu(&w); };
+                CpuCall wc = cpu_call(work);
+                Status rs = mp.run_on_cpu(hw, cpu, wc.fn, wc.ctx);
                 if (rs.ok()) rs = w.status;
                 if (!rs.ok()) {
                     fail(with_context(rs.error(), "%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));

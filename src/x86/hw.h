@@ -62,6 +62,26 @@ protected:
     ~Hw() = default;
 };
 
+// Runs a callable on logical processor `cpu` through Hw::run_on_cpu: the adapter
+// from a lambda (captured by reference, called with no arguments) to the CpuFn/void*
+// pair, instead of one context struct and trampoline per call site. No allocation:
+// the callable stays where the caller keeps it, and run_on_cpu returns only when it
+// has run. cpu_call(fn) is the same pair for other runners with run_on_cpu's shape
+// (MeasurePlatform::run_on_cpu).
+struct CpuCall {
+    CpuFn fn;
+    void* ctx;
+};
+template <typename F> CpuCall cpu_call(F& callable) {
+    using T = typename remove_ref<F>::type;
+    CpuFn fn = [](void* p) { (*static_cast<T*>(p))(); };
+    return CpuCall{fn, const_cast<void*>(static_cast<const void*>(&callable))};
+}
+template <typename F> Status run_on(Hw& hw, u32 cpu, F&& callable) {
+    CpuCall c = cpu_call(callable);
+    return hw.run_on_cpu(cpu, c.fn, c.ctx);
+}
+
 // Standard messages for faults, shared by all Hw implementations so that the
 // same failure reads the same everywhere.
 Error msr_fault_error(const char* op, u32 msr, u64 value, u8 vector);

@@ -1,7 +1,7 @@
 #include "app/records.h"
 
 #include "app/out.h"
-#include "x86/cpuid.h"
+#include "pmu/pmu.h"
 #include "base/json.h"
 #include "x86/msr_addr.h"
 #include "base/version.h"
@@ -214,54 +214,50 @@ Status records_to_csv(const Vec<StrBuf>& lines, StrBuf* csv) {
 }
 
 namespace {
-struct MetaCtx {
-    Hw* hw;
-    CpuidSnapshot snap;
-    Result<u64> microcode = u64(0);
-    bool rdpmc_ok = false;
-};
-void meta_on_cpu(void* p) {
-    auto* m = static_cast<MetaCtx*>(p);
-    capture_cpuid(*m->hw, &m->snap);
-    Vendor v = decode_cpuid(m->snap).id.vendor;
+// The microcode revision of the calling CPU.
+Result<u64> microcode_revision(Hw& hw, Vendor v) {
     if (v == Vendor::intel) {
         // SDM Vol. 3A §10.11.7.1: write 0 to IA32_BIOS_SIGN_ID, execute CPUID(1),
         // read the revision from bits 63:32.
-        Status w = m->hw->wrmsr(msr::IA32_BIOS_SIGN_ID, 0);
-        m->hw->cpuid(1, 0);
-        Result<u64> r = m->hw->rdmsr(msr::IA32_BIOS_SIGN_ID);
-        if (!w.ok()) m->microcode = w.error();
-        else if (!r.ok()) m->microcode = r.error();
-        else m->microcode = r.value() >> 32;
-    } else if (v == Vendor::amd || v == Vendor::hygon) {
-        // AMD: MSR 8BH is PATCH_LEVEL, the revision in bits 31:0 (read-only).
-        Result<u64> r = m->hw->rdmsr(msr::IA32_BIOS_SIGN_ID);
-        m->microcode = r.ok() ? Result<u64>(r.value() & 0xffffffffu) : r;
-    } else {
-        m->microcode = Error::make(Errc::unsupported, "no known microcode revision MSR");
+        Status w = hw.wrmsr(msr::IA32_BIOS_SIGN_ID, 0);
+        hw.cpuid(1, 0);
+        Result<u64> r = hw.rdmsr(msr::IA32_BIOS_SIGN_ID);
+        if (!w.ok()) return w.error();
+        if (!r.ok()) return r.error();
+        return r.value() >> 32;
     }
-    m->rdpmc_ok = m->hw->rdpmc(0).ok();
+    if (v == Vendor::amd || v == Vendor::hygon) {
+        // AMD: MSR 8BH is PATCH_LEVEL, the revision in bits 31:0 (read-only).
+        Result<u64> r = hw.rdmsr(msr::IA32_BIOS_SIGN_ID);
+        return r.ok() ? Result<u64>(r.value() & 0xffffffffu) : r;
+    }
+    return Error::make(Errc::unsupported, "no known microcode revision MSR");
 }
 }  // namespace
 
 void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
     Hw& hw = p.hw();
-    MetaCtx m{&hw, {}, u64(0), false};
-    meta_on_cpu(&m);
-    CpuDecoded d = decode_cpuid(m.snap);
+    // The calling CPU (the BSP): its probe gives the identity and the counter read method
+    // the PMU detection picks (pmu_decode), the same as every other report.
+    CpuProbe probe;
+    pmu_probe(hw, &probe);
+    CpuDecoded d = decode_cpuid(probe.cpuid);
+    PmuInfo pmu;
+    pmu_decode(probe, &pmu);
+    Result<u64> microcode = microcode_revision(hw, d.id.vendor);
     JsonWriter w(*line);
     w.begin_object().field("type", "meta").field("pmulab_version", PMULAB_VERSION);
     w.field("cpu_vendor", d.id.vendor_string).field_hex("cpu_signature", d.id.signature);
     w.field_u("family", d.id.family).field_u("model", d.id.model).field_u("stepping", d.id.stepping);
     w.field("brand", d.id.brand);
-    if (m.microcode.ok()) w.field_hex("microcode", m.microcode.value());
+    if (microcode.ok()) w.field_hex("microcode", microcode.value());
     else w.key("microcode").null();
     w.field("firmware_vendor", p.firmware_vendor()).field_hex("firmware_revision", p.firmware_revision());
     char when[40] = {};
     p.now(when, sizeof when);
     w.field("time", when);
     w.field("command_line", command_line);
-    w.field("counter_method", m.rdpmc_ok ? "rdpmc" : "rdmsr");
+    w.field("counter_method", counter_method_name(pmu.method));
     w.field_b("hypervisor", d.id.hypervisor);
     w.field_u("cpus", hw.cpu_count());
     w.end_object();

@@ -1,41 +1,12 @@
 #include "census/census.h"
 
 #include "base/json.h"
-#include "x86/msr_addr.h"
+#include "pmu/pmu.h"
 #include "x86/netburst_regs.h"
 
 namespace pmulab {
 
 namespace {
-
-struct CollectCtx {
-    Hw* hw;
-    CpuRecord* rec;
-};
-
-// Runs on the target CPU: no allocation, no output.
-void collect_on_cpu(void* p) {
-    auto* c = static_cast<CollectCtx*>(p);
-    capture_cpuid(*c->hw, &c->rec->raw);
-    CpuidRegs l1 = c->rec->raw.get(1);
-    bool pdcm = (l1.ecx >> 15) & 1;
-    if (pdcm) {
-        Result<u64> caps = c->hw->rdmsr(msr::IA32_PERF_CAPABILITIES);
-        c->rec->dec.pmu.perf_caps_read = caps.ok();
-        c->rec->dec.pmu.perf_caps = caps.value_or(0);
-        c->rec->perf_caps_fault = !caps.ok();
-    }
-    // NetBurst: the ESCR/CCCR counters exist only when IA32_MISC_ENABLE[7] (Performance
-    // Monitoring Available, read-only) is set; the firmware can clear it.
-    if (decode_cpuid(c->rec->raw).pmu.netburst) {
-        Result<u64> me = c->hw->rdmsr(netburst::IA32_MISC_ENABLE);
-        c->rec->netburst_perfmon = !me.ok() ? CpuRecord::NetBurstPerfmon::read_fault
-                                   : ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1)
-                                       ? CpuRecord::NetBurstPerfmon::available
-                                       : CpuRecord::NetBurstPerfmon::disabled;
-    }
-    c->rec->collected = true;
-}
 
 void put_mask_list(StrBuf& out, u32 mask) {
     if (!mask) {
@@ -226,6 +197,25 @@ void census_decode(CpuRecord& r) {
     }
 }
 
+void census_from_probe(const CpuProbe& probe, CpuRecord& r) {
+    r.raw = probe.cpuid;
+    // IA32_PERF_CAPABILITIES: read where CPUID.01H:ECX.PDCM is set.
+    if (probe.perf_caps.attempted) {
+        r.dec.pmu.perf_caps_read = probe.perf_caps.ok;
+        r.dec.pmu.perf_caps = probe.perf_caps.value;
+        r.perf_caps_fault = !probe.perf_caps.ok;
+    }
+    // NetBurst: the ESCR/CCCR counters exist only when IA32_MISC_ENABLE[7] (Performance
+    // Monitoring Available, read-only) is set; the firmware can clear it.
+    if (probe.misc_enable.attempted)
+        r.netburst_perfmon = !probe.misc_enable.ok ? CpuRecord::NetBurstPerfmon::read_fault
+                             : ((probe.misc_enable.value >> netburst::kMiscEnablePerfMonAvailable) & 1)
+                                 ? CpuRecord::NetBurstPerfmon::available
+                                 : CpuRecord::NetBurstPerfmon::disabled;
+    r.collected = true;
+    census_decode(r);
+}
+
 Status census_collect(Hw& hw, Vec<CpuRecord>& out) {
     u32 n = hw.cpu_count();
     if (n == 0) return Error::make(Errc::internal, "no logical processors reported");
@@ -243,14 +233,15 @@ Status census_collect(Hw& hw, Vec<CpuRecord>& out) {
             str_copy(r.error, sizeof r.error, "processor is disabled by the firmware");
             continue;
         }
-        CollectCtx ctx{&hw, &r};
-        Status s = hw.run_on_cpu(i, collect_on_cpu, &ctx);
+        // CPUID and the MSRs the census reports; no RDPMC (nothing here reads a counter).
+        CpuProbe probe;
+        Status s = run_on(hw, i, [&] { pmu_probe(hw, &probe, ProbeRdpmc::skip); });
         if (!s.ok()) {
             str_copy(r.error, sizeof r.error, s.error().msg);
             r.collected = false;
             continue;
         }
-        census_decode(r);
+        census_from_probe(probe, r);
     }
     return ok_status();
 }
@@ -318,17 +309,11 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
                            r.topo.ext_tile, r.topo.ext_module, r.topo.ext_core, r.topo.ext_thread);
     }
     // Group identical PMUs; one detailed block per group.
-    Vec<bool> done;
-    done.resize(cpus.size());
     usize groups = 0;
-    for (usize i = 0; i < cpus.size(); ++i) {
-        if (done[i]) continue;
-        Vec<u32> members;
-        for (usize j = i; j < cpus.size(); ++j)
-            if (!done[j] && same_pmu(cpus[i], cpus[j])) {
-                done[j] = true;
-                members.push(u32(j));
-            }
+    for (const Vec<u32>& members : group_indices(cpus.size(), [&](usize i, usize j) {
+             return same_pmu(cpus[i], cpus[j]);
+         })) {
+        const usize i = members[0];
         if (cpus[i].collected) ++groups;  // unreachable CPUs are not a PMU configuration
         out.put("\nPMU of CPU ");
         put_cpu_list(out, cpus, members);

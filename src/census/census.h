@@ -2,7 +2,7 @@
 // logical processor and the two report forms (human table, JSON Lines).
 #pragma once
 
-#include "x86/cpuid.h"
+#include "x86/probe.h"
 
 namespace pmulab {
 
@@ -28,10 +28,14 @@ struct CensusSource {
     const char* what = "live";  // "live" or a dump file name
 };
 
-// Runs the collection on every logical processor (BSP included), then decodes.
+// Probes every logical processor (BSP included) once, on it, then decodes.
 // A CPU that cannot be reached is recorded with its error; the call fails only
 // when the processor list itself is unavailable.
 Status census_collect(Hw& hw, Vec<CpuRecord>& out);
+
+// Fills a collected record from the probe of its CPU (pmu_probe, pmu/pmu.h), then
+// decodes it (census_decode). Pure: no hardware access.
+void census_from_probe(const CpuProbe& probe, CpuRecord& r);
 
 // Fills dec (and apic_id/topology when not known) from raw; used for dumps too.
 void census_decode(CpuRecord& r);

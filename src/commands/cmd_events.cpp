@@ -74,22 +74,10 @@ constexpr Row kArchRows[kArchEventCount] = {
     {"LBR_INSERTS.ANY", "lbr_inserts"},
 };
 
-struct CpuPmu {
-    u32 cpu = 0;
+// A selected CPU, probed once (its PMU and its identity for the event files).
+struct CpuPmu : ProbedCpu {
     u64 apic_id = 0;
-    PmuInfo info;
-    Status status;  // run_on_cpu failure
 };
-
-struct DetectCtx {
-    Hw* hw;
-    PmuInfo* info;
-};
-
-void detect_on_cpu(void* p) {
-    auto* c = static_cast<DetectCtx*>(p);
-    pmu_detect(*c->hw, c->info);
-}
 
 // One listed event on one PMU.
 struct EventLine {
@@ -346,31 +334,14 @@ Status collect(Hw& hw, const CpuSelection& sel, Vec<CpuPmu>* out) {
         c.cpu = cpus[i];
         Result<CpuTopology> t = hw.topology(c.cpu);
         if (t.ok()) c.apic_id = t.value().apic_id;
-        DetectCtx ctx{&hw, &c.info};
-        c.status = hw.run_on_cpu(c.cpu, detect_on_cpu, &ctx);
+        c.status = run_on(hw, c.cpu, [&] { pmu_probe(hw, &c.probe); });
+        if (c.status.ok()) pmu_decode(c.probe, &c.info);
     }
     return ok_status();
 }
 
 // Indices of `all` grouped by identical PMU (first-seen order); unreachable CPUs alone.
-Vec<Vec<u32>> classes(const Vec<CpuPmu>& all) {
-    Vec<Vec<u32>> out;
-    Vec<bool> done;
-    done.resize(all.size());
-    for (usize i = 0; i < all.size(); ++i) {
-        if (done[i]) continue;
-        Vec<u32>& cls = out.emplace();
-        cls.push(u32(i));
-        done[i] = true;
-        if (!all[i].status.ok()) continue;
-        for (usize j = i + 1; j < all.size(); ++j)
-            if (!done[j] && all[j].status.ok() && all[j].info.same_pmu(all[i].info)) {
-                cls.push(u32(j));
-                done[j] = true;
-            }
-    }
-    return out;
-}
+Vec<Vec<u32>> classes(const Vec<CpuPmu>& all) { return group_by_pmu(all); }
 
 Vec<u32> class_cpus(const Vec<CpuPmu>& all, const Vec<u32>& cls) {
     Vec<u32> cpus;
@@ -550,9 +521,8 @@ int model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, 
         Vec<u32> cpus = class_cpus(all, k);
         StrBuf where;
         put_cpu_list(where, cpus);
-        CpuDecoded id;
-        Status s = collect_cpu_identity(hw, c0.cpu, &id);
-        Result<const EventTable*> t = s.ok() ? tables.for_cpu(id.id) : Result<const EventTable*>(s.error());
+        CpuDecoded id = decode_cpuid(c0.probe.cpuid);
+        Result<const EventTable*> t = tables.for_cpu(id.id);
         if (!t.ok()) {
             out.error(Error::make(t.error().code, "%s: %s", where.c_str(), t.error().msg));
             status = exit_status_for(t.error().code);
@@ -604,9 +574,8 @@ int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const c
         }
         // Names resolve through this CPU's event file (P- and E-cores differ).
         events.clear();
-        CpuDecoded id;
-        Status rs = collect_cpu_identity(hw, c0.cpu, &id);
-        if (rs.ok()) rs = tables.resolve_list(StrView(spec), id.id, &events, event_dialect_for(id.id, id.pmu));
+        CpuDecoded id = decode_cpuid(c0.probe.cpuid);
+        Status rs = tables.resolve_list(StrView(spec), id.id, &events, event_dialect_for(id.id, id.pmu));
         if (!rs.ok()) {
             out.error(Error::make(rs.error().code, "%s: %s", where.c_str(), rs.error().msg));
             int st = exit_status_for(rs.error().code);

@@ -403,6 +403,7 @@ bool needs_pmu(const RunOptions& o) {
 // CPU is touched. With one group the messages carry no CPU prefix.
 struct EventsForCpus {
     Vec<u32> cpus;
+    Vec<ProbedCpu> probed;  // of cpus, in the same order: what planning decodes
     Vec<Event> events;
 };
 
@@ -415,6 +416,9 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
             return kExitUsage;
         }
     }
+    // Every CPU is visited once, here: its identity picks the event file, its PMU the plan.
+    Vec<ProbedCpu> probed;
+    probe_cpus(p.hw(), o.cfg.cpus, &probed);
     EventTables tables(p.files());
     struct Key {
         const EventTable* table;
@@ -422,9 +426,10 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
         EventDialect dialect;
     };
     Vec<Key> keys;
-    for (u32 cpu : o.cfg.cpus) {
-        CpuDecoded d;
-        Status s = collect_cpu_identity(p.hw(), cpu, &d);
+    for (const ProbedCpu& pc : probed) {
+        const u32 cpu = pc.cpu;
+        const Status& s = pc.status;
+        CpuDecoded d = s.ok() ? decode_cpuid(pc.probe.cpuid) : CpuDecoded();
         Result<const EventTable*> t = s.ok() ? tables.for_cpu(d.id) : Result<const EventTable*>(s.error());
         if (!t.ok()) {
             out.error(s.ok() ? t.error() : Error::make(s.error().code, "CPU %u: %s", cpu, s.error().msg));
@@ -441,6 +446,7 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
             sets->emplace();
         }
         (*sets)[k].cpus.push(cpu);
+        (*sets)[k].probed.push(pc);
     }
     for (usize k = 0; k < sets->size(); ++k) {
         EventsForCpus& set = (*sets)[k];
@@ -483,7 +489,7 @@ int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Vec<PmuPlan*> plans;
     for (EventsForCpus& set : sets) {
         Vec<PmuPlan*> part;
-        Status s = plan_pmu_runs(p.hw(), set.events, set.cpus, PmuRunOptions(), &part);
+        Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (!s.ok()) {
             free_pmu_plans(&plans);
             out.error(s.error());

@@ -758,28 +758,6 @@ Status check_event_list_syntax(StrView text, EventDialect dialect) {
 
 // ---- helpers ----
 
-namespace {
-
-struct IdentityCtx {
-    Hw* hw;
-    CpuidSnapshot snap;
-};
-
-void identity_on_cpu(void* p) {
-    auto* c = static_cast<IdentityCtx*>(p);
-    capture_cpuid(*c->hw, &c->snap);
-}
-
-}  // namespace
-
-Status collect_cpu_identity(Hw& hw, u32 cpu, CpuDecoded* out) {
-    IdentityCtx* ctx = new IdentityCtx{&hw, {}};
-    Status s = hw.run_on_cpu(cpu, identity_on_cpu, ctx);
-    if (s.ok()) *out = decode_cpuid(ctx->snap);
-    delete ctx;
-    return s;
-}
-
 void list_table_events(StrBuf& out, const EventTable& t) {
     for (usize i = 0; i < t.events.size(); ++i) {
         usize col = out.size();

@@ -185,10 +185,6 @@ Status check_event_list_syntax(StrView text, EventDialect dialect = EventDialect
 // AMD, NetBurst); otherwise the Intel dialect's error.
 Status check_event_list_syntax_any(StrView text);
 
-// Collects the CPUID identity (and PMU capabilities) of logical processor `cpu` by
-// running the capture there; for callers that have only a PmuInfo.
-Status collect_cpu_identity(Hw& hw, u32 cpu, CpuDecoded* out);
-
 // For `pmulab events`: one line per event of a table, "  NAME  TOKEN", in file order.
 void list_table_events(StrBuf& out, const EventTable& t);
 

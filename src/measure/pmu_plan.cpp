@@ -5,25 +5,6 @@ namespace pmulab {
 
 namespace {
 
-// A Hw for planning: any access is an internal error (planning must not touch hardware).
-class NullHw final : public Hw {
-public:
-    CpuidRegs cpuid(u32, u32) override { return CpuidRegs(); }
-    Result<u64> rdmsr(u32 m) override { return refuse("RDMSR", m); }
-    Status wrmsr(u32 m, u64) override { return refuse("WRMSR", m); }
-    Result<u64> rdpmc(u32 i) override { return refuse("RDPMC", i); }
-    u64 rdtsc() override { return 0; }
-    u32 cpu_count() override { return 0; }
-    u32 current_cpu() override { return 0; }
-    Result<CpuTopology> topology(u32) override { return refuse("topology", 0); }
-    Status run_on_cpu(u32, CpuFn, void*) override { return refuse("run_on_cpu", 0); }
-
-private:
-    static Error refuse(const char* what, u32 arg) {
-        return Error::make(Errc::internal, "PMU planning tried to access the hardware (%s 0x%x)", what, arg);
-    }
-};
-
 // ---- hooks: on the measuring CPU, allocation-free ----
 
 Status setup_hook(Hw& hw, void* ctx) {
@@ -102,10 +83,9 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
     if (!s.ok()) return Error::make(s.error().code, "%s: %s", where.c_str(), s.error().msg);
 
     // The access methods and control writes come from the backend: pure functions of
-    // the info. The session is bound to a Hw that refuses every access.
-    NullHw null_hw;
+    // the info (a session bound for planning refuses every hardware access).
     PmuSession planner;
-    planner.open(null_hw, info);
+    planner.plan(info);
     const bool b = planner.backend() != nullptr;
     for (usize gi = 0; gi < out->alloc.groups.size(); ++gi) {
         const CounterGroup& cg = out->alloc.groups[gi];
@@ -166,43 +146,17 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
     return ok_status();
 }
 
-namespace {
-
-struct DetectCtx {
-    Hw* hw;
-    PmuInfo* info;
-};
-
-void detect_on_cpu(void* p) {
-    auto* c = static_cast<DetectCtx*>(p);
-    pmu_detect(*c->hw, c->info);
-}
-
-}  // namespace
-
-Status plan_pmu_runs(Hw& hw, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
+Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const PmuRunOptions& opts,
                      Vec<PmuPlan*>* plans) {
     free_pmu_plans(plans);
-    Vec<PmuInfo> infos;
-    infos.resize(cpus.size());
-    for (usize i = 0; i < cpus.size(); ++i) {
-        DetectCtx ctx{&hw, &infos[i]};
-        Status s = hw.run_on_cpu(cpus[i], detect_on_cpu, &ctx);
-        if (!s.ok()) return Error::make(s.error().code, "CPU %u: %s", cpus[i], s.error().msg);
-    }
-    Vec<bool> done;
-    done.resize(cpus.size());
-    for (usize i = 0; i < cpus.size(); ++i) {
-        if (done[i]) continue;
+    for (const ProbedCpu& c : cpus)
+        if (!c.status.ok()) return Error::make(c.status.error().code, "CPU %u: %s", c.cpu, c.status.error().msg);
+    for (const Vec<u32>& g : group_by_pmu(cpus)) {
         Vec<u32> cls;
-        for (usize j = i; j < cpus.size(); ++j)
-            if (!done[j] && infos[j].same_pmu(infos[i])) {
-                cls.push(cpus[j]);
-                done[j] = true;
-            }
+        for (u32 k : g) cls.push(cpus[k].cpu);
         auto* p = new PmuPlan();
         plans->push(p);
-        Status s = plan_pmu_groups(infos[i], events, cls, opts, p);
+        Status s = plan_pmu_groups(cpus[g[0]].info, events, cls, opts, p);
         if (!s.ok()) {
             free_pmu_plans(plans);
             return s;

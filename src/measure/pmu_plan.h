@@ -1,9 +1,9 @@
 // PMU events in the measurement engine: turns event specs into counter groups
 // (ReadGroup, measure.h) programmed through the PMU layer (pmu.h).
 //
-// For every CPU the PMU is detected on that CPU; CPUs with the same PMU (pmu.h
-// PmuInfo::same_pmu: hybrid P and E cores differ, as do CPUs where RDPMC faults) share
-// one plan. A plan allocates the events into groups (alloc.h); each group is one run
+// Every CPU is probed once on that CPU (pmu.h probe_cpus); CPUs with the same PMU
+// (PmuInfo::same_pmu: hybrid P and E cores differ, as do CPUs where RDPMC faults) share
+// one plan, made without touching the hardware. A plan allocates the events into groups (alloc.h); each group is one run
 // of the benchmark with:
 //   reads         the counters of the group, read with the probed method (RDPMC, or
 //                 RDMSR of the counter MSR), in event order; 'tsc' reads the TSC;
@@ -61,12 +61,12 @@ struct PmuPlan {
 // Whether every event is 'tsc' (the engine's plain path, no PMU access at all).
 bool events_are_tsc_only(const Vec<Event>& events);
 
-// Detects the PMU of every CPU in `cpus`, groups CPUs with the same PMU, and plans
-// each group's counters. Errors: a CPU that cannot be reached (its MP Services error),
+// Groups the probed CPUs by PMU (group_by_pmu) and plans each group's counters; no
+// hardware access. Errors: a CPU that could not be probed (its MP Services error),
 // an event this PMU cannot count (Errc::unsupported, prefixed with the CPUs, e.g.
 // "CPUs 0-3: cannot count 'instructions': no architectural performance monitoring:
 // CPUID.0AH:EAX[7:0] = 0 (...)"), more than kMaxReads counters in one group.
-Status plan_pmu_runs(Hw& hw, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
+Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const PmuRunOptions& opts,
                      Vec<PmuPlan*>* plans);
 void free_pmu_plans(Vec<PmuPlan*>* plans);
 

@@ -31,14 +31,11 @@ u32 first_bit(u32 m) {
     return 0;
 }
 
-}  // namespace
-
-void pmu_detect(Hw& hw, PmuInfo* out) {
+// Everything but the read method, which depends on the RDPMC probe. `d` is
+// decode_cpuid(probe.cpuid).
+void decode_counters(const CpuProbe& probe, const CpuDecoded& d, PmuInfo* out) {
     *out = PmuInfo();
     PmuInfo& p = *out;
-    CpuidSnapshot snap;
-    capture_cpuid(hw, &snap);
-    CpuDecoded d = decode_cpuid(snap);
     p.vendor = d.id.vendor;
     str_copy(p.vendor_string, sizeof p.vendor_string, d.id.vendor_string);
     p.hypervisor = d.id.hypervisor;
@@ -47,11 +44,10 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
 
     // IA32_PERF_CAPABILITIES exists when CPUID.01H:ECX.PDCM[15] = 1 (SDM Vol. 4 Table 2-2).
     // Hypervisors sometimes set PDCM without the MSR: a fault means "absent".
-    if (d.id.pdcm) {
-        Result<u64> r = hw.rdmsr(msr::IA32_PERF_CAPABILITIES);
-        if (r.ok()) {
+    if (d.id.pdcm && probe.perf_caps.attempted) {
+        if (probe.perf_caps.ok) {
             p.caps.perf_caps_read = true;
-            p.caps.perf_caps = r.value();
+            p.caps.perf_caps = probe.perf_caps.value;
         } else {
             p.perf_caps_fault = true;
         }
@@ -79,13 +75,13 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
         amd_fill_info(&p);
     } else if (c.netburst) {
         // IA32_MISC_ENABLE[7] "Performance Monitoring Available" (SDM Vol. 4 Table 2-2).
-        Result<u64> me = hw.rdmsr(netburst::IA32_MISC_ENABLE);
-        netburst_fill_info(&p, me.ok() && ((me.value() >> netburst::kMiscEnablePerfMonAvailable) & 1));
-        if (!me.ok())
+        const ProbeRead& me = probe.misc_enable;
+        netburst_fill_info(&p, me.ok && ((me.value >> netburst::kMiscEnablePerfMonAvailable) & 1));
+        if (!me.ok)
             format_to(p.absent, sizeof p.absent,
                       "NetBurst processor, but RDMSR IA32_MISC_ENABLE (0x1A0) failed (%s): whether performance "
                       "monitoring is available (bit 7) is unknown",
-                      me.error().msg);
+                      me.error.msg);
     } else if (p.vendor == Vendor::intel && d.id.max_leaf < 0xA) {
         format_to(p.absent, sizeof p.absent,
                   "no architectural performance monitoring: CPUID leaf 0AH is not implemented (maximum basic "
@@ -100,21 +96,56 @@ void pmu_detect(Hw& hw, PmuInfo* out) {
         format_to(p.absent, sizeof p.absent, "no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0%s",
                   p.hypervisor ? " (a hypervisor without PMU passthrough)" : "");
     }
-
-    // RDPMC probe: one read of an existing counter (ECX = 0 when there is none, which is
-    // what QEMU TCG answers with #UD). Ring 0 needs no CR4.PCE.
     p.dialect = event_dialect_for(d.id, d.pmu);
-    u32 probe = 0;
-    if (p.gp_mask) probe = first_bit(p.gp_mask);
-    else if (p.fixed_mask && p.kind == PmuKind::intel_arch) probe = kRdpmcFixed | first_bit(p.fixed_mask);
-    Result<u64> r = hw.rdpmc(probe);
-    if (r.ok() && p.kind != PmuKind::none) {
+}
+
+// The counter the RDPMC probe reads: the first one there is (ECX = 0 when there is
+// none, which is what QEMU TCG answers with #UD). Ring 0 needs no CR4.PCE.
+u32 rdpmc_probe_index(const PmuInfo& p) {
+    if (p.gp_mask) return first_bit(p.gp_mask);
+    if (p.fixed_mask && p.kind == PmuKind::intel_arch) return kRdpmcFixed | first_bit(p.fixed_mask);
+    return 0;
+}
+
+}  // namespace
+
+void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc) {
+    *out = CpuProbe();
+    CpuProbe& pr = *out;
+    capture_cpuid(hw, &pr.cpuid);
+    CpuDecoded d = decode_cpuid(pr.cpuid);
+    if (d.id.pdcm) pr.perf_caps.set(hw.rdmsr(msr::IA32_PERF_CAPABILITIES));
+    // NetBurst only: Intel family 0FH without architectural perfmon (cpuid.h), where
+    // the ESCR/CCCR counters exist only when the firmware left bit 7 set.
+    if (d.pmu.netburst) pr.misc_enable.set(hw.rdmsr(netburst::IA32_MISC_ENABLE));
+    if (rdpmc == ProbeRdpmc::skip) return;
+    PmuInfo p;
+    decode_counters(pr, d, &p);
+    pr.rdpmc_index = rdpmc_probe_index(p);
+    pr.rdpmc.set(hw.rdpmc(pr.rdpmc_index));
+}
+
+void pmu_decode(const CpuProbe& probe, PmuInfo* out) {
+    decode_counters(probe, decode_cpuid(probe.cpuid), out);
+    PmuInfo& p = *out;
+    if (probe.rdpmc.ok && p.kind != PmuKind::none) {
         p.method = CounterMethod::rdpmc;
     } else {
         p.method = CounterMethod::rdmsr;
-        if (!r.ok()) str_copy(p.method_note, sizeof p.method_note, r.error().msg);
+        if (probe.rdpmc.faulted()) str_copy(p.method_note, sizeof p.method_note, probe.rdpmc.error.msg);
+        else if (!probe.rdpmc.attempted) str_copy(p.method_note, sizeof p.method_note, "RDPMC was not probed");
         else format_to(p.method_note, sizeof p.method_note, "no counters to read");
     }
+}
+
+void pmu_detect(Hw& hw, PmuInfo* out) {
+    CpuProbe probe;
+    pmu_probe(hw, &probe);
+    pmu_decode(probe, out);
+}
+
+void probe_cpus(Hw& hw, const Vec<u32>& cpus, Vec<ProbedCpu>* out) {
+    probe_cpus(hw, cpus, out, [&](u32 cpu, auto&& fn) { return run_on(hw, cpu, fn); });
 }
 
 void put_pmu_summary(StrBuf& out, const PmuInfo& p) {

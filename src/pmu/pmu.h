@@ -16,7 +16,7 @@
 // Hw::run_on_cpu) and is allocation-free: sessions and backends hold fixed arrays.
 //
 // Lifecycle on one CPU
-//     PmuSession s;  s.open(hw);                 // detect (CPUID, PERF_CAPABILITIES, RDPMC probe)
+//     PmuSession s;  s.open(hw, info);           // info: pmu_decode of this CPU's probe
 //     PmuBackend* b = s.backend();               // null: no PMU (s.info().absent says why)
 //     b->save(touch_set(events, alloc));         // RDMSR of every MSR the groups will write
 //     for each group g:
@@ -45,6 +45,7 @@
 
 #include "pmu/alloc.h"
 #include "x86/hw.h"
+#include "x86/probe.h"
 
 namespace pmulab {
 
@@ -88,7 +89,7 @@ struct PmuWriteList {
     }
 };
 
-// What one logical processor has. Filled by pmu_detect on that processor.
+// What one logical processor has: pmu_decode of a probe taken on that processor.
 struct PmuInfo {
     PmuKind kind = PmuKind::none;
     Vendor vendor = Vendor::other;
@@ -123,11 +124,73 @@ struct PmuInfo {
     bool same_pmu(const PmuInfo& o) const;
 };
 
-// Detects the PMU of the calling logical processor: CPUID (capture_cpuid), then
-// IA32_PERF_CAPABILITIES when CPUID.01H:ECX.PDCM = 1, then an RDPMC probe (a #UD or
-// #GP selects RDMSR). Allocation-free; may run on an AP. Never fails: what cannot be
-// used is recorded in the info.
+// Probes the calling logical processor (x86/probe.h): CPUID (capture_cpuid), then
+// IA32_PERF_CAPABILITIES when CPUID.01H:ECX.PDCM = 1, IA32_MISC_ENABLE on NetBurst, then
+// an RDPMC probe of the first counter pmu_decode will find (ECX = 0 when none).
+// Allocation-free; runs on the CPU concerned (inside Hw::run_on_cpu). Never fails:
+// faults are recorded in the probe. ProbeRdpmc::skip leaves the RDPMC probe out (the
+// census reads only CPUID and the MSRs it reports; pmu_decode then picks RDMSR).
+enum class ProbeRdpmc : u8 { probe, skip };
+void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc = ProbeRdpmc::probe);
+// The PMU a probe describes (a #UD or #GP of the RDPMC probe selects RDMSR). Pure: no
+// hardware access, any CPU; the same probe always decodes to the same info.
+void pmu_decode(const CpuProbe& probe, PmuInfo* out);
+// pmu_probe + pmu_decode of the calling logical processor.
 void pmu_detect(Hw& hw, PmuInfo* out);
+
+// One CPU of a command's CPU set, probed once (on it) and decoded: what every consumer
+// of the command (planning, event files, reports) reads instead of visiting it again.
+struct ProbedCpu {
+    u32 cpu = 0;
+    Status status;  // the run_on_cpu failure; probe and info are empty then
+    CpuProbe probe;
+    PmuInfo info;
+};
+
+// Probes every CPU of `cpus`, in order, and decodes each. run(cpu, fn) runs the
+// callable fn on `cpu` (default: run_on(hw, ...); the selftest passes its measurement
+// platform's dispatcher). A CPU that cannot be reached keeps its error in `status`.
+template <typename Run> void probe_cpus(Hw& hw, const Vec<u32>& cpus, Vec<ProbedCpu>* out, Run&& run) {
+    out->clear();
+    out->resize(cpus.size());
+    for (usize i = 0; i < cpus.size(); ++i) {
+        ProbedCpu& c = (*out)[i];
+        c.cpu = cpus[i];
+        c.status = run(cpus[i], [&] { pmu_probe(hw, &c.probe); });
+        if (c.status.ok()) pmu_decode(c.probe, &c.info);
+    }
+}
+void probe_cpus(Hw& hw, const Vec<u32>& cpus, Vec<ProbedCpu>* out);
+
+// Groups items 0..n-1 by an equivalence same(i, j) (i < j): each group lists its members
+// in index order, the groups in order of their first member. The one grouping of CPUs
+// by PMU (census tables, planning, the events command).
+template <typename Same> Vec<Vec<u32>> group_indices(usize n, Same&& same) {
+    Vec<Vec<u32>> groups;
+    Vec<bool> done;
+    done.resize(n);
+    for (usize i = 0; i < n; ++i) {
+        if (done[i]) continue;
+        Vec<u32>& g = groups.emplace();
+        for (usize j = i; j < n; ++j)
+            if (!done[j] && (j == i || same(i, j))) {
+                done[j] = true;
+                g.push(u32(j));
+            }
+    }
+    return groups;
+}
+
+// Indices of probed CPUs (ProbedCpu or a struct derived from it) grouped by
+// PmuInfo::same_pmu, in first-seen order; a CPU that could not be probed is a group of
+// its own. CPUs of one group share one plan and one generated region.
+template <typename T> Vec<Vec<u32>> group_by_pmu(const Vec<T>& cpus) {
+    return group_indices(cpus.size(), [&](usize i, usize j) {
+        const ProbedCpu& a = cpus[i];
+        const ProbedCpu& b = cpus[j];
+        return a.status.ok() && b.status.ok() && a.info.same_pmu(b.info);
+    });
+}
 
 // One-line human summary: "Intel architectural PMU v4: PMC0-3 (48 bits), FIXED_CTR0-2
 // (48 bits), full-width writes, RDPMC" or "no PMU counters: <absent>".

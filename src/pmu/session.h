@@ -25,6 +25,10 @@ public:
     void open(Hw& hw);
     // Uses an already detected info (it must describe the calling CPU).
     void open(Hw& hw, const PmuInfo& info);
+    // Binds the backend of `info` for planning only (allocate, access, control_writes:
+    // pure functions of the info, any CPU); every operation on the CPU fails with
+    // Errc::internal, and close() has nothing to restore.
+    void plan(const PmuInfo& info);
     const PmuInfo& info() const { return info_; }
     // Null when the CPU has no PMU pmulab can program (info().absent says why).
     PmuBackend* backend() { return backend_; }
@@ -45,11 +49,15 @@ public:
     bool saved() const;
 
 private:
+    void bind(Hw* hw, const PmuInfo& info);
+    Status on_cpu() const;
+
     PmuInfo info_;
     IntelArchPmu intel_;
     AmdPmu amd_;
     NetBurstPmu netburst_;
     PmuBackend* backend_ = nullptr;
+    bool planning_ = false;  // plan(): no Hw behind the backend
 };
 
 }  // namespace pmulab

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "events/event_files.h"
+#include "pmu/pmu.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -509,6 +510,14 @@ TEST(EventTables, FileErrors) {
     }
 }
 
+// The identity of logical processor `cpu` as commands see it: decoded from its probe.
+Status probed_identity(sim::SimMachine& m, u32 cpu, CpuDecoded* out) {
+    CpuProbe probe;
+    Status s = run_on(m, cpu, [&] { pmu_probe(m, &probe); });
+    if (s.ok()) *out = decode_cpuid(probe.cpuid);
+    return s;
+}
+
 // Real hybrid parts: the file per logical processor from its own CPUID.
 TEST(EventTables, ArrowLakeDumpPicksByCoreTypeAndNativeModel) {
     sim::SimMachine m = pmutest::dump_machine("GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt");
@@ -520,7 +529,7 @@ TEST(EventTables, ArrowLakeDumpPicksByCoreTypeAndNativeModel) {
     std::map<std::string, int> count;
     for (u32 i = 0; i < m.cpu_count(); ++i) {
         CpuDecoded d;
-        ASSERT_TRUE(collect_cpu_identity(m, i, &d).ok());
+        ASSERT_TRUE(probed_identity(m, i, &d).ok());
         EXPECT_EQ(d.id.model, 0xC5u);
         count[table_for(tables, d.id)]++;
     }
@@ -535,7 +544,7 @@ TEST(EventTables, RaptorLakeDumpUsesTheGoldenCoveFile) {
     fs.add_samples();
     EventTables tables(&fs);
     CpuDecoded d;
-    ASSERT_TRUE(collect_cpu_identity(m, 0, &d).ok());
+    ASSERT_TRUE(probed_identity(m, 0, &d).ok());
     EXPECT_EQ(table_for(tables, d.id), "\\pmulab\\events\\alderlake_goldencove_core.evt");
     Result<Event> e = tables.resolve("UOPS_ISSUED.ANY", d.id);
     ASSERT_TRUE(e.ok()) << e.error().msg;

@@ -288,6 +288,14 @@ MeasureConfig small(KernelId k, u32 cpu) {
     return cfg;
 }
 
+// Probes `cpus` once (as the commands do), then plans from the probes.
+Status plan_runs(SimMachine& m, const Vec<Event>& ev, const Vec<u32>& cpus, const PmuRunOptions& o,
+                 Vec<PmuPlan*>* plans) {
+    Vec<ProbedCpu> probed;
+    probe_cpus(m, cpus, &probed);
+    return plan_pmu_runs(probed, ev, o, plans);
+}
+
 }  // namespace
 
 TEST(RunPmu, PresetsNearTheTopWrapAndSetOverflowFlags) {
@@ -302,7 +310,7 @@ TEST(RunPmu, PresetsNearTheTopWrapAndSetOverflowFlags) {
         PmuRunOptions o;
         o.preset_below_top = 100;  // the first runs wrap every counter
         Vec<PmuPlan*> plans;
-        ASSERT_TRUE(plan_pmu_runs(m, ev, cpus, o, &plans).ok());
+        ASSERT_TRUE(plan_runs(m, ev, cpus, o, &plans).ok());
         ASSERT_EQ(plans.size(), 1u);
         Capture cap;
         EXPECT_EQ(measure_run(m, mp, small(KernelId::add_indep, 0), plans[0]->groups, cap), Errc::ok);
@@ -327,7 +335,7 @@ TEST(RunPmu, GateOffCountsNothing) {
     PmuRunOptions o;
     o.gate_off = true;
     Vec<PmuPlan*> plans;
-    ASSERT_TRUE(plan_pmu_runs(m, ev, cpus, o, &plans).ok());
+    ASSERT_TRUE(plan_runs(m, ev, cpus, o, &plans).ok());
     ASSERT_EQ(plans[0]->groups[0].start_writes.size(), 1u);
     EXPECT_EQ(plans[0]->groups[0].start_writes[0].msr, 0x38Fu);
     EXPECT_EQ(plans[0]->groups[0].start_writes[0].value, 0u);
@@ -345,7 +353,7 @@ TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
     cpus.push(0);
     cpus.push(1);
     Vec<PmuPlan*> plans;
-    ASSERT_TRUE(plan_pmu_runs(m, ev, cpus, PmuRunOptions(), &plans).ok());
+    ASSERT_TRUE(plan_runs(m, ev, cpus, PmuRunOptions(), &plans).ok());
     ASSERT_EQ(plans.size(), 1u);
     EXPECT_EQ(plans[0]->cpus.size(), 2u);
     for (u32 i = 0; i < 2; ++i) {

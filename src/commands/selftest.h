@@ -1,0 +1,74 @@
+// `pmulab selftest` (cmd_selftest.cpp: the harness checks and the command;
+// selftest_pmu.cpp: the PMU checks): the check reporter they share.
+#pragma once
+
+#include "base/json.h"
+#include "commands/measure_cmd.h"
+
+namespace pmulab {
+
+enum class Verdict : u8 { pass, fail, skip };
+
+class Checks {
+public:
+    explicit Checks(Out& out) : out_(out) {}
+    void report(Verdict v, const char* name, i64 cpu, const char* detail) {
+        const char* tag = v == Verdict::pass ? "PASS" : (v == Verdict::fail ? "FAIL" : "SKIP");
+        ++total_;
+        if (v == Verdict::fail) ++failed_;
+        if (v == Verdict::skip) ++skipped_;
+        StrBuf line;
+        JsonWriter w(line);
+        w.begin_object().field("type", "check").field("name", name);
+        if (cpu >= 0) w.field_u("cpu", u64(cpu));
+        w.field("status", tag).field("detail", detail).end_object();
+        line.put('\n');
+        out_.record(line);
+        StrBuf t;
+        t.printf("%s: %s", tag, name);
+        if (cpu >= 0) t.printf(" [CPU %lld]", (long long)cpu);
+        if (detail && detail[0]) t.printf(v == Verdict::skip ? " (%s)" : ": %s", detail);
+        t.put('\n');
+        out_.text_buf(t);
+    }
+    void reportf(Verdict v, const char* name, i64 cpu, const char* fmt, ...) __attribute__((format(printf, 5, 6))) {
+        char d[240];
+        va_list ap;
+        va_start(ap, fmt);
+        vformat_to(d, sizeof d, fmt, ap);
+        va_end(ap);
+        report(v, name, cpu, d);
+    }
+    int finish() {
+        StrBuf line;
+        JsonWriter w(line);
+        w.begin_object().field("type", "summary").field_u("tests", total_).field_u("passed", total_ - failed_ - skipped_);
+        w.field_u("failed", failed_).field_u("skipped", skipped_).end_object();
+        line.put('\n');
+        out_.record(line);
+        out_.text("SUMMARY: %u tests, %u failures, %u skipped\n", total_, failed_, skipped_);
+        return failed_ ? kExitFailure : kExitOk;
+    }
+
+private:
+    Out& out_;
+    u32 total_ = 0, failed_ = 0, skipped_ = 0;
+};
+
+StrBuf fixed2(Frac f);
+// Whether two per-iteration values agree within the selftest's tolerance (cmd_selftest.cpp).
+bool agrees(Frac a, Frac b);
+
+// Runs fn on `cpu` through the measurement platform where there is one: it waits for
+// the AP without competing with it (a spinning BSP starves the AP under QEMU -icount;
+// see MeasurePlatform::run_on_cpu); else through Hw::run_on_cpu.
+template <typename F> Status run_on_measuring(Hw& hw, MeasurePlatform* mp, u32 cpu, F&& fn) {
+    if (!mp) return run_on(hw, cpu, fn);
+    CpuCall c = cpu_call(fn);
+    return mp->run_on_cpu(hw, cpu, c.fn, c.ctx);
+}
+
+// The PMU checks (selftest_pmu.cpp) on `cpus`.
+void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
+
+}  // namespace pmulab

@@ -3,14 +3,16 @@
 // PMU MSR pmulab writes.
 //
 // Structure
-//   PmuInfo      what one logical processor has (detected on that processor: hybrid
-//                parts differ per core), backend-neutral.
+//   CpuProbe     what pmulab reads on one logical processor (x86/probe.h), taken there
+//                once by pmu_probe (hybrid parts differ per core).
+//   PmuInfo      what that processor has, backend-neutral: pmu_decode of its probe
+//                (pure: no hardware access, any CPU).
 //   PmuBackend   the abstract programming interface, implemented by three peers:
 //                IntelArchPmu (intel_pmu.h: architectural perfmon v1-v6), AmdPmu
 //                (amd_pmu.h: legacy, PerfCtrExtCore, PerfMonV2) and NetBurstPmu
 //                (netburst_pmu.h: ESCR/CCCR).
-//   PmuSession   one CPU's session (session.h): detects, picks the backend, and
-//                guarantees restore.
+//   PmuSession   one CPU's session (session.h): picks the backend of an info, and
+//                guarantees restore (plan(): the backend for planning only).
 //
 // Everything that touches the hardware runs on the CPU concerned (inside
 // Hw::run_on_cpu) and is allocation-free: sessions and backends hold fixed arrays.

@@ -47,7 +47,7 @@ TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
 HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
-.PHONY: all test unit-test qemu-test bench fuzz image sign clean deps check-deps
+.PHONY: all test unit-test qemu-test bench fuzz image sign clean deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
 # The version string (git describe), rewritten only when it changes so that
@@ -58,11 +58,13 @@ $(BUILD)/gen/pmulab_version.h: FORCE
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
 FORCE:
 
-# Installs the build and test dependencies (Debian; apt-get as root or via sudo).
+# Installs the build and test dependencies (Debian; apt-get as root or via sudo); a quick
+# no-op when everything is there. Only `make test` runs it itself (first, once); `make`
+# and the other targets expect the packages (run `make deps` once on a fresh machine).
 deps:
 	@tools/install-deps.sh
 
-$(BUILD)/efi/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
+$(BUILD)/efi/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(efi) $<"; $(CLANGXX) $(EFI_CXXFLAGS) -MMD -MP -c $< -o $@
 
@@ -78,7 +80,7 @@ $(BUILD)/pmulab.efi: $(BUILD)/pmulab.so
 		-j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "built $@ ($(VERSION))"
 
-$(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
+$(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(host) $<"; $(HOSTCXX) $(HOST_CXXFLAGS) -Isrc/host/lib -MMD -MP -c $< -o $@
 
@@ -88,7 +90,7 @@ $(BUILD)/host/$(subst _,-,$(basename $(notdir $(1)))): $(patsubst src/%.cpp,$(BU
 endef
 $(foreach f,$(HOST_TOOL_SRCS),$(eval $(call host_tool_rule,$(f))))
 
-$(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h check-deps
+$(BUILD)/test/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(test) $<"; $(HOSTCXX) $(TEST_CXXFLAGS) -fno-exceptions -fno-rtti -MMD -MP -c $< -o $@
 
@@ -103,7 +105,10 @@ unit-test: $(BUILD)/test/unit-tests
 	$(BUILD)/test/unit-tests
 
 # Everything: host unit tests, host tool tests and QEMU boots; one summary line.
-test: check-deps all $(BUILD)/test/unit-tests
+# The packages are installed first, as a step of its own (a sub-make builds only after
+# it, also under -j).
+test: deps
+	$(MAKE) all $(BUILD)/test/unit-tests
 	$(PYTHON) tests/run_tests.py
 
 qemu-test: all
@@ -113,16 +118,12 @@ bench: all $(BUILD)/bench/null.efi
 	$(PYTHON) tests/bench.py
 
 # Baseline app for the boot-time figure: powers off at once.
-$(BUILD)/bench/null.efi: tests/bench/null_app.cpp src/efi/pmulab.lds | check-deps
+$(BUILD)/bench/null.efi: tests/bench/null_app.cpp src/efi/pmulab.lds
 	@mkdir -p $(dir $@)
 	$(CLANGXX) $(EFI_CXXFLAGS) -c $< -o $(BUILD)/bench/null.o
 	$(LD_EFI) $(EFI_LDFLAGS) $(BUILD)/bench/null.o -lgnuefi -o $(BUILD)/bench/null.so
 	$(OBJCOPY) -j .text -j .sdata -j .data -j .dynamic -j .dynsym -j .rel -j .rela -j .rel.* -j .rela.* \
 		-j .reloc --target efi-app-x86_64 --subsystem=10 $(BUILD)/bench/null.so $@
-
-# Installs missing packages on first use (a quick no-op when everything is there).
-check-deps:
-	@tools/install-deps.sh
 
 # A GPT disk image with one EFI system partition, ready for `dd` to a USB stick:
 # \EFI\BOOT\BOOTX64.EFI, \pmulab\pmulab.cfg (CONFIG=...), \pmulab\results\, and the

@@ -8,7 +8,8 @@
 // and the family 17h/19h/1Ah PPRs (HWCR, IRPerfCount, MPERF/APERF read-only aliases).
 #pragma once
 
-#include "x86/intel_regs.h"
+#include "base/bits.h"
+#include "x86/msr_addr.h"
 
 namespace pmulab::regs::amd {
 

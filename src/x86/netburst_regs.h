@@ -17,7 +17,8 @@
 // ESCR feeds only two or three counters.
 #pragma once
 
-#include "x86/intel_regs.h"
+#include "base/bits.h"
+#include "base/fmt.h"
 
 namespace pmulab::netburst {
 

@@ -280,8 +280,8 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field("bench", k.name);
     if (k.buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
     w.field("event", r.read->event).field("counter", r.read->counter);
-    if (r.read->kind != CounterRead::tsc)
-        w.field("counter_method", r.read->kind == CounterRead::rdpmc ? "rdpmc" : "rdmsr");
+    if (r.read->kind != CounterAccess::rdtsc)
+        w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
     w.field_u("run", r.run).field_u("runs", r.runs);
     w.field_u("unroll", c.unroll).field_u("loop", c.loop);
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);

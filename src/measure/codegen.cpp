@@ -128,12 +128,12 @@ void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
     for (usize i = 0; i < g.reads.size(); ++i) {
         const CounterRead& r = g.reads[i];
         switch (r.kind) {
-            case CounterRead::tsc: e.rdtsc(); break;
-            case CounterRead::rdpmc:
+            case CounterAccess::rdtsc: e.rdtsc(); break;
+            case CounterAccess::rdpmc:
                 e.mov_imm32(kRcx, r.index);
                 e.rdpmc();
                 break;
-            case CounterRead::rdmsr:
+            case CounterAccess::rdmsr:
                 e.mov_imm32(kRcx, r.index);
                 e.rdmsr();
                 break;

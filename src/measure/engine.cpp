@@ -25,7 +25,7 @@ Status plan_event_groups(const Vec<StrView>& specs, Vec<ReadGroup>* groups) {
     if (!specs.empty()) {
         ReadGroup& g = groups->emplace();
         CounterRead& r = g.reads.emplace();
-        r.kind = CounterRead::tsc;
+        r.kind = CounterAccess::rdtsc;
         r.width = 64;
         str_copy(r.event, sizeof r.event, "tsc");
         str_copy(r.counter, sizeof r.counter, "TSC");
@@ -99,8 +99,8 @@ Error with_context(const Error& e, const char* fmt, ...) {
 Status probe_group(Hw& hw, const ReadGroup& g) {
     for (const CounterRead& r : g.reads) {
         Result<u64> v = u64(0);
-        if (r.kind == CounterRead::rdpmc) v = hw.rdpmc(r.index);
-        else if (r.kind == CounterRead::rdmsr) v = hw.rdmsr(r.index);
+        if (r.kind == CounterAccess::rdpmc) v = hw.rdpmc(r.index);
+        else if (r.kind == CounterAccess::rdmsr) v = hw.rdmsr(r.index);
         if (!v.ok()) return with_context(v.error(), "event '%s' on %s", r.event, r.counter);
     }
     const Vec<MsrValue>* writes[2] = {&g.start_writes, &g.stop_writes};

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "x86/hw.h"
+#include "pmu/pmu.h"
 #include "measure/kernels.h"
 #include "measure/stats.h"
 
@@ -29,12 +30,10 @@ namespace pmulab {
 
 // ---------------------------------------------------------------- counters
 
-// One counter read emitted into the measured region, at the start and at the end.
-struct CounterRead {
-    enum Kind : u8 { tsc, rdpmc, rdmsr };
-    Kind kind = tsc;
-    u32 index = 0;   // ECX for RDPMC, the MSR address for RDMSR; unused for tsc
-    u8 width = 64;   // counter width in bits: differences are taken modulo 2^width
+// One counter read emitted into the measured region, at the start and at the end: how
+// the counter is read (pmu.h CounterAccess: RDTSC, RDPMC with ECX = index or RDMSR of
+// the MSR at index; differences are taken modulo 2^width), with the labels records carry.
+struct CounterRead : CounterAccess {
     char event[48] = {};    // label: the event ("tsc", "INST_RETIRED.ANY")
     char counter[16] = {};  // label: the counter ("TSC", "FIXED0", "PMC3")
 };

@@ -115,15 +115,13 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
             put_counter_name(cn, as.kind, as.index);
             label(r.counter, sizeof r.counter, cn.view());
             if (as.kind == CounterKind::none || !b) {
-                r.kind = CounterRead::tsc;
+                r.kind = CounterAccess::rdtsc;
                 r.width = 64;
                 continue;
             }
             counters = true;
             CounterAccess a = planner.access(as.kind, as.index);
-            r.kind = a.kind == CounterAccess::rdpmc ? CounterRead::rdpmc : CounterRead::rdmsr;
-            r.index = a.index;
-            r.width = a.width;
+            static_cast<CounterAccess&>(r) = a;  // the backend's read, labels kept
             if (opts.preset_below_top && k < sizeof st->presets / sizeof st->presets[0])
                 st->presets[k] = (u64(0) - opts.preset_below_top) & regs::counter_mask(a.width);
         }

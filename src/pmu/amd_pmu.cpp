@@ -122,6 +122,7 @@ void AmdPmu::init(Hw* hw, const PmuInfo& info) {
     *this = AmdPmu();
     hw_ = hw;
     info_ = info;
+    ledger_.bind(hw);
     v2_ = info.caps.amd_perfmon_v2;
     ext_ = info.caps.amd_perfctr_core || v2_;
 }
@@ -170,55 +171,36 @@ void AmdPmu::control_writes(const Event* events, const CounterGroup& g, PmuWrite
     }
 }
 
-Status AmdPmu::write(u32 m, u64 value) {
-    PMULAB_TRY(hw_->wrmsr(m, value));
-    wrote_any_ = true;
-    for (unsigned i = 0; i < kMax; ++i) {
-        if (m == ctl(i)) shadow_ctl_[i] = value;
-        if (m == ctr(i)) dirty_gp_ |= 1u << i;
-    }
-    if (m == msr::AMD_PERF_CNTR_GLOBAL_CTL) shadow_gctl_ = value;
-    if (m == msr::AMD_HWCR) shadow_hwcr_ = value;
-    return ok_status();
-}
-
 Status AmdPmu::save(const PmuTouch& t) {
     if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
-    if (saved_) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
+    if (ledger_.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
     if ((t.gp & ~info_.gp_mask) || (t.fixed & ~info_.fixed_mask) || t.aux_count)
         return Error::make(Errc::internal, "registers requested that this AMD PMU does not have");
     touched_gp_ = t.gp;
     touched_fixed_ = t.fixed;
-    dirty_gp_ = 0;
-    wrote_any_ = programmed_ = hwcr_saved_ = false;
-    auto rd = [&](u32 m, u64* out) -> Status {
-        Result<u64> r = hw_->rdmsr(m);
-        if (!r.ok()) return r.error();
-        *out = r.value();
-        return ok_status();
-    };
+    programmed_ = false;
+    // Restore order (ledger phases): GLOBAL_CTL = 0 (when set) and EN cleared first;
+    // counters pmulab wrote; PERF_CTLs; HWCR; GLOBAL_STATUS bits back exactly through
+    // STATUS_CLR/STATUS_SET; GLOBAL_CTL last, so counting resumes only on a complete state.
+    ledger_.begin();
+    const u64 en = PerfEvtSel::en_field::mask;
     if (v2_) {
-        PMULAB_TRY(rd(msr::AMD_PERF_CNTR_GLOBAL_CTL, &saved_gctl_));
-        PMULAB_TRY(rd(msr::AMD_PERF_CNTR_GLOBAL_STATUS, &saved_status_));
+        PMULAB_TRY(ledger_.save(MsrReg::global(msr::AMD_PERF_CNTR_GLOBAL_CTL).disabled_by(~u64(0))));
+        PMULAB_TRY(ledger_.save(MsrReg::status(msr::AMD_PERF_CNTR_GLOBAL_STATUS, msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
+                                               msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET, t.gp)));
     }
     for (unsigned i = 0; i < kMax; ++i) {
         if (!has(t.gp, i)) continue;
-        PMULAB_TRY(rd(ctl(i), &saved_ctl_[i]));
-        PMULAB_TRY(rd(ctr(i), &saved_ctr_[i]));
-        shadow_ctl_[i] = saved_ctl_[i];
+        PMULAB_TRY(ledger_.save(MsrReg::event_select(ctl(i)).disabled_by(en)));
+        PMULAB_TRY(ledger_.save(MsrReg::counter(ctr(i)).gated_by(ctl(i))));
     }
-    if (has(t.fixed, regs::amd::kFixedIrPerf)) {
-        PMULAB_TRY(rd(msr::AMD_HWCR, &saved_hwcr_));
-        shadow_hwcr_ = saved_hwcr_;
-        hwcr_saved_ = true;
-    }
-    shadow_gctl_ = saved_gctl_;
-    saved_ = true;
+    if (has(t.fixed, regs::amd::kFixedIrPerf)) PMULAB_TRY(ledger_.save(MsrReg::control(msr::AMD_HWCR)));
+    ledger_.arm();
     return ok_status();
 }
 
 Status AmdPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    if (!saved_) return Error::make(Errc::internal, "PMU programmed before its state was saved");
+    if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
     if ((g.gp_mask & ~touched_gp_) || (g.fixed_mask & ~touched_fixed_))
         return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
     u64 mask = regs::counter_mask(info_.gp_width);
@@ -241,28 +223,30 @@ Status AmdPmu::program(const Event* events, const CounterGroup& g, const u64* pr
         return e;
     };
     Status st = ok_status();
-    if (v2_ && shadow_gctl_) {
+    if (v2_ && ledger_.shadow(msr::AMD_PERF_CNTR_GLOBAL_CTL)) {
         st = write(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
         if (!st.ok()) return fail(st);
     }
     for (unsigned i = 0; i < kMax; ++i) {
-        if (!has(touched_gp_, i) || has(g.gp_mask, i) || shadow_ctl_[i] == 0) continue;
+        if (!has(touched_gp_, i) || has(g.gp_mask, i) || ledger_.shadow(ctl(i)) == 0) continue;
         st = write(ctl(i), 0);
         if (!st.ok()) return fail(st);
     }
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
         if (as.kind == CounterKind::fixed && as.index == regs::amd::kFixedIrPerf) {
-            u64 want = Hwcr(shadow_hwcr_).set_ir_perf_en().raw();
-            if (want != shadow_hwcr_) {
+            u64 hwcr = ledger_.shadow(msr::AMD_HWCR);
+            u64 want = Hwcr(hwcr).set_ir_perf_en().raw();
+            if (want != hwcr) {
                 st = write(msr::AMD_HWCR, want);
                 if (!st.ok()) return fail(st);
             }
         }
         if (as.kind != CounterKind::gp) continue;
         unsigned i = as.index;
-        if (shadow_ctl_[i] & en) {
-            st = write(ctl(i), shadow_ctl_[i] & ~en);
+        u64 sel = ledger_.shadow(ctl(i));
+        if (sel & en) {
+            st = write(ctl(i), sel & ~en);
             if (!st.ok()) return fail(st);
         }
         preset_[i] = presets ? presets[k] : 0;
@@ -329,48 +313,8 @@ Status AmdPmu::clear_overflow() {
 }
 
 Status AmdPmu::restore(RestoreReport* report) {
-    RestoreReport rep;
-    if (!saved_) {
-        if (report) *report = rep;
-        return ok_status();
-    }
-    Status first = ok_status();
-    auto w = [&](u32 m, u64 v) {
-        Status s = write(m, v);
-        if (!s.ok() && first.ok()) first = s;
-        return s.ok();
-    };
-    const u64 en = PerfEvtSel::en_field::mask;
-    if (wrote_any_) {
-        if (v2_ && shadow_gctl_) w(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
-        u32 off = 0;
-        for (unsigned i = 0; i < kMax; ++i) {
-            if (!has(touched_gp_, i)) continue;
-            if (!(shadow_ctl_[i] & en) || w(ctl(i), shadow_ctl_[i] & ~en)) off |= 1u << i;
-        }
-        for (unsigned i = 0; i < kMax; ++i)
-            if (has(dirty_gp_, i) && has(off, i)) w(ctr(i), saved_ctr_[i]);
-        for (unsigned i = 0; i < kMax; ++i)
-            if (has(touched_gp_, i) && shadow_ctl_[i] != saved_ctl_[i]) w(ctl(i), saved_ctl_[i]);
-        if (hwcr_saved_ && shadow_hwcr_ != saved_hwcr_) w(msr::AMD_HWCR, saved_hwcr_);
-        if (v2_) {
-            Result<u64> cur = hw_->rdmsr(msr::AMD_PERF_CNTR_GLOBAL_STATUS);
-            if (!cur.ok()) {
-                if (first.ok()) first = cur.error();
-            } else {
-                u64 ours = touched_gp_;
-                u64 clear = cur.value() & ~saved_status_ & ours;
-                u64 set = saved_status_ & ~cur.value() & ours;
-                if (clear) w(msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR, clear);
-                if (set) w(msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET, set);
-            }
-            if (shadow_gctl_ != saved_gctl_) w(msr::AMD_PERF_CNTR_GLOBAL_CTL, saved_gctl_);
-        }
-    }
-    saved_ = programmed_ = wrote_any_ = false;
-    dirty_gp_ = 0;
-    if (report) *report = rep;
-    return first;
+    programmed_ = false;
+    return ledger_.restore(report);
 }
 
 }  // namespace pmulab

@@ -32,6 +32,7 @@
 
 #ifndef PMULAB_PMU_AMD_H
 #define PMULAB_PMU_AMD_H
+#include "pmu/msr_ledger.h"
 #include "x86/amd_regs.h"
 
 namespace pmulab {
@@ -62,14 +63,16 @@ public:
     Result<OverflowState> overflow() override;
     Status clear_overflow() override;
     Status restore(RestoreReport* report = nullptr) override;
-    bool saved() const override { return saved_; }
+    bool saved() const override { return ledger_.armed(); }
 
     // The PERF_CTL value of an event (EN as given, INT clear).
     static u64 ctl_value(const Event& e, bool en);
 
 private:
     static constexpr unsigned kMax = regs::amd::kMaxCounters;
-    Status write(u32 msr, u64 value);
+    // GLOBAL_CTL, GLOBAL_STATUS, PERF_CTL + PERF_CTR per counter, HWCR.
+    static constexpr unsigned kLedger = 2 + 2 * kMax + 1;
+    Status write(u32 msr, u64 value) { return ledger_.write(msr, value); }
     u32 ctl(unsigned i) const { return regs::amd::ctl_msr(i, ext_); }
     u32 ctr(unsigned i) const { return regs::amd::ctr_msr(i, ext_); }
 
@@ -77,12 +80,10 @@ private:
     PmuInfo info_;
     bool ext_ = false;  // PERF_CTL/CTR at C001_0200H + 2i
     bool v2_ = false;   // PerfMonV2 global registers
-    bool saved_ = false, wrote_any_ = false, programmed_ = false;
-    u32 touched_gp_ = 0, touched_fixed_ = 0, dirty_gp_ = 0;
-    u64 saved_ctl_[kMax] = {}, saved_ctr_[kMax] = {}, shadow_ctl_[kMax] = {};
-    u64 saved_gctl_ = 0, saved_status_ = 0, shadow_gctl_ = 0;
-    u64 saved_hwcr_ = 0, shadow_hwcr_ = 0;
-    bool hwcr_saved_ = false;
+    bool programmed_ = false;
+    // Every register save() read, what pmulab wrote since, and the restore order.
+    FixedMsrLedger<kLedger> ledger_;
+    u32 touched_gp_ = 0, touched_fixed_ = 0;
     u32 group_gp_ = 0;
     u64 group_ctl_[kMax] = {};
     u64 preset_[kMax] = {};

@@ -33,6 +33,7 @@ void IntelArchPmu::init(Hw* hw, const PmuInfo& info) {
     *this = IntelArchPmu();
     hw_ = hw;
     info_ = info;
+    ledger_.bind(hw);
 }
 
 Status IntelArchPmu::allocate(const Event* events, usize n, Allocation* out) const {
@@ -102,31 +103,9 @@ void IntelArchPmu::control_writes(const Event* events, const CounterGroup& g, Pm
     }
 }
 
-Status IntelArchPmu::write(u32 m, u64 value) {
-    Status s = hw_->wrmsr(m, value);
-    if (!s.ok()) return s;
-    wrote_any_ = true;
-    if (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + kMax) {
-        shadow_evtsel_[m - msr::IA32_PERFEVTSEL0] = value;
-    } else if ((m >= msr::IA32_PMC0 && m < msr::IA32_PMC0 + kMax) ||
-               (m >= msr::IA32_A_PMC0 && m < msr::IA32_A_PMC0 + kMax)) {
-        dirty_gp_ |= u32(1) << (m >= msr::IA32_A_PMC0 ? m - msr::IA32_A_PMC0 : m - msr::IA32_PMC0);
-    } else if (m >= msr::IA32_FIXED_CTR0 && m < msr::IA32_FIXED_CTR0 + kMax) {
-        dirty_fixed_ |= u32(1) << (m - msr::IA32_FIXED_CTR0);
-    } else if (m == msr::IA32_FIXED_CTR_CTRL) {
-        shadow_fixed_ctrl_ = value;
-    } else if (m == msr::IA32_PERF_GLOBAL_CTRL) {
-        shadow_global_ctrl_ = value;
-    } else {
-        for (unsigned i = 0; i < aux_count_; ++i)
-            if (aux_[i].msr == m) aux_[i].shadow = value;
-    }
-    return ok_status();
-}
-
 Status IntelArchPmu::save(const PmuTouch& t) {
     if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
-    if (saved_) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
+    if (ledger_.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
     if ((t.gp & ~info_.gp_mask) || (t.fixed & ~info_.fixed_mask)) {
         StrBuf want, have;
         regs::put_counter_set(want, t.gp, "PMC");
@@ -139,47 +118,45 @@ Status IntelArchPmu::save(const PmuTouch& t) {
     }
     touched_gp_ = t.gp;
     touched_fixed_ = t.fixed;
-    dirty_gp_ = dirty_fixed_ = 0;
-    wrote_any_ = false;
     programmed_ = false;
-    auto rd = [&](u32 m, u64* out) -> Status {
-        Result<u64> r = hw_->rdmsr(m);
-        if (!r.ok()) return r.error();
-        *out = r.value();
-        return ok_status();
-    };
-    // Only reads: a fault leaves the hardware untouched.
+    // Saved in this order; restored as the ledger's phases say (pmu.h "restore"): counting
+    // off first (GLOBAL_CTRL = 0 always, EN cleared), counters pmulab wrote (legacy writes
+    // reported when inexact), PERFEVTSELx, FIXED_CTR_CTRL and aux MSRs, the overflow bits
+    // of the touched counters, GLOBAL_CTRL last.
+    ledger_.begin();
+    const u64 en = PerfEvtSel::en_field::mask;
     if (info_.global_ctrl) {
-        PMULAB_TRY(rd(msr::IA32_PERF_GLOBAL_CTRL, &saved_global_ctrl_));
-        PMULAB_TRY(rd(msr::IA32_PERF_GLOBAL_STATUS, &saved_status_));
-        if (t.fixed) PMULAB_TRY(rd(msr::IA32_FIXED_CTR_CTRL, &saved_fixed_ctrl_));
+        PMULAB_TRY(ledger_.save(MsrReg::global(msr::IA32_PERF_GLOBAL_CTRL).disabled_by(~u64(0)).disabled_always()));
+        // Overflow flags: cleared through OVF_CTRL / STATUS_RESET; set again through
+        // STATUS_SET on v4+ only (v2/v3 report them lost).
+        PMULAB_TRY(ledger_.save(MsrReg::status(msr::IA32_PERF_GLOBAL_STATUS, status_reset_msr(),
+                                               info_.status_reset ? msr::IA32_PERF_GLOBAL_STATUS_SET : 0,
+                                               global_bits(t.gp, t.fixed))));
+        if (t.fixed) PMULAB_TRY(ledger_.save(MsrReg::control(msr::IA32_FIXED_CTR_CTRL)));
     }
     for (unsigned i = 0; i < kMax; ++i) {
         if (!has(t.gp, i)) continue;
-        PMULAB_TRY(rd(regs::perfevtsel_msr(i), &saved_evtsel_[i]));
-        PMULAB_TRY(rd(regs::pmc_msr(i), &saved_pmc_[i]));
+        PMULAB_TRY(ledger_.save(MsrReg::event_select(regs::perfevtsel_msr(i)).disabled_by(en)));
+        // Written back through the full-width alias when enumerated; a legacy write keeps
+        // only bits 31:0 sign-extended (reported when that is not the saved value).
+        MsrReg pmc = MsrReg::counter(regs::pmc_msr(i)).gated_by(regs::perfevtsel_msr(i));
+        if (info_.full_width_writes) pmc.written_at(regs::a_pmc_msr(i));
+        else pmc.legacy_write(info_.gp_width, u8(i));
+        PMULAB_TRY(ledger_.save(pmc));
     }
     for (unsigned i = 0; i < kMax; ++i)
-        if (has(t.fixed, i)) PMULAB_TRY(rd(regs::fixed_ctr_msr(i), &saved_fixed_[i]));
-    aux_count_ = 0;
+        if (has(t.fixed, i)) PMULAB_TRY(ledger_.save(MsrReg::counter(regs::fixed_ctr_msr(i))));
     for (unsigned k = 0; k < t.aux_count && k < PmuTouch::kMaxAux; ++k) {
-        Aux& a = aux_[aux_count_];
-        a.msr = t.aux[k];
-        Result<u64> r = hw_->rdmsr(a.msr);
-        if (!r.ok()) {
+        Status s = ledger_.save(MsrReg::control(t.aux[k]));
+        if (!s.ok()) {
             Error e = Error::make(Errc::unsupported,
                                   "model-specific MSR 0x%X (programmed with the event) cannot be used on this CPU: %s",
-                                  a.msr, r.error().msg);
-            e.vector = r.error().vector;
+                                  t.aux[k], s.error().msg);
+            e.vector = s.error().vector;
             return e;
         }
-        a.saved = a.shadow = r.value();
-        ++aux_count_;
     }
-    for (unsigned i = 0; i < kMax; ++i) shadow_evtsel_[i] = saved_evtsel_[i];
-    shadow_fixed_ctrl_ = saved_fixed_ctrl_;
-    shadow_global_ctrl_ = saved_global_ctrl_;
-    saved_ = true;
+    ledger_.arm();
     return ok_status();
 }
 
@@ -200,7 +177,7 @@ Status IntelArchPmu::check_gp_preset(u8 index, u64 preset) const {
 }
 
 Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    if (!saved_) return Error::make(Errc::internal, "PMU programmed before its state was saved");
+    if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
     if ((g.gp_mask & ~touched_gp_) || (g.fixed_mask & ~touched_fixed_))
         return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
     u64 fmask = regs::counter_mask(info_.fixed_width);
@@ -233,13 +210,13 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
     };
 
     // 1. Counting off: GLOBAL_CTRL (v2+).
-    if (info_.global_ctrl && shadow_global_ctrl_ != 0) {
+    if (info_.global_ctrl && ledger_.shadow(msr::IA32_PERF_GLOBAL_CTRL) != 0) {
         st = write(msr::IA32_PERF_GLOBAL_CTRL, 0);
         if (!st.ok()) return fail(st, nullptr);
     }
     // 2. GP counters of earlier groups (or the firmware's) that this group does not use: released.
     for (unsigned i = 0; i < kMax; ++i) {
-        if (!has(touched_gp_, i) || has(g.gp_mask, i) || shadow_evtsel_[i] == 0) continue;
+        if (!has(touched_gp_, i) || has(g.gp_mask, i) || ledger_.shadow(regs::perfevtsel_msr(i)) == 0) continue;
         st = write(regs::perfevtsel_msr(i), 0);
         if (!st.ok()) return fail(st, nullptr);
     }
@@ -249,8 +226,9 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
         if (as.kind != CounterKind::gp) continue;
         const Event& e = events[as.event];
         unsigned i = as.index;
-        if (shadow_evtsel_[i] & en) {
-            st = write(regs::perfevtsel_msr(i), shadow_evtsel_[i] & ~en);
+        u64 sel = ledger_.shadow(regs::perfevtsel_msr(i));
+        if (sel & en) {
+            st = write(regs::perfevtsel_msr(i), sel & ~en);
             if (!st.ok()) return fail(st, &as);
         }
         u64 p = presets ? presets[k] : 0;
@@ -272,8 +250,9 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
         u64 group_fields = 0;
         for (unsigned i = 0; i < kMax; ++i)
             if (has(g.fixed_mask, i)) group_fields |= FixedCtrCtrl::group_mask(i);
-        if (shadow_fixed_ctrl_ & group_fields) {
-            st = write(msr::IA32_FIXED_CTR_CTRL, shadow_fixed_ctrl_ & ~group_fields);
+        u64 ctrl = ledger_.shadow(msr::IA32_FIXED_CTR_CTRL);
+        if (ctrl & group_fields) {
+            st = write(msr::IA32_FIXED_CTR_CTRL, ctrl & ~group_fields);
             if (!st.ok()) return fail(st, nullptr);
         }
         for (usize k = 0; k < g.events.size(); ++k) {
@@ -283,7 +262,7 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
             if (!st.ok()) return fail(st, &as);
         }
         u64 want = fixed_ctrl_value(events, g);
-        if (want != shadow_fixed_ctrl_) {
+        if (want != ledger_.shadow(msr::IA32_FIXED_CTR_CTRL)) {
             st = write(msr::IA32_FIXED_CTR_CTRL, want);
             if (!st.ok()) return fail(st, nullptr);
         }
@@ -338,72 +317,8 @@ Status IntelArchPmu::clear_overflow() {
 }
 
 Status IntelArchPmu::restore(RestoreReport* report) {
-    RestoreReport rep;
-    if (!saved_) {
-        if (report) *report = rep;
-        return ok_status();
-    }
-    Status first = ok_status();
-    auto w = [&](u32 m, u64 v) {
-        Status s = write(m, v);
-        if (!s.ok() && first.ok()) first = s;
-        return s.ok();
-    };
-    const u64 en = PerfEvtSel::en_field::mask;
-    if (wrote_any_) {
-        // 1. Counting off: GLOBAL_CTRL, then EN of every touched GP counter.
-        if (info_.global_ctrl) w(msr::IA32_PERF_GLOBAL_CTRL, 0);
-        u32 en_clear = 0;  // GP counters whose EN is known clear
-        for (unsigned i = 0; i < kMax; ++i) {
-            if (!has(touched_gp_, i)) continue;
-            if (!(shadow_evtsel_[i] & en) || w(regs::perfevtsel_msr(i), shadow_evtsel_[i] & ~en))
-                en_clear |= u32(1) << i;
-        }
-        // 2. Counters pmulab wrote.
-        for (unsigned i = 0; i < kMax; ++i) {
-            if (!has(dirty_gp_, i) || !has(en_clear, i)) continue;
-            u64 v = saved_pmc_[i];
-            if (info_.full_width_writes) {
-                w(regs::a_pmc_msr(i), v);
-            } else {
-                w(regs::pmc_msr(i), v);
-                if (regs::legacy_pmc_write_result(v, info_.gp_width) != v) rep.gp_counters_inexact |= u32(1) << i;
-            }
-        }
-        for (unsigned i = 0; i < kMax; ++i)
-            if (has(dirty_fixed_, i)) w(regs::fixed_ctr_msr(i), saved_fixed_[i]);
-        // 3. Controls.
-        for (unsigned i = 0; i < kMax; ++i)
-            if (has(touched_gp_, i) && shadow_evtsel_[i] != saved_evtsel_[i])
-                w(regs::perfevtsel_msr(i), saved_evtsel_[i]);
-        if (touched_fixed_ && shadow_fixed_ctrl_ != saved_fixed_ctrl_) w(msr::IA32_FIXED_CTR_CTRL, saved_fixed_ctrl_);
-        for (unsigned k = 0; k < aux_count_; ++k)
-            if (aux_[k].shadow != aux_[k].saved) w(aux_[k].msr, aux_[k].saved);
-        // 4. Overflow flags of the touched counters as they were (v4+ can set them again;
-        //    v2/v3 can only clear).
-        if (info_.global_ctrl) {
-            Result<u64> cur = hw_->rdmsr(msr::IA32_PERF_GLOBAL_STATUS);
-            if (!cur.ok()) {
-                if (first.ok()) first = cur.error();
-            } else {
-                u64 ours = global_bits(touched_gp_, touched_fixed_);
-                u64 clear = cur.value() & ~saved_status_ & ours;
-                u64 set = saved_status_ & ~cur.value() & ours;
-                if (clear) w(status_reset_msr(), clear);
-                if (set && info_.status_reset) w(msr::IA32_PERF_GLOBAL_STATUS_SET, set);
-                else rep.status_bits_lost = set;
-            }
-        }
-        // 5. GLOBAL_CTRL last.
-        if (info_.global_ctrl && shadow_global_ctrl_ != saved_global_ctrl_)
-            w(msr::IA32_PERF_GLOBAL_CTRL, saved_global_ctrl_);
-    }
-    saved_ = false;
     programmed_ = false;
-    wrote_any_ = false;
-    dirty_gp_ = dirty_fixed_ = 0;
-    if (report) *report = rep;
-    return first;
+    return ledger_.restore(report);
 }
 
 }  // namespace pmulab

@@ -3,6 +3,7 @@
 // top of pmu.h).
 #pragma once
 
+#include "pmu/msr_ledger.h"
 #include "pmu/pmu.h"
 
 namespace pmulab {
@@ -27,7 +28,7 @@ public:
     Result<OverflowState> overflow() override;
     Status clear_overflow() override;
     Status restore(RestoreReport* report = nullptr) override;
-    bool saved() const override { return saved_; }
+    bool saved() const override { return ledger_.armed(); }
 
     // Whether `preset` can be written to GP counter i on this CPU: below 2^width with
     // full-width writes; otherwise only values a 32-bit sign-extended legacy write
@@ -36,11 +37,9 @@ public:
 
 private:
     static constexpr unsigned kMax = 16;  // regs::kMaxGpCounters / kMaxFixedCounters
-    struct Aux {
-        u32 msr = 0;
-        u64 saved = 0, shadow = 0;
-    };
-    Status write(u32 msr, u64 value);
+    // GLOBAL_CTRL, GLOBAL_STATUS, FIXED_CTR_CTRL, PERFEVTSELx + PMCx, FIXED_CTRx, aux MSRs.
+    static constexpr unsigned kLedger = 3 + 2 * kMax + kMax + PmuTouch::kMaxAux;
+    Status write(u32 msr, u64 value) { return ledger_.write(msr, value); }
     u64 evtsel_value(const Event& e, bool en) const;
     u64 fixed_ctrl_value(const Event* events, const CounterGroup& g) const;
     u32 status_reset_msr() const;
@@ -48,18 +47,9 @@ private:
 
     Hw* hw_ = nullptr;
     PmuInfo info_;
-    bool saved_ = false;
-    bool wrote_any_ = false;  // any WRMSR since save()
-    // What save() read (the registers to put back) and what pmulab wrote since
-    // (shadow: the hardware value of every control register we may change).
+    // Every register save() read, what pmulab wrote since, and the restore order.
+    FixedMsrLedger<kLedger> ledger_;
     u32 touched_gp_ = 0, touched_fixed_ = 0;
-    u64 saved_evtsel_[kMax] = {}, saved_pmc_[kMax] = {}, saved_fixed_[kMax] = {};
-    u64 saved_fixed_ctrl_ = 0, saved_global_ctrl_ = 0, saved_status_ = 0;
-    u64 shadow_evtsel_[kMax] = {};
-    u64 shadow_fixed_ctrl_ = 0, shadow_global_ctrl_ = 0;
-    u32 dirty_gp_ = 0, dirty_fixed_ = 0;  // counters written since save()
-    Aux aux_[PmuTouch::kMaxAux];
-    unsigned aux_count_ = 0;
     // The programmed group.
     bool programmed_ = false;
     u32 group_gp_ = 0, group_fixed_ = 0;

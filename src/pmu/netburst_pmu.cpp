@@ -150,6 +150,7 @@ void NetBurstPmu::init(Hw* hw, const PmuInfo& info) {
     *this = NetBurstPmu();
     hw_ = hw;
     info_ = info;
+    ledger_.bind(hw);
     // With Hyper-Threading the two logical processors of a core share the ESCRs; the
     // second one (initial APIC ID bit 0) uses the T1 fields.
     if (info.caps.netburst_ht) thread_ = (hw->cpuid(1, 0).ebx >> 24) & 1;
@@ -194,54 +195,41 @@ void NetBurstPmu::control_writes(const Event* events, const CounterGroup& g, Pmu
     }
 }
 
-Status NetBurstPmu::write(u32 m, u64 value) {
-    PMULAB_TRY(hw_->wrmsr(m, value));
-    wrote_any_ = true;
-    if (m >= netburst::kCounterBase && m < netburst::kCounterBase + kN) dirty_ |= 1u << (m - netburst::kCounterBase);
-    if (m >= netburst::kCccrBase && m < netburst::kCccrBase + kN) shadow_cccr_[m - netburst::kCccrBase] = value;
-    int e = netburst::escr_index(m);
-    if (e >= 0) shadow_escr_[e] = value;
-    return ok_status();
-}
-
 Status NetBurstPmu::save(const PmuTouch& t) {
     if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
-    if (saved_) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
+    if (ledger_.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
     if ((t.gp & ~info_.gp_mask) || t.fixed || t.aux_count)
         return Error::make(Errc::internal, "registers requested that the NetBurst PMU does not have");
     touched_ = t.gp;
-    dirty_ = 0;
-    wrote_any_ = programmed_ = false;
-    escr_present_ = 0;
+    programmed_ = false;
+    // Restore order (ledger phases): the touched CCCRs disabled first, each read back
+    // before (the hardware may have set OVF since); counters pmulab wrote; ESCRs; CCCRs
+    // exactly as they were, last.
+    ledger_.begin();
     for (unsigned i = 0; i < kN; ++i) {
         if (!has(t.gp, i)) continue;
-        Result<u64> c = hw_->rdmsr(netburst::cccr_msr(i));
-        if (!c.ok()) return c.error();
-        Result<u64> v = hw_->rdmsr(netburst::counter_msr(i));
-        if (!v.ok()) return v.error();
-        saved_cccr_[i] = shadow_cccr_[i] = c.value();
-        saved_ctr_[i] = v.value();
+        MsrReg cccr = MsrReg::control(netburst::cccr_msr(i)).disabled_by(Cccr::enable_field::mask).reread_first();
+        PMULAB_TRY(ledger_.save(cccr));
+        PMULAB_TRY(ledger_.save(MsrReg::counter(netburst::counter_msr(i)).gated_by(netburst::cccr_msr(i))));
     }
+    // The ESCRs are shared by both logical processors of a Hyper-Threading core: every one
+    // of the model is saved (the T0 and T1 fields come back together).
     if (t.gp)
-        for (unsigned i = 0; i < netburst::kEscrCount; ++i) {
-            if (!netburst::escr_exists(netburst::kEscrs[i], info_.caps.netburst_model)) continue;
-            Result<u64> r = hw_->rdmsr(netburst::kEscrs[i].msr);
-            if (!r.ok()) return r.error();
-            saved_escr_[i] = shadow_escr_[i] = r.value();
-            escr_present_ |= u64(1) << i;
-        }
-    saved_ = true;
+        for (unsigned i = 0; i < netburst::kEscrCount; ++i)
+            if (netburst::escr_exists(netburst::kEscrs[i], info_.caps.netburst_model))
+                PMULAB_TRY(ledger_.save(MsrReg::event_select(netburst::kEscrs[i].msr)));
+    ledger_.arm();
     return ok_status();
 }
 
 Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    if (!saved_) return Error::make(Errc::internal, "PMU programmed before its state was saved");
+    if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
     if (g.gp_mask & ~touched_) return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
     u64 mask = regs::counter_mask(netburst::kCounterWidth);
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
         if (as.kind == CounterKind::none) continue;
-        if (as.kind != CounterKind::gp || as.escr < 0 || !((escr_present_ >> as.escr) & 1))
+        if (as.kind != CounterKind::gp || as.escr < 0 || !ledger_.has(netburst::kEscrs[as.escr].msr))
             return Error::make(Errc::internal, "NetBurst assignment without a usable ESCR");
         u64 p = presets ? presets[k] : 0;
         if (p & ~mask)
@@ -257,7 +245,7 @@ Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u6
     };
     Status st = ok_status();
     for (unsigned i = 0; i < kN; ++i) {
-        if (!has(touched_, i) || has(g.gp_mask, i) || shadow_cccr_[i] == 0) continue;
+        if (!has(touched_, i) || has(g.gp_mask, i) || ledger_.shadow(netburst::cccr_msr(i)) == 0) continue;
         st = write(netburst::cccr_msr(i), 0);
         if (!st.ok()) return fail(st);
     }
@@ -266,8 +254,9 @@ Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u6
         const Assignment& as = g.events[k];
         if (as.kind != CounterKind::gp) continue;
         unsigned i = as.index;
-        if (shadow_cccr_[i] & en) {
-            st = write(netburst::cccr_msr(i), shadow_cccr_[i] & ~en);
+        u64 cccr = ledger_.shadow(netburst::cccr_msr(i));
+        if (cccr & en) {
+            st = write(netburst::cccr_msr(i), cccr & ~en);
             if (!st.ok()) return fail(st);
         }
         st = write(netburst::counter_msr(i), presets ? presets[k] : 0);
@@ -336,40 +325,8 @@ Status NetBurstPmu::clear_overflow() {
 }
 
 Status NetBurstPmu::restore(RestoreReport* report) {
-    RestoreReport rep;
-    if (!saved_) {
-        if (report) *report = rep;
-        return ok_status();
-    }
-    Status first = ok_status();
-    auto w = [&](u32 m, u64 v) {
-        Status s = write(m, v);
-        if (!s.ok() && first.ok()) first = s;
-        return s.ok();
-    };
-    if (wrote_any_) {
-        const u64 en = Cccr::enable_field::mask;
-        u32 off = 0;
-        for (unsigned i = 0; i < kN; ++i) {
-            if (!has(touched_, i)) continue;
-            // The hardware may have set OVF since: read the CCCR back before comparing.
-            Result<u64> cur = hw_->rdmsr(netburst::cccr_msr(i));
-            u64 c = cur.ok() ? cur.value() : shadow_cccr_[i];
-            shadow_cccr_[i] = c;
-            if (!(c & en) || w(netburst::cccr_msr(i), c & ~en)) off |= 1u << i;
-        }
-        for (unsigned i = 0; i < kN; ++i)
-            if (has(dirty_, i) && has(off, i)) w(netburst::counter_msr(i), saved_ctr_[i]);
-        for (unsigned i = 0; i < netburst::kEscrCount; ++i)
-            if (((escr_present_ >> i) & 1) && shadow_escr_[i] != saved_escr_[i])
-                w(netburst::kEscrs[i].msr, saved_escr_[i]);
-        for (unsigned i = 0; i < kN; ++i)
-            if (has(touched_, i) && shadow_cccr_[i] != saved_cccr_[i]) w(netburst::cccr_msr(i), saved_cccr_[i]);
-    }
-    saved_ = programmed_ = wrote_any_ = false;
-    dirty_ = 0;
-    if (report) *report = rep;
-    return first;
+    programmed_ = false;
+    return ledger_.restore(report);
 }
 
 }  // namespace pmulab

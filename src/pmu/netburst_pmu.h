@@ -23,6 +23,8 @@
 #ifndef PMULAB_PMU_NETBURST_H
 #define PMULAB_PMU_NETBURST_H
 
+#include "pmu/msr_ledger.h"
+
 namespace pmulab {
 
 void netburst_fill_info(PmuInfo* p, bool perfmon_available);
@@ -47,26 +49,27 @@ public:
     Result<OverflowState> overflow() override;
     Status clear_overflow() override;
     Status restore(RestoreReport* report = nullptr) override;
-    bool saved() const override { return saved_; }
+    bool saved() const override { return ledger_.armed(); }
 
     // The ESCR value of an event for logical processor `thread` (0/1).
     static u64 escr_value(const Event& e, unsigned thread);
 
 private:
     static constexpr unsigned kN = netburst::kCounters;
-    Status write(u32 msr, u64 value);
+    // CCCR + counter per counter, every ESCR of the model.
+    static constexpr unsigned kLedger = 2 * kN + netburst::kEscrCount;
+    Status write(u32 msr, u64 value) { return ledger_.write(msr, value); }
     // WRMSR of CCCR i with `value`, keeping the OVF flag the CCCR holds now.
     Status write_keep_ovf(unsigned i, u64 value);
 
     Hw* hw_ = nullptr;
     PmuInfo info_;
     unsigned thread_ = 0;
-    bool saved_ = false, wrote_any_ = false, programmed_ = false;
-    u32 touched_ = 0, dirty_ = 0, group_ = 0;
-    u64 saved_ctr_[kN] = {}, saved_cccr_[kN] = {}, shadow_cccr_[kN] = {};
+    bool programmed_ = false;
+    // Every register save() read, what pmulab wrote since, and the restore order.
+    FixedMsrLedger<kLedger> ledger_;
+    u32 touched_ = 0, group_ = 0;
     u64 group_cccr_[kN] = {};
-    u64 saved_escr_[netburst::kEscrCount] = {}, shadow_escr_[netburst::kEscrCount] = {};
-    u64 escr_present_ = 0;  // bit i: kEscrs[i] exists and was saved
 };
 
 }  // namespace pmulab

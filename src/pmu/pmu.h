@@ -43,6 +43,8 @@
 //   stop:     the reverse (GLOBAL_CTRL = 0, or EN cleared).
 //   restore:  GLOBAL_CTRL = 0 and EN cleared first; counters; controls (PERFEVTSELx,
 //             FIXED_CTR_CTRL, model-specific aux MSRs); overflow bits; GLOBAL_CTRL last.
+//             The bookkeeping (saved values, shadows, the ordered restore) is the
+//             backend's MsrLedger (msr_ledger.h), shared by all three backends.
 #pragma once
 
 #include "pmu/alloc.h"

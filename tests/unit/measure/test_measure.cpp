@@ -77,7 +77,7 @@ Vec<ReadGroup> tsc_groups() {
     return g;
 }
 
-CounterRead make_read(CounterRead::Kind kind, u32 index, u8 width, const char* ev, const char* ctr) {
+CounterRead make_read(CounterAccess::Kind kind, u32 index, u8 width, const char* ev, const char* ctr) {
     CounterRead r;
     r.kind = kind;
     r.index = index;
@@ -104,7 +104,7 @@ TEST(MeasurePlan, TscIsOneGroupWithOneRead) {
     ASSERT_TRUE(plan_event_groups(specs, &g).ok());
     ASSERT_EQ(g.size(), 1u);
     ASSERT_EQ(g[0].reads.size(), 1u);
-    EXPECT_EQ(g[0].reads[0].kind, CounterRead::tsc);
+    EXPECT_EQ(g[0].reads[0].kind, CounterAccess::rdtsc);
     EXPECT_EQ(g[0].reads[0].width, 64);
     EXPECT_STREQ(g[0].reads[0].event, "tsc");
     EXPECT_STREQ(g[0].reads[0].counter, "TSC");
@@ -271,8 +271,8 @@ TEST(MeasureEngine, DifferencesWrapAtTheCounterWidth) {
     Sink sink;
     Vec<ReadGroup> groups;
     ReadGroup& g = groups.emplace();
-    g.reads.push(make_read(CounterRead::rdpmc, 0, 48, "INST_RETIRED.ANY_P", "PMC0"));
-    g.reads.push(make_read(CounterRead::tsc, 0, 64, "tsc", "TSC"));
+    g.reads.push(make_read(CounterAccess::rdpmc, 0, 48, "INST_RETIRED.ANY_P", "PMC0"));
+    g.reads.push(make_read(CounterAccess::rdtsc, 0, 64, "tsc", "TSC"));
     EXPECT_EQ(measure_run(hw, mp, config(KernelId::nop), groups, sink), Errc::ok);
     ASSERT_EQ(sink.results.size(), 2u);
     EXPECT_EQ(sink.results[0].event, "INST_RETIRED.ANY_P");
@@ -295,7 +295,7 @@ TEST(MeasureEngine, MoreGroupsMeanMoreRunsAndRecordsSayWhich) {
         for (int i = 0; i < 3 && row[i]; ++i) {
             char ctr[8];
             format_to(ctr, sizeof ctr, "PMC%d", i);
-            g.reads.push(make_read(CounterRead::rdpmc, u32(i), 48, row[i], ctr));
+            g.reads.push(make_read(CounterAccess::rdpmc, u32(i), 48, row[i], ctr));
         }
     }
     MeasureConfig cfg = config(KernelId::nop, {0, 1});
@@ -359,8 +359,8 @@ TEST(MeasureEngine, FaultingCounterReadIsCaughtBeforeCodeRuns) {
     FakeMeasure mp;
     Sink sink;
     Vec<ReadGroup> groups;
-    groups.emplace().reads.push(make_read(CounterRead::rdpmc, 0x40000000, 48, "INST_RETIRED.ANY", "FIXED0"));
-    groups.emplace().reads.push(make_read(CounterRead::rdmsr, 0x309, 48, "INST_RETIRED.ANY", "FIXED0"));
+    groups.emplace().reads.push(make_read(CounterAccess::rdpmc, 0x40000000, 48, "INST_RETIRED.ANY", "FIXED0"));
+    groups.emplace().reads.push(make_read(CounterAccess::rdmsr, 0x309, 48, "INST_RETIRED.ANY", "FIXED0"));
     EXPECT_EQ(measure_run(hw, mp, config(KernelId::nop), groups, sink), Errc::fault);
     ASSERT_EQ(sink.failures.size(), 2u);
     EXPECT_EQ(sink.failures[0],

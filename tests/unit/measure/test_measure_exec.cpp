@@ -189,13 +189,13 @@ TEST(MeasureExec, CounterReadsAndWritesAreEncodedInOrder) {
     Vec<ReadGroup> groups;
     ReadGroup& g = groups.emplace();
     CounterRead a;
-    a.kind = CounterRead::rdpmc;
+    a.kind = CounterAccess::rdpmc;
     a.index = 0x40000001;
     CounterRead b;
-    b.kind = CounterRead::rdmsr;
+    b.kind = CounterAccess::rdmsr;
     b.index = 0x309;
     CounterRead c;
-    c.kind = CounterRead::tsc;
+    c.kind = CounterAccess::rdtsc;
     g.reads.push(a);
     g.reads.push(b);
     g.reads.push(c);

@@ -365,11 +365,11 @@ TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
     }
     const ReadGroup& g = plans[0]->groups[0];
     ASSERT_EQ(g.reads.size(), 2u);
-    EXPECT_EQ(g.reads[0].kind, CounterRead::rdpmc);
+    EXPECT_EQ(g.reads[0].kind, CounterAccess::rdpmc);
     EXPECT_EQ(g.reads[0].index, 0x40000000u);
     EXPECT_EQ(g.reads[0].width, 48);
     EXPECT_STREQ(g.reads[0].counter, "FIXED_CTR0");
-    EXPECT_EQ(g.reads[1].kind, CounterRead::rdpmc);
+    EXPECT_EQ(g.reads[1].kind, CounterAccess::rdpmc);
     EXPECT_EQ(g.reads[1].index, 0u);
     EXPECT_STREQ(g.reads[1].event, "branches");
     ASSERT_EQ(g.start_writes.size(), 1u);

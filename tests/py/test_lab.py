@@ -78,6 +78,8 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
         msrs = [(x["lab"]["smp"], x["cpu"], x["value"]) for x in recs if x["type"] == "msr"]
         assert sorted(msrs) == [(1, 0, "0xfee00900"), (2, 0, "0xfee00900"), (2, 1, "0xfee00800")], msrs
         assert sum(1 for x in recs if x["type"] == "meta") == 6
+        # Every record names its run folder (not the "results" folder inside it).
+        assert {x["lab"]["run"] for x in recs} == {"a-smp1", "a-smp2", "b-smp1", "b-smp2"}
         chase = sorted((x["lab"]["smp"], x["size"]) for x in recs if x["type"] == "result")
         assert chase == [(1, 4096), (1, 65536), (1, 1 << 20), (2, 4096), (2, 65536), (2, 1 << 20)], chase
         rows = list(csv.DictReader(open(os.path.join(out, "merged.csv"))))
@@ -295,3 +297,48 @@ def test_lab_bad_input_never_shows_a_traceback():
         _one_error_line(_lab("run", "--config", latin, "--out", os.path.join(td, "lab")), 2,
                         f"pmulab-lab: error: run: config {latin}: not UTF-8 text")
         assert not os.path.exists(os.path.join(td, "lab")), "nothing is created on bad input"
+
+
+def test_qemu_lab_same_base_name_merge_pull_twice_and_plot_per_run():
+    """The lab flow end to end: two configs with the same base name (one with CRLF
+    lines), the lab folder merged twice, an image pulled twice, a plot per run."""
+    with tempfile.TemporaryDirectory() as td:
+        cmd = b"run --bench pointer_chase --size 4K,64K --events tsc --reps 3 --unroll 20"
+        cfgs = []
+        for d, nl in (("a", b"\r\n"), ("b", b"\n")):
+            os.makedirs(os.path.join(td, d))
+            cfgs.append(os.path.join(td, d, "x.cfg"))
+            with open(cfgs[-1], "wb") as f:
+                f.write(b"# " + d.encode() + nl + cmd + nl)
+        out = os.path.join(td, "lab")
+        r = _lab("run", "--config", cfgs[0], "--config", cfgs[1], "--smp", "1", "--jobs", "2", "--keep-images",
+                 "--out", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert sorted(os.listdir(out)) == ["a_x-smp1", "b_x-smp1", "merged.csv", "merged.jsonl"], os.listdir(out)
+        # The campaign reached the image as written (CRLF kept), --shutdown appended.
+        with open(os.path.join(out, "a_x-smp1", "pmulab.cfg"), "rb") as f:
+            assert f.read() == b"# a\r\n" + cmd + b"\r\n# added by pmulab-lab\r\n--shutdown\r\n"
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        res = sorted((x["lab"]["run"], x["size"]) for x in recs if x["type"] == "result")
+        assert res == [("a_x-smp1", 4096), ("a_x-smp1", 65536), ("b_x-smp1", 4096), ("b_x-smp1", 65536)], res
+        # Merging the lab folder (twice): each results file once, labelled by its run.
+        for _ in range(2):
+            r = _lab("merge", out, "--out", os.path.join(out, "all"))
+            assert r.returncode == 0 and r.stdout.startswith(f"merged {len(recs)} records"), r
+            again = [json.loads(l) for l in open(os.path.join(out, "all.jsonl"))]
+            assert sorted({x["lab"]["run"] for x in again}) == ["lab/a_x-smp1", "lab/b_x-smp1"]
+        # Pulling an image twice into one folder: the second pull is refused, nothing lost.
+        img = os.path.join(out, "a_x-smp1", "pmulab.img")
+        stick = os.path.join(td, "stick")
+        r = _lab("pull", img, "--out", stick)
+        assert r.returncode == 0, r
+        assert sorted(os.listdir(stick)) == sorted(os.listdir(os.path.join(out, "a_x-smp1", "results")))
+        r = _lab("pull", img, "--out", stick)
+        assert r.returncode == 2 and "already holds" in r.stderr, r
+        # One staircase series per run.
+        svg = os.path.join(td, "stair.svg")
+        p = subprocess.run([os.path.join(ROOT, "tools", "pmulab-plot"), "staircase", os.path.join(out, "merged.jsonl"),
+                            "--out", svg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.returncode == 0 and p.stdout.strip() == f"wrote {svg} (4 points)", p.stderr
+        svg_text = open(svg).read()
+        assert "<!-- a_x-smp1 -->" in svg_text and "<!-- b_x-smp1 -->" in svg_text

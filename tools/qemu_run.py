@@ -10,10 +10,19 @@ and returns as its own.
 
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal),
 or 124 timeout, 125 QEMU/firmware failure (pmulab never reported a status),
-126 bad arguments to this script, 127 missing dependency.
+126 bad arguments to this script (also: --keep DIR in use by another run),
+127 missing dependency, 128+N stopped by signal N (130 SIGINT, 143 SIGTERM: QEMU is
+killed and the temporary folder removed first).
+
+--keep DIR is locked while a run uses it (DIR/run-qemu.lock: flock, holding the PID);
+a lock file left by a run that died is taken over. The firmware is found at the
+Debian paths, or where PMULAB_OVMF_CODE / PMULAB_OVMF_VARS say.
 """
 
 import argparse
+import errno
+import fcntl
+import math
 import os
 import re
 import shutil
@@ -41,10 +50,36 @@ EXIT_TIMEOUT = 124
 EXIT_QEMU = 125
 EXIT_ARGS = 126
 EXIT_DEPS = 127
+LOCK_NAME = "run-qemu.lock"
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def log(msg):
     print(f"run-qemu: {msg}", file=sys.stderr, flush=True)
+
+
+class Exit(Exception):
+    """Ends the run with a message (already formatted) and a status."""
+
+    def __init__(self, status, msg):
+        super().__init__(msg)
+        self.status = status
+
+
+class Stopped(BaseException):
+    """A stop signal arrived; BaseException so that nothing on the way swallows it."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _on_stop_signal(signum, frame):
+    # Once: the cleanup on the way out (kill QEMU, remove the temporary folder) must
+    # not be cut short by a second Ctrl-C.
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    raise Stopped(signum)
 
 
 def first_existing(paths):
@@ -54,18 +89,44 @@ def first_existing(paths):
     return None
 
 
+def ovmf(kind):
+    """The OVMF CODE or VARS file: $PMULAB_OVMF_<kind>, else the first Debian path present."""
+    var = f"PMULAB_OVMF_{kind}"
+    given = os.environ.get(var)
+    if given:
+        if not os.path.isfile(given):
+            raise Exit(EXIT_DEPS, f"error: {var}={given}: no such file (the OVMF firmware)")
+        return given
+    return first_existing(OVMF_CODE_CANDIDATES if kind == "CODE" else OVMF_VARS_CANDIDATES)
+
+
+class ArgParser(argparse.ArgumentParser):
+    def error(self, message):
+        # The documented status for bad arguments is 126 (argparse's 2 is pmulab's
+        # usage error), with one line, not the whole usage.
+        raise Exit(EXIT_ARGS, f"error: {message} (see --help)")
+
+
+def seconds(text):
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
+
+
 def parse_args(argv):
     if "--" in argv:
         i = argv.index("--")
         own, app = argv[:i], argv[i + 1:]
     else:
         own, app = argv, []
-    p = argparse.ArgumentParser(
+    p = ArgParser(
         prog="run-qemu.sh",
         description="Build (if needed) and boot pmulab under QEMU + OVMF. "
         "Everything after -- is pmulab's command line.",
         epilog="Exit status: pmulab's own (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal); "
-        "124 timeout; 125 QEMU or firmware failure; 126 bad arguments; 127 missing dependency.",
+        "124 timeout; 125 QEMU or firmware failure; 126 bad arguments (or --keep DIR in use); "
+        "127 missing dependency; 128+N stopped by signal N.",
     )
     p.add_argument("--smp", default="4",
                    help="QEMU -smp value: N or N,sockets=S,cores=C,threads=T (default 4)")
@@ -75,15 +136,16 @@ def parse_args(argv):
                    "run OVMF, unless --kvm=required")
     p.add_argument("--icount", type=int, metavar="SHIFT",
                    help="-icount shift=SHIFT: TSC advances 2^SHIFT per guest instruction (TCG only)")
-    p.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+    p.add_argument("--timeout", type=seconds, default=600.0, metavar="SECONDS",
                    help="give up after this long (default 600)")
     p.add_argument("--json", action="store_true", help="pass --json: stdout is JSON Lines only")
     p.add_argument("--memory", default="1G", help="guest memory (default 1G)")
     p.add_argument("--image", help="boot this disk image (from `make image`) instead of a fresh one; "
                    "it is modified in place (results files)")
-    p.add_argument("--config", help="use this pmulab.cfg for a fresh image instead of the command line")
+    p.add_argument("--config", help="use this pmulab.cfg for a fresh image instead of the command line "
+                   "(copied byte for byte, a --shutdown line appended)")
     p.add_argument("--keep", metavar="DIR", help="keep the disk image, serial log and firmware "
-                   "variables in DIR")
+                   "variables in DIR (locked while this run uses it)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
     p.add_argument("--readonly-disk", action="store_true",
                    help="attach the disk read-only (pmulab reports that it cannot write results)")
@@ -91,35 +153,127 @@ def parse_args(argv):
     p.add_argument("--qemu-arg", action="append", default=[], metavar="ARG",
                    help="extra QEMU argument (repeatable)")
     args = p.parse_args(own)
+
+    def bad(msg):
+        raise Exit(EXIT_ARGS, f"error: {msg}")
     if not re.fullmatch(r"[1-9]\d*(,[a-z-]+=\d+)*", args.smp):
-        p.error(f"--smp: '{args.smp}' is not N or N,sockets=S,cores=C,threads=T")
+        bad(f"--smp: '{args.smp}' is not N or N,sockets=S,cores=C,threads=T")
     if args.icount is not None and not 0 <= args.icount <= 10:
-        p.error("--icount: SHIFT must be 0..10")
+        bad("--icount: SHIFT must be 0..10")
     if args.icount is not None and args.kvm:
-        p.error("--icount needs TCG; it cannot be combined with --kvm")
-    if args.timeout <= 0:
-        p.error("--timeout must be positive")
+        bad("--icount needs TCG; it cannot be combined with --kvm")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        given = [a for i, a in enumerate(own) if i and own[i - 1] == "--timeout"]
+        given += [a.split("=", 1)[1] for a in own if a.startswith("--timeout=")]
+        bad(f"--timeout: '{given[-1] if given else args.timeout}' is not a positive number of seconds")
     if args.image and (args.config or app):
-        p.error("--image boots the image's own \\pmulab\\pmulab.cfg; do not pass a command line or --config")
+        bad("--image boots the image's own \\pmulab\\pmulab.cfg; do not pass a command line or --config")
     if args.config and app:
-        p.error("give either --config or a command line after --, not both")
+        bad("give either --config or a command line after --, not both")
+    if args.json and (args.config or args.image):
+        # pmulab reads \pmulab\cmdline instead of the campaign, so --json cannot be
+        # added beside it; rewriting the campaign is not this script's business.
+        bad("--json applies to a command line after --; with --config or --image put --json on the "
+            "campaign's lines")
+    args.config_bytes = None
+    if args.config:
+        if not os.path.lexists(args.config):
+            bad(f"--config {args.config}: no such file")
+        try:
+            with open(args.config, "rb") as f:
+                args.config_bytes = f.read()
+        except OSError as e:
+            bad(f"--config {args.config}: cannot read: {e.strerror}")
+        try:
+            args.config_bytes.decode("utf-8")
+        except UnicodeDecodeError as e:
+            bad(f"--config {args.config}: not UTF-8 text ({e.reason} at byte {e.start})")
+    if args.image and not os.path.isfile(args.image):
+        bad(f"--image {args.image}: no such file")
+    if args.keep and os.path.exists(args.keep) and not os.path.isdir(args.keep):
+        bad(f"--keep {args.keep} is not a folder")
     return args, app
 
 
+def with_shutdown(data):
+    """The campaign byte for byte, plus a --shutdown line in the file's own line ending."""
+    nl = b"\r\n" if b"\r\n" in data else b"\n"
+    sep = b"" if not data or data.endswith(b"\n") else nl
+    return data + sep + b"# added by run-qemu.sh: power off when the campaign is done" + nl + b"--shutdown" + nl
+
+
+def lock_keep_dir(d):
+    """Locks --keep DIR for this run: DIR/run-qemu.lock, flock'ed, with our PID inside.
+    The kernel drops the lock when its holder dies, so a file left behind by a run that
+    was killed is stale and taken over. Returns (path, fd)."""
+    try:
+        os.makedirs(d, exist_ok=True)
+    except OSError as e:
+        raise Exit(EXIT_ARGS, f"error: --keep {d}: cannot create: {e.strerror}")
+    path = os.path.join(d, LOCK_NAME)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                os.close(fd)
+                raise Exit(EXIT_ARGS, f"error: --keep {d}: cannot lock {path}: {e.strerror}")
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise Exit(EXIT_ARGS, f"error: --keep {d} is in use by process {holder} (lock {path}); "
+                                  "use another folder")
+        # The holder we waited for may have removed the file meanwhile: lock the file
+        # that is there now, not an unlinked one.
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if not same:
+            os.close(fd)
+            continue
+        old = os.read(fd, 32).decode(errors="replace").strip()
+        if old:
+            log(f"taking over the stale lock of process {old} ({path}; that run is gone)")
+        os.ftruncate(fd, 0)
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return path, fd
+
+
+def unlock_keep_dir(lock):
+    path, fd = lock
+    try:
+        os.remove(path)  # while still holding it: nobody locks the file being removed
+    except OSError:
+        pass
+    os.close(fd)
+
+
 def ensure_deps():
-    missing = [c for c in ("qemu-system-x86_64", "mformat", "mcopy", "sgdisk") if not shutil.which(c)]
-    if missing or not first_existing(OVMF_CODE_CANDIDATES):
+    """Returns (OVMF_CODE, OVMF_VARS); installs what is missing first."""
+    tools = ("qemu-system-x86_64", "mformat", "mcopy", "sgdisk")
+    code, vars_ = ovmf("CODE"), ovmf("VARS")
+    if any(not shutil.which(c) for c in tools) or not code or not vars_:
         r = subprocess.run([os.path.join(ROOT, "tools", "install-deps.sh")])
         if r.returncode != 0:
-            log("missing dependencies could not be installed (see above)")
-            sys.exit(EXIT_DEPS)
+            raise Exit(EXIT_DEPS, f"error: missing dependencies could not be installed (tools/install-deps.sh "
+                                  f"exit status {r.returncode}, see above)")
+        code, vars_ = ovmf("CODE"), ovmf("VARS")
+    missing = [c for c in tools if not shutil.which(c)]
+    if missing:
+        raise Exit(EXIT_DEPS, f"error: {', '.join(missing)} not found (tools/install-deps.sh installs them)")
+    if not code or not vars_:
+        looked = OVMF_CODE_CANDIDATES if not code else OVMF_VARS_CANDIDATES
+        raise Exit(EXIT_DEPS, f"error: the OVMF firmware is missing (looked for {' and '.join(looked)}; Debian "
+                              "package ovmf, or set PMULAB_OVMF_CODE and PMULAB_OVMF_VARS)")
+    return code, vars_
 
 
 def build():
     r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
     if r.returncode != 0:
-        log("build failed")
-        sys.exit(EXIT_DEPS)
+        raise Exit(EXIT_DEPS, "error: build failed")
 
 
 def kvm_usable():
@@ -132,8 +286,7 @@ def kvm_usable():
         return False
 
 
-def qemu_command(args, workdir, image, vars_fd, accel):
-    code = first_existing(OVMF_CODE_CANDIDATES)
+def qemu_command(args, workdir, image, vars_fd, accel, code):
     if accel == "kvm":
         cpu = args.cpu or "host"
         if "pmu=" not in cpu:
@@ -190,6 +343,16 @@ class Run:
     def run(self):
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
+        try:
+            return self._relay()
+        finally:
+            # Normally QEMU is gone by now; on a stop signal (or any error) it must not
+            # outlive this script.
+            if self.proc.poll() is None:
+                self._kill()
+                self.proc.wait()
+
+    def _relay(self):
         t = threading.Thread(target=self._stderr_reader, args=(self.proc.stderr,), daemon=True)
         t.start()
         timer = threading.Timer(self.timeout, self._on_timeout)
@@ -224,20 +387,38 @@ class Run:
 
 
 def main(argv):
+    try:
+        return run_main(argv)
+    except Exit as e:
+        log(str(e))
+        return e.status
+    except Stopped as e:
+        log(f"stopped by {signal.Signals(e.signum).name}: QEMU killed, temporary files removed")
+        return 128 + e.signum
+
+
+def run_main(argv):
     args, app = parse_args(argv)
-    ensure_deps()
+    lock = lock_keep_dir(args.keep) if args.keep else None
+    try:
+        return boot(args, app)
+    finally:
+        if lock:
+            unlock_keep_dir(lock)
+
+
+def boot(args, app):
+    code, vars_template = ensure_deps()
     if not args.no_build and not args.image:
         build()
     efi = os.path.join(ROOT, "build", "pmulab.efi")
     if not args.image and not os.path.exists(efi):
-        log(f"{efi} is missing (run make)")
-        return EXIT_DEPS
+        raise Exit(EXIT_DEPS, f"error: {efi} is missing (run make)")
 
     workdir = args.keep or tempfile.mkdtemp(prefix="pmulab-qemu-")
-    os.makedirs(workdir, exist_ok=True)
     try:
         vars_fd = os.path.join(workdir, "OVMF_VARS.fd")
-        shutil.copyfile(first_existing(OVMF_VARS_CANDIDATES), vars_fd)
+        shutil.copyfile(vars_template, vars_fd)
         if args.image:
             image = args.image
         else:
@@ -247,15 +428,13 @@ def main(argv):
                 cmdline += " --json"
             cfg_file = os.path.join(workdir, "pmulab.cfg")
             extra = []
-            with open(cfg_file, "w") as f:
-                if args.config:
-                    with open(args.config, encoding="utf-8", errors="surrogateescape") as src:
-                        f.write(src.read())
-                    f.write("\n# added by run-qemu.sh: power off when the campaign is done\n--shutdown\n")
+            with open(cfg_file, "wb") as f:
+                if args.config_bytes is not None:
+                    f.write(with_shutdown(args.config_bytes))
                 else:
                     # The command line goes to \pmulab\cmdline, which pmulab reads
                     # before its campaign file.
-                    f.write("# run-qemu.sh passes the command line in \\pmulab\\cmdline\n")
+                    f.write(b"# run-qemu.sh passes the command line in \\pmulab\\cmdline\n")
                     cmd_file = os.path.join(workdir, "cmdline")
                     with open(cmd_file, "w") as c:
                         c.write(cmdline + " --shutdown\n")
@@ -263,21 +442,19 @@ def main(argv):
             r = subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), image, efi, cfg_file, *extra],
                                stdout=sys.stderr)
             if r.returncode != 0:
-                log("could not build the disk image")
-                return EXIT_QEMU
+                raise Exit(EXIT_QEMU, "error: could not build the disk image")
 
         accel = "tcg"
         if args.kvm:
             if kvm_usable():
                 accel = "kvm"
             elif args.kvm == "required":
-                log("--kvm=required but KVM is not usable")
-                return EXIT_QEMU
+                raise Exit(EXIT_QEMU, "--kvm=required but KVM is not usable")
             else:
                 log("falling back to TCG")
 
         while True:
-            run = Run(qemu_command(args, workdir, image, vars_fd, accel), args.timeout,
+            run = Run(qemu_command(args, workdir, image, vars_fd, accel, code), args.timeout,
                       watch_kvm=(accel == "kvm"))
             rc = run.run()
             kvm_broke = run.kvm_failed or (run.status is None and not run.timed_out)
@@ -286,23 +463,26 @@ def main(argv):
                     err = [l for l in run.stderr_lines if "error" in l.lower()] or run.stderr_lines[-1:]
                     run.kvm_failed = (err[0] if err else f"QEMU exit code {rc}").strip()
                 if args.kvm == "required":
-                    log(f"KVM failed: {run.kvm_failed} (--kvm=required: not falling back)")
-                    return EXIT_QEMU
+                    raise Exit(EXIT_QEMU, f"KVM failed: {run.kvm_failed} (--kvm=required: not falling back)")
                 log(f"KVM could not run the firmware ({run.kvm_failed}); falling back to TCG")
                 accel = "tcg"
-                shutil.copyfile(first_existing(OVMF_VARS_CANDIDATES), vars_fd)
+                shutil.copyfile(vars_template, vars_fd)
                 continue
             break
 
         if run.timed_out:
-            log(f"pmulab did not finish within {args.timeout:g} s (killed QEMU); "
-                f"serial log: {os.path.join(workdir, 'serial.log') if args.keep else 'use --keep DIR'}")
-            return EXIT_TIMEOUT
+            raise Exit(EXIT_TIMEOUT, f"pmulab did not finish within {args.timeout:g} s (killed QEMU); serial log: "
+                                     f"{os.path.join(workdir, 'serial.log') if args.keep else 'use --keep DIR'}")
         if run.status is None:
             tail = "\n".join(run.stderr_lines[-5:])
-            log("pmulab ended without reporting an exit status (crash, reset or firmware failure; "
-                f"QEMU exit code {rc})" + (f"\n{tail}" if tail else ""))
-            return EXIT_QEMU
+            if rc != 0 and not run.printed_any and run.stderr_lines:
+                # QEMU refused to start (bad -cpu model, bad option, ...): its own reason first.
+                reason = next((l for l in run.stderr_lines if l.startswith("qemu-system")), run.stderr_lines[0])
+                rest = [l for l in run.stderr_lines[-5:] if l != reason]
+                raise Exit(EXIT_QEMU, f"QEMU failed: {reason.strip()} (QEMU exit code {rc})"
+                           + ("".join(f"\n{l}" for l in rest)))
+            raise Exit(EXIT_QEMU, "pmulab ended without reporting an exit status (crash, reset or firmware failure; "
+                                  f"QEMU exit code {rc})" + (f"\n{tail}" if tail else ""))
         return run.status
     finally:
         if not args.keep:
@@ -317,4 +497,6 @@ def _quote(a):
 
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    for _s in STOP_SIGNALS:
+        signal.signal(_s, _on_stop_signal)
     sys.exit(main(sys.argv[1:]))

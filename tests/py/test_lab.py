@@ -78,6 +78,8 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
         msrs = [(x["lab"]["smp"], x["cpu"], x["value"]) for x in recs if x["type"] == "msr"]
         assert sorted(msrs) == [(1, 0, "0xfee00900"), (2, 0, "0xfee00900"), (2, 1, "0xfee00800")], msrs
         assert sum(1 for x in recs if x["type"] == "meta") == 6
+        # Every record names its run folder (not the "results" folder inside it).
+        assert {x["lab"]["run"] for x in recs} == {"a-smp1", "a-smp2", "b-smp1", "b-smp2"}
         chase = sorted((x["lab"]["smp"], x["size"]) for x in recs if x["type"] == "result")
         assert chase == [(1, 4096), (1, 65536), (1, 1 << 20), (2, 4096), (2, 65536), (2, 1 << 20)], chase
         rows = list(csv.DictReader(open(os.path.join(out, "merged.csv"))))
@@ -91,3 +93,252 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
         # Results are never overwritten: the same --out again is refused.
         r = _lab("run", "--config", a, "--smp", "1", "--out", out)
         assert r.returncode == 2 and "exists already" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- issue 12: nothing lost, nothing mixed
+
+import contextlib  # noqa: E402
+import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+import io  # noqa: E402
+import threading  # noqa: E402
+
+
+def _load_lab():
+    """tools/pmulab-lab as a module, so that a test can replace the QEMU boot."""
+    loader = importlib.machinery.SourceFileLoader("pmulab_lab_under_test", LAB)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def _run_lab_in_process(mod, argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = mod.main(argv)
+        except SystemExit as e:
+            rc = e.code
+    return rc, out.getvalue(), err.getvalue()
+
+
+def _fake_boot(calls, lock):
+    """Stands in for boot_one: 'boots' the config by writing one results file whose
+    records say which config (by its text) and which image the boot used."""
+    def boot_one(job, args):
+        cfg, smp, cpu, run_dir = job
+        with open(cfg) as f:
+            text = f.read().strip()
+        img = os.path.join(run_dir, "pmulab.img")
+        with lock:
+            calls.append((cfg, run_dir, img))
+        _write(os.path.join(run_dir, "results", "0001-info.jsonl"), [
+            {"type": "meta", "pmulab_version": "t"},
+            {"type": "cpu", "index": 0, "core_type": "none"},
+            {"type": "result", "cpu": 0, "bench": "nop", "event": "tsc", "per_iteration": len(text),
+             "campaign": text},
+        ])
+        return job, 0, "exit 0, 1 results files"
+    return boot_one
+
+
+def test_lab_run_same_base_name_gets_two_run_folders_labelled_by_run():
+    with tempfile.TemporaryDirectory() as td:
+        cfgs = []
+        for d, text in (("a", "info"), ("b", "run --bench nop")):
+            os.makedirs(os.path.join(td, d))
+            cfgs.append(os.path.join(td, d, "x.cfg"))
+            with open(cfgs[-1], "w") as f:
+                f.write(text + "\n")
+        efi = os.path.join(td, "pmulab.efi")
+        open(efi, "w").close()
+        mod = _load_lab()
+        calls = []
+        mod.boot_one = _fake_boot(calls, threading.Lock())
+        out = os.path.join(td, "out")
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", cfgs[0], "--config", cfgs[1], "--smp", "1",
+                                               "--jobs", "2", "--efi", efi, "--out", out])
+        assert rc == 0, (so, se)
+        run_dirs = sorted(c[1] for c in calls)
+        assert len(set(run_dirs)) == 2, run_dirs
+        assert len({c[2] for c in calls}) == 2, calls  # each boot has its own image
+        assert sorted(os.listdir(out)) == ["a_x-smp1", "b_x-smp1", "merged.csv", "merged.jsonl"], os.listdir(out)
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        res = sorted((x["lab"]["run"], x["campaign"], x["lab"]["config"]) for x in recs if x["type"] == "result")
+        assert res == [("a_x-smp1", "info", "x.cfg"), ("b_x-smp1", "run --bench nop", "x.cfg")], res
+        # Every record names its run folder, never the "results" folder inside it.
+        assert {x["lab"]["run"] for x in recs} == {"a_x-smp1", "b_x-smp1"}
+        # The same campaign twice: two run folders as well.
+        out2 = os.path.join(td, "out2")
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", cfgs[0], "--config", cfgs[0], "--smp", "1",
+                                               "--efi", efi, "--out", out2])
+        assert rc == 0, (so, se)
+        assert sorted(os.listdir(out2)) == ["merged.csv", "merged.jsonl", "x-smp1", "x-smp1-2"], os.listdir(out2)
+        # A run folder is never reused: the same --out again is refused before anything boots.
+        calls.clear()
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", cfgs[1], "--smp", "2", "--efi", efi,
+                                               "--out", out2])
+        assert rc == 2 and "exists already" in se and calls == [], (rc, so, se, calls)
+
+
+def test_lab_merge_of_a_lab_folder_labels_runs_and_skips_merged_files():
+    with tempfile.TemporaryDirectory() as td:
+        lab = os.path.join(td, "lab")
+        for run in ("a-smp1", "b-smp1"):
+            _write(os.path.join(lab, run, "results", "0001-run.jsonl"), [
+                {"type": "meta", "pmulab_version": "v"},
+                {"type": "result", "cpu": 0, "bench": "nop", "event": "tsc", "per_iteration": 1.0},
+            ])
+        prefix = os.path.join(lab, "merged")
+        r = _lab("merge", lab, "--out", prefix)
+        assert r.returncode == 0 and r.stdout.strip() == f"merged 4 records into {prefix}.jsonl and {prefix}.csv", r
+        recs = [json.loads(l) for l in open(prefix + ".jsonl")]
+        assert [x["lab"]["run"] for x in recs] == ["lab/a-smp1"] * 2 + ["lab/b-smp1"] * 2, recs
+        first = open(prefix + ".jsonl").read()
+        # Merging again (same prefix, or another one in the same folder) never sweeps the
+        # earlier merged files in: same records, same labels.
+        for again in (prefix, os.path.join(lab, "merged2")):
+            r = _lab("merge", lab, "--out", again)
+            assert r.returncode == 0 and r.stdout.strip().startswith("merged 4 records"), r
+            assert "skipped" in r.stderr and "merged.jsonl" in r.stderr, r.stderr
+            assert open(again + ".jsonl").read() == first
+        rows = list(csv.reader(open(prefix + ".csv")))
+        assert len(rows) == 3, rows
+
+
+def _image_with_results(td, name, files):
+    """A pmulab disk image (tools/mkimage.sh) whose \\pmulab\\results holds `files`."""
+    efi = os.path.join(td, "pmulab.efi")
+    if not os.path.exists(efi):
+        with open(efi, "w") as f:
+            f.write("not really an EFI binary")
+    extra = []
+    for fname, text in files.items():
+        src = os.path.join(td, f"{name}-{fname}")
+        with open(src, "w") as f:
+            f.write(text)
+        extra.append(f"{src}=::/pmulab/results/{fname}")
+    img = os.path.join(td, name)
+    subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, "-", *extra], input="info\n",
+                   check=True, stdout=subprocess.DEVNULL, text=True)
+    return img
+
+
+def test_lab_pull_twice_never_overwrites():
+    with tempfile.TemporaryDirectory() as td:
+        one = _image_with_results(td, "one.img", {"0001-info.jsonl": '{"type":"meta","stick":1}\n'})
+        two = _image_with_results(td, "two.img", {"0001-info.jsonl": '{"type":"meta","stick":2}\n',
+                                                  "0002-run.jsonl": '{"type":"meta","stick":2}\n'})
+        out = os.path.join(td, "out")
+        r = _lab("pull", one, "--out", out)
+        assert r.returncode == 0 and r.stdout.strip() == f"copied 1 files to {out}", r
+        for img in (one, two):
+            r = _lab("pull", img, "--out", out)
+            assert r.returncode == 2, r
+            assert r.stderr.strip() == (f"pmulab-lab: error: pull: {out} already holds 0001-info.jsonl; "
+                                        "nothing copied (results are never overwritten: pull into a new folder)"), r
+        assert os.listdir(out) == ["0001-info.jsonl"]
+        assert open(os.path.join(out, "0001-info.jsonl")).read() == '{"type":"meta","stick":1}\n'
+        r = _lab("pull", two, "--out", os.path.join(td, "out2"))
+        assert r.returncode == 0 and sorted(os.listdir(os.path.join(td, "out2"))) == [
+            "0001-info.jsonl", "0002-run.jsonl"], r
+
+
+def _one_error_line(r, status, text):
+    assert r.returncode == status, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], r.stderr
+
+
+def test_lab_bad_input_never_shows_a_traceback():
+    with tempfile.TemporaryDirectory() as td:
+        bad = os.path.join(td, "r", "0001-x.jsonl")
+        os.makedirs(os.path.dirname(bad))
+        with open(bad, "wb") as f:
+            f.write(b'{"type":"meta"}\n{"type":"result","bench":"\xff\xfe"}\n')
+        m = os.path.join(td, "m")
+        _one_error_line(_lab("merge", os.path.join(td, "r"), "--out", m), 2,
+                        f"pmulab-lab: error: {bad}: not UTF-8 text")
+        os.remove(bad)
+        _write(os.path.join(td, "d", "0001-x.jsonl"), [{"type": "meta"}])
+        os.symlink(os.path.join(td, "gone"), os.path.join(td, "d", "0002-y.jsonl"))  # cannot be read
+        _one_error_line(_lab("merge", os.path.join(td, "d"), "--out", m), 1,
+                        f"pmulab-lab: error: {td}/d/0002-y.jsonl: cannot read")
+        deep = os.path.join(td, "deep", "0001-x.jsonl")
+        os.makedirs(os.path.dirname(deep))
+        with open(deep, "w") as f:
+            f.write("[" * 100000 + "]" * 100000 + "\n")
+        _one_error_line(_lab("merge", os.path.join(td, "deep"), "--out", m), 2, f"{deep}:1: not JSON")
+        _write(os.path.join(td, "ok", "0001-x.jsonl"), [{"type": "meta"}])
+        afile = os.path.join(td, "afile")
+        open(afile, "w").close()
+        _one_error_line(_lab("merge", os.path.join(td, "ok"), "--out", os.path.join(afile, "m")), 1,
+                        f"pmulab-lab: error: cannot write {afile}/m.jsonl")
+        _one_error_line(_lab("pull", afile, "--out", td), 2, "pmulab-lab: error: pull:")
+        cfg = os.path.join(td, "a.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\n")
+        for args, text in [
+            (["--timeout", "nan"], "--timeout: 'nan' is not a positive number of seconds"),
+            (["--timeout", "-1"], "--timeout: '-1' is not a positive number of seconds"),
+            (["--jobs", "0"], "--jobs: '0' is not a positive count"),
+            (["--icount", "11"], "--icount: SHIFT must be 0..10"),
+            (["--smp", ","], "--smp: give at least one processor count"),
+            (["--out", afile], f"--out {afile} is not a folder"),
+        ]:
+            argv = ["run", "--config", cfg, "--out", os.path.join(td, "lab")]
+            argv = argv[:3] + args + argv[3:] if args[0] != "--out" else argv[:3] + args
+            _one_error_line(_lab(*argv), 2, "pmulab-lab: error: run: " + text)
+        latin = os.path.join(td, "latin.cfg")
+        with open(latin, "wb") as f:
+            f.write(b"# caf\xe9\ninfo\n")
+        _one_error_line(_lab("run", "--config", latin, "--out", os.path.join(td, "lab")), 2,
+                        f"pmulab-lab: error: run: config {latin}: not UTF-8 text")
+        assert not os.path.exists(os.path.join(td, "lab")), "nothing is created on bad input"
+
+
+def test_qemu_lab_same_base_name_merge_pull_twice_and_plot_per_run():
+    """The lab flow end to end: two configs with the same base name (one with CRLF
+    lines), the lab folder merged twice, an image pulled twice, a plot per run."""
+    with tempfile.TemporaryDirectory() as td:
+        cmd = b"run --bench pointer_chase --size 4K,64K --events tsc --reps 3 --unroll 20"
+        cfgs = []
+        for d, nl in (("a", b"\r\n"), ("b", b"\n")):
+            os.makedirs(os.path.join(td, d))
+            cfgs.append(os.path.join(td, d, "x.cfg"))
+            with open(cfgs[-1], "wb") as f:
+                f.write(b"# " + d.encode() + nl + cmd + nl)
+        out = os.path.join(td, "lab")
+        r = _lab("run", "--config", cfgs[0], "--config", cfgs[1], "--smp", "1", "--jobs", "2", "--keep-images",
+                 "--out", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert sorted(os.listdir(out)) == ["a_x-smp1", "b_x-smp1", "merged.csv", "merged.jsonl"], os.listdir(out)
+        # The campaign reached the image as written (CRLF kept), --shutdown appended.
+        with open(os.path.join(out, "a_x-smp1", "pmulab.cfg"), "rb") as f:
+            assert f.read() == b"# a\r\n" + cmd + b"\r\n# added by pmulab-lab\r\n--shutdown\r\n"
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        res = sorted((x["lab"]["run"], x["size"]) for x in recs if x["type"] == "result")
+        assert res == [("a_x-smp1", 4096), ("a_x-smp1", 65536), ("b_x-smp1", 4096), ("b_x-smp1", 65536)], res
+        # Merging the lab folder (twice): each results file once, labelled by its run.
+        for _ in range(2):
+            r = _lab("merge", out, "--out", os.path.join(out, "all"))
+            assert r.returncode == 0 and r.stdout.startswith(f"merged {len(recs)} records"), r
+            again = [json.loads(l) for l in open(os.path.join(out, "all.jsonl"))]
+            assert sorted({x["lab"]["run"] for x in again}) == ["lab/a_x-smp1", "lab/b_x-smp1"]
+        # Pulling an image twice into one folder: the second pull is refused, nothing lost.
+        img = os.path.join(out, "a_x-smp1", "pmulab.img")
+        stick = os.path.join(td, "stick")
+        r = _lab("pull", img, "--out", stick)
+        assert r.returncode == 0, r
+        assert sorted(os.listdir(stick)) == sorted(os.listdir(os.path.join(out, "a_x-smp1", "results")))
+        r = _lab("pull", img, "--out", stick)
+        assert r.returncode == 2 and "already holds" in r.stderr, r
+        # One staircase series per run.
+        svg = os.path.join(td, "stair.svg")
+        p = subprocess.run([os.path.join(ROOT, "tools", "pmulab-plot"), "staircase", os.path.join(out, "merged.jsonl"),
+                            "--out", svg], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert p.returncode == 0 and p.stdout.strip() == f"wrote {svg} (4 points)", p.stderr
+        svg_text = open(svg).read()
+        assert "<!-- a_x-smp1 -->" in svg_text and "<!-- b_x-smp1 -->" in svg_text

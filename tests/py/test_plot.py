@@ -58,3 +58,118 @@ def test_plot_errors():
         open(bad, "w").write('{"type":"result"}\n{oops\n')
         r = _plot("cpus", bad, "--bench", "nop", "--out", os.path.join(td, "c.png"))
         assert r.returncode == 2 and f"{bad}:2: not JSON" in r.stderr, r.stderr
+
+
+# ---------------------------------------------------------------- issue 12: runs, axes, titles, errors
+
+import re  # noqa: E402
+
+
+def _texts(svg_path):
+    """The text of an SVG matplotlib wrote (each label is kept as a comment)."""
+    with open(svg_path) as f:
+        return re.findall(r"<!-- (.*?) -->", f.read(), re.S)
+
+
+def _two_runs(path, bench="pointer_chase", base=100.0):
+    recs = []
+    for run, offset in (("lab/a-smp1", 0.0), ("lab/b-smp1", 5.0)):
+        lab = {"run": run, "file": "0001-run.jsonl"}
+        recs.append({"type": "cpu", "index": 0, "core_type": "core", "lab": lab})
+        recs.append({"type": "cpu", "index": 1, "core_type": "atom", "lab": lab})
+        for i, size in enumerate([4096, 65536, 1 << 20]):
+            recs.append({"type": "result", "cpu": 0, "bench": bench, "size": size, "event": "tsc",
+                         "per_iteration": base + offset + 10 * i, "lab": lab})
+        for cpu in (0, 1):
+            recs.append({"type": "result", "cpu": cpu, "bench": "nop", "event": "tsc",
+                         "per_iteration": 1.0 + offset + cpu, "lab": lab})
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+
+
+def test_plot_one_series_per_run_and_cpus_of_two_runs_both_drawn():
+    with tempfile.TemporaryDirectory() as td:
+        res = os.path.join(td, "merged.jsonl")
+        _two_runs(res)
+        svg = os.path.join(td, "s.svg")
+        r = _plot("staircase", res, "--out", svg)
+        assert r.returncode == 0 and "(6 points)" in r.stdout, r.stderr
+        texts = _texts(svg)
+        assert "lab/a-smp1" in texts and "lab/b-smp1" in texts, texts  # the legend: one series per run
+        svg = os.path.join(td, "c.svg")
+        r = _plot("cpus", res, "--bench", "nop", "--out", svg)
+        assert r.returncode == 0 and r.stdout.strip() == f"wrote {svg} (4 points)", (r.stdout, r.stderr)
+        texts = _texts(svg)
+        # Both runs' CPU 0 and 1 are drawn (one group per CPU, one bar per run), not one
+        # run's CPU 0 over the other's.
+        assert "lab/a-smp1" in texts and "lab/b-smp1" in texts and "E-core (hatched)" in texts, texts
+
+
+def test_plot_axes_from_zero_with_units_and_true_titles():
+    with tempfile.TemporaryDirectory() as td:
+        res = os.path.join(td, "r.jsonl")
+        _two_runs(res, base=100.0)
+        svg = os.path.join(td, "s.svg")
+        r = _plot("staircase", res, "--out", svg)
+        assert r.returncode == 0, r.stderr
+        texts = _texts(svg)
+        assert "0" in texts, texts  # the y axis starts at 0
+        assert "TSC ticks per iteration" in texts and "working set (bytes, log scale)" in texts, texts
+        assert "pointer_chase: load-to-use latency vs working set" in texts, texts
+        r = _plot("staircase", res, "--y-from-data", "--out", svg)
+        assert r.returncode == 0, r.stderr
+        assert "0" not in _texts(svg), _texts(svg)
+        _two_runs(res, bench="load_stream")
+        r = _plot("staircase", res, "--bench", "load_stream", "--out", svg)
+        assert r.returncode == 0, r.stderr
+        texts = _texts(svg)
+        assert not [t for t in texts if "latency" in t], texts
+        assert "load_stream: one 8-byte load per 64-byte line, streaming, vs working set" in texts, texts
+        r = _plot("cpus", res, "--bench", "nop", "--event", "tsc", "--out", svg)
+        assert r.returncode == 0 and "TSC ticks per iteration" in _texts(svg), r.stderr
+        _results(res)
+        r = _plot("compare", res, "--x", "tsc", "--y", "cycles", "--out", svg)
+        assert r.returncode == 0, r.stderr
+        texts = _texts(svg)
+        assert "tsc (TSC ticks per iteration)" in texts and "cycles (counts per iteration)" in texts, texts
+        assert "0" in texts, texts
+
+
+def _one_error_line(r, status, text):
+    assert r.returncode == status, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and text in lines[0], r.stderr
+
+
+def test_plot_bad_input_and_unwritable_out_are_messages():
+    with tempfile.TemporaryDirectory() as td:
+        res = os.path.join(td, "r.jsonl")
+        _results(res)
+        out = os.path.join(td, "no", "such", "dir", "s.png")
+        _one_error_line(_plot("staircase", res, "--out", out), 1, f"pmulab-plot: error: cannot write {out}: ")
+        bad = os.path.join(td, "bad.jsonl")
+        for line, msg in [
+            (b'{"type":"result","bench":"nop","event":"tsc","per_iteration":"abc"}', "per_iteration 'abc' is not a number"),
+            (b'{"type":"result","bench":"nop","event":"tsc","per_iteration":1,"size":"x"}', "size 'x' is not a positive integer"),
+            (b'{"type":"result","bench":"nop","event":"tsc","per_iteration":1,"cpu":"x"}', "cpu 'x' is not a CPU number"),
+            (b"[" * 100000 + b"]" * 100000, "not JSON"),
+        ]:
+            with open(bad, "wb") as f:
+                f.write(b'{"type":"meta"}\n' + line + b"\n")
+            _one_error_line(_plot("cpus", bad, "--bench", "nop", "--out", os.path.join(td, "c.png")), 2,
+                            f"pmulab-plot: error: {bad}:2: {msg}")
+        with open(bad, "wb") as f:
+            f.write(b'{"type":"meta","x":"caf\xe9"}\n')
+        _one_error_line(_plot("cpus", bad, "--bench", "nop", "--out", os.path.join(td, "c.png")), 2,
+                        f"pmulab-plot: error: {bad}: not UTF-8 text")
+        link = os.path.join(td, "link.jsonl")
+        os.symlink(td, link)  # a folder: cannot be read as a file
+        _one_error_line(_plot("cpus", link, "--bench", "nop", "--out", os.path.join(td, "c.png")), 1,
+                        f"pmulab-plot: error: {link}: cannot read")
+        # A result without a bench name still plots.
+        with open(bad, "w") as f:
+            f.write('{"type":"result","event":"tsc","per_iteration":2}\n'
+                    '{"type":"result","event":"cycles","per_iteration":3}\n')
+        r = _plot("compare", bad, "--x", "tsc", "--y", "cycles", "--out", os.path.join(td, "m.png"))
+        assert r.returncode == 0 and "(1 points)" in r.stdout and "Traceback" not in r.stderr, r.stderr

@@ -327,3 +327,139 @@ def test_events_pmulab_cannot_use_are_left_out_and_counted():
             "0E.01 KEEP.ME",
             "0E.03.EQ.UMASK2=0x03 X.UMASK2",
         ]
+
+
+# ---------------------------------------------------------------- issue 12: only lines pmulab accepts
+
+import re  # noqa: E402
+
+# The rules of src/events/event_files.cpp (parse_match, parse_table_token, the name and
+# per-file checks), written out independently of the converter.
+_NAME = re.compile(r"[A-Za-z0-9_.\-:+@()\[\]]{1,63}")
+_CTR = re.compile(r"(\d+)|(\d+)-(\d+)|0[xX]([0-9A-Fa-f]+)")
+_MODS = {"CMSK": "n", "INV": None, "EDG": None, "ANYT": None, "EQ": None, "UMASK2": "n", "CTR": "ctr",
+         "TAKENALONE": None, "MSR_RSP0": "v", "MSR_RSP1": "v", "MSR_3F6H": "v", "MSR_PF": "v"}
+
+
+def _number(v):
+    if re.fullmatch(r"0[xX][0-9A-Fa-f]+", v):
+        return int(v, 16)
+    return int(v) if re.fullmatch(r"\d+", v) else None
+
+
+def _pmulab_rejects(line):
+    """Why pmulab would reject this event-file line, or None."""
+    line = line.split("#", 1)[0].strip()
+    if not line:
+        return None
+    if any(not (" " <= c <= "~") for c in line):
+        return "not printable ASCII"
+    words = line.split()
+    if line.startswith("@"):
+        if words[0] != "@match" or not 3 <= len(words) <= 6 or len(words[1]) > 12:
+            return "bad @match"
+        if not re.fullmatch(r"[0-9A-Fa-f]{1,2}_[0-9A-Fa-f]{1,2}", words[2]):
+            return "bad FAMILY_MODEL"
+        keys = {}
+        for kv in words[3:]:
+            k, _, v = kv.partition("=")
+            if k in keys or k not in ("stepping", "core", "native"):
+                return f"bad @match key {k}"
+            keys[k] = v
+        if "stepping" in keys and not re.fullmatch(r"[0-9A-Fa-f](-[0-9A-Fa-f])?", keys["stepping"]):
+            return "bad stepping"
+        if "core" in keys and not (re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,2}", keys["core"])
+                                   and int(keys["core"], 16) != 0):
+            return "bad core type"
+        if "native" in keys and ("core" not in keys or not re.fullmatch(r"(0[xX])?[0-9A-Fa-f]{1,6}", keys["native"])):
+            return "bad native"
+        return None
+    if len(words) != 2 or not _NAME.fullmatch(words[1]):
+        return "not TOKEN NAME"
+    parts = words[0].split(".")
+    m = re.fullmatch(r"FIXED_CTR(0|[1-9]\d?)", parts[0], re.I)
+    if m:
+        if int(m.group(1)) > 15:
+            return "fixed counter out of 0-15"
+        mods, fixed = parts[1:], True
+    else:
+        if len(parts) < 2 or not re.fullmatch(r"[0-9A-Fa-f]{1,2}", parts[0]) or \
+                not re.fullmatch(r"[0-9A-Fa-f]{1,2}", parts[1]):
+            return "not EE.UU"
+        mods, fixed = parts[2:], False
+    seen, aux = set(), 0
+    for mod in mods:
+        k, eq, v = mod.partition("=")
+        kind = _MODS.get(k.upper(), "unknown")
+        if kind == "unknown" or k.upper() in seen:
+            return f"modifier {k}"
+        seen.add(k.upper())
+        if fixed and k.upper() not in ("ANYT", "TAKENALONE"):
+            return f"modifier {k} on a fixed counter"
+        if (kind is None) == bool(eq):
+            return f"modifier {k} value"
+        if kind == "n" and (_number(v) is None or _number(v) > 255):
+            return f"{k} out of range"
+        if kind == "v":
+            aux += 1
+            if _number(v) is None or _number(v) >= 1 << 64 or aux > 2:
+                return f"{k} value"
+        if kind == "ctr":
+            c = _CTR.fullmatch(v)
+            if not c or (c.group(1) and int(c.group(1)) > 31) or \
+                    (c.group(2) and not int(c.group(2)) <= int(c.group(3)) <= 31) or \
+                    (c.group(4) and not 0 < int(c.group(4), 16) <= 0xFFFFFFFF):
+                return "CTR value"
+    return None
+
+
+def _check_file(lines):
+    names = set()
+    body = [l for l in lines if l.strip() and not l.startswith("#")]
+    assert body and body[0].startswith("@match"), lines[:5]
+    assert len([l for l in body if not l.startswith("@")]) <= 8192
+    for l in body:
+        why = _pmulab_rejects(l)
+        assert why is None, (why, l)
+        if not l.startswith("@"):
+            name = l.split()[1].upper()
+            assert name not in names, l
+            names.add(name)
+
+
+def test_every_line_of_the_checked_in_files_is_one_pmulab_accepts():
+    for name in FILES:
+        _check_file(_lines(EVENTS, name))
+    assert _pmulab_rejects("FIXED_CTR99 X") and _pmulab_rejects("0E.01.CTR=0x0 X")  # the checker checks
+
+
+def test_events_beyond_what_pmulab_accepts_are_left_out_or_refused():
+    with tempfile.TemporaryDirectory() as td:
+        _perfmon(td, [ROW], events=[
+            _event(EventName="FIXED.FIFTEEN", Counter="Fixed counter 15"),
+            _event(EventName="FIXED.SIXTEEN", Counter="Fixed counter 16"),
+            _event(EventName="FIXED.NINETYNINE", Counter="Fixed counter 99"),
+            _event(EventName="KEEP.ME"),
+        ])
+        r = run_tool(TOOL, "--perfmon", td, "--out", os.path.join(td, "out"), "--all")
+        assert r.rc == 0 and r.err == "", r
+        lines = _lines(os.path.join(td, "out"), "x_core.evt")
+        _check_file(lines)
+        assert lines[3:] == [
+            "# events: 2; left out: 2 on fixed counters pmulab does not know (it has FIXED_CTR0-15)",
+            "@match GenuineIntel 06_5E",
+            "FIXED_CTR15 FIXED.FIFTEEN",
+            "0E.01 KEEP.ME",
+        ], lines
+        shutil.rmtree(os.path.join(td, "out"))
+        path = f"{td}/X/events/x_core.json"
+        _perfmon(td, ["GenuineIntel-6-97,V1,/X/events/x_core.json,hybridcore,0x00,,"])
+        assert _error(td) == (f"pmulab-events: error: {td}/mapfile.csv:2: Core Type '0x00' is not a hybrid core "
+                              "type (0x20 Atom, 0x40 Core)")
+        _perfmon(td, [ROW], events=[_event(EventName=f"E.{i}") for i in range(8193)])
+        assert _error(td) == (f"pmulab-events: error: {path}: 8193 events; pmulab reads at most 8192 per file")
+        _perfmon(td, [ROW], json_text="[" * 100000 + "]" * 100000)
+        assert _error(td) == f"pmulab-events: error: {path}: invalid JSON: nested too deeply"
+        _perfmon(td, ["GenuineIntel-6-5E,V1,/X/events/x_c\u00f6re.json,core,,,"])
+        assert _error(td) == (f"pmulab-events: error: {td}/mapfile.csv:2: Filename '/X/events/x_c\u00f6re.json' "
+                              "is not ASCII (pmulab reads event files by ASCII names)")

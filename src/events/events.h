@@ -85,7 +85,7 @@
 //   netburst   Pentium 4 / Xeon (family 0FH without architectural perfmon): events by
 //              name with optional event-mask bits, NAME[.MASK[+MASK]...][:u|:k], e.g.
 //              branch_retired.MMTP+MMTM, instr_retired, or the generic names instructions,
-//              cycles, branches, branch-misses, uops (netburst.h).
+//              cycles, branches, branch-misses, uops (x86/netburst_regs.h).
 //
 // Parsing allocates (Vec): call it on the BSP. Event's encoders (perfevtsel,
 // fixed_ctrl_group) are allocation-free and safe on any processor.
@@ -178,7 +178,7 @@ inline constexpr usize kMaxEventsPerList = 256;
 Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect = EventDialect::intel);
 // The splitting step alone (the rule above): each item's [begin, end) in `text`;
 // errors for empty items and for more than kMaxEventsPerList. Shared with the
-// event-file resolver (event_table.h) so that both split lists the same way.
+// event-file resolver (event_files.h) so that both split lists the same way.
 struct EventListItem {
     usize begin = 0, end = 0;
 };

@@ -27,6 +27,7 @@ void Out::text(const char* fmt, ...) {
 }
 
 void Out::error(const Error& e) {
+    outcome_.note(e.code);
     StrBuf msg;
     if (context_) msg.printf("%s: ", context_);
     msg.put(StrView(e.msg));

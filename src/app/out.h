@@ -17,6 +17,22 @@ enum ExitStatus : int {
 
 int exit_status_for(Errc c);
 
+// How a command ended, from every failure it reported: the first failure decides,
+// except that "unsupported" (this CPU lacks the feature) yields to a later real
+// failure (a fault, a usage error). Errc::ok when nothing failed.
+class Outcome {
+public:
+    void note(Errc c) {
+        if (c == Errc::ok) return;
+        if (worst_ == Errc::ok || (worst_ == Errc::unsupported && c != Errc::unsupported)) worst_ = c;
+    }
+    Errc worst() const { return worst_; }
+    int exit_status() const { return exit_status_for(worst_); }
+
+private:
+    Errc worst_ = Errc::ok;
+};
+
 // Output helper: human text only in text mode, records only in JSON mode, errors in both.
 class Out {
 public:
@@ -37,9 +53,14 @@ public:
     void set_sink(RecordSink* s) { sink_ = s; }
     // Prefix for errors and warnings, e.g. "\pmulab\pmulab.cfg:3" (null: none).
     void set_context(const char* c) { context_ = c; }
-    // Both modes: "pmulab: error: ..." or {"type":"error",...}.
+    // Both modes: "pmulab: error: ..." or {"type":"error",...}. Every error reported
+    // counts towards the command's outcome (and so its exit status).
     void error(const Error& e);
     void error_msg(Errc c, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
+    // A failure reported in another form (a FAIL verdict, a census row that says why a
+    // CPU could not be read): counts towards the outcome, prints nothing.
+    void fail(Errc c) { outcome_.note(c); }
+    const Outcome& outcome() const { return outcome_; }
     // Both modes: a warning that does not change the exit status.
     void warn(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
     Platform& platform() { return p_; }
@@ -49,6 +70,7 @@ private:
     bool json_;
     RecordSink* sink_ = nullptr;
     const char* context_ = nullptr;
+    Outcome outcome_;
 };
 
 }  // namespace pmulab

@@ -29,16 +29,15 @@ Error Error::make(Errc c, const char* fmt, ...) {
     return e;
 }
 
-Error& Error::add_context(const char* fmt, ...) {
+Error Error::with_context(const char* fmt, ...) const {
     char prefix[kMsgMax];
     va_list ap;
     va_start(ap, fmt);
     vformat_to(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    char old[kMsgMax];
-    str_copy(old, sizeof old, msg);
-    format_to(msg, sizeof msg, "%s: %s", prefix, old);
-    return *this;
+    Error out = *this;
+    format_to(out.msg, sizeof out.msg, "%s: %s", prefix, msg);
+    return out;
 }
 
 }  // namespace pmulab

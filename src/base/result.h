@@ -5,6 +5,7 @@
 //     u64 v = PMULAB_TRY(read_counter(...));              // yields the value, or returns the error
 //     PMULAB_TRY(hw.wrmsr(msr, v));                       // Status: a statement
 //     PMULAB_TRY_CTX(session.save(t), "CPU %u", cpu);     // on error: "CPU 3: <message>"
+//     out.error(r.error().with_context("CPU %u", cpu));   // the same, reported
 //
 // A Result holds the value or the error, never both (a union): a successful
 // Result<u64> constructs no Error, so success costs what the value costs.
@@ -35,8 +36,9 @@ struct Error {
     char msg[kMsgMax] = {};
 
     static Error make(Errc c, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-    // Prefixes the message with a context and ": " ("CPU 3: WRMSR 0x186 ... raised #GP").
-    Error& add_context(const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    // The same error with its message prefixed by a context and ": " ("CPU 3: WRMSR
+    // 0x186 ... raised #GP"); code and vector are kept. The one way to add context.
+    Error with_context(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));
 };
 
 template <typename T> class [[nodiscard]] Result {
@@ -85,8 +87,9 @@ public:
     // The error; only meaningful when !ok().
     const Error& error() const { return ok_ ? no_error() : err_; }
     T value_or(const T& d) const { return ok_ ? value_ : d; }
-    // For PMULAB_TRY: moves the value out.
+    // For PMULAB_TRY: moves the value out (copies it from a const Result).
     T release_value() { return move(value_); }
+    const T& release_value() const { return value_; }
 
 private:
     void reset() {
@@ -119,7 +122,7 @@ public:
     bool ok() const { return ok_; }
     explicit operator bool() const { return ok_; }
     const Error& error() const { return ok_ ? no_error() : err_; }
-    void release_value() {}
+    void release_value() const {}
 
 private:
     static const Error& no_error() {
@@ -151,10 +154,7 @@ inline Status ok_status() { return Status(); }
 #define PMULAB_TRY_CTX(expr, ...)                                         \
     ({                                                                    \
         auto&& pmulab_try_r_ = (expr);                                    \
-        if (!pmulab_try_r_.ok()) {                                        \
-            ::pmulab::Error pmulab_try_e_ = pmulab_try_r_.error();        \
-            return pmulab_try_e_.add_context(__VA_ARGS__);                \
-        }                                                                 \
+        if (!pmulab_try_r_.ok()) return pmulab_try_r_.error().with_context(__VA_ARGS__); \
         pmulab_try_r_.release_value();                                    \
     })
 

@@ -47,17 +47,12 @@ void kernel_json(const KernelInfo& k, StrBuf* line) {
     line->put('\n');
 }
 
-int cmd_bench(Out& out, Args& args) {
+Status cmd_bench(Out& out, Args& args) {
     const char* op = args.take();
-    if (!op || !str_eq(op, "list")) {
-        out.error_msg(Errc::invalid_argument, "bench: expected 'list', got '%s' (see 'pmulab help bench')",
-                      op ? op : "");
-        return kExitUsage;
-    }
-    if (!args.done()) {
-        out.error_msg(Errc::invalid_argument, "bench list: unexpected argument '%s'", args.peek());
-        return kExitUsage;
-    }
+    if (!op || !str_eq(op, "list"))
+        return Error::make(Errc::invalid_argument, "bench: expected 'list', got '%s' (see 'pmulab help bench')",
+                           op ? op : "");
+    if (!args.done()) return Error::make(Errc::invalid_argument, "bench list: unexpected argument '%s'", args.peek());
     StrBuf t;
     t.printf("%-14s %5s  %-6s  %s\n", "kernel", "insns", "buffer", "body / what it measures");
     for (const KernelInfo& k : kKernels) {
@@ -71,7 +66,7 @@ int cmd_bench(Out& out, Args& args) {
     t.printf("\ninsns = instructions per iteration (one copy of the body), exact on every path.\n"
              "Buffers: --size 4K..256M (default 4K); stream sizes must be powers of two.\n");
     out.text_buf(t);
-    return kExitOk;
+    return ok_status();
 }
 
 }  // namespace pmulab

@@ -1,7 +1,6 @@
 // `pmulab events [--cpu N|all|bsp] [--check SPEC[,SPEC...]]`
 #include "commands/commands.h"
 #include "events/event_files.h"
-#include "commands/events_cmd.h"
 #include "commands/events_listing.h"
 #include "base/json.h"
 #include "pmu/session.h"
@@ -84,9 +83,8 @@ Status collect(Hw& hw, const CpuSelection& sel, Vec<CpuPmu>* out) {
 // \pmulab\events\skylake_core.evt, 39 events):" and one "NAME  TOKEN" line each), or a
 // line saying that no file is for it. JSON: one {"type":"event_file",...} record per
 // class with the CPUs, the file (null when none) and its events as {name, code}.
-int model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text,
-                 Vec<StrBuf>* records) {
-    int status = kExitOk;
+void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text,
+                  Vec<StrBuf>* records) {
     Vec<Vec<u32>> cls = classes(all);
     for (const Vec<u32>& k : cls) {
         const CpuPmu& c0 = all[k[0]];
@@ -97,8 +95,7 @@ int model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, 
         CpuDecoded id = decode_cpuid(c0.probe.cpuid);
         Result<const EventTable*> t = tables.for_cpu(id.id);
         if (!t.ok()) {
-            out.error(Error::make(t.error().code, "%s: %s", where.c_str(), t.error().msg));
-            status = exit_status_for(t.error().code);
+            out.error(t.error().with_context("%s", where.c_str()));
             continue;
         }
         StrBuf model;
@@ -128,12 +125,11 @@ int model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, 
         list_table_events(*text, *table);
         text->put('\n');
     }
-    return status;
 }
 
-int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const char* spec) {
+// Every error is reported and the next class of CPUs goes on.
+void check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const char* spec) {
     Vec<Event> events;
-    int status = kExitOk;
     Vec<Vec<u32>> cls = classes(all);
     for (const Vec<u32>& k : cls) {
         const CpuPmu& c0 = all[k[0]];
@@ -141,8 +137,8 @@ int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const c
         StrBuf where;
         put_cpu_list(where, cpus);
         if (!c0.status.ok()) {
-            out.error(Error::make(c0.status.error().code, "%s: %s", where.c_str(), c0.status.error().msg));
-            status = kExitFailure;
+            out.error(c0.status.error().with_context("%s", where.c_str()));
+            out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
             continue;
         }
         // Names resolve through this CPU's event file (P- and E-cores differ).
@@ -150,17 +146,13 @@ int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const c
         CpuDecoded id = decode_cpuid(c0.probe.cpuid);
         Status rs = tables.resolve_list(StrView(spec), id.id, &events, event_dialect_for(id.id, id.pmu));
         if (!rs.ok()) {
-            out.error(Error::make(rs.error().code, "%s: %s", where.c_str(), rs.error().msg));
-            int st = exit_status_for(rs.error().code);
-            if (status == kExitOk || st == kExitFailure) status = st;
+            out.error(rs.error().with_context("%s", where.c_str()));
             continue;
         }
         Allocation a;
         Status s = pmu_allocate(c0.info, events.data(), events.size(), &a);
         if (!s.ok()) {
-            out.error(Error::make(s.error().code, "%s: %s", where.c_str(), s.error().msg));
-            int st = exit_status_for(s.error().code);
-            if (status == kExitOk || st == kExitFailure) status = st;
+            out.error(s.error().with_context("%s", where.c_str()));
             continue;
         }
         for (u32 idx : k) {
@@ -194,65 +186,44 @@ int check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const c
         }
         out.text_buf(b);
     }
-    return status;
 }
 
 }  // namespace
 
-int cmd_events(Out& out, Args& args) {
+Status cmd_events(Out& out, Args& args) {
     CpuSelection sel;
     const char* spec = nullptr;
     while (!args.done()) {
         const char* v = nullptr;
         Status err;
         if (args.option("--cpu", &v, &err)) {
-            if (!err.ok()) {
-                out.error(err.error());
-                return kExitUsage;
-            }
-            Result<CpuSelection> s = parse_cpu_selection(v);
-            if (!s.ok()) {
-                out.error(s.error());
-                return kExitUsage;
-            }
-            sel = s.value();
+            PMULAB_TRY(err);
+            sel = PMULAB_TRY(parse_cpu_selection(v));
         } else if (args.option("--check", &v, &err)) {
-            if (!err.ok()) {
-                out.error(err.error());
-                return kExitUsage;
-            }
+            PMULAB_TRY(err);
             spec = v;
         } else {
-            out.error_msg(Errc::invalid_argument, "events: %s '%s' (see 'pmulab help events')",
-                          args.at_option() ? "unknown option" : "unexpected argument", args.peek());
-            return kExitUsage;
+            return Error::make(Errc::invalid_argument, "events: %s '%s' (see 'pmulab help events')",
+                               args.at_option() ? "unknown option" : "unexpected argument", args.peek());
         }
     }
     // A bad spec is reported before any CPU is touched (names are resolved per CPU).
-    if (spec) {
-        Status ps = check_event_list_syntax_any(StrView(spec));
-        if (!ps.ok()) {
-            out.error(ps.error());
-            return kExitUsage;
-        }
-    }
+    if (spec) PMULAB_TRY(check_event_list_syntax_any(StrView(spec)));
     Vec<CpuPmu> all;
     Hw& hw = out.platform().hw();
-    Status cs = collect(hw, sel, &all);
-    if (!cs.ok()) {
-        out.error(cs.error());
-        return exit_status_for(cs.error().code);
-    }
+    PMULAB_TRY(collect(hw, sel, &all));
     // Event files: read once for this command, only where the platform has files.
     EventTables tables(out.platform().files());
-    if (spec) return check(out, hw, tables, all, spec);
+    if (spec) {
+        check(out, hw, tables, all, spec);
+        return ok_status();
+    }
     StrBuf model_text;
     Vec<StrBuf> model_records;
-    int ms = kExitOk;
-    if (out.platform().files()) ms = model_events(out, hw, tables, all, &model_text, &model_records);
-    int st = list(out, all, model_text);
+    if (out.platform().files()) model_events(out, hw, tables, all, &model_text, &model_records);
+    list(out, all, model_text);
     for (const StrBuf& r : model_records) out.record(r);
-    return st != kExitOk ? st : ms;
+    return ok_status();
 }
 
 }  // namespace pmulab

@@ -12,58 +12,6 @@ const char kMsrHelp[] =
     "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
     "Writes outside the PMU MSR ranges need --unsafe.\n";
 
-Result<CpuSelection> parse_cpu_selection(const char* value) {
-    CpuSelection s;
-    if (!value) return Error::make(Errc::invalid_argument, "--cpu needs a value: N, all or bsp");
-    if (str_eq(value, "all")) {
-        s.all = true;
-        s.bsp = false;
-        return s;
-    }
-    if (str_eq(value, "bsp")) return s;
-    u64 v;
-    if (!parse_u64(StrView(value), &v) || v > 0xffffffffull)
-        return Error::make(Errc::invalid_argument, "--cpu: '%s' is not a CPU index, 'all' or 'bsp'", value);
-    s.bsp = false;
-    s.index = u32(v);
-    return s;
-}
-
-bool take_cpu_option(Args& args, CpuSelection* sel, Status* err) {
-    const char* v = nullptr;
-    if (!args.option("--cpu", &v, err)) return false;
-    if (!err->ok()) return true;
-    Result<CpuSelection> s = parse_cpu_selection(v);
-    if (s.ok()) *sel = s.value();
-    else *err = s.error();
-    return true;
-}
-
-Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus) {
-    u32 n = hw.cpu_count();
-    cpus->clear();
-    if (sel.all) {
-        for (u32 i = 0; i < n; ++i) cpus->push(i);
-        return ok_status();
-    }
-    if (sel.bsp) {
-        for (u32 i = 0; i < n; ++i) {
-            Result<CpuTopology> t = hw.topology(i);
-            if (t.ok() && t.value().bsp) {
-                cpus->push(i);
-                return ok_status();
-            }
-        }
-        cpus->push(hw.current_cpu());
-        return ok_status();
-    }
-    if (sel.index >= n)
-        return Error::make(Errc::invalid_argument, "--cpu %u: there are only %u logical processors (0..%u)",
-                           sel.index, n, n - 1);
-    cpus->push(sel.index);
-    return ok_status();
-}
-
 bool msr_is_pmu(u32 m) {
     using namespace msr;
     auto in = [m](u32 lo, u32 hi) { return m >= lo && m <= hi; };
@@ -89,12 +37,10 @@ Result<u64> parse_reg_value(const char* what, const char* s) {
 
 }  // namespace
 
-int cmd_msr(Out& out, Args& args) {
+Status cmd_msr(Out& out, Args& args) {
     const char* op = args.take();
-    if (!op || (!str_eq(op, "read") && !str_eq(op, "write"))) {
-        out.error_msg(Errc::invalid_argument, "msr: expected 'read' or 'write', got '%s'", op ? op : "");
-        return kExitUsage;
-    }
+    if (!op || (!str_eq(op, "read") && !str_eq(op, "write")))
+        return Error::make(Errc::invalid_argument, "msr: expected 'read' or 'write', got '%s'", op ? op : "");
     bool write = str_eq(op, "write");
     const char* words[2] = {nullptr, nullptr};
     int nwords = 0;
@@ -103,59 +49,37 @@ int cmd_msr(Out& out, Args& args) {
     while (!args.done()) {
         Status err;
         if (take_cpu_option(args, &sel, &err)) {
-            if (!err.ok()) {
-                out.error(err.error());
-                return kExitUsage;
-            }
+            PMULAB_TRY(err);
         } else if (args.flag("--unsafe")) {
             unsafe = true;
         } else if (args.at_option()) {
-            out.error_msg(Errc::invalid_argument, "msr: unknown option '%s'", args.peek());
-            return kExitUsage;
+            return Error::make(Errc::invalid_argument, "msr: unknown option '%s'", args.peek());
         } else if (nwords < (write ? 2 : 1)) {
             words[nwords++] = args.take();
         } else {
-            out.error_msg(Errc::invalid_argument, "msr %s: unexpected argument '%s'", op, args.peek());
-            return kExitUsage;
+            return Error::make(Errc::invalid_argument, "msr %s: unexpected argument '%s'", op, args.peek());
         }
     }
-    if (nwords < (write ? 2 : 1)) {
-        out.error_msg(Errc::invalid_argument, "msr %s: missing %s (see 'pmulab help msr')", op,
-                      nwords == 0 ? "ADDR" : "VALUE");
-        return kExitUsage;
-    }
-    Result<u64> addr = parse_reg_value("ADDR", words[0]);
-    if (!addr.ok() || addr.value() > 0xffffffffull) {
-        if (addr.ok()) out.error_msg(Errc::invalid_argument, "msr: ADDR %s is wider than 32 bits", words[0]);
-        else out.error(addr.error());
-        return kExitUsage;
-    }
+    if (nwords < (write ? 2 : 1))
+        return Error::make(Errc::invalid_argument, "msr %s: missing %s (see 'pmulab help msr')", op,
+                           nwords == 0 ? "ADDR" : "VALUE");
+    const u64 addr = PMULAB_TRY(parse_reg_value("ADDR", words[0]));
+    if (addr > 0xffffffffull)
+        return Error::make(Errc::invalid_argument, "msr: ADDR %s is wider than 32 bits", words[0]);
     u64 value = 0;
     if (write) {
-        Result<u64> v = parse_reg_value("VALUE", words[1]);
-        if (!v.ok()) {
-            out.error(v.error());
-            return kExitUsage;
-        }
-        value = v.value();
-        if (!unsafe && !msr_is_pmu(u32(addr.value()))) {
-            out.error_msg(Errc::invalid_argument,
-                          "msr write: 0x%llx is not a PMU MSR; writing it could harm the machine. "
-                          "Add --unsafe if you mean it",
-                          (unsigned long long)addr.value());
-            return kExitUsage;
-        }
+        value = PMULAB_TRY(parse_reg_value("VALUE", words[1]));
+        if (!unsafe && !msr_is_pmu(u32(addr)))
+            return Error::make(Errc::invalid_argument,
+                               "msr write: 0x%llx is not a PMU MSR; writing it could harm the machine. "
+                               "Add --unsafe if you mean it",
+                               (unsigned long long)addr);
     }
     Hw& hw = out.platform().hw();
     Vec<u32> cpus;
-    Status es = expand_cpu_selection(hw, sel, &cpus);
-    if (!es.ok()) {
-        out.error(es.error());
-        return kExitUsage;
-    }
-    int status = kExitOk;
+    PMULAB_TRY(expand_cpu_selection(hw, sel, &cpus));
     for (u32 cpu : cpus) {
-        const u32 msr = u32(addr.value());
+        const u32 msr = u32(addr);
         Result<u64> result = u64(0);
         Status rs = run_on(hw, cpu, [&] {
             if (write) {
@@ -169,28 +93,23 @@ int cmd_msr(Out& out, Args& args) {
         Result<CpuTopology> topo = hw.topology(cpu);
         u64 apic = topo.ok() ? topo.value().apic_id : 0;
         if (!r.ok()) {
-            Error e = r.error();
-            char msg[sizeof e.msg];
-            format_to(msg, sizeof msg, "CPU %u: %s", cpu, e.msg);
-            str_copy(e.msg, sizeof e.msg, msg);
-            out.error(e);
-            // The first failure decides the exit status (a later disabled CPU must not
-            // turn a fault into "unsupported").
-            if (status == kExitOk) status = exit_status_for(e.code);
+            // Reported, and the next CPU goes on; the outcome keeps the first failure
+            // (a later disabled CPU does not turn a fault into "unsupported").
+            out.error(r.error().with_context("CPU %u", cpu));
             continue;
         }
         {
             StrBuf b;
             JsonWriter w(b);
             w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
-            w.field_hex("msr", addr.value()).field_hex("value", r.value()).end_object();
+            w.field_hex("msr", addr).field_hex("value", r.value()).end_object();
             b.put('\n');
             out.record(b);
             out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
-                     (unsigned long long)addr.value(), write ? "<-" : "=", (unsigned long long)r.value());
+                     (unsigned long long)addr, write ? "<-" : "=", (unsigned long long)r.value());
         }
     }
-    return status;
+    return ok_status();
 }
 
 }  // namespace pmulab

@@ -407,14 +407,10 @@ struct EventsForCpus {
     Vec<Event> events;
 };
 
-int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
+Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
     Platform& p = out.platform();
     if (o.events_arg) {
-        Status ss = check_event_list_syntax_any(StrView(o.events_arg));
-        if (!ss.ok()) {
-            out.error(Error::make(ss.error().code, "--events: %s", ss.error().msg));
-            return kExitUsage;
-        }
+        PMULAB_TRY_CTX(check_event_list_syntax_any(StrView(o.events_arg)), "--events");
     }
     // Every CPU is visited once, here: its identity picks the event file, its PMU the plan.
     Vec<ProbedCpu> probed;
@@ -431,10 +427,10 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
         const Status& s = pc.status;
         CpuDecoded d = s.ok() ? decode_cpuid(pc.probe.cpuid) : CpuDecoded();
         Result<const EventTable*> t = s.ok() ? tables.for_cpu(d.id) : Result<const EventTable*>(s.error());
-        if (!t.ok()) {
-            out.error(s.ok() ? t.error() : Error::make(s.error().code, "CPU %u: %s", cpu, s.error().msg));
-            return exit_status_for(t.error().code);
+        if (!s.ok()) {
+            return s.error().with_context("CPU %u", cpu);
         }
+        if (!t.ok()) return t.error();
         usize k = 0;
         for (; k < keys.size(); ++k)
             if (keys[k].table == t.value() && keys[k].id.signature == d.id.signature &&
@@ -459,41 +455,31 @@ int resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) 
         EventDialect dialect = keys[k].dialect;
         Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events, dialect)
                                 : ok_status();
-        if (!s.ok()) {
-            out.error(Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg));
-            return exit_status_for(s.error().code);
-        }
+        if (!s.ok()) return Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg);
         if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events, dialect);
-        if (!s.ok()) {
-            out.error(Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg));
-            return exit_status_for(s.error().code);
-        }
+        if (!s.ok()) return Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg);
         const Vec<Event>& ev = set.events;
         for (usize i = 0; i < ev.size(); ++i)
             for (usize j = 0; j < i; ++j)
-                if (StrView(ev[i].name).eq_nocase(StrView(ev[j].name))) {
-                    out.error_msg(Errc::invalid_argument, "--events: '%s' is listed twice", ev[i].name);
-                    return kExitUsage;
-                }
+                if (StrView(ev[i].name).eq_nocase(StrView(ev[j].name)))
+                    return Error::make(Errc::invalid_argument, "--events: '%s' is listed twice", ev[i].name);
     }
-    return kExitOk;
+    return ok_status();
 }
 
 // --events with PMU events: planned per class of CPUs with the same PMU, each class
 // measured with its own groups (runs).
-int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
+Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Platform& p = out.platform();
     Vec<EventsForCpus> sets;
-    int rs = resolve_run_events(out, o, &sets);
-    if (rs != kExitOk) return rs;
+    PMULAB_TRY(resolve_run_events(out, o, &sets));
     Vec<PmuPlan*> plans;
     for (EventsForCpus& set : sets) {
         Vec<PmuPlan*> part;
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (!s.ok()) {
             free_pmu_plans(&plans);
-            out.error(s.error());
-            return exit_status_for(s.error().code);
+            return s.error();
         }
         for (PmuPlan* pl : part) plans.push(pl);
     }
@@ -518,13 +504,12 @@ int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     }
     result_table_header(o, &head);
     out.text_buf(head);
-    Errc worst = Errc::ok;
     RunSink sink(out, o);
     for (PmuPlan* pl : plans) {
         o.cfg.cpus.clear();
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
-        Errc e = measure_run(p.hw(), mp, o.cfg, pl->groups, sink);
-        if (worst == Errc::ok || (worst == Errc::unsupported && e != Errc::ok)) worst = e;
+        // Failures were reported through the sink; the outcome also takes the engine's word.
+        out.fail(measure_run(p.hw(), mp, o.cfg, pl->groups, sink));
         for (const PmuGroupState* st : pl->state) {
             if (st->restore.gp_counters_inexact) {
                 StrBuf c;
@@ -539,54 +524,32 @@ int run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
         }
     }
     free_pmu_plans(&plans);
-    return exit_status_for(worst);
+    return ok_status();
 }
 
 }  // namespace
 
-int cmd_run(Out& out, Args& args) {
+Status cmd_run(Out& out, Args& args) {
     RunOptions o;
-    Status ps = parse_run_options(args, &o);
-    if (!ps.ok()) {
-        out.error(ps.error());
-        return exit_status_for(ps.error().code);
-    }
+    PMULAB_TRY(parse_run_options(args, &o));
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
-        if (!mp) {
-            out.error_msg(Errc::unsupported, "run: this platform cannot execute generated code");
-            return kExitUnsupported;
-        }
-        Status cs = expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus);
-        if (!cs.ok()) {
-            out.error(cs.error());
-            return exit_status_for(cs.error().code);
-        }
+        if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
+        PMULAB_TRY(expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus));
         return run_with_pmu(out, o, *mp);
     }
     Vec<ReadGroup> groups;
-    Status gs = plan_event_groups(o.events, &groups);
-    if (!gs.ok()) {
-        out.error(gs.error());
-        return exit_status_for(gs.error().code);
-    }
+    PMULAB_TRY(plan_event_groups(o.events, &groups));
     Platform& p = out.platform();
     MeasurePlatform* mp = p.measure();
-    if (!mp) {
-        out.error_msg(Errc::unsupported, "run: this platform cannot execute generated code");
-        return kExitUnsupported;
-    }
-    Status cs = expand_cpu_selection(p.hw(), o.cpu, &o.cfg.cpus);
-    if (!cs.ok()) {
-        out.error(cs.error());
-        return exit_status_for(cs.error().code);
-    }
+    if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
+    PMULAB_TRY(expand_cpu_selection(p.hw(), o.cpu, &o.cfg.cpus));
     StrBuf head;
     result_table_header(o, &head);
     out.text_buf(head);
     RunSink sink(out, o);
-    Errc worst = measure_run(p.hw(), *mp, o.cfg, groups, sink);
-    return exit_status_for(worst);
+    out.fail(measure_run(p.hw(), *mp, o.cfg, groups, sink));
+    return ok_status();
 }
 
 }  // namespace pmulab

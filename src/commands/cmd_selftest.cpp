@@ -231,29 +231,21 @@ void check_every_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp) {
 
 }  // namespace
 
-int cmd_selftest(Out& out, Args& args) {
+Status cmd_selftest(Out& out, Args& args) {
     CpuSelection sel;
     while (!args.done()) {
         Status err;
         if (take_cpu_option(args, &sel, &err)) {
-            if (!err.ok()) {
-                out.error(err.error());
-                return kExitUsage;
-            }
+            PMULAB_TRY(err);
         } else {
-            out.error_msg(Errc::invalid_argument, "selftest: %s '%s' (see 'pmulab help selftest')",
-                          args.at_option() ? "unknown option" : "unexpected argument", args.peek());
-            return kExitUsage;
+            return Error::make(Errc::invalid_argument, "selftest: %s '%s' (see 'pmulab help selftest')",
+                               args.at_option() ? "unknown option" : "unexpected argument", args.peek());
         }
     }
     Platform& p = out.platform();
     Hw& hw = p.hw();
     Vec<u32> cpus;
-    Status cs = expand_cpu_selection(hw, sel, &cpus);
-    if (!cs.ok()) {
-        out.error(cs.error());
-        return exit_status_for(cs.error().code);
-    }
+    PMULAB_TRY(expand_cpu_selection(hw, sel, &cpus));
     MeasurePlatform* mp = p.measure();
     Checks ck(out);
     for (u32 cpu : cpus) check_tsc(ck, hw, mp, cpu);
@@ -265,7 +257,8 @@ int cmd_selftest(Out& out, Args& args) {
         check_every_cpu(ck, hw, *mp);
     }
     check_pmu(ck, hw, mp, cpus);
-    return ck.finish();
+    ck.finish();
+    return ok_status();
 }
 
 }  // namespace pmulab

@@ -3,7 +3,6 @@
 #include "app/args.h"
 #include "census/census.h"
 #include "commands/commands.h"
-#include "commands/events_cmd.h"
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "base/version.h"
@@ -45,18 +44,12 @@ const char kInfoHelp[] =
     "then prints one row per CPU and one detailed block per distinct PMU.\n"
     "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
 
-int cmd_info(Out& out, Args& args) {
-    while (!args.done()) {
-        out.error_msg(Errc::invalid_argument, "info: unexpected argument '%s' (see 'pmulab help info')",
-                      args.peek());
-        return kExitUsage;
-    }
+Status cmd_info(Out& out, Args& args) {
+    if (!args.done())
+        return Error::make(Errc::invalid_argument, "info: unexpected argument '%s' (see 'pmulab help info')",
+                           args.peek());
     Vec<CpuRecord> cpus;
-    Status s = census_collect(out.platform().hw(), cpus);
-    if (!s.ok()) {
-        out.error(s.error());
-        return exit_status_for(s.error().code);
-    }
+    PMULAB_TRY(census_collect(out.platform().hw(), cpus));
     for (const CpuRecord& r : cpus) {
         StrBuf line;
         census_json(r, line);
@@ -65,16 +58,14 @@ int cmd_info(Out& out, Args& args) {
     StrBuf b;
     census_table(cpus, b);
     out.text_buf(b);
+    // A CPU that could not be read says why in its row (and its record).
     for (const CpuRecord& r : cpus)
-        if (!r.collected) return kExitFailure;
-    return kExitOk;
+        if (!r.collected) out.fail(Errc::fault);
+    return ok_status();
 }
 
-int cmd_version(Out& out, Args& args) {
-    if (!args.done()) {
-        out.error_msg(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
-        return kExitUsage;
-    }
+Status cmd_version(Out& out, Args& args) {
+    if (!args.done()) return Error::make(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
     if (out.json()) {
         StrBuf b;
         JsonWriter w(b);
@@ -84,18 +75,18 @@ int cmd_version(Out& out, Args& args) {
     } else {
         out.text("pmulab %s\n", PMULAB_VERSION);
     }
-    return kExitOk;
+    return ok_status();
 }
 
 struct Command {
     const char* name;
-    int (*run)(Out&, Args&);
+    CommandFn run;
     const char* help;
     // Writes results files (commands that read or measure hardware).
     bool writes_results;
 };
 
-int cmd_help(Out& out, Args& args);
+Status cmd_help(Out& out, Args& args);
 
 const Command kCommands[] = {
     {"info", cmd_info, kInfoHelp, true},
@@ -114,19 +105,16 @@ const Command* find_command(const char* name) {
     return nullptr;
 }
 
-int cmd_help(Out& out, Args& args) {
+Status cmd_help(Out& out, Args& args) {
     if (args.done()) {
         out.text("%s", kHelpText);
-        return kExitOk;
+        return ok_status();
     }
     const char* name = args.take();
     const Command* c = find_command(name);
-    if (!c) {
-        out.error_msg(Errc::invalid_argument, "help: unknown command '%s'", name);
-        return kExitUsage;
-    }
+    if (!c) return Error::make(Errc::invalid_argument, "help: unknown command '%s'", name);
     out.text("%s", c->help);
-    return kExitOk;
+    return ok_status();
 }
 
 }  // namespace
@@ -187,12 +175,14 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
             out.set_sink(sink);
         }
     }
-    int status = c->run(out, args);
+    // The exit status is computed here, once, from everything the command reported.
+    Status s = c->run(out, args);
+    if (!s.ok()) out.error(s.error());
     if (sink) {
         out.set_sink(nullptr);
         sink->end();
     }
-    return status;
+    return out.outcome().exit_status();
 }
 
 }  // namespace pmulab

@@ -337,16 +337,13 @@ void put_vendor_table(StrBuf& b, const PmuInfo& info, const Vec<EventLine>& line
 
 }  // namespace
 
-int list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
-    int status = kExitOk;
+void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
     Vec<EventLine> lines;
     // Records: per CPU.
     for (const CpuPmu& c : all) {
         if (!c.status.ok()) {
-            Error e = c.status.error();
-            Error m = Error::make(e.code, "CPU %u: %s", c.cpu, e.msg);
-            out.error(m);
-            status = kExitFailure;
+            out.error(c.status.error().with_context("CPU %u", c.cpu));
+            out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
             continue;
         }
         StrBuf line;
@@ -382,7 +379,7 @@ int list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
         }
     }
     // Text: per class of CPUs with the same PMU.
-    if (out.json()) return status;
+    if (out.json()) return;
     Vec<Vec<u32>> cls = classes(all);
     StrBuf b;
     for (const Vec<u32>& k : cls) {
@@ -437,7 +434,6 @@ int list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
     if (n_shown == 0) shown[n_shown++] = event_syntax_help(EventDialect::intel);
     for (usize i = 0; i < n_shown; ++i) b.put(shown[i]);
     out.text_buf(b);
-    return status;
 }
 
 }  // namespace pmulab::events_cmd

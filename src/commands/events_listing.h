@@ -21,7 +21,8 @@ void put_cpu_list(StrBuf& out, const Vec<u32>& cpus);
 
 // The listing: a {"type":"pmu"} record and {"type":"event"} records per CPU; in text, a
 // table per class of CPUs with the same PMU, then `model_text` (the event files' blocks)
-// and the event syntax of the dialects listed. Returns the exit status.
-int list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text);
+// and the event syntax of the dialects listed. CPUs that could not be reached are
+// reported as errors (and fail the command).
+void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text);
 
 }  // namespace pmulab::events_cmd

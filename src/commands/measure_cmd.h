@@ -1,5 +1,5 @@
-// The measurement commands: `pmulab run`, `pmulab bench list`, `pmulab selftest`
-// (src/commands/cmd_run.cpp, cmd_bench.cpp, cmd_selftest.cpp).
+// Options of the measurement commands `pmulab run` and `pmulab selftest`
+// (src/commands/cmd_run.cpp, cmd_selftest.cpp).
 #pragma once
 
 #include "app/out.h"
@@ -8,13 +8,6 @@
 #include "measure/measure.h"
 
 namespace pmulab {
-
-int cmd_run(Out& out, Args& args);
-int cmd_bench(Out& out, Args& args);
-int cmd_selftest(Out& out, Args& args);
-extern const char kRunHelp[];
-extern const char kBenchHelp[];
-extern const char kSelftestHelp[];
 
 // `pmulab run` options, parsed but not yet bound to a machine.
 struct RunOptions {

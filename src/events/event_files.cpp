@@ -25,7 +25,7 @@ Status EventTables::scan() {
     Status ls = files_->list(dir_, kEventFileSuffix, &names);
     if (!ls.ok()) {
         if (ls.error().code == Errc::not_found) return ok_status();
-        return Error::make(ls.error().code, "cannot list the event files in %s: %s", dir_, ls.error().msg);
+        return ls.error().with_context("cannot list the event files in %s", dir_);
     }
     // Deterministic order: by name, case-insensitively (FAT order is creation order).
     sort_small(names.data(), names.size(), [](const FileName& a, const FileName& b) {
@@ -39,7 +39,7 @@ Status EventTables::scan() {
         Found& f = files_found_.emplace();
         format_to(f.path, sizeof f.path, "%s\\%s", dir_, fn.name);
         Result<Vec<char>> head = files_->read(f.path, kHeaderProbe);
-        if (!head.ok()) return Error::make(head.error().code, "cannot read %s: %s", f.path, head.error().msg);
+        if (!head.ok()) return head.error().with_context("cannot read %s", f.path);
         StrView text(head.value().data(), head.value().size());
         bool cut = text.len >= kHeaderProbe;
         if (cut) {  // drop a partial last line
@@ -50,7 +50,7 @@ Status EventTables::scan() {
         PMULAB_TRY(parse_event_table(text, f.path, &f.header, true));
         if (cut && f.header.first_event_line == 0) {  // the header goes on past the probe
             Result<Vec<char>> all = files_->read(f.path);
-            if (!all.ok()) return Error::make(all.error().code, "cannot read %s: %s", f.path, all.error().msg);
+            if (!all.ok()) return all.error().with_context("cannot read %s", f.path);
             PMULAB_TRY(parse_event_table(StrView(all.value().data(), all.value().size()), f.path, &f.header, true));
         }
     }
@@ -85,7 +85,7 @@ Result<const EventTable*> EventTables::for_cpu(const CpuIdentity& id) {
     Found& f = files_found_[best_i];
     if (!f.parsed) {
         Result<Vec<char>> all = files_->read(f.path);
-        if (!all.ok()) return Error::make(all.error().code, "cannot read %s: %s", f.path, all.error().msg);
+        if (!all.ok()) return all.error().with_context("cannot read %s", f.path);
         PMULAB_TRY(parse_event_table(StrView(all.value().data(), all.value().size()), f.path, &f.table));
         f.parsed = true;
     }
@@ -222,7 +222,7 @@ Status EventTables::resolve_file_text(StrView text, const char* path, const CpuI
         Result<Event> r = resolve_item(line, id, dialect, &table_error);
         if (!r.ok()) {
             if (table_error) return r.error();
-            return Error::make(r.error().code, "%s:%u: %s", path, line_no, r.error().msg);
+            return r.error().with_context("%s:%u", path, line_no);
         }
         if (++count > kMaxEventsPerFile)
             return Error::make(Errc::invalid_argument, "%s:%u: too many events (at most %zu per file)", path, line_no,

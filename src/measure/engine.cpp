@@ -82,18 +82,6 @@ struct WorkerState {
     Status status;
 };
 
-Error with_context(const Error& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-Error with_context(const Error& e, const char* fmt, ...) {
-    char prefix[120];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat_to(prefix, sizeof prefix, fmt, ap);
-    va_end(ap);
-    Error out = Error::make(e.code, "%s: %s", prefix, e.msg);
-    out.vector = e.vector;
-    return out;
-}
-
 // Probes every emitted RDPMC/RDMSR/WRMSR once through the fault-safe Hw layer:
 // only that layer catches #GP/#UD, a fault inside generated code would not be.
 Status probe_group(Hw& hw, const ReadGroup& g) {
@@ -101,7 +89,7 @@ Status probe_group(Hw& hw, const ReadGroup& g) {
         Result<u64> v = u64(0);
         if (r.kind == CounterAccess::rdpmc) v = hw.rdpmc(r.index);
         else if (r.kind == CounterAccess::rdmsr) v = hw.rdmsr(r.index);
-        if (!v.ok()) return with_context(v.error(), "event '%s' on %s", r.event, r.counter);
+        if (!v.ok()) return v.error().with_context("event '%s' on %s", r.event, r.counter);
     }
     const Vec<MsrValue>* writes[2] = {&g.start_writes, &g.stop_writes};
     for (const Vec<MsrValue>* ws : writes)
@@ -269,7 +257,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             code.push(gc);
             Status s = generate_group(mp, cfg, body, g, gc);
             if (!s.ok()) {
-                fail(with_context(s.error(), "%s", k.name));
+                fail(s.error().with_context("%s", k.name));
                 code_ok = false;
                 break;
             }
@@ -320,7 +308,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 Status rs = mp.run_on_cpu(hw, cpu, wc.fn, wc.ctx);
                 if (rs.ok()) rs = w.status;
                 if (!rs.ok()) {
-                    fail(with_context(rs.error(), "%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));
+                    fail(rs.error().with_context("%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));
                     continue;
                 }
                 usize n = g.reads.size();
@@ -352,7 +340,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                         else res.per_iter[a] = f.value();
                     }
                     if (!st.ok()) {
-                        fail(with_context(st.error(), "%s on CPU %u, event '%s'", k.name, cpu, g.reads[r].event));
+                        fail(st.error().with_context("%s on CPU %u, event '%s'", k.name, cpu, g.reads[r].event));
                         continue;
                     }
                     res.short_raw = column[0].data();

@@ -80,7 +80,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
                                    info.absent);
     }
     Status s = pmu_allocate(info, out->events.data(), out->events.size(), &out->alloc);
-    if (!s.ok()) return Error::make(s.error().code, "%s: %s", where.c_str(), s.error().msg);
+    PMULAB_TRY_CTX(s, "%s", where.c_str());
 
     // The access methods and control writes come from the backend: pure functions of
     // the info (a session bound for planning refuses every hardware access).
@@ -148,7 +148,7 @@ Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const
                      Vec<PmuPlan*>* plans) {
     free_pmu_plans(plans);
     for (const ProbedCpu& c : cpus)
-        if (!c.status.ok()) return Error::make(c.status.error().code, "CPU %u: %s", c.cpu, c.status.error().msg);
+        PMULAB_TRY_CTX(c.status, "CPU %u", c.cpu);
     for (const Vec<u32>& g : group_by_pmu(cpus)) {
         Vec<u32> cls;
         for (u32 k : g) cls.push(cpus[k].cpu);

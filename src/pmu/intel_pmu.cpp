@@ -22,9 +22,7 @@ u64 global_bits(u32 gp, u32 fixed) {
 Error in_context(const Error& e, const char* what, const char* event, CounterKind kind, unsigned index) {
     StrBuf ctr;
     put_counter_name(ctr, kind, u8(index));
-    Error out = Error::make(e.code, "%s '%s' on %s: %s", what, event, ctr.c_str(), e.msg);
-    out.vector = e.vector;
-    return out;
+    return e.with_context("%s '%s' on %s", what, event, ctr.c_str());
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ void describe_event(const PmuInfo& info, const Row& row, const char* kind, Event
 // AMD and NetBurst: availability and counters of one parsed event of the CPU's dialect.
 void describe_vendor_event(const PmuInfo& info, const Event& e, EventLine* out) {
     out->fixed_counter = e.kind == EventKind::fixed ? e.fixed_counter : -1;
-    if (e.dialect == EventDialect::netburst) format_to(out->code, sizeof out->code, "%02X", unsigned(netburst::kEvents[e.nb_event].event_select));
+    if (e.dialect == EventDialect::netburst) format_to(out->code, sizeof out->code, "%02X", unsigned(netburst::kEvents[e.netburst.event].event_select));
     else if (e.kind != EventKind::fixed || e.gp_equivalent)
         format_to(out->code, sizeof out->code, "%03X.%02X", unsigned(e.event_select), unsigned(e.umask));
     else str_copy(out->code, sizeof out->code, "-");  // APERF, MPERF: no event select
@@ -125,7 +125,7 @@ void describe_vendor_event(const PmuInfo& info, const Event& e, EventLine* out) 
     } else if (e.dialect == EventDialect::netburst) {
         // Every counter fed by an ESCR of this model that can select the event.
         u32 m = 0;
-        const netburst::EventDef& d = netburst::kEvents[e.nb_event];
+        const netburst::EventDef& d = netburst::kEvents[e.netburst.event];
         for (u8 x : d.escr)
             if (x < netburst::kEscrCount && netburst::escr_exists(netburst::kEscrs[x], info.caps.netburst_model))
                 m |= netburst::kEscrs[x].counters;

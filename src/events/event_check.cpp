@@ -83,13 +83,13 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     u32 gp = regs::gp_counters(c);
     u32 fx = regs::fixed_counters(c);
     StrBuf why;
-    if (e.any && !regs::has_anythread(c)) {
+    if (e.intel.any && !regs::has_anythread(c)) {
         if (c.version < 3) return unsupported(e, "uses AnyThread, which needs architectural PMU version 3 or later (this CPU has version %u)", c.version);
         return unsupported(e, "uses AnyThread, which this CPU deprecates (CPUID.0AH:EDX[15] = 1)");
     }
-    if (e.eq && !(c.leaf_23 && c.eq_bit))
+    if (e.intel.eq && !(c.leaf_23 && c.eq_bit))
         return unsupported(e, "uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
-    if (e.umask2 && !(c.leaf_23 && c.umask2))
+    if (e.intel.umask2 && !(c.leaf_23 && c.umask2))
         return unsupported(e, "uses UMASK2, which this CPU does not enumerate (CPUID.23H.0:EBX[0] = 0)");
 
     if (e.kind == EventKind::fixed) {

@@ -10,13 +10,13 @@ namespace pmulab {
 regs::PerfEvtSel Event::perfevtsel() const {
     regs::PerfEvtSel v;
     v.set_event_select(event_select & 0xFF).set_umask(umask).set_usr(usr).set_os(os).set_edge(edge);
-    v.set_any_thread(any).set_inv(inv).set_cmask(cmask).set_eq(eq).set_umask2(umask2);
+    v.set_any_thread(intel.any).set_inv(inv).set_cmask(cmask).set_eq(intel.eq).set_umask2(intel.umask2);
     return v;
 }
 
 u64 Event::fixed_ctrl_group() const {
     regs::FixedCtrCtrl f;
-    f.set_os(0, os).set_usr(0, usr).set_any_thread(0, any);
+    f.set_os(0, os).set_usr(0, usr).set_any_thread(0, intel.any);
     return f.group(0);
 }
 
@@ -26,7 +26,7 @@ void put_event_encoding(StrBuf& out, const Event& e) {
         return;
     }
     if (e.dialect == EventDialect::netburst) {
-        netburst::put_event_name(out, unsigned(e.nb_event), e.nb_mask);
+        netburst::put_event_name(out, unsigned(e.netburst.event), e.netburst.mask);
         if (e.usr != e.os) out.put(e.usr ? ":u" : ":k");
         return;
     }
@@ -46,21 +46,21 @@ void put_event_encoding(StrBuf& out, const Event& e) {
     // The modifiers, in one order for both vendors (the parsers leave the fields the
     // dialect does not have clear).
     if (e.cmask) out.printf(".CMSK=%u", unsigned(e.cmask));
-    if (e.any) out.put(".AnyT");
+    if (e.intel.any) out.put(".AnyT");
     if (e.edge) out.put(".EDG");
     if (e.inv) out.put(".INV");
-    if (e.eq) out.put(".EQ");
-    if (e.umask2) out.printf(".UMASK2=0x%02X", unsigned(e.umask2));
-    if (e.host_only) out.put(".HostOnly");
-    if (e.guest_only) out.put(".GuestOnly");
+    if (e.intel.eq) out.put(".EQ");
+    if (e.intel.umask2) out.printf(".UMASK2=0x%02X", unsigned(e.intel.umask2));
+    if (e.amd.host_only) out.put(".HostOnly");
+    if (e.amd.guest_only) out.put(".GuestOnly");
     if (e.pinned_counter >= 0) out.printf(".CTR=%d", e.pinned_counter);
     if (e.usr != e.os) out.put(e.usr ? ".USR" : ".OS");
-    for (unsigned i = 0; i < e.aux_count; ++i) {
+    for (unsigned i = 0; i < e.intel.aux_count; ++i) {
         const char* k = "MSR_PF";
         for (usize t = 0; t < spec::kTermCount; ++t)
-            if (spec::kTerms[t].field == spec::EventField::aux_msr && spec::kTerms[t].msr == e.aux[i].msr)
+            if (spec::kTerms[t].field == spec::EventField::aux_msr && spec::kTerms[t].msr == e.intel.aux[i].msr)
                 k = spec::kTerms[t].nb;
-        out.printf(".%s=0x%llX", k, (unsigned long long)e.aux[i].value);
+        out.printf(".%s=0x%llX", k, (unsigned long long)e.intel.aux[i].value);
     }
     if (e.taken_alone) out.put(".TakenAlone");
 }

@@ -107,18 +107,18 @@ Status parse_perf_raw(const SpecSite& cx, StrView tok, Event* e) {
         e->edge = s.edge();
         e->inv = s.inv();
         e->cmask = u8(s.cmask());
-        e->guest_only = s.guest_only();
-        e->host_only = s.host_only();
+        e->amd.guest_only = s.guest_only();
+        e->amd.host_only = s.host_only();
     } else {
         regs::PerfEvtSel s(v);
         e->event_select = u16(s.event_select());
         e->umask = u8(s.umask());
         e->edge = s.edge();
-        e->any = s.any_thread();
+        e->intel.any = s.any_thread();
         e->inv = s.inv();
         e->cmask = u8(s.cmask());
-        e->eq = s.eq();
-        e->umask2 = u8(s.umask2());
+        e->intel.eq = s.eq();
+        e->intel.umask2 = u8(s.umask2());
     }
     if (colon < tok.len) PMULAB_TRY(parse_priv_mods(cx, tok.sub(colon + 1), colon + 1, true, e));
     return ok_status();

@@ -108,14 +108,14 @@ Status apply(const SpecSite& site, TermSyntax syn, const TermDef& d, const char*
         case EventField::cmask:
         case EventField::umask2:
             PMULAB_TRY(parse_value(site, syn, key, val, 0xFF, &v));
-            (d.field == EventField::umask ? e->umask : d.field == EventField::cmask ? e->cmask : e->umask2) = u8(v);
+            (d.field == EventField::umask ? e->umask : d.field == EventField::cmask ? e->cmask : e->intel.umask2) = u8(v);
             return ok_status();
         case EventField::inv: e->inv = flag; return ok_status();
         case EventField::edge: e->edge = flag; return ok_status();
-        case EventField::any: e->any = flag; return ok_status();
-        case EventField::eq: e->eq = flag; return ok_status();
-        case EventField::host_only: e->host_only = flag; return ok_status();
-        case EventField::guest_only: e->guest_only = flag; return ok_status();
+        case EventField::any: e->intel.any = flag; return ok_status();
+        case EventField::eq: e->intel.eq = flag; return ok_status();
+        case EventField::host_only: e->amd.host_only = flag; return ok_status();
+        case EventField::guest_only: e->amd.guest_only = flag; return ok_status();
         case EventField::usr: st->want_usr = flag; return ok_status();
         case EventField::os: st->want_os = flag; return ok_status();
         case EventField::taken_alone: e->taken_alone = true; return ok_status();
@@ -143,11 +143,11 @@ Status apply(const SpecSite& site, TermSyntax syn, const TermDef& d, const char*
             return ok_status();
         case EventField::aux_msr:
             PMULAB_TRY(parse_value(site, syn, key, val, ~u64(0), &v));
-            if (e->aux_count >= Event::kMaxAux)
+            if (e->intel.aux_count >= Event::kMaxAux)
                 return site.fail(p.off, "at most %u MSR_* modifiers per event", Event::kMaxAux);
-            e->aux[e->aux_count].msr = d.msr;
-            e->aux[e->aux_count].value = v;
-            ++e->aux_count;
+            e->intel.aux[e->intel.aux_count].msr = d.msr;
+            e->intel.aux[e->intel.aux_count].value = v;
+            ++e->intel.aux_count;
             // Events that need an extra MSR share it with every other event: alone.
             e->taken_alone = true;
             return ok_status();

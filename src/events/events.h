@@ -122,11 +122,8 @@ struct Event {
     u16 event_select = 0;  // 8 bits on Intel; 16 leave room for AMD's 12-bit selects
     u8 umask = 0;
     u8 cmask = 0;
-    u8 umask2 = 0;         // v6 (CPUID.23H.0:EBX[0])
     bool inv = false;
     bool edge = false;
-    bool any = false;      // AnyThread
-    bool eq = false;       // v6 (CPUID.23H.0:EBX[1])
     bool usr = true;       // count at CPL 1-3
     bool os = true;        // count at CPL 0
 
@@ -147,17 +144,28 @@ struct Event {
     u32 allowed_gp = 0xFFFFFFFFu; // general-purpose counters it may use (bit i = PMCi)
     u8 core_type = kCoreTypeNone; // cpu_core/cpu_atom prefix: only on that hybrid core type
 
-    u8 aux_count = 0;
-    MsrValue aux[kMaxAux];
-
     // The dialect the spec was parsed in.
     EventDialect dialect = EventDialect::intel;
-    // AMD PerfEvtSel HG_ONLY bits (GuestOnly 40, HostOnly 41).
-    bool guest_only = false;
-    bool host_only = false;
-    // NetBurst: the event (netburst::EventId) and its ESCR event mask.
-    int8_t nb_event = -1;
-    u16 nb_mask = 0;
+
+    // Fields only one vendor's PMU has (the term table, event_terms.h, says which
+    // dialect accepts each).
+    struct Intel {
+        u8 umask2 = 0;     // IA32_PERFEVTSELx[47:40], v6 (CPUID.23H.0:EBX[0])
+        bool any = false;  // AnyThread, IA32_PERFEVTSELx[21]
+        bool eq = false;   // IA32_PERFEVTSELx[36], v6 (CPUID.23H.0:EBX[1])
+        // Model-specific MSRs programmed with the event (nanoBench MSR_* modifiers).
+        u8 aux_count = 0;
+        MsrValue aux[kMaxAux];
+    } intel;
+    struct Amd {
+        // PerfEvtSel HG_ONLY bits (APM Vol. 2 §13.2.1: GuestOnly 40, HostOnly 41).
+        bool guest_only = false;
+        bool host_only = false;
+    } amd;
+    struct NetBurst {
+        int8_t event = -1;  // netburst::EventId
+        u16 mask = 0;       // its ESCR event mask
+    } netburst;
 
     // The general-purpose encoding (EN clear, INT clear): event select, UMASK, USR/OS,
     // E, AnyThread, INV, CMASK, EQ, UMASK2.

@@ -202,22 +202,22 @@ Status parse_named_netburst(const SpecSite& cx, StrView tok, Event* e) {
     e->kind = EventKind::programmable;
     const netburst::EventDef* d = netburst::find_event(name);
     if (d) {
-        e->nb_event = int8_t(d - netburst::kEvents);
-        e->nb_mask = d->default_mask;
+        e->netburst.event = int8_t(d - netburst::kEvents);
+        e->netburst.mask = d->default_mask;
     } else {
         for (const netburst::AliasDef& a : netburst::kAliases)
             if (name.eq_nocase(StrView(a.name))) {
-                e->nb_event = int8_t(a.event);
-                e->nb_mask = a.mask;
+                e->netburst.event = int8_t(a.event);
+                e->netburst.mask = a.mask;
             }
-        if (e->nb_event < 0)
+        if (e->netburst.event < 0)
             return cx.fail(0,
                            "unknown NetBurst event '%s' (known: global_power_events, instr_retired, uops_retired, "
                            "branch_retired, mispred_branch_retired, and instructions, cycles, branches, "
                            "branch-misses, uops)",
                            q);
         if (dot < full.len) return cx.fail(dot, "'%s' is a generic name and takes no event-mask bits", q);
-        d = &netburst::kEvents[e->nb_event];
+        d = &netburst::kEvents[e->netburst.event];
     }
     if (dot < full.len) {
         u16 mask = 0;
@@ -234,7 +234,7 @@ Status parse_named_netburst(const SpecSite& cx, StrView tok, Event* e) {
             for (unsigned k = 0; k < d->mask_count; ++k) known.printf("%s%s", k ? ", " : "", d->masks[k].name);
             return cx.fail(p.off, "'%s' is not an event-mask bit of %s (known: %s)", m, d->name, known.c_str());
         }));
-        e->nb_mask = mask;
+        e->netburst.mask = mask;
     }
     e->event_select = d->event_select;
     if (colon < tok.len) PMULAB_TRY(spec::parse_priv_mods(cx, tok.sub(colon + 1), colon + 1, true, e));

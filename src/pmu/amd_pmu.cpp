@@ -134,7 +134,7 @@ Status AmdPmu::allocate(const Event* events, usize n, Allocation* out) const {
 u64 AmdPmu::ctl_value(const Event& e, bool en) {
     PerfEvtSel v;
     v.set_event_select(e.event_select).set_umask(e.umask).set_usr(e.usr).set_os(e.os).set_edge(e.edge);
-    v.set_inv(e.inv).set_cmask(e.cmask).set_host_only(e.host_only).set_guest_only(e.guest_only).set_en(en);
+    v.set_inv(e.inv).set_cmask(e.cmask).set_host_only(e.amd.host_only).set_guest_only(e.amd.guest_only).set_en(en);
     return v.raw();
 }
 

@@ -234,8 +234,8 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
         // the legacy rules, checked above).
         st = write(info_.full_width_writes ? regs::a_pmc_msr(i) : regs::pmc_msr(i), p);
         if (!st.ok()) return fail(st, &as);
-        for (unsigned a = 0; a < e.aux_count; ++a) {
-            st = write(e.aux[a].msr, e.aux[a].value);
+        for (unsigned a = 0; a < e.intel.aux_count; ++a) {
+            st = write(e.intel.aux[a].msr, e.intel.aux[a].value);
             if (!st.ok()) return fail(st, &as);
         }
         group_evtsel_[i] = evtsel_value(e, false);

@@ -24,7 +24,7 @@ Error unsupported(const Event& e, const char* fmt, ...) {
 
 // Counters an event may use on this model: those fed by its existing ESCRs.
 u32 event_counters_nb(const Event& e, u32 model) {
-    const netburst::EventDef& d = netburst::kEvents[e.nb_event];
+    const netburst::EventDef& d = netburst::kEvents[e.netburst.event];
     u32 c = 0;
     for (u8 x : d.escr)
         if (x < netburst::kEscrCount && netburst::escr_exists(netburst::kEscrs[x], model))
@@ -67,7 +67,7 @@ Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allo
         if (!e.needs_counter()) continue;
         if (info.kind != PmuKind::netburst)
             return unsupported(e, "cannot be counted: %s", info.absent[0] ? info.absent : "no NetBurst PMU");
-        if (e.dialect != EventDialect::netburst || e.nb_event < 0 || e.nb_event >= netburst::kEventCount)
+        if (e.dialect != EventDialect::netburst || e.netburst.event < 0 || e.netburst.event >= netburst::kEventCount)
             return unsupported(e, "is not a NetBurst event; this CPU has the NetBurst ESCR/CCCR PMU (see 'pmulab "
                                   "events')");
         allowed[i] = event_counters_nb(e, model);
@@ -96,7 +96,7 @@ Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allo
         for (usize g = 0; g < gs.size() && !placed; ++g) {
             G& x = gs[g];
             if (x.alone || (e.taken_alone && x.count) || x.count >= netburst::kCounters) continue;
-            x.ev[x.count] = u8(e.nb_event);
+            x.ev[x.count] = u8(e.netburst.event);
             x.al[x.count] = allowed[i];
             netburst::Placement pl[netburst::kCounters];
             if (netburst::place_events(x.ev, x.al, x.count + 1, model, pl)) {
@@ -108,7 +108,7 @@ Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allo
         }
         if (!placed) {
             G& x = gs.emplace();
-            x.ev[0] = u8(e.nb_event);
+            x.ev[0] = u8(e.netburst.event);
             x.al[0] = allowed[i];
             if (!netburst::place_events(x.ev, x.al, 1, model, x.pl))
                 return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", e.name);
@@ -161,9 +161,9 @@ Status NetBurstPmu::allocate(const Event* events, usize n, Allocation* out) cons
 }
 
 u64 NetBurstPmu::escr_value(const Event& e, unsigned thread) {
-    const netburst::EventDef& d = netburst::kEvents[e.nb_event];
+    const netburst::EventDef& d = netburst::kEvents[e.netburst.event];
     Escr v;
-    v.set_event_select(d.event_select).set_event_mask(e.nb_mask);
+    v.set_event_select(d.event_select).set_event_mask(e.netburst.mask);
     if (thread == 0) v.set_t0_os(e.os).set_t0_usr(e.usr);
     else v.set_t1_os(e.os).set_t1_usr(e.usr);
     return v.raw();

@@ -214,14 +214,14 @@ namespace {
 Status add_touch(PmuTouch* t, const Event& e, const Assignment& as) {
     if (as.kind == CounterKind::gp) t->gp |= u32(1) << as.index;
     else if (as.kind == CounterKind::fixed) t->fixed |= u32(1) << as.index;
-    for (unsigned k = 0; k < e.aux_count; ++k) {
+    for (unsigned k = 0; k < e.intel.aux_count; ++k) {
         bool have = false;
-        for (unsigned j = 0; j < t->aux_count; ++j) have |= t->aux[j] == e.aux[k].msr;
+        for (unsigned j = 0; j < t->aux_count; ++j) have |= t->aux[j] == e.intel.aux[k].msr;
         if (have) continue;
         if (t->aux_count >= PmuTouch::kMaxAux)
             return Error::make(Errc::invalid_argument, "too many model-specific MSRs in one event set (at most %u)",
                                PmuTouch::kMaxAux);
-        t->aux[t->aux_count++] = e.aux[k].msr;
+        t->aux[t->aux_count++] = e.intel.aux[k].msr;
     }
     return ok_status();
 }

@@ -83,7 +83,7 @@ inline std::string check_events(const Vec<Event>& ev) {
             if (!back.ok()) return std::string("encoding '") + enc.c_str() + "' does not parse: " + back.error().msg;
             const Event& b = back.value();
             if (b.perfevtsel().raw() != e.perfevtsel().raw() || b.pinned_counter != e.pinned_counter ||
-                b.taken_alone != e.taken_alone || b.aux_count != e.aux_count)
+                b.taken_alone != e.taken_alone || b.intel.aux_count != e.intel.aux_count)
                 return std::string("encoding '") + enc.c_str() + "' does not round-trip";
         }
     }

@@ -255,8 +255,8 @@ TEST(EventTerms, OneTableForModifiersAndTerms) {
     ASSERT_TRUE(finish_terms(site, 0, sb, &b).ok());
     EXPECT_EQ(a.perfevtsel().raw(), b.perfevtsel().raw());
     EXPECT_EQ(a.cmask, 3u);
-    EXPECT_EQ(a.umask2, 0x12u);
-    EXPECT_TRUE(a.inv && a.edge && a.any && a.eq && a.os && !a.usr);
+    EXPECT_EQ(a.intel.umask2, 0x12u);
+    EXPECT_TRUE(a.inv && a.edge && a.intel.any && a.intel.eq && a.os && !a.usr);
     EXPECT_TRUE(sa.has(EventField::cmask));
     EXPECT_FALSE(sa.has(EventField::event));
 
@@ -274,9 +274,9 @@ TEST(EventTerms, OneTableForModifiersAndTerms) {
     Event m;
     TermState sm;
     ASSERT_TRUE(parse_terms(site, TermSyntax::nanobench, "MSR_RSP1=0x10001", 0, &sm, &m).ok());
-    ASSERT_EQ(m.aux_count, 1u);
-    EXPECT_EQ(m.aux[0].msr, regs::MSR_OFFCORE_RSP_1);
-    EXPECT_EQ(m.aux[0].value, 0x10001u);
+    ASSERT_EQ(m.intel.aux_count, 1u);
+    EXPECT_EQ(m.intel.aux[0].msr, regs::MSR_OFFCORE_RSP_1);
+    EXPECT_EQ(m.intel.aux[0].value, 0x10001u);
     EXPECT_TRUE(m.taken_alone);
 }
 

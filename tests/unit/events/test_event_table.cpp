@@ -158,16 +158,16 @@ TEST(EventTable, SkylakeSampleFile) {
 
     const Event& dsb = ev(t, "FRONTEND_RETIRED.DSB_MISS");
     EXPECT_EQ(enc(dsb), "C6.01.MSR_PF=0x11.TakenAlone");
-    EXPECT_EQ(dsb.aux_count, 1);
-    EXPECT_EQ(dsb.aux[0].msr, 0x3F7u);
+    EXPECT_EQ(dsb.intel.aux_count, 1);
+    EXPECT_EQ(dsb.intel.aux[0].msr, 0x3F7u);
     EXPECT_EQ(dsb.allowed_gp, 0xFu);
     const Event& ll = ev(t, "MEM_TRANS_RETIRED.LOAD_LATENCY_GT_64");
-    EXPECT_EQ(ll.aux[0].msr, 0x3F6u);
-    EXPECT_EQ(ll.aux[0].value, 0x40u);
+    EXPECT_EQ(ll.intel.aux[0].msr, 0x3F6u);
+    EXPECT_EQ(ll.intel.aux[0].value, 0x40u);
     EXPECT_TRUE(ll.taken_alone);
     const Event& ocr = ev(t, "OFFCORE_RESPONSE.DEMAND_DATA_RD.SUPPLIER_NONE.SNOOP_MISS");
     EXPECT_EQ(enc(ocr), "B7.01.MSR_RSP0=0x200020001.TakenAlone");
-    EXPECT_EQ(ocr.aux[0].msr, 0x1A6u);
+    EXPECT_EQ(ocr.intel.aux[0].msr, 0x1A6u);
 
     // Fixed counters take the architectural event's GP equivalent and availability bit.
     const Event& inst = ev(t, "INST_RETIRED.ANY");

@@ -226,7 +226,7 @@ TEST(Events, NanoBenchBasicAndName) {
 TEST(Events, NanoBenchModifiers) {
     Event e = parse_ok("A3.05.CMSK=5.INV.EDG.AnyT.CTR=2 CYCLE_ACTIVITY.X");
     EXPECT_EQ(e.cmask, 5);
-    EXPECT_TRUE(e.inv && e.edge && e.any);
+    EXPECT_TRUE(e.inv && e.edge && e.intel.any);
     EXPECT_EQ(e.pinned_counter, 2);
     EXPECT_FALSE(e.taken_alone);
     EXPECT_EQ(e.perfevtsel().raw(), 0x05A705A3u);
@@ -235,7 +235,7 @@ TEST(Events, NanoBenchModifiers) {
     EXPECT_EQ(parse_ok("0e.01.cmsk=0x10.inv").cmask, 0x10);
     Event ta = parse_ok("C6.01.TakenAlone");
     EXPECT_TRUE(ta.taken_alone);
-    EXPECT_EQ(ta.aux_count, 0);
+    EXPECT_EQ(ta.intel.aux_count, 0);
     // Privilege extensions.
     Event usr = parse_ok("0E.01.USR");
     EXPECT_TRUE(usr.usr);
@@ -247,23 +247,23 @@ TEST(Events, NanoBenchModifiers) {
     EXPECT_TRUE(both.usr && both.os);
     // v6 fields.
     Event v6 = parse_ok("D0.01.EQ.UMASK2=0x21.CMSK=2");
-    EXPECT_TRUE(v6.eq);
-    EXPECT_EQ(v6.umask2, 0x21);
+    EXPECT_TRUE(v6.intel.eq);
+    EXPECT_EQ(v6.intel.umask2, 0x21);
     EXPECT_EQ(v6.perfevtsel().raw(), 0x00002110020301D0ull);
 }
 
 TEST(Events, NanoBenchAuxMsrsAreTakenAlone) {
     Event e = parse_ok("B7.01.MSR_RSP0=0x10001.MSR_RSP1=65536 OCR.X");
     EXPECT_TRUE(e.taken_alone);
-    ASSERT_EQ(e.aux_count, 2);
-    EXPECT_EQ(e.aux[0].msr, 0x1A6u);
-    EXPECT_EQ(e.aux[0].value, 0x10001u);
-    EXPECT_EQ(e.aux[1].msr, 0x1A7u);
-    EXPECT_EQ(e.aux[1].value, 0x10000u);
+    ASSERT_EQ(e.intel.aux_count, 2);
+    EXPECT_EQ(e.intel.aux[0].msr, 0x1A6u);
+    EXPECT_EQ(e.intel.aux[0].value, 0x10001u);
+    EXPECT_EQ(e.intel.aux[1].msr, 0x1A7u);
+    EXPECT_EQ(e.intel.aux[1].value, 0x10000u);
     Event ld = parse_ok("CD.01.MSR_3F6H=4");
-    EXPECT_EQ(ld.aux[0].msr, 0x3F6u);
+    EXPECT_EQ(ld.intel.aux[0].msr, 0x3F6u);
     Event fe = parse_ok("C6.01.MSR_PF=0x11");
-    EXPECT_EQ(fe.aux[0].msr, 0x3F7u);
+    EXPECT_EQ(fe.intel.aux[0].msr, 0x3F7u);
     EXPECT_EQ(encoding(fe), "C6.01.MSR_PF=0x11.TakenAlone");
     EXPECT_EQ(encoding(e), "B7.01.MSR_RSP0=0x10001.MSR_RSP1=0x10000.TakenAlone");
 }
@@ -287,8 +287,8 @@ TEST(Events, PerfTerms) {
     EXPECT_TRUE(u.usr);
     EXPECT_FALSE(u.os);
     Event v6 = parse_ok("event=0xd0,umask=0x01,umask2=0x21,eq");
-    EXPECT_EQ(v6.umask2, 0x21);
-    EXPECT_TRUE(v6.eq);
+    EXPECT_EQ(v6.intel.umask2, 0x21);
+    EXPECT_TRUE(v6.intel.eq);
 }
 
 TEST(Events, PerfPmuPrefix) {
@@ -313,11 +313,11 @@ TEST(Events, PerfRaw) {
     EXPECT_EQ(e.perfevtsel().raw(), 0x0003010Eu);
     Event full = parse_ok("r1A2405A3");  // cmask 0x1A, edge (bit 18), any (bit 21)
     EXPECT_EQ(full.cmask, 0x1A);
-    EXPECT_TRUE(full.inv == false && full.any == true && full.edge == true);
+    EXPECT_TRUE(full.inv == false && full.intel.any == true && full.edge == true);
     EXPECT_EQ(full.umask, 0x05);
     Event v6 = parse_ok("r2110000001D0");
-    EXPECT_EQ(v6.umask2, 0x21);
-    EXPECT_TRUE(v6.eq);
+    EXPECT_EQ(v6.intel.umask2, 0x21);
+    EXPECT_TRUE(v6.intel.eq);
     Event k = parse_ok("r00c0:k");
     EXPECT_FALSE(k.usr);
     EXPECT_TRUE(k.os);
@@ -336,7 +336,7 @@ TEST(Events, EncodingRoundTrips) {
         EXPECT_EQ(a.perfevtsel().raw(), b.perfevtsel().raw()) << s << " -> " << enc;
         EXPECT_EQ(a.pinned_counter, b.pinned_counter) << s;
         EXPECT_EQ(a.taken_alone, b.taken_alone) << s;
-        EXPECT_EQ(a.aux_count, b.aux_count) << s;
+        EXPECT_EQ(a.intel.aux_count, b.intel.aux_count) << s;
     }
     EXPECT_EQ(encoding(parse_ok("instructions")), "FIXED_CTR0=C0.00");
     EXPECT_EQ(encoding(parse_ok("cycles:u")), "FIXED_CTR1=3C.00.USR");
@@ -566,7 +566,7 @@ TEST(Events, EventFile) {
     EXPECT_STREQ(v[1].name, "INST_RETIRED");
     EXPECT_EQ(v[2].cmask, 5);
     EXPECT_TRUE(v[3].taken_alone);
-    EXPECT_EQ(v[3].aux[0].value, 0x11u);
+    EXPECT_EQ(v[3].intel.aux[0].value, 0x11u);
     EXPECT_STREQ(v[4].name, "BR");
     EXPECT_EQ(v[5].kind, EventKind::fixed);
     EXPECT_EQ(v[6].kind, EventKind::tsc);

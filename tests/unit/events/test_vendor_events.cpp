@@ -46,8 +46,8 @@ TEST(AmdEvents, TwelveBitSelectsInEverySyntax) {
     EXPECT_EQ(d.umask, 0x02);
     EXPECT_EQ(enc(b), "1C1.02");
     EXPECT_EQ(enc(ok("0FFF.00.CMSK=2.INV.HostOnly.USR", kZen)), "FFF.00.CMSK=2.INV.HostOnly.USR");
-    EXPECT_TRUE(ok("076.00.GuestOnly", kK10).guest_only);
-    EXPECT_TRUE(ok("event=0x76,hostonly", kZen).host_only);
+    EXPECT_TRUE(ok("076.00.GuestOnly", kK10).amd.guest_only);
+    EXPECT_TRUE(ok("event=0x76,hostonly", kZen).amd.host_only);
 }
 
 TEST(AmdEvents, RangesAndIntelOnlyFieldsHaveClearMessages) {
@@ -115,20 +115,20 @@ TEST(AmdRegs, EventSelectLayout) {
 
 TEST(NetBurstEvents, NamesMasksAndAliases) {
     Event b = ok("branch_retired", kNb);
-    EXPECT_EQ(b.nb_event, netburst::kBranchRetired);
-    EXPECT_EQ(b.nb_mask, 0xF);
+    EXPECT_EQ(b.netburst.event, netburst::kBranchRetired);
+    EXPECT_EQ(b.netburst.mask, 0xF);
     EXPECT_EQ(b.event_select, 0x06);
     Event t = ok("branch_retired.MMTP+mmtm:u", kNb);
-    EXPECT_EQ(t.nb_mask, 0xC);
+    EXPECT_EQ(t.netburst.mask, 0xC);
     EXPECT_TRUE(t.usr);
     EXPECT_FALSE(t.os);
     EXPECT_EQ(enc(t), "branch_retired.MMTP+MMTM:u");
     Event i = ok("instructions", kNb);
-    EXPECT_EQ(i.nb_event, netburst::kInstrRetired);
-    EXPECT_EQ(i.nb_mask, 0x3);
+    EXPECT_EQ(i.netburst.event, netburst::kInstrRetired);
+    EXPECT_EQ(i.netburst.mask, 0x3);
     EXPECT_EQ(enc(i), "instr_retired");
     EXPECT_EQ(enc(ok("instr_retired.BOGUSTAG", kNb)), "instr_retired.BOGUSTAG");
-    EXPECT_EQ(ok("cycles", kNb).nb_event, netburst::kGlobalPowerEvents);
+    EXPECT_EQ(ok("cycles", kNb).netburst.event, netburst::kGlobalPowerEvents);
     EXPECT_EQ(err("branch_retired.MMXX", kNb),
               "event spec 'branch_retired.MMXX': 'MMXX' is not an event-mask bit of branch_retired (known: MMNP, "
               "MMNM, MMTP, MMTM) (at offset 15)");

@@ -77,7 +77,7 @@ void expect_placement_valid(const SimCpu& c, const Vec<Event>& e, const Allocati
             EXPECT_TRUE(c.netburst()->escr_exists(*x)) << d.name;
             EXPECT_TRUE((x->counters >> as.index) & 1) << d.name << " does not feed counter " << unsigned(as.index);
             EXPECT_EQ(x->select, d.select) << d.name;
-            EXPECT_EQ(x->unit, model_event(e[as.event].nb_event).unit) << e[as.event].name << " in " << d.name;
+            EXPECT_EQ(x->unit, model_event(e[as.event].netburst.event).unit) << e[as.event].name << " in " << d.name;
             EXPECT_TRUE(ctrs.insert(as.index).second) << "counter " << unsigned(as.index) << " twice in group " << g;
             EXPECT_TRUE(escrs.insert(d.msr).second) << d.name << " twice in group " << g;
         }

@@ -47,7 +47,7 @@ TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
 HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
-.PHONY: all test unit-test qemu-test bench fuzz image sign clean deps
+.PHONY: format all test unit-test qemu-test bench fuzz image sign clean deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
 # The version string (git describe), rewritten only when it changes so that
@@ -171,6 +171,12 @@ fuzz: $(BUILD)/fuzz/fuzz_events $(BUILD)/fuzz/fuzz_inputs
 		-artifact_prefix=tests/fuzz/crashers/ $(BUILD)/fuzz/corpus-events tests/fuzz/corpus/events
 	$(BUILD)/fuzz/fuzz_inputs -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 		-artifact_prefix=tests/fuzz/crashers/inputs- $(BUILD)/fuzz/corpus-inputs tests/fuzz/corpus/inputs
+
+# Formats the C++ tree with .clang-format (tests/py/test_layers.py checks it is formatted).
+FORMAT_FILES = $(shell git ls-files 'src/*.cpp' 'src/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' 'tests/sim/*.cpp' \
+	'tests/sim/*.h' 'tests/support/*.cpp' 'tests/support/*.h' 'tests/fuzz/*.cpp' 'tests/fuzz/*.h' 'tests/bench/*.cpp')
+format:
+	clang-format -i $(FORMAT_FILES)
 
 clean:
 	rm -rf $(BUILD)

@@ -19,6 +19,7 @@ needs=(
   "/usr/include/gtest/gtest.h:libgtest-dev"
   "/usr/lib/clang:libclang-rt-dev"
   "/usr/lib/python3/dist-packages/matplotlib:python3-matplotlib"
+  "clang-format:clang-format"
 )
 missing=()
 for n in "${needs[@]}"; do

@@ -37,15 +37,14 @@ bool Args::at_option() const {
     return w.starts_with("--") || w.eq("-h");
 }
 
-Result<u64> parse_uint_option(const char* option, const char* value, u64 min, u64 max,
-                              bool allow_suffix) {
+Result<u64> parse_uint_option(const char* option, const char* value, u64 min, u64 max, bool allow_suffix) {
     u64 v = 0;
     if (!value || !parse_u64(StrView(value), &v, allow_suffix))
-        return Error::make(Errc::invalid_argument, "%s: '%s' is not a number%s", option,
-                           value ? value : "", allow_suffix ? " (suffixes K, M, G allowed)" : "");
+        return Error::make(Errc::invalid_argument, "%s: '%s' is not a number%s", option, value ? value : "",
+                           allow_suffix ? " (suffixes K, M, G allowed)" : "");
     if (v < min || v > max)
-        return Error::make(Errc::invalid_argument, "%s: %llu is out of range %llu..%llu", option,
-                           (unsigned long long)v, (unsigned long long)min, (unsigned long long)max);
+        return Error::make(Errc::invalid_argument, "%s: %llu is out of range %llu..%llu", option, (unsigned long long)v,
+                           (unsigned long long)min, (unsigned long long)max);
     return v;
 }
 

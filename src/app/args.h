@@ -31,7 +31,6 @@ private:
 };
 
 // Value parsers with errors naming the option.
-Result<u64> parse_uint_option(const char* option, const char* value, u64 min, u64 max,
-                              bool allow_suffix = false);
+Result<u64> parse_uint_option(const char* option, const char* value, u64 min, u64 max, bool allow_suffix = false);
 
 }  // namespace pmulab

@@ -15,8 +15,7 @@ Status parse_config(StrView text, const char* name, Vec<ConfigLine>* out) {
         ++line_no;
         for (usize i = 0; i < line.len; ++i) {
             char c = line[i];
-            if (c == 0)
-                return Error::make(Errc::invalid_argument, "%s:%u: NUL byte in a text file", name, line_no);
+            if (c == 0) return Error::make(Errc::invalid_argument, "%s:%u: NUL byte in a text file", name, line_no);
             if (u8(c) >= 0x80)
                 return Error::make(Errc::invalid_argument, "%s:%u: non-ASCII byte 0x%02x (save the file as ASCII)",
                                    name, line_no, unsigned(u8(c)));

@@ -50,8 +50,8 @@ Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus) {
         return ok_status();
     }
     if (sel.index >= n)
-        return Error::make(Errc::invalid_argument, "--cpu %u: there are only %u logical processors (0..%u)",
-                           sel.index, n, n - 1);
+        return Error::make(Errc::invalid_argument, "--cpu %u: there are only %u logical processors (0..%u)", sel.index,
+                           n, n - 1);
     cpus->push(sel.index);
     return ok_status();
 }

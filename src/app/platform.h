@@ -9,8 +9,8 @@
 
 namespace pmulab {
 
-class MeasurePlatform;  // pmulab/measure.h
-class FileSource;       // pmulab/event_table.h
+class MeasurePlatform;  // measure/measure.h
+class FileSource;       // events/event_files.h
 
 class Platform {
 public:

@@ -55,15 +55,15 @@ protected:
 
 // Declares field `name` at [hi:lo]: the type `name##_field` (a Bits<hi, lo>), the
 // getter name() and the chaining setter set_name(v).
-#define PMULAB_REG_FIELD(Self, name, hi, lo)                                      \
-    using name##_field = ::pmulab::regs::Bits<hi, lo>;                            \
-    constexpr ::pmulab::u64 name() const { return get_field<name##_field>(); }    \
+#define PMULAB_REG_FIELD(Self, name, hi, lo)                                   \
+    using name##_field = ::pmulab::regs::Bits<hi, lo>;                         \
+    constexpr ::pmulab::u64 name() const { return get_field<name##_field>(); } \
     constexpr Self& set_##name(::pmulab::u64 v) { return set_field<name##_field>(v); }
 
 // Declares the single-bit flag `name` at bit `b`.
-#define PMULAB_REG_FLAG(Self, name, b)                                            \
-    using name##_field = ::pmulab::regs::Bit<b>;                                  \
-    constexpr bool name() const { return get_field<name##_field>() != 0; }        \
+#define PMULAB_REG_FLAG(Self, name, b)                                     \
+    using name##_field = ::pmulab::regs::Bit<b>;                           \
+    constexpr bool name() const { return get_field<name##_field>() != 0; } \
     constexpr Self& set_##name(bool v = true) { return set_field<name##_field>(v ? 1 : 0); }
 
 // The facility itself, pinned here once (the layouts pin their own fields).

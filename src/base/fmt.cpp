@@ -20,8 +20,7 @@ struct Sink {
     }
 };
 
-void emit_padded(Sink& s, const char* digits, usize len, int width, bool left, char padc,
-                 const char* prefix) {
+void emit_padded(Sink& s, const char* digits, usize len, int width, bool left, char padc, const char* prefix) {
     usize plen = prefix ? str_len(prefix) : 0;
     int pad = width - int(len + plen);
     if (!left && padc == ' ')

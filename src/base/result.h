@@ -46,9 +46,7 @@ public:
     Result(const T& v) : ok_(true) { new (&value_) T(v); }         // NOLINT(implicit)
     Result(T&& v) : ok_(true) { new (&value_) T(move(v)); }        // NOLINT(implicit)
     Result(const Error& e) : ok_(false) { new (&err_) Error(e); }  // NOLINT(implicit)
-    Result(const Result& o)
-        requires requires(const T& t) { T(t); }
-        : ok_(o.ok_) {
+    Result(const Result& o) requires requires(const T& t) { T(t); } : ok_(o.ok_) {
         if (ok_) new (&value_) T(o.value_);
         else new (&err_) Error(o.err_);
     }
@@ -56,8 +54,7 @@ public:
         if (ok_) new (&value_) T(move(o.value_));
         else new (&err_) Error(o.err_);
     }
-    Result& operator=(const Result& o)
-        requires requires(const T& t) { T(t); }
+    Result& operator=(const Result& o) requires requires(const T& t) { T(t); }
     {
         if (this != &o) {
             reset();
@@ -143,19 +140,19 @@ inline Status ok_status() { return Status(); }
 // An expression: the value of a successful Result (nothing for a Status), or, on
 // failure, returns the error from the enclosing function (whose return type must be
 // constructible from Error: a Result, a Status).
-#define PMULAB_TRY(expr)                                                  \
-    ({                                                                    \
-        auto&& pmulab_try_r_ = (expr);                                    \
+#define PMULAB_TRY(expr)                                                        \
+    ({                                                                          \
+        auto&& pmulab_try_r_ = (expr);                                          \
         if (!pmulab_try_r_.ok()) return ::pmulab::Error(pmulab_try_r_.error()); \
-        pmulab_try_r_.release_value();                                    \
+        pmulab_try_r_.release_value();                                          \
     })
 
 // As PMULAB_TRY, adding a context to the error's message: PMULAB_TRY_CTX(r, "CPU %u", i).
-#define PMULAB_TRY_CTX(expr, ...)                                         \
-    ({                                                                    \
-        auto&& pmulab_try_r_ = (expr);                                    \
+#define PMULAB_TRY_CTX(expr, ...)                                                        \
+    ({                                                                                   \
+        auto&& pmulab_try_r_ = (expr);                                                   \
         if (!pmulab_try_r_.ok()) return pmulab_try_r_.error().with_context(__VA_ARGS__); \
-        pmulab_try_r_.release_value();                                    \
+        pmulab_try_r_.release_value();                                                   \
     })
 
 }  // namespace pmulab

@@ -38,8 +38,7 @@ const char* yesno(bool b) { return b ? "yes" : "no"; }
 
 // Two CPUs share a PMU block when identity-relevant fields and PMU caps match.
 bool same_pmu(const CpuRecord& a, const CpuRecord& b) {
-    return a.collected == b.collected && (a.collected || str_eq(a.error, b.error)) &&
-           a.dec.pmu == b.dec.pmu &&
+    return a.collected == b.collected && (a.collected || str_eq(a.error, b.error)) && a.dec.pmu == b.dec.pmu &&
            a.dec.id.core_type == b.dec.id.core_type && a.dec.id.signature == b.dec.id.signature &&
            a.dec.id.vendor == b.dec.id.vendor && a.netburst_perfmon == b.netburst_perfmon;
 }
@@ -65,8 +64,9 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  not collected: %s\n", r.error);
         return;
     }
-    if (id.hybrid) out.printf("  core type        : %s (0x%02x), native model id 0x%06x\n",
-                              core_type_name(id.core_type), id.core_type, id.native_model_id);
+    if (id.hybrid)
+        out.printf("  core type        : %s (0x%02x), native model id 0x%06x\n", core_type_name(id.core_type),
+                   id.core_type, id.native_model_id);
     bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
     if (amd) {
         if (!p.amd_core_counters) {
@@ -78,8 +78,8 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
             out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n",
                        p.amd_core_counters, yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
             if (p.amd_perfmon_v2)
-                out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n",
-                           yesno(p.amd_lbr_v2), p.amd_lbr_stack_size, p.amd_nb_counters);
+                out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n", yesno(p.amd_lbr_v2),
+                           p.amd_lbr_stack_size, p.amd_nb_counters);
             out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
                        p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no",
                        p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
@@ -88,12 +88,14 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     }
     if (p.netburst) {
         // SDM Vol. 3B §20.15: ESCR/CCCR counters; IA32_MISC_ENABLE[7] confirms them at run time.
-        if (!p.leaf_0a) out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
+        if (!p.leaf_0a)
+            out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
         else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
         out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
-        out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
-        out.printf("  Hyper-Threading  : %s\n", p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs"
-                                                              : "no");
+        out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n",
+                   p.netburst_model <= 2 ? 45u : 43u);
+        out.printf("  Hyper-Threading  : %s\n",
+                   p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs" : "no");
         if (netburst_disabled(r))
             out.put("  perfmon          : disabled by the firmware: IA32_MISC_ENABLE[7] (Performance Monitoring "
                     "Available) is 0, so no counter can be used (only the TSC)\n");
@@ -108,8 +110,7 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     if (p.version == 0) {
         out.printf("  PMU              : none: CPUID.0AH reports version 0, no architectural "
                    "performance monitoring%s\n",
-                   id.hypervisor ? " (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)"
-                                 : "");
+                   id.hypervisor ? " (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)" : "");
         return;
     }
     out.printf("  perfmon version  : %u\n", p.version);
@@ -120,8 +121,8 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.put(")");
     }
     out.put('\n');
-    out.printf("  fixed counters   : %u x %u bits (EDX[4:0]=%u", popcount64(p.fixed_effective),
-               p.fixed_width, p.fixed_counters);
+    out.printf("  fixed counters   : %u x %u bits (EDX[4:0]=%u", popcount64(p.fixed_effective), p.fixed_width,
+               p.fixed_counters);
     if (p.version >= 5) out.printf(", ECX mask 0x%x", p.fixed_mask);
     out.put("; effective: ");
     put_mask_list(out, p.fixed_effective);
@@ -147,8 +148,8 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.put('\n');
     }
     if (p.leaf_23) {
-        out.printf("  leaf 23H         : sub-leaves 0x%x, UMASK2 %s, EQ %s", p.leaf23_subleaves,
-                   yesno(p.umask2), yesno(p.eq_bit));
+        out.printf("  leaf 23H         : sub-leaves 0x%x, UMASK2 %s, EQ %s", p.leaf23_subleaves, yesno(p.umask2),
+                   yesno(p.eq_bit));
         if (p.leaf23_subleaves & 4) {
             out.put(", ACR GP ");
             put_mask_list(out, p.acr_gp_bitmap);
@@ -160,12 +161,10 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     }
     if (id.pdcm) {
         if (p.perf_caps_read)
-            out.printf("  PERF_CAPABILITIES: 0x%llx (full-width writes %s)\n",
-                       (unsigned long long)p.perf_caps, yesno((p.perf_caps >> 13) & 1));
-        else if (r.perf_caps_fault)
-            out.put("  PERF_CAPABILITIES: PDCM set but RDMSR 0x345 faulted\n");
-        else
-            out.put("  PERF_CAPABILITIES: not read (offline)\n");
+            out.printf("  PERF_CAPABILITIES: 0x%llx (full-width writes %s)\n", (unsigned long long)p.perf_caps,
+                       yesno((p.perf_caps >> 13) & 1));
+        else if (r.perf_caps_fault) out.put("  PERF_CAPABILITIES: PDCM set but RDMSR 0x345 faulted\n");
+        else out.put("  PERF_CAPABILITIES: not read (offline)\n");
     }
 }
 
@@ -305,14 +304,13 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         out.put("\n  extended location (package/die/tile/module/core/thread):\n");
         for (const CpuRecord& r : cpus)
             if (r.topo.has_extended)
-                out.printf("  %3u  %u/%u/%u/%u/%u/%u\n", r.index, r.topo.ext_package, r.topo.ext_die,
-                           r.topo.ext_tile, r.topo.ext_module, r.topo.ext_core, r.topo.ext_thread);
+                out.printf("  %3u  %u/%u/%u/%u/%u/%u\n", r.index, r.topo.ext_package, r.topo.ext_die, r.topo.ext_tile,
+                           r.topo.ext_module, r.topo.ext_core, r.topo.ext_thread);
     }
     // Group identical PMUs; one detailed block per group.
     usize groups = 0;
-    for (const Vec<u32>& members : group_indices(cpus.size(), [&](usize i, usize j) {
-             return same_pmu(cpus[i], cpus[j]);
-         })) {
+    for (const Vec<u32>&members :
+         group_indices(cpus.size(), [&](usize i, usize j) { return same_pmu(cpus[i], cpus[j]); })) {
         const usize i = members[0];
         if (cpus[i].collected) ++groups;  // unreachable CPUs are not a PMU configuration
         out.put("\nPMU of CPU ");
@@ -320,8 +318,10 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         out.printf(" (%u CPU%s):\n", unsigned(members.size()), members.size() == 1 ? "" : "s");
         put_pmu_block(out, cpus[i]);
     }
-    if (groups > 1) out.printf("\nnote: %u different PMU configurations across CPUs (hybrid part or "
-                               "asymmetric firmware setup)\n", unsigned(groups));
+    if (groups > 1)
+        out.printf("\nnote: %u different PMU configurations across CPUs (hybrid part or "
+                   "asymmetric firmware setup)\n",
+                   unsigned(groups));
 }
 
 void census_json(const CpuRecord& r, StrBuf& out) {

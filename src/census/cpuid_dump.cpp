@@ -145,8 +145,8 @@ Error DumpParser::err(u32 line, const char* fmt, ...) {
 
 Status DumpParser::check_binary() {
     // Windows tools may save reports as UTF-16: say so instead of "binary data".
-    if (text_.len >= 2 && ((u8(text_[0]) == 0xFF && u8(text_[1]) == 0xFE) ||
-                           (u8(text_[0]) == 0xFE && u8(text_[1]) == 0xFF)))
+    if (text_.len >= 2 &&
+        ((u8(text_[0]) == 0xFF && u8(text_[1]) == 0xFE) || (u8(text_[0]) == 0xFE && u8(text_[1]) == 0xFF)))
         return err(1, "UTF-16 text; convert the dump to ASCII/UTF-8 first (e.g. iconv -f UTF-16 -t UTF-8)");
     u32 line = 1, col = 1;
     for (usize i = 0; i < text_.len; ++i) {
@@ -158,8 +158,10 @@ Status DumpParser::check_binary() {
         }
         bool ok = c >= 0x20 ? c != 0x7f : (c == '\t' || c == '\r' || c == '\f' || c == '\v');
         if (!ok)
-            return err(line, "binary data (byte 0x%02x at column %u); expected a text CPUID dump "
-                             "(`cpuid -r` or AIDA64 report)", c, col);
+            return err(line,
+                       "binary data (byte 0x%02x at column %u); expected a text CPUID dump "
+                       "(`cpuid -r` or AIDA64 report)",
+                       c, col);
         ++col;
     }
     return ok_status();
@@ -170,8 +172,7 @@ Status DumpParser::begin_cpu(u32 index, u32 line, const char* label) {
     if (out_->size() >= kMaxDumpCpus)
         return err(line, "more than %u logical CPUs in the dump; not a real machine's dump?", kMaxDumpCpus);
     for (usize i = 0; i < out_->size(); ++i)
-        if ((*out_)[i].index == index)
-            return err(line, "%s appears twice (first at line %u)", label, header_lines_[i]);
+        if ((*out_)[i].index == index) return err(line, "%s appears twice (first at line %u)", label, header_lines_[i]);
     in_cpu_ = true;
     cur_ = CpuRecord();
     cur_.index = index;
@@ -187,19 +188,22 @@ Status DumpParser::end_cpu() {
     if (!in_cpu_) return ok_status();
     in_cpu_ = false;
     CpuidRegs l0;
-    if (!cur_.raw.find(0, 0, &l0))
-        return err(cur_line_, "%s has no CPUID leaf 0 line (truncated dump?)", cur_label_);
+    if (!cur_.raw.find(0, 0, &l0)) return err(cur_line_, "%s has no CPUID leaf 0 line (truncated dump?)", cur_label_);
     if (l0.eax >= 1 && !cur_.raw.has(1))
-        return err(cur_line_, "%s has no CPUID leaf 1 line although leaf 0 reports maximum leaf 0x%x "
-                              "(truncated dump?)", cur_label_, l0.eax);
+        return err(cur_line_,
+                   "%s has no CPUID leaf 1 line although leaf 0 reports maximum leaf 0x%x "
+                   "(truncated dump?)",
+                   cur_label_, l0.eax);
     // Every leaf the decoder reads on this CPU must be in its section, or the decoded PMU
     // would silently be zeros: a section cut short is the usual cause.
     MissingQuery q{&cur_.raw, 0, 0, false};
     CpuidSnapshot again;
     capture_cpuid(missing_query, &q, &again);
     if (q.found)
-        return err(cur_line_, "%s has no CPUID leaf 0x%08X sub-leaf %u line although its leaves 0/1/7 "
-                              "enumerate it (truncated dump?)", cur_label_, q.leaf, q.sub);
+        return err(cur_line_,
+                   "%s has no CPUID leaf 0x%08X sub-leaf %u line although its leaves 0/1/7 "
+                   "enumerate it (truncated dump?)",
+                   cur_label_, q.leaf, q.sub);
     out_->push(cur_);
     header_lines_.push(cur_line_);
     Label& l = labels_.emplace();
@@ -221,9 +225,8 @@ Status DumpParser::add(u32 leaf, bool explicit_sub, u32 sub, const u32 (&v)[4], 
     if (!cpuid_subleaf_is_captured(leaf, sub)) return ok_status();
     for (u32 i = 0; i < cur_.raw.count; ++i)
         if (cur_.raw.entries[i].leaf == leaf && cur_.raw.entries[i].subleaf == sub)
-            return err(line, "'%.*s' repeats leaf 0x%08X sub-leaf %u of %s (first at line %u)", qn(what),
-                       what.ptr, leaf, sub, cur_label_,
-                       entry_line_[i]);
+            return err(line, "'%.*s' repeats leaf 0x%08X sub-leaf %u of %s (first at line %u)", qn(what), what.ptr,
+                       leaf, sub, cur_label_, entry_line_[i]);
     CpuidRegs r;
     r.eax = v[0];
     r.ebx = v[1];
@@ -250,7 +253,7 @@ Status DumpParser::check_against_first() {
         for (u32 k = 0; k < first.raw.count; ++k) {
             const CpuidEntry& e = first.raw.entries[k];
             if (e.subleaf != 0 || r.raw.has(e.leaf, 0)) continue;
-            bool enumerated = e.leaf < 0x40000000 ? e.leaf <= max
+            bool enumerated = e.leaf < 0x40000000    ? e.leaf <= max
                               : e.leaf >= 0x80000000 ? (e.leaf == 0x80000000 || e.leaf <= emax)
                                                      : true;
             if (!enumerated) continue;

@@ -86,10 +86,10 @@ Status DumpParser::aida_register_line(StrView t, u32 line) {
         if (part[i].len != 8 || !hex_u32(part[i], &v[i])) {
             char c = first_non_hex(part[i]);
             if (c)
-                return err(line, "bad hex digit '%c' in %s value '%.*s' after '%.*s'", c, kNames[i],
-                           qn(part[i]), part[i].ptr, hl, head.ptr);
-            return err(line, "%s value '%.*s' after '%.*s' is not 8 hex digits", kNames[i],
-                       qn(part[i]), part[i].ptr, hl, head.ptr);
+                return err(line, "bad hex digit '%c' in %s value '%.*s' after '%.*s'", c, kNames[i], qn(part[i]),
+                           part[i].ptr, hl, head.ptr);
+            return err(line, "%s value '%.*s' after '%.*s' is not 8 hex digits", kNames[i], qn(part[i]), part[i].ptr,
+                       hl, head.ptr);
         }
     }
     // Optional "[SL xx]" among the bracketed comments.
@@ -127,8 +127,7 @@ Status DumpParser::aida_all_cpus_line(StrView t, u32 line) {
     if (!find_number_after(t, "CPU", &cpu) || !find_number_after(t, "APICID", &apic)) return ok_status();
     for (const ApicEntry& e : apic_)
         if (e.cpu == cpu) return err(line, "CPU %u is listed twice in the 'All CPUs' section", cpu);
-    if (apic_.size() >= kMaxDumpCpus)
-        return err(line, "more than %u CPUs in the 'All CPUs' section", kMaxDumpCpus);
+    if (apic_.size() >= kMaxDumpCpus) return err(line, "more than %u CPUs in the 'All CPUs' section", kMaxDumpCpus);
     apic_.push(ApicEntry{cpu, apic});
     return ok_status();
 }
@@ -145,8 +144,7 @@ Status DumpParser::aida64_line(StrView t, u32 line) {
         if (num.ptr) {
             u32 index = 0;
             if (!dec_u32(num, &index))
-                return err(line, "bad CPU number '%.*s' in section header '%.*s'", qn(num), num.ptr,
-                           qn(t), t.ptr);
+                return err(line, "bad CPU number '%.*s' in section header '%.*s'", qn(num), num.ptr, qn(t), t.ptr);
             char label[32];
             format_to(label, sizeof label, "logical CPU #%u", index);
             PMULAB_TRY(begin_cpu(index, line, label));

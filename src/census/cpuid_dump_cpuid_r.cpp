@@ -7,9 +7,7 @@ namespace pmulab::cpuid_dump {
 
 namespace {
 
-bool is_cpuid_r_register_line(StrView t) {
-    return t.len >= 10 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X');
-}
+bool is_cpuid_r_register_line(StrView t) { return t.len >= 10 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'); }
 
 // "CPU:" or "CPU <decimal>:".
 bool is_cpuid_r_header(StrView t, bool* has_index, u32* index, bool* bad_index) {
@@ -36,10 +34,8 @@ bool is_cpuid_r_line(StrView t) {
     return is_cpuid_r_header(t, &has_index, &index, &bad) || is_cpuid_r_register_line(t);
 }
 
-const char DumpParser::kCpuidRNoCpu[] =
-    "no CPU section found: expected `cpuid -r` output ('CPU 0:' followed by lines "
-    "'0x00000000 0x00: eax=0x... ebx=0x... ecx=0x... edx=0x...')";
-
+const char DumpParser::kCpuidRNoCpu[] = "no CPU section found: expected `cpuid -r` output ('CPU 0:' followed by lines "
+                                        "'0x00000000 0x00: eax=0x... ebx=0x... ecx=0x... edx=0x...')";
 
 Status DumpParser::cpuid_r_register_line(StrView t, u32 line) {
     // 0xLLLLLLLL 0xSS: eax=0x........ ebx=0x........ ecx=0x........ edx=0x........
@@ -69,23 +65,20 @@ Status DumpParser::cpuid_r_register_line(StrView t, u32 line) {
     for (int i = 0; i < 4; ++i) {
         StrView r = take_word(&rest);
         if (!r.starts_with(kRegs[i]))
-            return err(line, "expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after '%.*s'",
-                       qn(head), head.ptr);
+            return err(line, "expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after '%.*s'", qn(head),
+                       head.ptr);
         StrView hex = r.sub(4);
         if (hex.starts_with("0x") || hex.starts_with("0X")) hex = hex.sub(2);
         if (!hex_u32(hex, &v[i])) {
             char c = first_non_hex(hex);
             if (c)
-                return err(line, "bad hex digit '%c' in %.3s value '%.*s' after '%.*s'", c, kRegs[i],
-                           qn(r), r.ptr,
+                return err(line, "bad hex digit '%c' in %.3s value '%.*s' after '%.*s'", c, kRegs[i], qn(r), r.ptr,
                            qn(head), head.ptr);
-            return err(line, "%.3s value '%.*s' after '%.*s' is not 1 to 8 hex digits", kRegs[i],
-                       qn(r), r.ptr,
+            return err(line, "%.3s value '%.*s' after '%.*s' is not 1 to 8 hex digits", kRegs[i], qn(r), r.ptr,
                        qn(head), head.ptr);
         }
     }
-    if (!rest.empty())
-        return err(line, "unexpected text '%.*s' after the edx value", qn(rest), rest.ptr);
+    if (!rest.empty()) return err(line, "unexpected text '%.*s' after the edx value", qn(rest), rest.ptr);
     return add(leaf, has_sub, sub, v, line, head);
 }
 
@@ -105,8 +98,9 @@ Status DumpParser::cpuid_r_line(StrView t, u32 line) {
         return cpuid_r_register_line(t, line);
     }
     if (in_cpu_)
-        return err(line, "'%.*s' is not a raw register line ('0x00000000 0x00: eax=0x... ebx=0x... "
-                         "ecx=0x... edx=0x...'); decoded `cpuid` output is not supported, use `cpuid -r`",
+        return err(line,
+                   "'%.*s' is not a raw register line ('0x00000000 0x00: eax=0x... ebx=0x... "
+                   "ecx=0x... edx=0x...'); decoded `cpuid` output is not supported, use `cpuid -r`",
                    qn(t), t.ptr);
     // Text before the first CPU header is ignored.
     return ok_status();

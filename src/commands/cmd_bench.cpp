@@ -59,8 +59,8 @@ Status cmd_bench(Out& out, Args& args) {
         StrBuf line;
         kernel_json(k, &line);
         out.record(line);
-        t.printf("%-14s %5u  %-6s  %s\n", k.name, k.instructions, k.buffer == KernelBuffer::none ? "-" : buffer_name(k.buffer),
-                 k.body[0] ? k.body : "(nothing)");
+        t.printf("%-14s %5u  %-6s  %s\n", k.name, k.instructions,
+                 k.buffer == KernelBuffer::none ? "-" : buffer_name(k.buffer), k.body[0] ? k.body : "(nothing)");
         t.printf("%-14s %5s  %-6s    %s\n", "", "", "", k.description);
     }
     t.printf("\ninsns = instructions per iteration (one copy of the body), exact on every path.\n"

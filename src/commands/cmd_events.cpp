@@ -83,8 +83,7 @@ Status collect(Hw& hw, const CpuSelection& sel, Vec<CpuPmu>* out) {
 // \pmulab\events\skylake_core.evt, 39 events):" and one "NAME  TOKEN" line each), or a
 // line saying that no file is for it. JSON: one {"type":"event_file",...} record per
 // class with the CPUs, the file (null when none) and its events as {name, code}.
-void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text,
-                  Vec<StrBuf>* records) {
+void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text, Vec<StrBuf>* records) {
     Vec<Vec<u32>> cls = classes(all);
     for (const Vec<u32>& k : cls) {
         const CpuPmu& c0 = all[k[0]];
@@ -168,8 +167,8 @@ void check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const 
             out.record(line);
         }
         StrBuf b;
-        b.printf("%s: %u event%s in %u run%s (", where.c_str(), unsigned(events.size()),
-                 events.size() == 1 ? "" : "s", unsigned(a.groups.size()), a.groups.size() == 1 ? "" : "s");
+        b.printf("%s: %u event%s in %u run%s (", where.c_str(), unsigned(events.size()), events.size() == 1 ? "" : "s",
+                 unsigned(a.groups.size()), a.groups.size() == 1 ? "" : "s");
         put_pmu_summary(b, c0.info);
         b.put(")\n");
         StrBuf r;

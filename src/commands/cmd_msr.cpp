@@ -4,13 +4,12 @@
 
 namespace pmulab {
 
-const char kMsrHelp[] =
-    "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
-    "       pmulab msr write ADDR VALUE [--cpu N|all|bsp] [--unsafe]\n"
-    "\n"
-    "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
-    "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
-    "Writes outside the PMU MSR ranges need --unsafe.\n";
+const char kMsrHelp[] = "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
+                        "       pmulab msr write ADDR VALUE [--cpu N|all|bsp] [--unsafe]\n"
+                        "\n"
+                        "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
+                        "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
+                        "Writes outside the PMU MSR ranges need --unsafe.\n";
 
 bool msr_is_pmu(u32 m) {
     using namespace msr;
@@ -30,8 +29,8 @@ namespace {
 Result<u64> parse_reg_value(const char* what, const char* s) {
     u64 v;
     if (!s || !parse_u64(StrView(s), &v))
-        return Error::make(Errc::invalid_argument, "msr: %s '%s' is not a number (use 0x... or decimal)",
-                           what, s ? s : "");
+        return Error::make(Errc::invalid_argument, "msr: %s '%s' is not a number (use 0x... or decimal)", what,
+                           s ? s : "");
     return v;
 }
 

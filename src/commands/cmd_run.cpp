@@ -186,8 +186,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
         } else if (args.flag("--progress")) {
             o->progress = true;
         } else if (args.at_option()) {
-            return Error::make(Errc::invalid_argument, "run: unknown option '%s' (see 'pmulab help run')",
-                               args.peek());
+            return Error::make(Errc::invalid_argument, "run: unknown option '%s' (see 'pmulab help run')", args.peek());
         } else {
             return Error::make(Errc::invalid_argument, "run: unexpected argument '%s' (see 'pmulab help run')",
                                args.peek());
@@ -196,8 +195,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
 
     StrBuf names;
     put_kernel_names(names);
-    if (!bench)
-        return Error::make(Errc::invalid_argument, "run: --bench is required; kernels: %s", names.c_str());
+    if (!bench) return Error::make(Errc::invalid_argument, "run: --bench is required; kernels: %s", names.c_str());
 
     // --size list
     o->sizes.clear();
@@ -329,8 +327,8 @@ void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
     else size.put('-');
     b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", k.name, size.c_str(), r.read->event, r.read->counter, r.cpu,
               (unsigned long long)r.apic_id, r.run);
-    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)],
-                    r.per_iter[unsigned(Agg::median)], r.per_iter[unsigned(Agg::max)]};
+    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)], r.per_iter[unsigned(Agg::median)],
+                    r.per_iter[unsigned(Agg::max)]};
     for (Frac f : cols) {
         StrBuf v;
         put_frac(v, f, o.decimals);
@@ -395,7 +393,7 @@ bool needs_pmu(const RunOptions& o) {
     return false;
 }
 
-// ---- event names: each CPU's event file (pmulab/event_table.h) ----
+// ---- event names: each CPU's event file (events/event_files.h) ----
 //
 // --events and --events-file are resolved once per group of CPUs whose identity picks
 // the same event file (hybrid P- and E-cores get their own encodings); names a file
@@ -515,7 +513,8 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
                 StrBuf c;
                 regs::put_counter_set(c, st->restore.gp_counters_inexact, "PMC");
                 out.warn("%s could not be restored exactly: without full-width writes only 32 bits (sign-extended) "
-                         "can be written back", c.c_str());
+                         "can be written back",
+                         c.c_str());
             }
             if (st->restore.status_bits_lost)
                 out.warn("overflow flags 0x%llx of IA32_PERF_GLOBAL_STATUS were set before pmulab ran and cannot be "

@@ -3,20 +3,19 @@
 
 namespace pmulab {
 
-const char kSelftestHelp[] =
-    "usage: pmulab selftest [--cpu N|all|bsp]\n"
-    "\n"
-    "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
-    "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
-    "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
-    "PMU checks on an Intel architectural PMU: instructions retired on fixed counter 0 and\n"
-    "GP C0H.00H within 1% of the kernel's count, core cycles fixed 1 vs GP 3CH.00H,\n"
-    "reference cycles (fixed 2) vs the TSC, wrap and overflow flags at the enumerated\n"
-    "width, IA32_PERF_GLOBAL_CTRL gating, and every GP and fixed counter on its own. They\n"
-    "SKIP, with the reason, where there is no such PMU (e.g. QEMU without PMU passthrough).\n"
-    "Per-CPU checks run on --cpu (default bsp).\n"
-    "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
-    "records and one {\"type\":\"summary\",...}.\n";
+const char kSelftestHelp[] = "usage: pmulab selftest [--cpu N|all|bsp]\n"
+                             "\n"
+                             "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
+                             "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
+                             "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
+                             "PMU checks on an Intel architectural PMU: instructions retired on fixed counter 0 and\n"
+                             "GP C0H.00H within 1% of the kernel's count, core cycles fixed 1 vs GP 3CH.00H,\n"
+                             "reference cycles (fixed 2) vs the TSC, wrap and overflow flags at the enumerated\n"
+                             "width, IA32_PERF_GLOBAL_CTRL gating, and every GP and fixed counter on its own. They\n"
+                             "SKIP, with the reason, where there is no such PMU (e.g. QEMU without PMU passthrough).\n"
+                             "Per-CPU checks run on --cpu (default bsp).\n"
+                             "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
+                             "records and one {\"type\":\"summary\",...}.\n";
 
 namespace {
 
@@ -139,8 +138,9 @@ void check_chase(Checks& ck) {
         format_to(name, sizeof name, "pointer chase is one cycle over all %llu nodes (%llu KiB)",
                   (unsigned long long)nodes, (unsigned long long)(size >> 10));
         if (steps == nodes && same) ck.report(Verdict::pass, name, -1, "deterministic for the seed");
-        else ck.reportf(Verdict::fail, name, -1, "cycle length %llu, same chain for the same seed: %s",
-                        (unsigned long long)steps, same ? "yes" : "no");
+        else
+            ck.reportf(Verdict::fail, name, -1, "cycle length %llu, same chain for the same seed: %s",
+                       (unsigned long long)steps, same ? "yes" : "no");
     }
 }
 
@@ -195,8 +195,8 @@ void check_measurements(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
         Result<Frac> v = measure_tsc(hw, mp, a);
         a.irq = IrqMode::cli;
         const char* n_lvt = "interrupts masked via the local APIC LVT (--irq lvt) agree with cli for nop";
-        if (!v.ok()) ck.report(v.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, n_lvt, cpu,
-                               v.error().msg);
+        if (!v.ok())
+            ck.report(v.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, n_lvt, cpu, v.error().msg);
         else
             ck.reportf(agrees(v.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_lvt, cpu, "%s vs %s",
                        fixed2(v.value()).c_str(), fixed2(u1.value()).c_str());
@@ -210,7 +210,8 @@ void check_measurements(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
     Result<Frac> r = measure_tsc(hw, mp, a, &code);
     const char* n_pmc = "rdpmc kernel: RDPMC is probed before code generation";
     if (r.ok()) ck.reportf(Verdict::pass, n_pmc, cpu, "RDPMC works: %s TSC ticks per RDPMC", fixed2(r.value()).c_str());
-    else if (code == Errc::unsupported) ck.reportf(Verdict::pass, n_pmc, cpu, "reported unsupported: %s", r.error().msg);
+    else if (code == Errc::unsupported)
+        ck.reportf(Verdict::pass, n_pmc, cpu, "reported unsupported: %s", r.error().msg);
     else ck.report(Verdict::fail, n_pmc, cpu, r.error().msg);
 }
 

@@ -36,13 +36,12 @@ const char kHelpText[] =
     "\n"
     "exit status: 0 ok, 1 command failed, 2 usage error, 3 unsupported here, 4 internal error\n";
 
-const char kInfoHelp[] =
-    "usage: pmulab info [--json]\n"
-    "\n"
-    "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
-    "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
-    "then prints one row per CPU and one detailed block per distinct PMU.\n"
-    "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
+const char kInfoHelp[] = "usage: pmulab info [--json]\n"
+                         "\n"
+                         "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
+                         "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
+                         "then prints one row per CPU and one detailed block per distinct PMU.\n"
+                         "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
 
 Status cmd_info(Out& out, Args& args) {
     if (!args.done())
@@ -124,8 +123,7 @@ Status app_check(int argc, const char* const* argv) {
         const char* a = argv[i];
         if (str_eq(a, "--json") || str_eq(a, "--shutdown") || str_eq(a, "--help") || str_eq(a, "-h")) continue;
         if (str_eq(a, "--")) continue;
-        if (!find_command(a))
-            return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
+        if (!find_command(a)) return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
         return ok_status();
     }
     return ok_status();

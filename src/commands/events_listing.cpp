@@ -106,7 +106,8 @@ void describe_event(const PmuInfo& info, const Row& row, const char* kind, Event
 // AMD and NetBurst: availability and counters of one parsed event of the CPU's dialect.
 void describe_vendor_event(const PmuInfo& info, const Event& e, EventLine* out) {
     out->fixed_counter = e.kind == EventKind::fixed ? e.fixed_counter : -1;
-    if (e.dialect == EventDialect::netburst) format_to(out->code, sizeof out->code, "%02X", unsigned(netburst::kEvents[e.netburst.event].event_select));
+    if (e.dialect == EventDialect::netburst)
+        format_to(out->code, sizeof out->code, "%02X", unsigned(netburst::kEvents[e.netburst.event].event_select));
     else if (e.kind != EventKind::fixed || e.gp_equivalent)
         format_to(out->code, sizeof out->code, "%03X.%02X", unsigned(e.event_select), unsigned(e.umask));
     else str_copy(out->code, sizeof out->code, "-");  // APERF, MPERF: no event select
@@ -138,8 +139,7 @@ void describe_vendor_event(const PmuInfo& info, const Event& e, EventLine* out) 
         out->route = fallback ? "gp_fallback" : "gp";
         regs::put_counter_set(ctr, gp, "PMC");
         if (fallback)
-            format_to(out->reason, sizeof out->reason,
-                      "%s is absent: counted on a general-purpose counter with %s",
+            format_to(out->reason, sizeof out->reason, "%s is absent: counted on a general-purpose counter with %s",
                       regs::amd::fixed_like_name(unsigned(e.fixed_counter)), out->code);
     }
     str_copy(out->counter, sizeof out->counter, ctr.c_str());
@@ -284,7 +284,8 @@ void write_netburst_json(JsonWriter& j, const netburst::EventDef& d, const PmuIn
     j.field_hex("default_mask", d.default_mask);
     j.key("escrs").begin_array();
     for (u8 x : d.escr) {
-        if (x >= netburst::kEscrCount || !netburst::escr_exists(netburst::kEscrs[x], info.caps.netburst_model)) continue;
+        if (x >= netburst::kEscrCount || !netburst::escr_exists(netburst::kEscrs[x], info.caps.netburst_model))
+            continue;
         const netburst::EscrDef& e = netburst::kEscrs[x];
         j.begin_object().field("escr", e.name).field_hex("msr", e.msr).key("counters").begin_array();
         for (unsigned i = 0; i < netburst::kCounters; ++i)

@@ -11,16 +11,16 @@ namespace pmulab {
 
 // `pmulab run` options, parsed but not yet bound to a machine.
 struct RunOptions {
-    MeasureConfig cfg;         // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
-    CpuSelection cpu;          // expanded into cfg.cpus by the command
-    Vec<StrView> events;       // the --events specs split at ',' (default: tsc)
-    const char* events_arg = "tsc";  // the --events value as given (PMU specs: parse_event_list)
-    const char* events_file = nullptr;  // --events-file PATH (event_table.h), or null
-    Vec<u64> sizes;            // --size list (default: kBufferDefault)
+    MeasureConfig cfg;                  // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
+    CpuSelection cpu;                   // expanded into cfg.cpus by the command
+    Vec<StrView> events;                // the --events specs split at ',' (default: tsc)
+    const char* events_arg = "tsc";     // the --events value as given (PMU specs: parse_event_list)
+    const char* events_file = nullptr;  // --events-file PATH (events/event_files.h), or null
+    Vec<u64> sizes;                     // --size list (default: kBufferDefault)
     bool sizes_given = false;
-    bool raw = false;          // --raw: per-repetition counts in the records
-    bool progress = false;     // --progress: progress lines / records
-    unsigned decimals = 2;     // --decimals
+    bool raw = false;       // --raw: per-repetition counts in the records
+    bool progress = false;  // --progress: progress lines / records
+    unsigned decimals = 2;  // --decimals
 };
 
 // Parses the options of `pmulab run`; every error is Errc::invalid_argument with a

@@ -43,7 +43,10 @@ public:
     void finish() {
         StrBuf line;
         JsonWriter w(line);
-        w.begin_object().field("type", "summary").field_u("tests", total_).field_u("passed", total_ - failed_ - skipped_);
+        w.begin_object()
+            .field("type", "summary")
+            .field_u("tests", total_)
+            .field_u("passed", total_ - failed_ - skipped_);
         w.field_u("failed", failed_).field_u("skipped", skipped_).end_object();
         line.put('\n');
         out_.record(line);

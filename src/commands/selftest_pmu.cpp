@@ -9,7 +9,7 @@ namespace {
 // ---------------------------------------------------------------- PMU checks
 //
 // They measure built-in kernels with PMU events through the same path as
-// `pmulab run --events` (measure_pmu.h) and need an Intel architectural PMU; elsewhere
+// `pmulab run --events` (measure/pmu_plan.h) and need an Intel architectural PMU; elsewhere
 // (QEMU TCG, AMD, NetBurst) they SKIP with the reason. Tolerance for instruction
 // counts: within 1% of the kernel's documented count per iteration (U/2U cancels the
 // harness exactly, interrupts are masked; on hardware the counts are normally exact).
@@ -130,13 +130,16 @@ void check_pmu_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuIn
     const u64 n = kernel_info(KernelId::add_indep).instructions;
     bool fx0 = countable(info, "INST_RETIRED.ANY", CounterKind::fixed);
     bool gp_ins = countable(info, "INST_RETIRED.ANY_P", CounterKind::gp);
-    const char* ins_spec = fx0 && gp_ins ? "INST_RETIRED.ANY,INST_RETIRED.ANY_P" : fx0 ? "INST_RETIRED.ANY" : "INST_RETIRED.ANY_P";
+    const char* ins_spec = fx0 && gp_ins ? "INST_RETIRED.ANY,INST_RETIRED.ANY_P"
+                           : fx0         ? "INST_RETIRED.ANY"
+                                         : "INST_RETIRED.ANY_P";
     const char* ins_names[2] = {fx0 ? "FIXED_CTR0" : "GP", "GP"};
     usize ins_count = fx0 && gp_ins ? 2 : 1;
 
     // 1. Instructions retired.
     if (!fx0 && !gp_ins) {
-        ck.report(Verdict::skip, kPmuInstr, cpu, "neither fixed counter 0 nor the architectural event C0H.00H is available");
+        ck.report(Verdict::skip, kPmuInstr, cpu,
+                  "neither fixed counter 0 nor the architectural event C0H.00H is available");
     } else {
         Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, ins_spec, PmuArgs());
         if (!m.ok()) {
@@ -164,14 +167,16 @@ void check_pmu_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuIn
     } else {
         PmuArgs a;
         a.kernel = KernelId::add_chain;
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, "CPU_CLK_UNHALTED.THREAD,CPU_CLK_UNHALTED.THREAD_P", a);
+        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, "CPU_CLK_UNHALTED.THREAD,CPU_CLK_UNHALTED.THREAD_P",
+                                               a);
         if (!m.ok()) {
             ck.report(Verdict::fail, kPmuCycles, cpu, m.error().msg);
         } else {
             Frac f = m.value().ev[0].median, g = m.value().ev[1].median;
             bool ok = positive(f) && positive(g) && agrees(f, g);
             ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuCycles, cpu,
-                       "FIXED_CTR1 %s vs GP %s cycles per iteration of add_chain", fixed2(f).c_str(), fixed2(g).c_str());
+                       "FIXED_CTR1 %s vs GP %s cycles per iteration of add_chain", fixed2(f).c_str(),
+                       fixed2(g).c_str());
         }
     }
 
@@ -188,7 +193,8 @@ void check_pmu_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuIn
             Frac f = m.value().ev[0].median, t = m.value().ev[1].median;
             bool ok = positive(f) && agrees(f, t);
             ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuRef, cpu,
-                       "FIXED_CTR2 %s vs TSC %s ticks per iteration of add_chain", fixed2(f).c_str(), fixed2(t).c_str());
+                       "FIXED_CTR2 %s vs TSC %s ticks per iteration of add_chain", fixed2(f).c_str(),
+                       fixed2(t).c_str());
         }
     }
 
@@ -328,11 +334,11 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
         if (probed[i].info.kind == PmuKind::intel_arch) with_pmu.push(u32(i));
         else if (!reason[0]) {
             if (probed[i].info.kind == PmuKind::none)
-                format_to(reason, sizeof reason, "no Intel architectural PMU on CPU %u: %s", cpus[i], probed[i].info.absent);
+                format_to(reason, sizeof reason, "no Intel architectural PMU on CPU %u: %s", cpus[i],
+                          probed[i].info.absent);
             else
-                format_to(reason, sizeof reason,
-                          "the checks use Intel architectural events; CPU %u has a %s PMU", cpus[i],
-                          pmu_kind_name(probed[i].info.kind));
+                format_to(reason, sizeof reason, "the checks use Intel architectural events; CPU %u has a %s PMU",
+                          cpus[i], pmu_kind_name(probed[i].info.kind));
         }
     }
     if (with_pmu.empty()) {

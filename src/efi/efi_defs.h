@@ -6,8 +6,10 @@ extern "C" {
 }
 
 // EFI_MP_SERVICES_PROTOCOL, UEFI PI spec Vol. 2 §13.4 (edk2 MdePkg/Include/Protocol/MpService.h).
-#define PMULAB_MP_SERVICES_GUID \
-    {0x3fdda605, 0xa76e, 0x4f46, {0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08}}
+#define PMULAB_MP_SERVICES_GUID                                                        \
+    {                                                                                  \
+        0x3fdda605, 0xa76e, 0x4f46, { 0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08 } \
+    }
 
 constexpr UINT32 kProcessorAsBspBit = 0x1;
 constexpr UINT32 kProcessorEnabledBit = 0x2;
@@ -41,10 +43,12 @@ typedef VOID(EFIAPI* EfiApProcedure)(VOID* arg);
 struct EfiMpServicesProtocol {
     EFI_STATUS(EFIAPI* GetNumberOfProcessors)(EfiMpServicesProtocol* This, UINTN* Number, UINTN* Enabled);
     EFI_STATUS(EFIAPI* GetProcessorInfo)(EfiMpServicesProtocol* This, UINTN Number, EfiProcessorInformation* Info);
-    EFI_STATUS(EFIAPI* StartupAllAPs)(EfiMpServicesProtocol* This, EfiApProcedure Procedure, BOOLEAN SingleThread,
-                                      EFI_EVENT WaitEvent, UINTN TimeoutUs, VOID* Arg, UINTN** FailedCpuList);
-    EFI_STATUS(EFIAPI* StartupThisAP)(EfiMpServicesProtocol* This, EfiApProcedure Procedure, UINTN Number,
-                                      EFI_EVENT WaitEvent, UINTN TimeoutUs, VOID* Arg, BOOLEAN* Finished);
+    EFI_STATUS(EFIAPI* StartupAllAPs)
+    (EfiMpServicesProtocol* This, EfiApProcedure Procedure, BOOLEAN SingleThread, EFI_EVENT WaitEvent, UINTN TimeoutUs,
+     VOID* Arg, UINTN** FailedCpuList);
+    EFI_STATUS(EFIAPI* StartupThisAP)
+    (EfiMpServicesProtocol* This, EfiApProcedure Procedure, UINTN Number, EFI_EVENT WaitEvent, UINTN TimeoutUs,
+     VOID* Arg, BOOLEAN* Finished);
     EFI_STATUS(EFIAPI* SwitchBSP)(EfiMpServicesProtocol* This, UINTN Number, BOOLEAN EnableOldBsp);
     EFI_STATUS(EFIAPI* EnableDisableAP)(EfiMpServicesProtocol* This, UINTN Number, BOOLEAN Enable, UINT32* Health);
     EFI_STATUS(EFIAPI* WhoAmI)(EfiMpServicesProtocol* This, UINTN* Number);

@@ -1,4 +1,4 @@
-// pmulab's boot volume as a FileSource (pmulab/event_table.h): event files in
+// pmulab's boot volume as a FileSource (events/event_files.h): event files in
 // \pmulab\events\ and event list files named on the command line.
 #pragma once
 

@@ -58,9 +58,7 @@ struct ShellParameters {
 EFI_GUID kShellParametersGuid = {0x752f3136, 0x4e16, 0x4fdc, {0xa2, 0x2a, 0xe5, 0xf4, 0x68, 0x12, 0xf4, 0xca}};
 EFI_GUID kLoadedImageGuid = EFI_LOADED_IMAGE_PROTOCOL_GUID;
 
-bool ends_with_efi(StrView w) {
-    return w.len >= 4 && w.sub(w.len - 4).eq_nocase(".efi");
-}
+bool ends_with_efi(StrView w) { return w.len >= 4 && w.sub(w.len - 4).eq_nocase(".efi"); }
 
 // The command line from the shell or the load options, without the program name.
 // Returns an empty string when pmulab was started without arguments.
@@ -82,8 +80,7 @@ void gather_command_line(Vec<char>& line) {
         return;
     }
     EFI_LOADED_IMAGE* li = nullptr;
-    if (gBS->HandleProtocol(gImage, &kLoadedImageGuid, reinterpret_cast<void**>(&li)) != EFI_SUCCESS || !li)
-        return;
+    if (gBS->HandleProtocol(gImage, &kLoadedImageGuid, reinterpret_cast<void**>(&li)) != EFI_SUCCESS || !li) return;
     if (!li->LoadOptions || li->LoadOptionsSize < 2) return;
     // Boot-entry optional data and shell-less launches pass UCS-2 text.
     const CHAR16* opt = static_cast<const CHAR16*>(li->LoadOptions);

@@ -122,8 +122,7 @@ bool EfiRecordSink::begin(const char* what, Out& out) {
             probe->Close(probe);
             continue;
         }
-        EFI_STATUS st = dir->Open(dir, &jsonl_, wj,
-                                  EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
+        EFI_STATUS st = dir->Open(dir, &jsonl_, wj, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
         if (st == EFI_SUCCESS)
             st = dir->Open(dir, &csv_, wc, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
         if (st != EFI_SUCCESS) {
@@ -152,8 +151,8 @@ void EfiRecordSink::write_all(EFI_FILE_HANDLE f, StrView data, const char* what)
     if (st != EFI_SUCCESS || n != data.len) {
         failed_ = true;
         char msg[200];
-        format_to(msg, sizeof msg, "writing %s failed (%s)%s; the records are on the console", what,
-                  status_name(st), st == EFI_VOLUME_FULL ? ": the boot volume is full" : "");
+        format_to(msg, sizeof msg, "writing %s failed (%s)%s; the records are on the console", what, status_name(st),
+                  st == EFI_VOLUME_FULL ? ": the boot volume is full" : "");
         warn(msg);
     }
 }

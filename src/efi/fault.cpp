@@ -30,9 +30,7 @@ constexpr u8 kInterruptGatePresentDpl0 = 0x8E;
 IdtGate* g_idt = nullptr;
 u16 g_idt_limit = 0;
 
-u64 gate_offset(const IdtGate& g) {
-    return u64(g.offset_lo) | (u64(g.offset_mid) << 16) | (u64(g.offset_hi) << 32);
-}
+u64 gate_offset(const IdtGate& g) { return u64(g.offset_lo) | (u64(g.offset_mid) << 16) | (u64(g.offset_hi) << 32); }
 
 void set_gate(IdtGate& g, u64 target, u16 selector) {
     g.offset_lo = u16(target);
@@ -59,8 +57,7 @@ Status fault_layer_init() {
     SavedIdtr cur = read_idtr();
     usize entries = (usize(cur.limit) + 1) / sizeof(IdtGate);
     if (entries <= kVectorGP)
-        return Error::make(Errc::unsupported, "firmware IDT has only %u entries; cannot catch #GP",
-                           unsigned(entries));
+        return Error::make(Errc::unsupported, "firmware IDT has only %u entries; cannot catch #GP", unsigned(entries));
     void* mem = nullptr;
     if (gBS->AllocatePool(EfiLoaderData, usize(cur.limit) + 1, &mem) != EFI_SUCCESS)
         return Error::make(Errc::io, "cannot allocate the exception table");

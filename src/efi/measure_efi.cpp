@@ -19,8 +19,8 @@ constexpr u64 kApicBaseAddrMask = ~u64(0xFFF);
 // Local APIC registers as MMIO offsets (SDM Vol. 3A Table "Local APIC Register Address
 // Map"); the x2APIC MSR of a register is 0x800 + offset / 16 (Table "Local APIC
 // Register Address Map Supported by x2APIC").
-constexpr u32 kApicVersion = 0x30;   // bits 23:16: Max LVT Entry
-constexpr u32 kApicTpr = 0x80;       // task priority
+constexpr u32 kApicVersion = 0x30;  // bits 23:16: Max LVT Entry
+constexpr u32 kApicTpr = 0x80;      // task priority
 constexpr u32 kX2ApicMsrBase = 0x800;
 // LVT entries (SDM Vol. 3A "Local Vector Table", Figure "Local Vector Table (LVT)"):
 // bit 16 masks the entry.
@@ -50,8 +50,8 @@ struct Saved {
     u64 mode;
     u64 rflags;
     u64 x2apic;
-    u64 mmio;      // xAPIC base address
-    u64 present;   // bit i: kLvt[i] exists
+    u64 mmio;     // xAPIC base address
+    u64 present;  // bit i: kLvt[i] exists
     u64 tpr;
     u64 lvt[kLvtCount];
 };
@@ -141,8 +141,7 @@ Result<void*> EfiMeasure::alloc_pages(usize bytes, bool executable) {
     UINTN pages = (bytes + kPageBytes - 1) / kPageBytes;
     // Generated code goes into EfiLoaderCode: firmware that enforces NX on data
     // allocations (PcdDxeNxMemoryProtectionPolicy) leaves loader code executable.
-    EFI_STATUS st =
-        gBS->AllocatePages(AllocateAnyPages, executable ? EfiLoaderCode : EfiLoaderData, pages, &addr);
+    EFI_STATUS st = gBS->AllocatePages(AllocateAnyPages, executable ? EfiLoaderCode : EfiLoaderData, pages, &addr);
     if (st != EFI_SUCCESS)
         return Error::make(Errc::io, "AllocatePages(%llu pages) failed: %s", (unsigned long long)pages,
                            status_name(st));

@@ -84,7 +84,10 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     u32 fx = regs::fixed_counters(c);
     StrBuf why;
     if (e.intel.any && !regs::has_anythread(c)) {
-        if (c.version < 3) return unsupported(e, "uses AnyThread, which needs architectural PMU version 3 or later (this CPU has version %u)", c.version);
+        if (c.version < 3)
+            return unsupported(
+                e, "uses AnyThread, which needs architectural PMU version 3 or later (this CPU has version %u)",
+                c.version);
         return unsupported(e, "uses AnyThread, which this CPU deprecates (CPUID.0AH:EDX[15] = 1)");
     }
     if (e.intel.eq && !(c.leaf_23 && c.eq_bit))
@@ -106,16 +109,19 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
         if (!e.gp_equivalent)
             return unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter, fixed_set.c_str());
         if (!gp)
-            return unsupported(e, "cannot be counted: fixed counter %d is absent (%s) and there are no "
-                                  "general-purpose counters",
+            return unsupported(e,
+                               "cannot be counted: fixed counter %d is absent (%s) and there are no "
+                               "general-purpose counters",
                                e.fixed_counter, fixed_set.c_str());
         if (!arch_available(c, e.arch_bit, &why))
-            return unsupported(e, "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
-                                  "unavailable: %s",
+            return unsupported(e,
+                               "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
+                               "unavailable: %s",
                                e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
         if (!(gp & e.allowed_gp))
-            return unsupported(e, "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
-                                  "counters do not exist",
+            return unsupported(e,
+                               "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
+                               "counters do not exist",
                                e.fixed_counter);
         return EventRoute::gp_fallback;
     }

@@ -115,8 +115,9 @@ Error EventTables::unknown_name(StrView name, const CpuIdentity& id, const Event
     StrBuf cpu;
     put_table_cpu(cpu, id);
     if (t)
-        return Error::make(Errc::invalid_argument, "event '%s' is not in the event file for %s (%s) nor an "
-                                                   "architectural event",
+        return Error::make(Errc::invalid_argument,
+                           "event '%s' is not in the event file for %s (%s) nor an "
+                           "architectural event",
                            q, cpu.c_str(), t->path);
     if (!files_)
         return Error::make(Errc::invalid_argument, "event '%s' is not an architectural event (no event files here)", q);
@@ -136,8 +137,7 @@ Result<Event> EventTables::resolve(StrView spec, const CpuIdentity& id, EventDia
     return resolve_item(spec, id, dialect, &table_error);
 }
 
-Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, EventDialect dialect,
-                                        bool* table_error) {
+Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, EventDialect dialect, bool* table_error) {
     *table_error = false;
     StrView s = spec.trim();
     SpecSite site = SpecSite::of_spec(s, dialect);
@@ -162,7 +162,8 @@ Result<Event> EventTables::resolve_item(StrView spec, const CpuIdentity& id, Eve
     StrView name = tok.sub(0, colon);
     if (syntax_only_) {
         if (hex_name) return Event{};  // perhaps a name in a file: resolved per CPU later
-        if (parse_event_spec(name, dialect).ok() || (all_hex(name) && name.len <= 4)) return parse_event_spec(s, dialect);
+        if (parse_event_spec(name, dialect).ok() || (all_hex(name) && name.len <= 4))
+            return parse_event_spec(s, dialect);
         return Event{};
     }
     Result<const EventTable*> table = for_cpu(id);

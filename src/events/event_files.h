@@ -98,13 +98,11 @@ struct EventTableMatch {
 struct EventTable {
     char path[160] = {};  // where it was read from, for messages
     Vec<EventTableMatch> matches;
-    Vec<Event> events;    // name = the event name; syntax = nanobench (FIXED_CTRn: fixed)
+    Vec<Event> events;         // name = the event name; syntax = nanobench (FIXED_CTRn: fixed)
     u32 first_event_line = 0;  // 0 when the text had no event line (header only)
 
     // The event's token as written in the file (e.g. "A3.14.CMSK=20.CTR=0-3").
-    StrView token(usize i) const {
-        return StrView(token_pool_.data() + token_at_[i], token_at_[i + 1] - token_at_[i]);
-    }
+    StrView token(usize i) const { return StrView(token_pool_.data() + token_at_[i], token_at_[i + 1] - token_at_[i]); }
     void add(const Event& e, StrView token);
     void clear();
 
@@ -161,7 +159,7 @@ private:
         char path[160] = {};
         EventTable header;  // matches only
         bool parsed = false;
-        EventTable table;   // when parsed
+        EventTable table;  // when parsed
     };
     Status scan();
     Error unknown_name(StrView name, const CpuIdentity& id, const EventTable* t) const;

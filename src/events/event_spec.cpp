@@ -14,16 +14,16 @@ using namespace spec;
 
 // NetBurst selects events by name only (ESCR event and mask): the raw syntaxes refuse.
 Error netburst_refuses(const SpecSite& cx, usize off, const char* what) {
-    return cx.fail(off, "%s on NetBurst (Pentium 4): name the event, e.g. instr_retired or branch_retired.MMTM "
-                        "(see 'pmulab events')",
+    return cx.fail(off,
+                   "%s on NetBurst (Pentium 4): name the event, e.g. instr_retired or branch_retired.MMTM "
+                   "(see 'pmulab events')",
                    what);
 }
 
 // ---- nanoBench: EE.UU[.MOD]... ----
 
 Status parse_nanobench(const SpecSite& cx, StrView tok, Event* e) {
-    if (cx.dialect == EventDialect::netburst)
-        return netburst_refuses(cx, 0, "raw EE.UU events do not exist");
+    if (cx.dialect == EventDialect::netburst) return netburst_refuses(cx, 0, "raw EE.UU events do not exist");
     e->syntax = EventSyntax::nanobench;
     e->kind = EventKind::programmable;
     const DialectFormat& f = dialect_format(cx.dialect);
@@ -87,8 +87,7 @@ RawLayout raw_layout(EventDialect d) {
 }
 
 Status parse_perf_raw(const SpecSite& cx, StrView tok, Event* e) {
-    if (cx.dialect == EventDialect::netburst)
-        return netburst_refuses(cx, 0, "raw configs are not supported");
+    if (cx.dialect == EventDialect::netburst) return netburst_refuses(cx, 0, "raw configs are not supported");
     e->syntax = EventSyntax::perf_raw;
     e->kind = EventKind::programmable;
     usize colon = tok.find(':');
@@ -162,8 +161,7 @@ Result<Event> parse_event_spec(StrView raw, EventDialect dialect) {
     SpecSite cx = SpecSite::of_spec(s, dialect);
     if (s.empty()) return Error::make(Errc::invalid_argument, "empty event spec");
     for (usize i = 0; i < s.len; ++i)
-        if (!printable(s[i]) && !is_ws(s[i]))
-            return cx.fail(i, "non-printable character 0x%02X", unsigned(u8(s[i])));
+        if (!printable(s[i]) && !is_ws(s[i])) return cx.fail(i, "non-printable character 0x%02X", unsigned(u8(s[i])));
     SpecWords w;
     PMULAB_TRY(split_spec_words(cx, s, &w));
     Event e;

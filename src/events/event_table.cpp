@@ -28,8 +28,8 @@ Status parse_match(StrView rest, const char* path, u32 line, EventTableMatch* m)
     StrView fm = w[1];
     usize us = fm.find('_');
     clip(fm, q, sizeof q);
-    if (us >= fm.len || us == 0 || us > 2 || fm.len - us - 1 == 0 || fm.len - us - 1 > 2 ||
-        !all_hex(fm.sub(0, us)) || !all_hex(fm.sub(us + 1)))
+    if (us >= fm.len || us == 0 || us > 2 || fm.len - us - 1 == 0 || fm.len - us - 1 > 2 || !all_hex(fm.sub(0, us)) ||
+        !all_hex(fm.sub(us + 1)))
         return at.fail(0, "'%s' is not FAMILY_MODEL in hex, e.g. 06_5E", q);
     u32 fam = 0, mod = 0;
     parse_hex_u32(fm.sub(0, us), 0xFF, &fam);
@@ -49,10 +49,10 @@ Status parse_match(StrView rest, const char* path, u32 line, EventTableMatch* m)
             if (m->has_stepping) return at.fail(0, "stepping= given twice");
             usize dash = val.find('-');
             u32 lo = 0, hi = 0;
-            bool ok = dash < val.len ? all_hex(val.sub(0, dash)) && all_hex(val.sub(dash + 1)) &&
-                                           parse_hex_u32(val.sub(0, dash), 0xF, &lo) &&
-                                           parse_hex_u32(val.sub(dash + 1), 0xF, &hi)
-                                     : all_hex(val) && parse_hex_u32(val, 0xF, &lo);
+            bool ok = dash < val.len
+                          ? all_hex(val.sub(0, dash)) && all_hex(val.sub(dash + 1)) &&
+                                parse_hex_u32(val.sub(0, dash), 0xF, &lo) && parse_hex_u32(val.sub(dash + 1), 0xF, &hi)
+                          : all_hex(val) && parse_hex_u32(val, 0xF, &lo);
             if (dash >= val.len) hi = lo;
             if (!ok) return at.fail(0, "stepping '%s' is not a stepping or range in hex (0-F), e.g. 5-F", vq);
             if (lo > hi) return at.fail(0, "stepping range '%s' is empty (%X > %X)", vq, lo, hi);
@@ -85,7 +85,6 @@ Status parse_match(StrView rest, const char* path, u32 line, EventTableMatch* m)
     m->line = line;
     return ok_status();
 }
-
 
 // ---- event lines ----
 
@@ -239,8 +238,9 @@ Status parse_event_table(StrView text, const char* path, EventTable* out, bool h
         out->add(e, w[0]);
     }
     if (out->matches.empty())
-        return Error::make(Errc::invalid_argument, "%s: no @match line (an event file starts with the CPUs it is for, "
-                                                   "e.g. '@match GenuineIntel 06_5E')",
+        return Error::make(Errc::invalid_argument,
+                           "%s: no @match line (an event file starts with the CPUs it is for, "
+                           "e.g. '@match GenuineIntel 06_5E')",
                            path);
     if (!header_only && out->events.empty()) return Error::make(Errc::invalid_argument, "%s: no events", path);
     return ok_status();

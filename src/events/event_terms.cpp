@@ -9,40 +9,39 @@ namespace pmulab::spec {
 // written from Intel's perfmon data, where the counting mode is the user's choice).
 const TermDef kTerms[] = {
     // field                   nanoBench     perf         value  on        files  fixed  msr
-    {EventField::event,        nullptr,      "event",     true,  kOnBoth,  false, false, 0},
-    {EventField::umask,        nullptr,      "umask",     true,  kOnBoth,  false, false, 0},
-    {EventField::cmask,        "CMSK",       "cmask",     true,  kOnBoth,  true,  false, 0},
-    {EventField::umask2,       "UMASK2",     "umask2",    true,  kOnIntel, true,  false, 0},  // v6
-    {EventField::inv,          "INV",        "inv",       false, kOnBoth,  true,  false, 0},
-    {EventField::edge,         "EDG",        "edge",      false, kOnBoth,  true,  false, 0},
-    {EventField::any,          "AnyT",       "any",       false, kOnIntel, true,  true,  0},
-    {EventField::eq,           "EQ",         "eq",        false, kOnIntel, true,  false, 0},  // v6
-    {EventField::usr,          "USR",        "usr",       false, kOnBoth,  false, false, 0},
-    {EventField::os,           "OS",         "os",        false, kOnBoth,  false, false, 0},
-    {EventField::host_only,    "HostOnly",   "hostonly",  false, kOnAmd,   false, false, 0},  // HG_ONLY
-    {EventField::guest_only,   "GuestOnly",  "guestonly", false, kOnAmd,   false, false, 0},
-    {EventField::name,         nullptr,      "name",      true,  kOnBoth,  false, false, 0},
-    {EventField::counter,      "CTR",        nullptr,     true,  kOnBoth,  true,  false, 0},
-    {EventField::taken_alone,  "TakenAlone", nullptr,     false, kOnBoth,  true,  true,  0},
-    {EventField::aux_msr,      "MSR_RSP0",   nullptr,     true,  kOnIntel, true,  false, regs::MSR_OFFCORE_RSP_0},
-    {EventField::aux_msr,      "MSR_RSP1",   nullptr,     true,  kOnIntel, true,  false, regs::MSR_OFFCORE_RSP_1},
-    {EventField::aux_msr,      "MSR_3F6H",   nullptr,     true,  kOnIntel, true,  false,
-     regs::MSR_PEBS_LD_LAT_THRESHOLD},
-    {EventField::aux_msr,      "MSR_PF",     nullptr,     true,  kOnIntel, true,  false, regs::MSR_PEBS_FRONTEND},
+    {EventField::event, nullptr, "event", true, kOnBoth, false, false, 0},
+    {EventField::umask, nullptr, "umask", true, kOnBoth, false, false, 0},
+    {EventField::cmask, "CMSK", "cmask", true, kOnBoth, true, false, 0},
+    {EventField::umask2, "UMASK2", "umask2", true, kOnIntel, true, false, 0},  // v6
+    {EventField::inv, "INV", "inv", false, kOnBoth, true, false, 0},
+    {EventField::edge, "EDG", "edge", false, kOnBoth, true, false, 0},
+    {EventField::any, "AnyT", "any", false, kOnIntel, true, true, 0},
+    {EventField::eq, "EQ", "eq", false, kOnIntel, true, false, 0},  // v6
+    {EventField::usr, "USR", "usr", false, kOnBoth, false, false, 0},
+    {EventField::os, "OS", "os", false, kOnBoth, false, false, 0},
+    {EventField::host_only, "HostOnly", "hostonly", false, kOnAmd, false, false, 0},  // HG_ONLY
+    {EventField::guest_only, "GuestOnly", "guestonly", false, kOnAmd, false, false, 0},
+    {EventField::name, nullptr, "name", true, kOnBoth, false, false, 0},
+    {EventField::counter, "CTR", nullptr, true, kOnBoth, true, false, 0},
+    {EventField::taken_alone, "TakenAlone", nullptr, false, kOnBoth, true, true, 0},
+    {EventField::aux_msr, "MSR_RSP0", nullptr, true, kOnIntel, true, false, regs::MSR_OFFCORE_RSP_0},
+    {EventField::aux_msr, "MSR_RSP1", nullptr, true, kOnIntel, true, false, regs::MSR_OFFCORE_RSP_1},
+    {EventField::aux_msr, "MSR_3F6H", nullptr, true, kOnIntel, true, false, regs::MSR_PEBS_LD_LAT_THRESHOLD},
+    {EventField::aux_msr, "MSR_PF", nullptr, true, kOnIntel, true, false, regs::MSR_PEBS_FRONTEND},
 };
 const usize kTermCount = sizeof kTerms / sizeof kTerms[0];
 static_assert(sizeof kTerms / sizeof kTerms[0] <= 32, "TermState::seen has a bit per row");
 
 namespace {
 
-constexpr DialectFormat kIntelFormat = {
-    kOnIntel, 0xFF, "Intel event selects are 00-FF", "Intel event selects are 0x00-0xff",
-    "known: CMSK=n, CTR=n, AnyT, EDG, INV, TakenAlone, USR, OS, EQ, UMASK2=n, MSR_RSP0=v, MSR_RSP1=v, "
-    "MSR_3F6H=v, MSR_PF=v"};
-constexpr DialectFormat kAmdFormat = {
-    kOnAmd, u16(regs::amd::PerfEvtSel::event_lo_field::mask | (regs::amd::PerfEvtSel::event_hi_field::mask >> 24)),
-    "AMD event selects are 000-FFF", "AMD event selects are 0x000-0xfff",
-    "known on AMD: CMSK=n, CTR=n, EDG, INV, TakenAlone, USR, OS, HostOnly, GuestOnly"};
+constexpr DialectFormat kIntelFormat =
+    {kOnIntel, 0xFF, "Intel event selects are 00-FF", "Intel event selects are 0x00-0xff",
+     "known: CMSK=n, CTR=n, AnyT, EDG, INV, TakenAlone, USR, OS, EQ, UMASK2=n, MSR_RSP0=v, MSR_RSP1=v, "
+     "MSR_3F6H=v, MSR_PF=v"};
+constexpr DialectFormat kAmdFormat =
+    {kOnAmd, u16(regs::amd::PerfEvtSel::event_lo_field::mask | (regs::amd::PerfEvtSel::event_hi_field::mask >> 24)),
+     "AMD event selects are 000-FFF", "AMD event selects are 0x000-0xfff",
+     "known on AMD: CMSK=n, CTR=n, EDG, INV, TakenAlone, USR, OS, HostOnly, GuestOnly"};
 static_assert(kAmdFormat.event_max == 0xFFF && regs::amd::PerfEvtSel::event_fits(kAmdFormat.event_max));
 
 const char kFileKnown[] = "known: CMSK=n, INV, EDG, AnyT, EQ, UMASK2=n, CTR=n|a-b|0xMASK, TakenAlone, MSR_RSP0=v, "
@@ -63,8 +62,7 @@ Status parse_value(const SpecSite& site, TermSyntax syn, const char* what, Part 
     }
     if (v.s.empty()) return site.fail(v.off, "%s needs a value", what);
     if (!parse_u64(v.s, out)) return site.fail(v.off, "%s value '%s' is not a number", what, q.s);
-    if (*out > max)
-        return site.fail(v.off, "%s value %s is out of range (0-%llu)", what, q.s, (unsigned long long)max);
+    if (*out > max) return site.fail(v.off, "%s value %s is out of range (0-%llu)", what, q.s, (unsigned long long)max);
     return ok_status();
 }
 
@@ -108,7 +106,9 @@ Status apply(const SpecSite& site, TermSyntax syn, const TermDef& d, const char*
         case EventField::cmask:
         case EventField::umask2:
             PMULAB_TRY(parse_value(site, syn, key, val, 0xFF, &v));
-            (d.field == EventField::umask ? e->umask : d.field == EventField::cmask ? e->cmask : e->intel.umask2) = u8(v);
+            (d.field == EventField::umask   ? e->umask
+             : d.field == EventField::cmask ? e->cmask
+                                            : e->intel.umask2) = u8(v);
             return ok_status();
         case EventField::inv: e->inv = flag; return ok_status();
         case EventField::edge: e->edge = flag; return ok_status();
@@ -180,7 +180,7 @@ Status parse_terms(const SpecSite& site, TermSyntax syn, StrView text, usize bas
         const TermDef* d = find_term(syn, key);
         if (!d) {
             Quote q(key);
-            const char* known = is_perf(syn)  ? kPerfKnown
+            const char* known = is_perf(syn)   ? kPerfKnown
                                 : is_file(syn) ? kFileKnown
                                                : dialect_format(site.dialect).nb_known;
             return site.fail(p.off, "unknown %s '%s' (%s)", word, q.s, known);
@@ -189,8 +189,8 @@ Status parse_terms(const SpecSite& site, TermSyntax syn, StrView text, usize bas
         const DialectFormat& f = dialect_format(site.dialect);
         if (!(d->on & f.on)) {
             const char* what = is_perf(syn) ? "field" : "modifier";
-            if (f.on == kOnAmd) return site.fail(p.off, "%s '%s' is an Intel %s; AMD PerfEvtSel has no such field",
-                                                 word, k, what);
+            if (f.on == kOnAmd)
+                return site.fail(p.off, "%s '%s' is an Intel %s; AMD PerfEvtSel has no such field", word, k, what);
             return site.fail(p.off, "%s '%s' is an AMD %s (PerfEvtSel HG_ONLY); this is an Intel CPU", word, k, what);
         }
         if (syn == TermSyntax::event_file_fixed && !d->on_fixed)

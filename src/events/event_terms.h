@@ -13,22 +13,22 @@ namespace pmulab::spec {
 
 // The Event field a term sets.
 enum class EventField : u8 {
-    event,        // event_select
+    event,  // event_select
     umask,
     cmask,
     umask2,
     inv,
     edge,
-    any,          // AnyThread
+    any,  // AnyThread
     eq,
-    usr,          // privilege: the modes given replace the default (both)
+    usr,  // privilege: the modes given replace the default (both)
     os,
     host_only,
     guest_only,
-    name,         // the display name
-    counter,      // specs: pinned_counter (CTR=n); event files: allowed_gp (CTR=n|a-b|0xMASK)
+    name,     // the display name
+    counter,  // specs: pinned_counter (CTR=n); event files: allowed_gp (CTR=n|a-b|0xMASK)
     taken_alone,
-    aux_msr,      // an extra MSR and its value (aux); the event is measured alone
+    aux_msr,  // an extra MSR and its value (aux); the event is measured alone
 };
 
 // The PMUs that have a field (DialectFormat::on).
@@ -49,8 +49,8 @@ extern const usize kTermCount;
 
 // A dialect's event-select layout.
 struct DialectFormat {
-    u8 on;               // kOnIntel or kOnAmd: the rows of kTerms it has
-    u16 event_max;       // 0xFF (8-bit Intel event selects) or 0xFFF (12-bit AMD ones)
+    u8 on;                   // kOnIntel or kOnAmd: the rows of kTerms it has
+    u16 event_max;           // 0xFF (8-bit Intel event selects) or 0xFFF (12-bit AMD ones)
     const char* nb_range;    // "Intel event selects are 00-FF"
     const char* perf_range;  // "Intel event selects are 0x00-0xff"
     const char* nb_known;    // the nanoBench modifiers, for "unknown modifier" messages
@@ -71,8 +71,8 @@ const TermDef* find_term(TermSyntax syn, StrView key);
 
 // What a list of items has set so far.
 struct TermState {
-    u32 seen = 0;     // rows given (bit = index in kTerms)
-    u32 fields = 0;   // fields given (bit = EventField)
+    u32 seen = 0;    // rows given (bit = index in kTerms)
+    u32 fields = 0;  // fields given (bit = EventField)
     bool want_usr = false, want_os = false;
     bool has(EventField f) const { return (fields >> unsigned(f)) & 1; }
 };

@@ -124,8 +124,8 @@ struct Event {
     u8 cmask = 0;
     bool inv = false;
     bool edge = false;
-    bool usr = true;       // count at CPL 1-3
-    bool os = true;        // count at CPL 0
+    bool usr = true;  // count at CPL 1-3
+    bool os = true;   // count at CPL 0
 
     // kind == fixed: the fixed counter, and whether (event_select, umask) is a usable
     // general-purpose equivalent (gp_equivalent) that counts the same thing at the same
@@ -139,10 +139,10 @@ struct Event {
     int8_t arch_bit = -1;
 
     // Placement constraints.
-    int8_t pinned_counter = -1;       // .CTR=n: only general-purpose counter n
-    bool taken_alone = false;     // must be measured with no other counter event
-    u32 allowed_gp = 0xFFFFFFFFu; // general-purpose counters it may use (bit i = PMCi)
-    u8 core_type = kCoreTypeNone; // cpu_core/cpu_atom prefix: only on that hybrid core type
+    int8_t pinned_counter = -1;    // .CTR=n: only general-purpose counter n
+    bool taken_alone = false;      // must be measured with no other counter event
+    u32 allowed_gp = 0xFFFFFFFFu;  // general-purpose counters it may use (bit i = PMCi)
+    u8 core_type = kCoreTypeNone;  // cpu_core/cpu_atom prefix: only on that hybrid core type
 
     // The dialect the spec was parsed in.
     EventDialect dialect = EventDialect::intel;

@@ -19,7 +19,7 @@ struct NamedDef {
     u8 umask;
     int8_t arch;   // ArchEventBit or -1
     int8_t fixed;  // fixed counter or -1
-    bool exact;  // (fixed events) the GP equivalent counts at the same rate
+    bool exact;    // (fixed events) the GP equivalent counts at the same rate
 };
 
 // Fixed-counter events first (they prefer their fixed counter), then the
@@ -180,8 +180,7 @@ Status parse_named_amd(const SpecSite& cx, StrView tok, Event* e) {
     const char* q = qn.s;
     if (!d) {
         if (spec::all_hex(name) && name.len <= 4)
-            return cx.fail(0, "'%s' is not an event name; a raw event needs its unit mask too: EEE.UU, e.g. 0C0.00",
-                           q);
+            return cx.fail(0, "'%s' is not an event name; a raw event needs its unit mask too: EEE.UU, e.g. 0C0.00", q);
         return cx.fail(0,
                        "unknown AMD event name '%s' (named events: instructions, cycles, branches, branch-misses, "
                        "l1d-accesses, l1d-misses, aperf, mperf, ...; raw events are EEE.UU, e.g. 0C0.00, or "
@@ -308,10 +307,8 @@ void list_named_events(StrBuf& out, EventDialect dl) {
         if (d.fixed >= 0 && d.gp_equiv)
             out.printf("%03X.%02X  %s, else GP; %s\n", unsigned(d.evsel), unsigned(d.umask),
                        amd_fixed_like_name(d.fixed), d.title);
-        else if (d.fixed >= 0)
-            out.printf("%s  %s\n", amd_fixed_like_name(d.fixed), d.title);
-        else
-            out.printf("%03X.%02X  %s\n", unsigned(d.evsel), unsigned(d.umask), d.title);
+        else if (d.fixed >= 0) out.printf("%s  %s\n", amd_fixed_like_name(d.fixed), d.title);
+        else out.printf("%03X.%02X  %s\n", unsigned(d.evsel), unsigned(d.umask), d.title);
     }
     out.put("tsc                           time-stamp counter (RDTSC), no PMU counter\n");
 }

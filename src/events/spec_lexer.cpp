@@ -22,8 +22,16 @@ bool all_digits(StrView s) {
 bool name_char(char c) {
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
     switch (c) {
-        case '_': case '.': case '-': case ':': case '+': case '@': case '(': case ')': case '[': case ']':
-            return true;
+        case '_':
+        case '.':
+        case '-':
+        case ':':
+        case '+':
+        case '@':
+        case '(':
+        case ')':
+        case '[':
+        case ']': return true;
         default: return false;
     }
 }

@@ -86,7 +86,7 @@ usize split_words(StrView s, StrView* words, usize max);
 // A (trimmed) spec: its token and the optional display name after whitespace.
 struct SpecWords {
     StrView tok;
-    StrView name;       // empty when none
+    StrView name;  // empty when none
     usize name_off = 0;
 };
 // Splits a spec and checks its display name (at most one word of name_char characters,

@@ -11,19 +11,18 @@ using namespace pmulab;
 
 namespace {
 
-constexpr const char kUsage[] =
-    "usage: pmulab-cpuid [--json] [--format auto|cpuid-r|aida64] FILE|-\n"
-    "\n"
-    "Decodes a CPUID dump taken on another machine and prints the same PMU census as\n"
-    "`pmulab info`: one row per logical CPU and one block per distinct PMU, or with\n"
-    "--json one {\"type\":\"cpu\",...} record per CPU (JSON Lines).\n"
-    "\n"
-    "Formats (--format, default auto: detected from the first recognisable line):\n"
-    "  cpuid-r  output of `cpuid -r` or `cpuid -r -1` (Debian package cpuid)\n"
-    "  aida64   AIDA64/EVEREST CPUID report (as published by InstLatx64)\n"
-    "FILE '-' reads standard input.\n"
-    "\n"
-    "Exit status: 0 ok, 1 the file cannot be read, 2 bad usage or a malformed dump.\n";
+constexpr const char kUsage[] = "usage: pmulab-cpuid [--json] [--format auto|cpuid-r|aida64] FILE|-\n"
+                                "\n"
+                                "Decodes a CPUID dump taken on another machine and prints the same PMU census as\n"
+                                "`pmulab info`: one row per logical CPU and one block per distinct PMU, or with\n"
+                                "--json one {\"type\":\"cpu\",...} record per CPU (JSON Lines).\n"
+                                "\n"
+                                "Formats (--format, default auto: detected from the first recognisable line):\n"
+                                "  cpuid-r  output of `cpuid -r` or `cpuid -r -1` (Debian package cpuid)\n"
+                                "  aida64   AIDA64/EVEREST CPUID report (as published by InstLatx64)\n"
+                                "FILE '-' reads standard input.\n"
+                                "\n"
+                                "Exit status: 0 ok, 1 the file cannot be read, 2 bad usage or a malformed dump.\n";
 
 // Far larger than any real dump (a 4096-CPU AIDA64 report is ~40 MiB).
 constexpr size_t kMaxDumpBytes = 256u << 20;

@@ -41,7 +41,7 @@ public:
         if (rex != 0x40) b(rex);
         b(opcode);
         b(u8(0x80 | ((reg & 7) << 3) | (base & 7)));  // mod=10: [base + disp32]
-        if ((base & 7) == 4) b(0x24);                  // SIB: no index, base=RSP/R12
+        if ((base & 7) == 4) b(0x24);                 // SIB: no index, base=RSP/R12
         d32(u32(disp));
     }
     void store64(u8 reg, u8 base, i32 disp) { modrm_mem(0x89, true, reg, base, disp); }
@@ -61,12 +61,8 @@ public:
         if (reg & 8) b(0x41);
         b(u8(0x58 + (reg & 7)));
     }
-    void sub_rsp(u32 imm) {
-        b(0x48), b(0x81), b(0xEC), d32(imm);
-    }
-    void add_rsp(u32 imm) {
-        b(0x48), b(0x81), b(0xC4), d32(imm);
-    }
+    void sub_rsp(u32 imm) { b(0x48), b(0x81), b(0xEC), d32(imm); }
+    void add_rsp(u32 imm) { b(0x48), b(0x81), b(0xC4), d32(imm); }
     void dec_r15() { b(0x49), b(0xFF), b(0xCF); }
     // jnz to an earlier position.
     void jnz_back(usize target) {
@@ -166,8 +162,7 @@ void emit_window_prefix(Emitter& e, const RegionSpec& s) {
 const char* serialize_name(SerializeMode m) { return m == SerializeMode::cpuid ? "cpuid" : "lfence"; }
 
 Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
-    if (!s.group || s.group->reads.empty())
-        return Error::make(Errc::internal, "emit_region: no counter reads");
+    if (!s.group || s.group->reads.empty()) return Error::make(Errc::internal, "emit_region: no counter reads");
     usize n = s.group->reads.size();
     if (n > kMaxReads)
         return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",

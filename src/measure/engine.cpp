@@ -47,8 +47,8 @@ public:
         Result<void*> r = mp_.alloc_pages(bytes, exec);
         if (!r.ok()) {
             Error e = r.error();
-            Error out = Error::make(e.code, "cannot allocate %llu bytes for %s: %s", (unsigned long long)bytes,
-                                    what, e.msg);
+            Error out = Error::make(e.code, "cannot allocate %llu bytes for %s: %s", (unsigned long long)bytes, what,
+                                    e.msg);
             return out;
         }
         p_ = r.value();
@@ -151,8 +151,8 @@ struct GroupCode {
     explicit GroupCode(MeasurePlatform& mp) : pages{Pages(mp), Pages(mp)} {}
 };
 
-Status generate_group(MeasurePlatform& mp, const MeasureConfig& cfg, const CodeSpan& body,
-                      const ReadGroup& g, GroupCode* out) {
+Status generate_group(MeasurePlatform& mp, const MeasureConfig& cfg, const CodeSpan& body, const ReadGroup& g,
+                      GroupCode* out) {
     u64 copies[2] = {cfg.basic ? 0 : cfg.unroll, cfg.basic ? cfg.unroll : 2 * cfg.unroll};
     for (int w = 0; w < 2; ++w) {
         RegionSpec spec;
@@ -279,8 +279,8 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 Status rs = mp.run_on_cpu(hw, cpu, pc.fn, pc.ctx);
                 if (rs.ok()) rs = probed;
                 if (!rs.ok()) {
-                    Error e = Error::make(Errc::unsupported, "kernel '%s' is not supported on CPU %u: %s", k.name,
-                                          cpu, rs.error().msg);
+                    Error e = Error::make(Errc::unsupported, "kernel '%s' is not supported on CPU %u: %s", k.name, cpu,
+                                          rs.error().msg);
                     if (b.optional) sink.skipped(e);
                     else fail(e);
                     done += u32(groups.size());
@@ -334,8 +334,8 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                         (which ? res.long_sum : res.short_sum) = sum.value();
                     }
                     for (unsigned a = 0; st.ok() && a < kAggCount; ++a) {
-                        Result<Frac> f =
-                            frac_sub_div(res.long_sum.get(Agg(a)), res.short_sum.get(Agg(a)), res.iterations);
+                        Result<Frac> f = frac_sub_div(res.long_sum.get(Agg(a)), res.short_sum.get(Agg(a)),
+                                                      res.iterations);
                         if (!f.ok()) st = f.error();
                         else res.per_iter[a] = f.value();
                     }

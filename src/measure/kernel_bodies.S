@@ -3,10 +3,10 @@
  *
  * Each body lies between pmulab_kb_NAME_start and pmulab_kb_NAME_end; the
  * measurement engine copies those bytes U or 2U times into generated code (see
- * include/pmulab/measure.h), so a body must be position independent, must not
+ * src/measure/measure.h), so a body must be position independent, must not
  * jump outside itself, must not touch RSP or the stack, and must not use R15 (the
  * engine's loop counter). The initial registers come from kernel_init_registers()
- * (src/core/kernels.cpp); the catalogue there lists each body's exact instruction
+ * (src/measure/kernels.cpp); the catalogue there lists each body's exact instruction
  * count, which tests/py/test_qemu_measure.py checks under QEMU -icount.
  *
  * This file is also assembled into the host unit tests (by .include from

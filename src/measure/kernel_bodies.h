@@ -16,8 +16,7 @@ namespace pmulab {
 inline CodeSpan builtin_kernel_body(KernelId id) {
     switch (id) {
 #define PMULAB_KB_CASE(n) \
-    case KernelId::n:     \
-        return CodeSpan{pmulab_kb_##n##_start, usize(pmulab_kb_##n##_end - pmulab_kb_##n##_start)};
+    case KernelId::n: return CodeSpan{pmulab_kb_##n##_start, usize(pmulab_kb_##n##_end - pmulab_kb_##n##_start)};
         PMULAB_KERNEL_LIST(PMULAB_KB_CASE)
 #undef PMULAB_KB_CASE
         case KernelId::count: break;

@@ -22,8 +22,7 @@ constexpr KernelInfo kKernels[kKernelCount] = {
      "dependent IMUL chain (RAX = 1): latency of a 64-bit IMUL"},
     {KernelId::div_chain, "div_chain", 1, KernelBuffer::none, KernelNeeds::nothing, "div %rcx",
      "dependent 64-bit DIV chain (RDX:RAX = 0:0x0123456789ABCDEF, RCX = 1): DIV latency"},
-    {KernelId::pointer_chase, "pointer_chase", 1, KernelBuffer::chase, KernelNeeds::nothing,
-     "mov (%rax), %rax",
+    {KernelId::pointer_chase, "pointer_chase", 1, KernelBuffer::chase, KernelNeeds::nothing, "mov (%rax), %rax",
      "load-to-use latency: a random cyclic pointer chain over 64-byte nodes of --size bytes "
      "(cache and TLB staircase)"},
     {KernelId::store_stream, "store_stream", 3, KernelBuffer::stream, KernelNeeds::nothing,
@@ -84,8 +83,7 @@ void put_kernel_names(StrBuf& out) {
 Status check_buffer_size(const KernelInfo& k, u64 size) {
     if (k.buffer == KernelBuffer::none) return ok_status();
     if (size < kBufferMin || size > kBufferMax || size % kBufferMin)
-        return Error::make(Errc::invalid_argument,
-                           "--size %llu: %s needs a multiple of 4K between 4K and 256M bytes",
+        return Error::make(Errc::invalid_argument, "--size %llu: %s needs a multiple of 4K between 4K and 256M bytes",
                            (unsigned long long)size, k.name);
     if (k.buffer == KernelBuffer::stream && (size & (size - 1)))
         return Error::make(Errc::invalid_argument,

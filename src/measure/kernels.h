@@ -85,8 +85,8 @@ void put_kernel_names(StrBuf& out);
 inline constexpr u64 kBufferMin = 4096;
 inline constexpr u64 kBufferMax = u64(256) << 20;
 inline constexpr u64 kBufferDefault = 4096;
-inline constexpr u64 kChaseNodeBytes = 64;   // one cache line per pointer-chase node
-inline constexpr u64 kStreamStride = 64;     // one cache line per stream access
+inline constexpr u64 kChaseNodeBytes = 64;  // one cache line per pointer-chase node
+inline constexpr u64 kStreamStride = 64;    // one cache line per stream access
 // Checks a --size value for a kernel; the message names the option and the kernel.
 Status check_buffer_size(const KernelInfo& k, u64 size);
 
@@ -122,14 +122,28 @@ u64 walk_pointer_chase(const u8* buf, u64 bytes, u64 base);
 
 // Register numbers in x86-64 encoding order.
 enum Gpr : u8 {
-    kRax = 0, kRcx, kRdx, kRbx, kRsp, kRbp, kRsi, kRdi,
-    kR8, kR9, kR10, kR11, kR12, kR13, kR14, kR15,
+    kRax = 0,
+    kRcx,
+    kRdx,
+    kRbx,
+    kRsp,
+    kRbp,
+    kRsi,
+    kRdi,
+    kR8,
+    kR9,
+    kR10,
+    kR11,
+    kR12,
+    kR13,
+    kR14,
+    kR15,
     kGprCount
 };
 
 struct KernelParams {
-    u64 buffer = 0;       // address of the buffer (chase, stream), 0 when none
-    u64 size = 0;         // its size in bytes
+    u64 buffer = 0;  // address of the buffer (chase, stream), 0 when none
+    u64 size = 0;    // its size in bytes
     u64 seed = kDefaultSeed;
 };
 

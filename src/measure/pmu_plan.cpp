@@ -1,4 +1,4 @@
-// PMU event groups for the measurement engine (see pmulab/measure_pmu.h).
+// PMU event groups for the measurement engine (see pmu_plan.h).
 #include "measure/pmu_plan.h"
 
 namespace pmulab {
@@ -64,8 +64,8 @@ void put_cpu_set(StrBuf& out, const Vec<u32>& cpus) {
     }
 }
 
-Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus,
-                       const PmuRunOptions& opts, PmuPlan* out) {
+Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
+                       PmuPlan* out) {
     StrBuf where;
     put_cpu_set(where, cpus);
     out->cpus.clear();
@@ -76,8 +76,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
     if (info.kind == PmuKind::none) {
         for (const Event& e : events)
             if (e.needs_counter())
-                return Error::make(Errc::unsupported, "%s: cannot count '%s': %s", where.c_str(), e.name,
-                                   info.absent);
+                return Error::make(Errc::unsupported, "%s: cannot count '%s': %s", where.c_str(), e.name, info.absent);
     }
     Status s = pmu_allocate(info, out->events.data(), out->events.size(), &out->alloc);
     PMULAB_TRY_CTX(s, "%s", where.c_str());
@@ -147,8 +146,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
 Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const PmuRunOptions& opts,
                      Vec<PmuPlan*>* plans) {
     free_pmu_plans(plans);
-    for (const ProbedCpu& c : cpus)
-        PMULAB_TRY_CTX(c.status, "CPU %u", c.cpu);
+    for (const ProbedCpu& c : cpus) PMULAB_TRY_CTX(c.status, "CPU %u", c.cpu);
     for (const Vec<u32>& g : group_by_pmu(cpus)) {
         Vec<u32> cls;
         for (u32 k : g) cls.push(cpus[k].cpu);

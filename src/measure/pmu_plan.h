@@ -3,8 +3,8 @@
 //
 // Every CPU is probed once on that CPU (pmu.h probe_cpus); CPUs with the same PMU
 // (PmuInfo::same_pmu: hybrid P and E cores differ, as do CPUs where RDPMC faults) share
-// one plan, made without touching the hardware. A plan allocates the events into groups (alloc.h); each group is one run
-// of the benchmark with:
+// one plan, made without touching the hardware. A plan allocates the events into groups (alloc.h); each group is one
+// run of the benchmark with:
 //   reads         the counters of the group, read with the probed method (RDPMC, or
 //                 RDMSR of the counter MSR), in event order; 'tsc' reads the TSC;
 //   start/stop    the WRMSRs that start and stop counting inside the generated code,
@@ -46,8 +46,8 @@ struct PmuGroupState {
 };
 
 struct PmuPlan {
-    Vec<u32> cpus;    // the CPUs (indices) this plan measures
-    PmuInfo info;     // their PMU
+    Vec<u32> cpus;  // the CPUs (indices) this plan measures
+    PmuInfo info;   // their PMU
     Vec<Event> events;
     Allocation alloc;
     Vec<ReadGroup> groups;  // alloc.groups[i] -> groups[i]
@@ -72,8 +72,8 @@ void free_pmu_plans(Vec<PmuPlan*>* plans);
 
 // Plans for already detected PMUs (no hardware access): one plan for `cpus`, all of
 // which have `info`.
-Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus,
-                       const PmuRunOptions& opts, PmuPlan* out);
+Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
+                       PmuPlan* out);
 
 // "CPU 3", "CPUs 0-3,6".
 void put_cpu_set(StrBuf& out, const Vec<u32>& cpus);

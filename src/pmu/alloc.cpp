@@ -115,8 +115,7 @@ Status place_counters(const Event* events, usize n, const EventCounters* counter
         cand[i].counter = true;
         cand[i].slots = u64(counters[i].gp) | (u64(counters[i].fixed) << kFixedSlot);
         cand[i].pref = u64(counters[i].fixed) << kFixedSlot;
-        if (!cand[i].slots)
-            return Error::make(Errc::internal, "event '%s' has no candidate counter", events[i].name);
+        if (!cand[i].slots) return Error::make(Errc::internal, "event '%s' has no candidate counter", events[i].name);
     }
     return place_all(events, n, cand, out);
 }

@@ -34,18 +34,18 @@ namespace pmulab {
 enum class CounterKind : u8 { gp, fixed, none };
 
 struct Assignment {
-    u32 event = 0;            // index into the events passed to allocate_counters
+    u32 event = 0;  // index into the events passed to allocate_counters
     CounterKind kind = CounterKind::none;
-    u8 index = 0;             // PMCi / FIXED_CTRi
-    bool gp_fallback = false; // a fixed-counter event on a GP counter (its GP encoding)
-    int8_t escr = -1;         // NetBurst: index in netburst::kEscrs of the ESCR feeding the counter
+    u8 index = 0;              // PMCi / FIXED_CTRi
+    bool gp_fallback = false;  // a fixed-counter event on a GP counter (its GP encoding)
+    int8_t escr = -1;          // NetBurst: index in netburst::kEscrs of the ESCR feeding the counter
 };
 
 struct CounterGroup {
-    Vec<Assignment> events;   // sorted by event index
-    u32 gp_mask = 0;          // GP counters used (bit i = PMCi)
-    u32 fixed_mask = 0;       // fixed counters used (bit i = FIXED_CTRi)
-    bool taken_alone = false; // holds a TakenAlone event
+    Vec<Assignment> events;    // sorted by event index
+    u32 gp_mask = 0;           // GP counters used (bit i = PMCi)
+    u32 fixed_mask = 0;        // fixed counters used (bit i = FIXED_CTRi)
+    bool taken_alone = false;  // holds a TakenAlone event
     // IA32_PERF_GLOBAL_CTRL value that enables exactly this group's counters.
     regs::PerfGlobalCtrl global_ctrl() const;
 };

@@ -1,4 +1,4 @@
-// The AMD core PMU backend (see pmulab/pmu_amd.h). Register values via regs_amd.h only.
+// The AMD core PMU backend (see amd_pmu.h). Register values via x86/amd_regs.h only.
 #include "pmu/amd_pmu.h"
 
 #include <stdarg.h>
@@ -55,7 +55,9 @@ void amd_fill_info(PmuInfo* p) {
 
 void put_amd_summary(StrBuf& out, const PmuInfo& p) {
     const PmuCaps& c = p.caps;
-    out.printf("AMD core PMU (%s): ", c.amd_perfmon_v2 ? "PerfMonV2" : c.amd_perfctr_core ? "PerfCtrExtCore" : "legacy");
+    out.printf("AMD core PMU (%s): ", c.amd_perfmon_v2     ? "PerfMonV2"
+                                      : c.amd_perfctr_core ? "PerfCtrExtCore"
+                                                           : "legacy");
     regs::put_counter_set(out, p.gp_mask, "PMC");
     out.printf(" (%u bits)", p.gp_width);
     out.put(", fixed-like ");
@@ -98,9 +100,8 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
                 if (!e.gp_equivalent)
                     return unsupported(e, "needs %s, which this CPU does not have (%s)",
                                        regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
-                                       e.fixed_counter == regs::amd::kFixedIrPerf
-                                           ? "CPUID 8000_0008H:EBX[1] = 0"
-                                           : "CPUID 06H:ECX[0] EffFreq = 0");
+                                       e.fixed_counter == regs::amd::kFixedIrPerf ? "CPUID 8000_0008H:EBX[1] = 0"
+                                                                                  : "CPUID 06H:ECX[0] EffFreq = 0");
                 return unsupported(e, "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
                                    have.c_str());
             }
@@ -156,8 +157,7 @@ CounterAccess AmdPmu::access(CounterKind kind, u8 index) const {
     return a;
 }
 
-void AmdPmu::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
-                            PmuWriteList* stop) const {
+void AmdPmu::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start, PmuWriteList* stop) const {
     start->count = stop->count = 0;
     if (v2_) {
         start->add(msr::AMD_PERF_CNTR_GLOBAL_CTL, GlobalCtl().set_counters(g.gp_mask).raw());

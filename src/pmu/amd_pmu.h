@@ -1,5 +1,5 @@
 // The AMD core PMU backend (family 10h and later: K10, Bulldozer, Zen 1-5), a peer of
-// IntelArchPmu behind pmulab/pmu.h's PmuBackend. Included by pmu.h.
+// IntelArchPmu behind pmu.h's PmuBackend; session.h binds it.
 //
 // Counters (APM Vol. 2 §13.2): the legacy PerfEvtSel0-3/PerfCtr0-3 (C001_0000H/
 // C001_0004H), or with PerfCtrExtCore (CPUID Fn8000_0001_ECX[23]) 6 counters at
@@ -8,7 +8,7 @@
 // addresses plus PerfCntrGlobalCtl/Status/StatusClr/StatusSet (C000_0300H-0303H). All
 // 48 bits wide. RDPMC ECX = i reads PERF_CTR i.
 //
-// "Fixed-like" counters, CounterKind::fixed indices (regs_amd.h FixedLike): 0 IRPerfCount
+// "Fixed-like" counters, CounterKind::fixed indices (x86/amd_regs.h FixedLike): 0 IRPerfCount
 // (C000_00E9H; enabled by HWCR[30] IRPerfEn; counts every privilege level), 1 APERF,
 // 2 MPERF (read through the read-only aliases C000_00E8H/E7H). They are free-running:
 // program() enables IRPerfCount, start()/stop() do not gate them; measure by difference.

@@ -1,5 +1,5 @@
 // Intel architectural performance monitoring, versions 1-6 (SDM Vol. 3B §20.2): the
-// IntelArchPmu backend of pmulab/pmu.h. Register values are built with regs.h only.
+// IntelArchPmu backend (intel_pmu.h). Register values are built with x86/intel_regs.h only.
 #include "x86/msr_addr.h"
 #include "pmu/intel_pmu.h"
 
@@ -15,9 +15,7 @@ namespace {
 bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
 
 // u64 with the GLOBAL_* layout (GP i at bit i, fixed i at bit 32 + i).
-u64 global_bits(u32 gp, u32 fixed) {
-    return PerfGlobalStatus().set_pmc_ovf(gp).set_fixed_ovf(fixed).raw();
-}
+u64 global_bits(u32 gp, u32 fixed) { return PerfGlobalStatus().set_pmc_ovf(gp).set_fixed_ovf(fixed).raw(); }
 
 Error in_context(const Error& e, const char* what, const char* event, CounterKind kind, unsigned index) {
     StrBuf ctr;
@@ -278,7 +276,8 @@ Status IntelArchPmu::start() {
     if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
     if (info_.global_ctrl) return write(msr::IA32_PERF_GLOBAL_CTRL, group_global_);
     for (unsigned i = 0; i < kMax; ++i)
-        if (has(group_gp_, i)) PMULAB_TRY(write(regs::perfevtsel_msr(i), group_evtsel_[i] | PerfEvtSel::en_field::mask));
+        if (has(group_gp_, i))
+            PMULAB_TRY(write(regs::perfevtsel_msr(i), group_evtsel_[i] | PerfEvtSel::en_field::mask));
     return ok_status();
 }
 

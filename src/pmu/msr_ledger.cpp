@@ -23,8 +23,8 @@ Status MsrLedger::save(const MsrReg& r) {
     if (!v.ok()) return v.error();
     if (find(r.msr)) return ok_status();
     if (count_ >= capacity())
-        return Error::make(Errc::internal, "MSR ledger full: %u registers saved, MSR 0x%X does not fit",
-                           capacity(), r.msr);
+        return Error::make(Errc::internal, "MSR ledger full: %u registers saved, MSR 0x%X does not fit", capacity(),
+                           r.msr);
     Entry& e = slots()[count_++];
     e = Entry();
     e.saved = e.shadow = v.value();

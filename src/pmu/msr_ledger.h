@@ -44,8 +44,8 @@ struct MsrReg {
     bool always_disable = false;  // disable pass writes even when no enable bit is set
     bool reread = false;          // disable pass reads the register first (hardware-set flags)
     // counter phase
-    u32 write_msr = 0;  // the address writes go to (IA32_A_PMCx); also tracked; 0: msr
-    u32 gate = 0;       // the register whose disable must succeed before the write; 0: none
+    u32 write_msr = 0;    // the address writes go to (IA32_A_PMCx); also tracked; 0: msr
+    u32 gate = 0;         // the register whose disable must succeed before the write; 0: none
     u8 legacy_width = 0;  // nonzero: the write is 32 bits sign-extended to this width
     u8 report_bit = 0;    // RestoreReport::gp_counters_inexact bit when it cannot be exact
     // status phase
@@ -87,14 +87,14 @@ public:
     // session): the MsrReg fields a phase does not use share storage.
     struct Entry {
         u64 saved = 0;
-        u64 shadow = 0;   // the value the register holds as far as pmulab knows
-        u64 mask = 0;     // enable bits (disable pass), or the owned bits (status)
+        u64 shadow = 0;  // the value the register holds as far as pmulab knows
+        u64 mask = 0;    // enable bits (disable pass), or the owned bits (status)
         u32 msr = 0;
-        u32 alt = 0;      // write_msr (counter), or clear_msr (status)
-        u32 other = 0;    // gate (counter), or set_msr (status)
+        u32 alt = 0;    // write_msr (counter), or clear_msr (status)
+        u32 other = 0;  // gate (counter), or set_msr (status)
         RestorePhase phase = RestorePhase::control;
         u8 legacy_width = 0, report_bit = 0;
-        u8 flags = 0;     // kAlways | kReread | kWritten | kOff
+        u8 flags = 0;  // kAlways | kReread | kWritten | kOff
     };
 
     void bind(Hw* hw) { hw_ = hw; }
@@ -151,8 +151,7 @@ private:
 };
 
 // A ledger for up to N registers (the entries are held in place: copyable, no allocation).
-template <unsigned N>
-class FixedMsrLedger final : public MsrLedger {
+template <unsigned N> class FixedMsrLedger final : public MsrLedger {
 public:
     static constexpr unsigned kCapacity = N;
 

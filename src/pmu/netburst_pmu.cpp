@@ -1,4 +1,4 @@
-// The NetBurst ESCR/CCCR backend (see pmulab/pmu_netburst.h).
+// The NetBurst ESCR/CCCR backend (see netburst_pmu.h).
 #include "pmu/netburst_pmu.h"
 
 #include <stdarg.h>
@@ -224,7 +224,8 @@ Status NetBurstPmu::save(const PmuTouch& t) {
 
 Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
     if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
-    if (g.gp_mask & ~touched_) return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
+    if (g.gp_mask & ~touched_)
+        return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
     u64 mask = regs::counter_mask(netburst::kCounterWidth);
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
@@ -297,8 +298,7 @@ Status NetBurstPmu::stop() {
 }
 
 Result<u64> NetBurstPmu::read(CounterKind kind, u8 index) {
-    if (kind != CounterKind::gp || index >= kN)
-        return absent_counter_error(kind, index);
+    if (kind != CounterKind::gp || index >= kN) return absent_counter_error(kind, index);
     return perform_read(*hw_, access(kind, index));
 }
 

@@ -1,5 +1,5 @@
 // The NetBurst (Pentium 4 / NetBurst Xeon) PMU backend, a peer of IntelArchPmu behind
-// pmulab/pmu.h's PmuBackend. Included by pmu.h. Model and tables: pmulab/netburst.h.
+// pmu.h's PmuBackend; session.h binds it. Model and tables: x86/netburst_regs.h.
 //
 // Allocation: each event needs a counter AND an ESCR that can select it and is wired to
 // that counter; no two events of a group share either. Groups are filled in input order

@@ -1,4 +1,4 @@
-// PMU detection, planning helpers and the per-CPU session (see pmulab/pmu.h).
+// PMU detection from a CPU probe, planning helpers and summaries (see pmu.h).
 #include "pmu/session.h"
 
 #include "x86/msr_addr.h"
@@ -177,7 +177,9 @@ void put_pmu_summary(StrBuf& out, const PmuInfo& p) {
         out.put("no fixed counters");
     }
     if (p.core_type != kCoreTypeNone)
-        out.printf(", %s core", p.core_type == kCoreTypeCore ? "P (cpu_core)" : p.core_type == kCoreTypeAtom ? "E (cpu_atom)" : "unknown");
+        out.printf(", %s core", p.core_type == kCoreTypeCore   ? "P (cpu_core)"
+                                : p.core_type == kCoreTypeAtom ? "E (cpu_atom)"
+                                                               : "unknown");
     out.put(p.full_width_writes ? ", full-width writes" : ", 32-bit counter writes");
     out.printf(", reads with %s", p.method == CounterMethod::rdpmc ? "RDPMC" : "RDMSR");
 }
@@ -231,7 +233,8 @@ Status add_touch(PmuTouch* t, const Event& e, const Assignment& as) {
 Result<PmuTouch> touch_set(const Event* events, usize n, const CounterGroup& g) {
     PmuTouch t;
     for (const Assignment& as : g.events) {
-        if (as.event >= n) return Error::make(Errc::internal, "touch_set: assignment of event %u out of range", as.event);
+        if (as.event >= n)
+            return Error::make(Errc::internal, "touch_set: assignment of event %u out of range", as.event);
         PMULAB_TRY(add_touch(&t, events[as.event], as));
     }
     return t;

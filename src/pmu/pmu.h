@@ -28,7 +28,7 @@
 //     s.close();                                 // restore(): exact, also after errors
 //
 // Intel programming sequence (SDM Vol. 3B §20.2, "Architectural Performance Monitoring";
-// section numbers as in regs.h):
+// section numbers as in x86/intel_regs.h):
 //   program:  v2+: IA32_PERF_GLOBAL_CTRL = 0.  Each GP counter of the group: EN cleared
 //             in IA32_PERFEVTSELx if it was set (§20.2.1.1: "disabled ... before writing
 //             to IA32_PMCx"), the preset written to IA32_A_PMCx (full-width writes,
@@ -56,8 +56,8 @@ namespace pmulab {
 enum class PmuKind : u8 {
     none,        // no usable counters (only the TSC)
     intel_arch,  // Intel architectural performance monitoring, CPUID.0AH version 1..6
-    amd,         // AMD core PMU: legacy / PerfCtrExtCore / PerfMonV2 (pmu_amd.h)
-    netburst,    // Intel NetBurst ESCR/CCCR (pmu_netburst.h)
+    amd,         // AMD core PMU: legacy / PerfCtrExtCore / PerfMonV2 (amd_pmu.h)
+    netburst,    // Intel NetBurst ESCR/CCCR (netburst_pmu.h)
 };
 const char* pmu_kind_name(PmuKind k);  // "none", "intel_arch", "amd", "netburst"
 
@@ -104,7 +104,7 @@ struct PmuInfo {
     PmuCaps caps;
     bool perf_caps_fault = false;  // PDCM set, but RDMSR 0x345 faulted (treated as absent)
 
-    // The counters pmulab programs (regs.h per-version rules; clipped to 16 + 16).
+    // The counters pmulab programs (x86/intel_regs.h per-version rules; clipped to 16 + 16).
     u8 version = 0;
     u32 gp_mask = 0;     // bit i = IA32_PMCi (leaf 23H bitmap when enumerated)
     u32 fixed_mask = 0;  // bit i = IA32_FIXED_CTRi (ECX mask on v5+, Core 2 quirk)

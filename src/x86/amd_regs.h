@@ -1,5 +1,5 @@
 // Typed AMD core performance-monitoring registers (family 10h and later: K10,
-// Bulldozer, Zen 1-5), in the style of regs.h.
+// Bulldozer, Zen 1-5), in the style of intel_regs.h.
 //
 // References: AMD64 Architecture Programmer's Manual (APM) Vol. 2 §13.2 "Performance
 // Monitoring Counters" (PerfEvtSel layout, legacy and extended counter MSRs, PerfMonV2
@@ -24,18 +24,18 @@ inline constexpr unsigned kCounterWidth = 48;   // APM §13.2.1: "48-bit" perfor
 class PerfEvtSel : public RegValue<PerfEvtSel> {
 public:
     using RegValue::RegValue;
-    PMULAB_REG_FIELD(PerfEvtSel, event_lo, 7, 0)     // EventSelect[7:0]
-    PMULAB_REG_FIELD(PerfEvtSel, umask, 15, 8)       // UnitMask
-    PMULAB_REG_FLAG(PerfEvtSel, usr, 16)             // count at CPL > 0
-    PMULAB_REG_FLAG(PerfEvtSel, os, 17)              // count at CPL 0
-    PMULAB_REG_FLAG(PerfEvtSel, edge, 18)            // "E": edge detect
-    PMULAB_REG_FLAG(PerfEvtSel, intr, 20)            // "INT": APIC interrupt on overflow
-    PMULAB_REG_FLAG(PerfEvtSel, en, 22)              // counter enable
-    PMULAB_REG_FLAG(PerfEvtSel, inv, 23)             // invert the CntMask comparison
-    PMULAB_REG_FIELD(PerfEvtSel, cmask, 31, 24)      // CntMask (threshold)
-    PMULAB_REG_FIELD(PerfEvtSel, event_hi, 35, 32)   // EventSelect[11:8]
-    PMULAB_REG_FLAG(PerfEvtSel, guest_only, 40)      // HG_ONLY[0]: count only in SVM guest mode
-    PMULAB_REG_FLAG(PerfEvtSel, host_only, 41)       // HG_ONLY[1]: count only in host mode
+    PMULAB_REG_FIELD(PerfEvtSel, event_lo, 7, 0)    // EventSelect[7:0]
+    PMULAB_REG_FIELD(PerfEvtSel, umask, 15, 8)      // UnitMask
+    PMULAB_REG_FLAG(PerfEvtSel, usr, 16)            // count at CPL > 0
+    PMULAB_REG_FLAG(PerfEvtSel, os, 17)             // count at CPL 0
+    PMULAB_REG_FLAG(PerfEvtSel, edge, 18)           // "E": edge detect
+    PMULAB_REG_FLAG(PerfEvtSel, intr, 20)           // "INT": APIC interrupt on overflow
+    PMULAB_REG_FLAG(PerfEvtSel, en, 22)             // counter enable
+    PMULAB_REG_FLAG(PerfEvtSel, inv, 23)            // invert the CntMask comparison
+    PMULAB_REG_FIELD(PerfEvtSel, cmask, 31, 24)     // CntMask (threshold)
+    PMULAB_REG_FIELD(PerfEvtSel, event_hi, 35, 32)  // EventSelect[11:8]
+    PMULAB_REG_FLAG(PerfEvtSel, guest_only, 40)     // HG_ONLY[0]: count only in SVM guest mode
+    PMULAB_REG_FLAG(PerfEvtSel, host_only, 41)      // HG_ONLY[1]: count only in host mode
 
     // The 12-bit event select spread over 7:0 and 35:32.
     constexpr u64 event_select() const { return event_lo() | (event_hi() << 8); }
@@ -54,8 +54,8 @@ static_assert(PerfEvtSel().set_event_select(0xC0).set_usr().set_os().set_en().ra
 static_assert(PerfEvtSel().set_event_select(0x1C1).set_umask(0x02).set_usr().raw() == 0x00000001000102C1ull);
 // Writable bits: everything above except the reserved 19, 21, 39:36 and 63:42.
 inline constexpr u64 kPerfEvtSelWritable = 0xFFull | 0xFF00ull | (1ull << 16) | (1ull << 17) | (1ull << 18) |
-                                           (1ull << 20) | (1ull << 22) | (1ull << 23) | 0xFF000000ull |
-                                           0xF00000000ull | (1ull << 40) | (1ull << 41);
+                                           (1ull << 20) | (1ull << 22) | (1ull << 23) | 0xFF000000ull | 0xF00000000ull |
+                                           (1ull << 40) | (1ull << 41);
 static_assert(kPerfEvtSelWritable == 0x30FFFD7FFFFull);
 
 // PerfCntrGlobalCtl (C000_0301h), PerfCntrGlobalStatus (C000_0300h, read-only),
@@ -93,7 +93,9 @@ inline constexpr unsigned kAperfMperfWidth = 64;
 // Counter MSR addresses. Legacy: PerfEvtSeln = C001_0000h + n, PerfCtrn = C001_0004h + n
 // (n < 4). PerfCtrExtCore: PERF_CTL n = C001_0200h + 2n, PERF_CTR n = C001_0201h + 2n
 // (the legacy addresses alias counters 0-3). APM Vol. 2 §13.2.1.
-constexpr u32 ctl_msr(unsigned i, bool ext) { return ext ? msr::AMD_PERF_CTL_EXT0 + 2 * i : msr::AMD_PERF_EVT_SEL0 + i; }
+constexpr u32 ctl_msr(unsigned i, bool ext) {
+    return ext ? msr::AMD_PERF_CTL_EXT0 + 2 * i : msr::AMD_PERF_EVT_SEL0 + i;
+}
 constexpr u32 ctr_msr(unsigned i, bool ext) { return ext ? msr::AMD_PERF_CTR_EXT0 + 2 * i : msr::AMD_PERF_CTR0 + i; }
 static_assert(ctl_msr(5, true) == 0xC001020A && ctr_msr(5, true) == 0xC001020B);
 static_assert(ctl_msr(3, false) == 0xC0010003 && ctr_msr(3, false) == 0xC0010007);

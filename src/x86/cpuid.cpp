@@ -114,13 +114,23 @@ void capture_cpuid(Hw& hw, CpuidSnapshot* out) {
 
 bool cpuid_leaf_is_captured(u32 leaf) {
     switch (leaf) {
-        case 0x0: case 0x1: case 0x6: case 0x7: case 0xA: case 0xB: case 0x1A: case 0x23:
+        case 0x0:
+        case 0x1:
+        case 0x6:
+        case 0x7:
+        case 0xA:
+        case 0xB:
+        case 0x1A:
+        case 0x23:
         case 0x40000000:
-        case 0x80000000: case 0x80000001: case 0x80000002: case 0x80000003: case 0x80000004:
-        case 0x80000008: case 0x80000022:
-            return true;
-        default:
-            return false;
+        case 0x80000000:
+        case 0x80000001:
+        case 0x80000002:
+        case 0x80000003:
+        case 0x80000004:
+        case 0x80000008:
+        case 0x80000022: return true;
+        default: return false;
     }
 }
 
@@ -147,10 +157,18 @@ const char* vendor_id_name(Vendor v) {
 
 const char* arch_event_key(unsigned b) {
     static const char* const k[kArchEventCount] = {
-        "core_cycles",          "instructions_retired",     "reference_cycles",
-        "llc_references",       "llc_misses",               "branch_instructions_retired",
-        "branch_mispredicts_retired", "topdown_slots",      "topdown_backend_bound",
-        "topdown_bad_speculation",    "topdown_frontend_bound", "topdown_retiring",
+        "core_cycles",
+        "instructions_retired",
+        "reference_cycles",
+        "llc_references",
+        "llc_misses",
+        "branch_instructions_retired",
+        "branch_mispredicts_retired",
+        "topdown_slots",
+        "topdown_backend_bound",
+        "topdown_bad_speculation",
+        "topdown_frontend_bound",
+        "topdown_retiring",
         "lbr_inserts",
     };
     return b < kArchEventCount ? k[b] : "unknown";
@@ -158,10 +176,18 @@ const char* arch_event_key(unsigned b) {
 
 const char* arch_event_title(unsigned b) {
     static const char* const k[kArchEventCount] = {
-        "UnHalted Core Cycles",      "Instructions Retired",        "UnHalted Reference Cycles",
-        "LLC References",            "LLC Misses",                  "Branch Instructions Retired",
-        "Branch Mispredicts Retired", "Topdown Slots",              "Topdown Backend Bound",
-        "Topdown Bad Speculation",   "Topdown Frontend Bound",      "Topdown Retiring",
+        "UnHalted Core Cycles",
+        "Instructions Retired",
+        "UnHalted Reference Cycles",
+        "LLC References",
+        "LLC Misses",
+        "Branch Instructions Retired",
+        "Branch Mispredicts Retired",
+        "Topdown Slots",
+        "Topdown Backend Bound",
+        "Topdown Bad Speculation",
+        "Topdown Frontend Bound",
+        "Topdown Retiring",
         "LBR Inserts",
     };
     return b < kArchEventCount ? k[b] : "unknown";
@@ -192,20 +218,18 @@ u32 PmuCaps::fixed_counter_mask() const {
 bool PmuCaps::present() const { return version > 0 || amd_core_counters > 0 || netburst; }
 
 bool PmuCaps::operator==(const PmuCaps& o) const {
-    return leaf_0a == o.leaf_0a && version == o.version && gp_counters == o.gp_counters &&
-           gp_width == o.gp_width && ebx_length == o.ebx_length && ebx == o.ebx &&
-           fixed_mask == o.fixed_mask && fixed_counters == o.fixed_counters &&
-           fixed_width == o.fixed_width && anythread_deprecated == o.anythread_deprecated &&
-           fixed_count_quirk == o.fixed_count_quirk && leaf_23 == o.leaf_23 &&
-           leaf23_subleaves == o.leaf23_subleaves && umask2 == o.umask2 && eq_bit == o.eq_bit &&
-           gp_bitmap == o.gp_bitmap && fixed_bitmap == o.fixed_bitmap &&
-           acr_gp_bitmap == o.acr_gp_bitmap && acr_fixed_bitmap == o.acr_fixed_bitmap &&
-           arch_events_bitmap == o.arch_events_bitmap && amd_perfctr_core == o.amd_perfctr_core &&
-           amd_perfmon_v2 == o.amd_perfmon_v2 && amd_core_counters == o.amd_core_counters &&
-           amd_lbr_v2 == o.amd_lbr_v2 && amd_lbr_stack_size == o.amd_lbr_stack_size &&
-           amd_nb_counters == o.amd_nb_counters && rdpmc_user_disable == o.rdpmc_user_disable &&
-           amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq && netburst == o.netburst &&
-           netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
+    return leaf_0a == o.leaf_0a && version == o.version && gp_counters == o.gp_counters && gp_width == o.gp_width &&
+           ebx_length == o.ebx_length && ebx == o.ebx && fixed_mask == o.fixed_mask &&
+           fixed_counters == o.fixed_counters && fixed_width == o.fixed_width &&
+           anythread_deprecated == o.anythread_deprecated && fixed_count_quirk == o.fixed_count_quirk &&
+           leaf_23 == o.leaf_23 && leaf23_subleaves == o.leaf23_subleaves && umask2 == o.umask2 && eq_bit == o.eq_bit &&
+           gp_bitmap == o.gp_bitmap && fixed_bitmap == o.fixed_bitmap && acr_gp_bitmap == o.acr_gp_bitmap &&
+           acr_fixed_bitmap == o.acr_fixed_bitmap && arch_events_bitmap == o.arch_events_bitmap &&
+           amd_perfctr_core == o.amd_perfctr_core && amd_perfmon_v2 == o.amd_perfmon_v2 &&
+           amd_core_counters == o.amd_core_counters && amd_lbr_v2 == o.amd_lbr_v2 &&
+           amd_lbr_stack_size == o.amd_lbr_stack_size && amd_nb_counters == o.amd_nb_counters &&
+           rdpmc_user_disable == o.rdpmc_user_disable && amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq &&
+           netburst == o.netburst && netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
            topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }
@@ -258,8 +282,7 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     }
 
     // Architectural performance monitoring leaf (SDM Vol. 3B §20.2).
-    bool intel_like = id.vendor == Vendor::intel || id.vendor == Vendor::zhaoxin ||
-                      id.vendor == Vendor::other;
+    bool intel_like = id.vendor == Vendor::intel || id.vendor == Vendor::zhaoxin || id.vendor == Vendor::other;
     if (id.max_leaf >= 0xA && intel_like) {
         CpuidRegs a = s.get(0xA);
         p.leaf_0a = true;
@@ -359,8 +382,6 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     return d;
 }
 
-void put_signature(StrBuf& out, const CpuIdentity& id) {
-    out.printf("%02X_%02XH", id.family, id.model);
-}
+void put_signature(StrBuf& out, const CpuIdentity& id) { out.printf("%02X_%02XH", id.family, id.model); }
 
 }  // namespace pmulab

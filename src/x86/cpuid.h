@@ -81,49 +81,49 @@ struct CpuIdentity {
     char brand[49] = {};
     u32 max_leaf = 0;
     u32 max_ext_leaf = 0;
-    u32 signature = 0;  // CPUID.01H:EAX
+    u32 signature = 0;                        // CPUID.01H:EAX
     u32 family = 0, model = 0, stepping = 0;  // display values (SDM rules)
-    u32 initial_apic_id = 0;                   // CPUID.01H:EBX[31:24]
-    bool hypervisor = false;                   // CPUID.01H:ECX[31]
-    bool pdcm = false;                         // CPUID.01H:ECX[15]
-    bool hybrid = false;                       // CPUID.(07H,0):EDX[15]
-    bool arch_perfmon_ext = false;             // CPUID.(07H,1):EAX[8] (leaf 23H exists)
-    u8 core_type = kCoreTypeNone;              // CPUID.1AH:EAX[31:24]
-    u32 native_model_id = 0;                   // CPUID.1AH:EAX[23:0]
+    u32 initial_apic_id = 0;                  // CPUID.01H:EBX[31:24]
+    bool hypervisor = false;                  // CPUID.01H:ECX[31]
+    bool pdcm = false;                        // CPUID.01H:ECX[15]
+    bool hybrid = false;                      // CPUID.(07H,0):EDX[15]
+    bool arch_perfmon_ext = false;            // CPUID.(07H,1):EAX[8] (leaf 23H exists)
+    u8 core_type = kCoreTypeNone;             // CPUID.1AH:EAX[31:24]
+    u32 native_model_id = 0;                  // CPUID.1AH:EAX[23:0]
 };
 
 // Intel architectural performance monitoring (CPUID.0AH, 23H) and the AMD core PMU.
 struct PmuCaps {
     // CPUID.0AH (Intel SDM Vol. 3B §20.2.1–20.2.7)
-    bool leaf_0a = false;  // leaf read (max leaf >= 0AH)
-    u8 version = 0;        // EAX[7:0]
-    u8 gp_counters = 0;    // EAX[15:8]
-    u8 gp_width = 0;       // EAX[23:16]
-    u8 ebx_length = 0;     // EAX[31:24]
-    u32 ebx = 0;           // raw: set bit = event NOT available
-    u32 events_unavailable = 0;  // EBX bits within ebx_length (of the kArchEventCount known)
-    u32 events_available = 0;    // known events within ebx_length whose bit is clear
-    u32 fixed_mask = 0;          // ECX: fixed counter bitmap (v5+)
-    u8 fixed_counters = 0;       // EDX[4:0]
-    u8 fixed_width = 0;          // EDX[12:5]
+    bool leaf_0a = false;               // leaf read (max leaf >= 0AH)
+    u8 version = 0;                     // EAX[7:0]
+    u8 gp_counters = 0;                 // EAX[15:8]
+    u8 gp_width = 0;                    // EAX[23:16]
+    u8 ebx_length = 0;                  // EAX[31:24]
+    u32 ebx = 0;                        // raw: set bit = event NOT available
+    u32 events_unavailable = 0;         // EBX bits within ebx_length (of the kArchEventCount known)
+    u32 events_available = 0;           // known events within ebx_length whose bit is clear
+    u32 fixed_mask = 0;                 // ECX: fixed counter bitmap (v5+)
+    u8 fixed_counters = 0;              // EDX[4:0]
+    u8 fixed_width = 0;                 // EDX[12:5]
     bool anythread_deprecated = false;  // EDX[15]
-    u32 fixed_effective = 0;     // bit i: ECX[i] || EDX[4:0] > i (v2+)
+    u32 fixed_effective = 0;            // bit i: ECX[i] || EDX[4:0] > i (v2+)
     // Core 2 (v2) reports EDX = 0 but has three fixed counters (Linux assumes 3 on
     // bare metal for v2..v4 when EDX[4:0] < 3).
     bool fixed_count_quirk = false;
 
     // CPUID.23H (Intel SDM Vol. 2A, "Architectural Performance Monitoring Extended Leaf")
     bool leaf_23 = false;
-    u32 leaf23_subleaves = 0;  // sub-leaf 0 EAX: valid sub-leaf bitmap
-    bool umask2 = false;       // sub-leaf 0 EBX[0]
-    bool eq_bit = false;       // sub-leaf 0 EBX[1]
+    u32 leaf23_subleaves = 0;         // sub-leaf 0 EAX: valid sub-leaf bitmap
+    bool umask2 = false;              // sub-leaf 0 EBX[0]
+    bool eq_bit = false;              // sub-leaf 0 EBX[1]
     bool rdpmc_user_disable = false;  // sub-leaf 0 EBX[2]
     u32 topdown_slots_per_cycle = 0;  // sub-leaf 0 ECX[7:0]
-    u32 gp_bitmap = 0;        // sub-leaf 1 EAX
-    u32 fixed_bitmap = 0;     // sub-leaf 1 EBX
-    u32 acr_gp_bitmap = 0;    // sub-leaf 2 EAX (auto counter reload)
-    u32 acr_fixed_bitmap = 0; // sub-leaf 2 EBX
-    u32 arch_events_bitmap = 0;  // sub-leaf 3 EAX (available architectural events)
+    u32 gp_bitmap = 0;                // sub-leaf 1 EAX
+    u32 fixed_bitmap = 0;             // sub-leaf 1 EBX
+    u32 acr_gp_bitmap = 0;            // sub-leaf 2 EAX (auto counter reload)
+    u32 acr_fixed_bitmap = 0;         // sub-leaf 2 EBX
+    u32 arch_events_bitmap = 0;       // sub-leaf 3 EAX (available architectural events)
 
     // AMD (APM Vol. 2 §13.2, Vol. 3 CPUID Fn8000_0001_ECX[23], Fn8000_0022)
     bool amd_perfctr_core = false;  // PerfCtrExtCore: 6 counters at C001_0200
@@ -139,8 +139,8 @@ struct PmuCaps {
     // (SDM Vol. 3B §20.15). Its presence is confirmed at run time by
     // IA32_MISC_ENABLE[7] (Performance Monitoring Available).
     bool netburst = false;
-    u8 netburst_model = 0;          // display model (IQ_ESCR0/1 exist on models 1-2 only)
-    bool netburst_ht = false;       // CPUID.01H:EDX[28] and EBX[23:16] > 1: ESCRs shared by 2 threads
+    u8 netburst_model = 0;     // display model (IQ_ESCR0/1 exist on models 1-2 only)
+    bool netburst_ht = false;  // CPUID.01H:EDX[28] and EBX[23:16] > 1: ESCRs shared by 2 threads
 
     // IA32_PERF_CAPABILITIES (0x345), read only when PDCM is set.
     bool perf_caps_read = false;

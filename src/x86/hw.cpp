@@ -13,11 +13,11 @@ const char* vector_name(u8 vector) {
 Error msr_fault_error(const char* op, u32 msr, u64 value, u8 vector) {
     Error e;
     if (str_eq(op, "WRMSR"))
-        e = Error::make(Errc::fault, "WRMSR 0x%x <- 0x%llx raised %s: the CPU rejects this MSR or value",
-                        msr, (unsigned long long)value, vector_name(vector));
+        e = Error::make(Errc::fault, "WRMSR 0x%x <- 0x%llx raised %s: the CPU rejects this MSR or value", msr,
+                        (unsigned long long)value, vector_name(vector));
     else
-        e = Error::make(Errc::fault, "%s 0x%x raised %s: the CPU does not implement this MSR", op,
-                        msr, vector_name(vector));
+        e = Error::make(Errc::fault, "%s 0x%x raised %s: the CPU does not implement this MSR", op, msr,
+                        vector_name(vector));
     e.vector = vector;
     return e;
 }

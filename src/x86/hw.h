@@ -14,9 +14,7 @@ namespace pmulab {
 
 struct CpuidRegs {
     u32 eax = 0, ebx = 0, ecx = 0, edx = 0;
-    bool operator==(const CpuidRegs& o) const {
-        return eax == o.eax && ebx == o.ebx && ecx == o.ecx && edx == o.edx;
-    }
+    bool operator==(const CpuidRegs& o) const { return eax == o.eax && ebx == o.ebx && ecx == o.ecx && edx == o.edx; }
 };
 
 // Interrupt vectors of the faults pmulab expects from MSR/PMC access.

@@ -156,8 +156,7 @@ Status pmu_msr_check(const PmuCaps& c, u32 m) {
     if (w.kind == Kind::none)
         return Error::make(Errc::invalid_argument, "MSR 0x%X is not an architectural performance-monitoring MSR", m);
     if (w.kind != Kind::single || m != msr::IA32_PERF_CAPABILITIES) {
-        if (c.version == 0)
-            return missing(c, m, "no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
+        if (c.version == 0) return missing(c, m, "no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
     }
     StrBuf why;
     switch (w.kind) {
@@ -178,8 +177,7 @@ Status pmu_msr_check(const PmuCaps& c, u32 m) {
             return ok_status();
         }
         case Kind::fixed_ctr: {
-            if (!has_global_ctrl(c))
-                return missing(c, m, "architectural PMU version 1 has no fixed-function counters");
+            if (!has_global_ctrl(c)) return missing(c, m, "architectural PMU version 1 has no fixed-function counters");
             u32 f = fixed_counters(c);
             if (!bit_set(f, w.index)) {
                 why.put("this CPU has fixed counters ");
@@ -238,7 +236,7 @@ u64 pmu_msr_writable_mask(const PmuCaps& c, u32 m) {
         case msr::IA32_PERF_GLOBAL_OVF_CTRL: return global_ovf_ctrl_writable_mask(c);
         case msr::IA32_PERF_GLOBAL_STATUS_SET: return global_status_set_writable_mask(c);
         case msr::MSR_PERF_METRICS: return ~u64(0);  // software clears it together with FIXED_CTR3
-        default: return 0;                            // read-only
+        default: return 0;                           // read-only
     }
 }
 

@@ -42,17 +42,17 @@ public:
     using RegValue::RegValue;
     PMULAB_REG_FIELD(PerfEvtSel, event_select, 7, 0)
     PMULAB_REG_FIELD(PerfEvtSel, umask, 15, 8)
-    PMULAB_REG_FLAG(PerfEvtSel, usr, 16)         // count at CPL 1..3
-    PMULAB_REG_FLAG(PerfEvtSel, os, 17)          // count at CPL 0
-    PMULAB_REG_FLAG(PerfEvtSel, edge, 18)        // "E": count deasserted->asserted edges
-    PMULAB_REG_FLAG(PerfEvtSel, pc, 19)          // pin control (reserved since Sandy Bridge)
-    PMULAB_REG_FLAG(PerfEvtSel, intr, 20)        // "INT": APIC interrupt on overflow
-    PMULAB_REG_FLAG(PerfEvtSel, any_thread, 21)  // "AnyThread" (v3+, unless deprecated)
-    PMULAB_REG_FLAG(PerfEvtSel, en, 22)          // enable
-    PMULAB_REG_FLAG(PerfEvtSel, inv, 23)         // invert the CMASK comparison
-    PMULAB_REG_FIELD(PerfEvtSel, cmask, 31, 24)  // counter mask (threshold)
-    PMULAB_REG_FLAG(PerfEvtSel, eq, 36)          // CMASK compares "equal" (leaf 23H EBX[1])
-    PMULAB_REG_FIELD(PerfEvtSel, umask2, 47, 40) // second unit mask (leaf 23H EBX[0])
+    PMULAB_REG_FLAG(PerfEvtSel, usr, 16)          // count at CPL 1..3
+    PMULAB_REG_FLAG(PerfEvtSel, os, 17)           // count at CPL 0
+    PMULAB_REG_FLAG(PerfEvtSel, edge, 18)         // "E": count deasserted->asserted edges
+    PMULAB_REG_FLAG(PerfEvtSel, pc, 19)           // pin control (reserved since Sandy Bridge)
+    PMULAB_REG_FLAG(PerfEvtSel, intr, 20)         // "INT": APIC interrupt on overflow
+    PMULAB_REG_FLAG(PerfEvtSel, any_thread, 21)   // "AnyThread" (v3+, unless deprecated)
+    PMULAB_REG_FLAG(PerfEvtSel, en, 22)           // enable
+    PMULAB_REG_FLAG(PerfEvtSel, inv, 23)          // invert the CMASK comparison
+    PMULAB_REG_FIELD(PerfEvtSel, cmask, 31, 24)   // counter mask (threshold)
+    PMULAB_REG_FLAG(PerfEvtSel, eq, 36)           // CMASK compares "equal" (leaf 23H EBX[1])
+    PMULAB_REG_FIELD(PerfEvtSel, umask2, 47, 40)  // second unit mask (leaf 23H EBX[0])
 };
 static_assert(PerfEvtSel::event_select_field::mask == 0x00000000000000FFull);
 static_assert(PerfEvtSel::umask_field::mask == 0x000000000000FF00ull);
@@ -69,11 +69,9 @@ static_assert(PerfEvtSel::eq_field::mask == 1ull << 36);
 static_assert(PerfEvtSel::umask2_field::mask == 0x0000FF0000000000ull);
 // The worked examples of the SDM seeds: UOPS_ISSUED.ANY (0E.01) USR+EN, and
 // DTLB_MISSES.ANY (08.01) USR+OS without and with EN.
-static_assert(PerfEvtSel().set_event_select(0x0E).set_umask(0x01).set_usr(true).set_en(true).raw() ==
-              0x0041010E);
+static_assert(PerfEvtSel().set_event_select(0x0E).set_umask(0x01).set_usr(true).set_en(true).raw() == 0x0041010E);
 static_assert(PerfEvtSel().set_event_select(0x08).set_umask(0x01).set_usr().set_os().raw() == 0x00030108);
-static_assert(PerfEvtSel().set_event_select(0x08).set_umask(0x01).set_usr().set_os().set_en().raw() ==
-              0x00430108);
+static_assert(PerfEvtSel().set_event_select(0x08).set_umask(0x01).set_usr().set_os().set_en().raw() == 0x00430108);
 
 // IA32_FIXED_CTR_CTRL (0x38D): 4 bits per fixed counter i at 4i. SDM Vol. 3B §20.2.2
 // "Version 2" (OS, USR, PMI), §20.2.3 "Version 3" (AnyThread).
@@ -149,11 +147,11 @@ public:
     PMULAB_REG_FIELD(PerfGlobalStatus, fixed_ovf, 47, 32)
     PMULAB_REG_FLAG(PerfGlobalStatus, perf_metrics_ovf, 48)
     PMULAB_REG_FLAG(PerfGlobalStatus, trace_topa_pmi, 55)
-    PMULAB_REG_FLAG(PerfGlobalStatus, lbr_frz, 58)      // v4
-    PMULAB_REG_FLAG(PerfGlobalStatus, ctr_frz, 59)      // v4
-    PMULAB_REG_FLAG(PerfGlobalStatus, asci, 60)         // v4
-    PMULAB_REG_FLAG(PerfGlobalStatus, ovf_uncore, 61)   // v3+
-    PMULAB_REG_FLAG(PerfGlobalStatus, ovf_buf, 62)      // DS buffer (PEBS/BTS) overflow
+    PMULAB_REG_FLAG(PerfGlobalStatus, lbr_frz, 58)     // v4
+    PMULAB_REG_FLAG(PerfGlobalStatus, ctr_frz, 59)     // v4
+    PMULAB_REG_FLAG(PerfGlobalStatus, asci, 60)        // v4
+    PMULAB_REG_FLAG(PerfGlobalStatus, ovf_uncore, 61)  // v3+
+    PMULAB_REG_FLAG(PerfGlobalStatus, ovf_buf, 62)     // DS buffer (PEBS/BTS) overflow
     PMULAB_REG_FLAG(PerfGlobalStatus, cond_chgd, 63)
     constexpr bool pmc(unsigned i) const { return i < 32 && get_bit(i); }
     constexpr bool fixed(unsigned i) const { return i < kMaxFixedCounters && get_bit(kFixedBase + i); }
@@ -168,8 +166,7 @@ using PerfGlobalStatusSet = PerfGlobalStatus;
 static_assert(PerfGlobalStatus::cond_chgd_field::mask == 1ull << 63 &&
               PerfGlobalStatus::ovf_buf_field::mask == 1ull << 62 &&
               PerfGlobalStatus::ovf_uncore_field::mask == 1ull << 61 &&
-              PerfGlobalStatus::asci_field::mask == 1ull << 60 &&
-              PerfGlobalStatus::ctr_frz_field::mask == 1ull << 59 &&
+              PerfGlobalStatus::asci_field::mask == 1ull << 60 && PerfGlobalStatus::ctr_frz_field::mask == 1ull << 59 &&
               PerfGlobalStatus::lbr_frz_field::mask == 1ull << 58 &&
               PerfGlobalStatus::trace_topa_pmi_field::mask == 1ull << 55 &&
               PerfGlobalStatus::perf_metrics_ovf_field::mask == 1ull << 48);
@@ -178,8 +175,8 @@ static_assert(PerfGlobalStatus::cond_chgd_field::mask == 1ull << 63 &&
 class PerfGlobalInUse : public RegValue<PerfGlobalInUse> {
 public:
     using RegValue::RegValue;
-    PMULAB_REG_FIELD(PerfGlobalInUse, pmc_in_use, 31, 0)      // PERFEVTSELi[7:0] != 0
-    PMULAB_REG_FIELD(PerfGlobalInUse, fixed_in_use, 47, 32)   // FIXED_CTR_CTRL ENi != 0
+    PMULAB_REG_FIELD(PerfGlobalInUse, pmc_in_use, 31, 0)     // PERFEVTSELi[7:0] != 0
+    PMULAB_REG_FIELD(PerfGlobalInUse, fixed_in_use, 47, 32)  // FIXED_CTR_CTRL ENi != 0
     PMULAB_REG_FLAG(PerfGlobalInUse, pmi_in_use, 63)
     constexpr bool pmc(unsigned i) const { return i < 32 && get_bit(i); }
     constexpr bool fixed(unsigned i) const { return i < kMaxFixedCounters && get_bit(32 + i); }
@@ -197,9 +194,9 @@ public:
     PMULAB_REG_FLAG(PerfCapabilities, pebs_arch_reg, 7)
     PMULAB_REG_FIELD(PerfCapabilities, pebs_rec_fmt, 11, 8)
     PMULAB_REG_FLAG(PerfCapabilities, smm_frz, 12)
-    PMULAB_REG_FLAG(PerfCapabilities, fw_write, 13)           // IA32_A_PMCx full-width writes
+    PMULAB_REG_FLAG(PerfCapabilities, fw_write, 13)  // IA32_A_PMCx full-width writes
     PMULAB_REG_FLAG(PerfCapabilities, pebs_baseline, 14)
-    PMULAB_REG_FLAG(PerfCapabilities, perf_metrics, 15)       // MSR_PERF_METRICS available
+    PMULAB_REG_FLAG(PerfCapabilities, perf_metrics, 15)  // MSR_PERF_METRICS available
     PMULAB_REG_FLAG(PerfCapabilities, pebs_output_pt_avail, 16)
     PMULAB_REG_FLAG(PerfCapabilities, pebs_timing_info, 17)
     PMULAB_REG_FLAG(PerfCapabilities, rdpmc_metrics_clear, 19)
@@ -274,9 +271,7 @@ constexpr u64 preload_for_overflow_after(u64 n, unsigned width) { return (u64(0)
 static_assert(preload_for_overflow_after(1, 48) == 0xFFFFFFFFFFFFull);
 
 // Increments between two readings of a counter `width` bits wide, across one wrap.
-constexpr u64 counter_delta(u64 before, u64 after, unsigned width) {
-    return (after - before) & counter_mask(width);
-}
+constexpr u64 counter_delta(u64 before, u64 after, unsigned width) { return (after - before) & counter_mask(width); }
 static_assert(counter_delta(0xFFFFFFFFFFF0ull, 0x10, 48) == 0x20);
 
 // ---------------------------------------------------------------------------
@@ -293,12 +288,12 @@ u32 fixed_counters(const PmuCaps& c);  // PmuCaps::fixed_counter_mask() (v2+) & 
 unsigned gp_counter_width(const PmuCaps& c);
 unsigned fixed_counter_width(const PmuCaps& c);
 
-bool has_global_ctrl(const PmuCaps& c);          // v2+: FIXED_CTR_CTRL, GLOBAL_CTRL/STATUS/OVF_CTRL
+bool has_global_ctrl(const PmuCaps& c);              // v2+: FIXED_CTR_CTRL, GLOBAL_CTRL/STATUS/OVF_CTRL
 bool has_global_status_reset_set(const PmuCaps& c);  // v4+: STATUS_RESET/SET, GLOBAL_INUSE
-bool has_anythread(const PmuCaps& c);            // v3+ and not CPUID.0AH:EDX[15] (deprecated)
-bool has_perf_capabilities(const PmuCaps& c);    // PDCM: IA32_PERF_CAPABILITIES was read
-bool has_full_width_writes(const PmuCaps& c);    // PERF_CAPABILITIES.FW_WRITE: IA32_A_PMCx exist
-bool has_perf_metrics(const PmuCaps& c);         // PERF_CAPABILITIES.PERF_METRICS and fixed counter 3
+bool has_anythread(const PmuCaps& c);                // v3+ and not CPUID.0AH:EDX[15] (deprecated)
+bool has_perf_capabilities(const PmuCaps& c);        // PDCM: IA32_PERF_CAPABILITIES was read
+bool has_full_width_writes(const PmuCaps& c);        // PERF_CAPABILITIES.FW_WRITE: IA32_A_PMCx exist
+bool has_perf_metrics(const PmuCaps& c);             // PERF_CAPABILITIES.PERF_METRICS and fixed counter 3
 
 // Writable bits (the complement is reserved) of each control register on this PMU.
 // PERFEVTSELx: bits 0..20, 22..31 (v1); AnyThread 21 when has_anythread; EQ 36 and

@@ -17,17 +17,17 @@ inline constexpr u32 IA32_APERF = 0xE8;
 inline constexpr u32 IA32_PERFEVTSEL0 = 0x186;  // IA32_PERFEVTSELx = IA32_PERFEVTSEL0 + x
 inline constexpr u32 IA32_MISC_ENABLE = 0x1A0;
 inline constexpr u32 IA32_DEBUGCTL = 0x1D9;
-inline constexpr u32 IA32_FIXED_CTR0 = 0x309;   // IA32_FIXED_CTRx = IA32_FIXED_CTR0 + x
+inline constexpr u32 IA32_FIXED_CTR0 = 0x309;  // IA32_FIXED_CTRx = IA32_FIXED_CTR0 + x
 inline constexpr u32 IA32_PERF_CAPABILITIES = 0x345;
 inline constexpr u32 IA32_FIXED_CTR_CTRL = 0x38D;
 inline constexpr u32 IA32_PERF_GLOBAL_STATUS = 0x38E;
 inline constexpr u32 IA32_PERF_GLOBAL_CTRL = 0x38F;
-inline constexpr u32 IA32_PERF_GLOBAL_OVF_CTRL = 0x390;     // v2/v3 name
-inline constexpr u32 IA32_PERF_GLOBAL_STATUS_RESET = 0x390; // v4+ name of the same address
-inline constexpr u32 IA32_PERF_GLOBAL_STATUS_SET = 0x391;   // v4+
-inline constexpr u32 IA32_PERF_GLOBAL_INUSE = 0x392;        // v4+
+inline constexpr u32 IA32_PERF_GLOBAL_OVF_CTRL = 0x390;      // v2/v3 name
+inline constexpr u32 IA32_PERF_GLOBAL_STATUS_RESET = 0x390;  // v4+ name of the same address
+inline constexpr u32 IA32_PERF_GLOBAL_STATUS_SET = 0x391;    // v4+
+inline constexpr u32 IA32_PERF_GLOBAL_INUSE = 0x392;         // v4+
 inline constexpr u32 IA32_PEBS_ENABLE = 0x3F1;
-inline constexpr u32 IA32_A_PMC0 = 0x4C1;       // full-width alias, IA32_A_PMCx = IA32_A_PMC0 + x
+inline constexpr u32 IA32_A_PMC0 = 0x4C1;  // full-width alias, IA32_A_PMCx = IA32_A_PMC0 + x
 inline constexpr u32 IA32_PKRS = 0x6E1;
 inline constexpr u32 MSR_PERF_METRICS = 0x329;
 

@@ -1,4 +1,4 @@
-// NetBurst ESCR/CCCR tables, events and placement (see pmulab/netburst.h).
+// NetBurst ESCR/CCCR tables, events and placement (see netburst_regs.h).
 #include "x86/netburst_regs.h"
 
 namespace pmulab::netburst {
@@ -23,24 +23,30 @@ const EventDef kEvents[kEventCount] = {
     {"global_power_events", 0x13, {kFsb0, kFsb1}, {{"RUNNING", 0}}, 1, 0x1, "cycles the processor is not stopped"},
     // At-retirement: instructions retired. CRU_ESCR0/1. Bits: non-bogus untagged/tagged,
     // bogus untagged/tagged.
-    {"instr_retired", 0x02, {kCru0, kCru1},
-     {{"NBOGUSNTAG", 0}, {"NBOGUSTAG", 1}, {"BOGUSNTAG", 2}, {"BOGUSTAG", 3}}, 4, 0x3,
+    {"instr_retired",
+     0x02,
+     {kCru0, kCru1},
+     {{"NBOGUSNTAG", 0}, {"NBOGUSTAG", 1}, {"BOGUSNTAG", 2}, {"BOGUSTAG", 3}},
+     4,
+     0x3,
      "instructions retired (non-bogus)"},
     // uops retired. CRU_ESCR0/1.
     {"uops_retired", 0x01, {kCru0, kCru1}, {{"NBOGUS", 0}, {"BOGUS", 1}}, 2, 0x1, "uops retired (non-bogus)"},
     // Retired branches by prediction and direction. CRU_ESCR2/3.
-    {"branch_retired", 0x06, {kCru2, kCru3},
-     {{"MMNP", 0}, {"MMNM", 1}, {"MMTP", 2}, {"MMTM", 3}}, 4, 0xF,
+    {"branch_retired",
+     0x06,
+     {kCru2, kCru3},
+     {{"MMNP", 0}, {"MMNM", 1}, {"MMTP", 2}, {"MMTM", 3}},
+     4,
+     0xF,
      "branches retired (not-taken/taken, predicted/mispredicted)"},
     // Retired mispredicted branches. CRU_ESCR0/1.
     {"mispred_branch_retired", 0x03, {kCru0, kCru1}, {{"NBOGUS", 0}}, 1, 0x1, "mispredicted branches retired"},
 };
 
 const AliasDef kAliases[5] = {
-    {"instructions", kInstrRetired, 0x3},
-    {"cycles", kGlobalPowerEvents, 0x1},
-    {"branches", kBranchRetired, 0xF},
-    {"branch-misses", kMispredBranchRetired, 0x1},
+    {"instructions", kInstrRetired, 0x3}, {"cycles", kGlobalPowerEvents, 0x1},
+    {"branches", kBranchRetired, 0xF},    {"branch-misses", kMispredBranchRetired, 0x1},
     {"uops", kUopsRetired, 0x1},
 };
 

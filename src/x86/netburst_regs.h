@@ -74,10 +74,10 @@ public:
     PMULAB_REG_FIELD(Cccr, threshold, 23, 20)
     PMULAB_REG_FLAG(Cccr, edge, 24)
     PMULAB_REG_FLAG(Cccr, force_ovf, 25)
-    PMULAB_REG_FLAG(Cccr, ovf_pmi, 26)     // OVF_PMI_T0 with HT
+    PMULAB_REG_FLAG(Cccr, ovf_pmi, 26)  // OVF_PMI_T0 with HT
     PMULAB_REG_FLAG(Cccr, ovf_pmi_t1, 27)
     PMULAB_REG_FLAG(Cccr, cascade, 30)
-    PMULAB_REG_FLAG(Cccr, ovf, 31)         // sticky overflow flag, cleared by software
+    PMULAB_REG_FLAG(Cccr, ovf, 31)  // sticky overflow flag, cleared by software
     static constexpr u64 kActiveThreadAny = 3;
 };
 static_assert(Cccr::enable_field::mask == 1ull << 12 && Cccr::escr_select_field::mask == 0xE000);
@@ -103,15 +103,15 @@ struct CounterDef {
     Group group;
 };
 inline constexpr CounterDef kCounterDefs[kCounters] = {
-    {"BPU_COUNTER0", "BPU_CCCR0", Group::bpu},     {"BPU_COUNTER1", "BPU_CCCR1", Group::bpu},
-    {"BPU_COUNTER2", "BPU_CCCR2", Group::bpu},     {"BPU_COUNTER3", "BPU_CCCR3", Group::bpu},
-    {"MS_COUNTER0", "MS_CCCR0", Group::ms},        {"MS_COUNTER1", "MS_CCCR1", Group::ms},
-    {"MS_COUNTER2", "MS_CCCR2", Group::ms},        {"MS_COUNTER3", "MS_CCCR3", Group::ms},
+    {"BPU_COUNTER0", "BPU_CCCR0", Group::bpu},       {"BPU_COUNTER1", "BPU_CCCR1", Group::bpu},
+    {"BPU_COUNTER2", "BPU_CCCR2", Group::bpu},       {"BPU_COUNTER3", "BPU_CCCR3", Group::bpu},
+    {"MS_COUNTER0", "MS_CCCR0", Group::ms},          {"MS_COUNTER1", "MS_CCCR1", Group::ms},
+    {"MS_COUNTER2", "MS_CCCR2", Group::ms},          {"MS_COUNTER3", "MS_CCCR3", Group::ms},
     {"FLAME_COUNTER0", "FLAME_CCCR0", Group::flame}, {"FLAME_COUNTER1", "FLAME_CCCR1", Group::flame},
     {"FLAME_COUNTER2", "FLAME_CCCR2", Group::flame}, {"FLAME_COUNTER3", "FLAME_CCCR3", Group::flame},
-    {"IQ_COUNTER0", "IQ_CCCR0", Group::iq},        {"IQ_COUNTER1", "IQ_CCCR1", Group::iq},
-    {"IQ_COUNTER2", "IQ_CCCR2", Group::iq},        {"IQ_COUNTER3", "IQ_CCCR3", Group::iq},
-    {"IQ_COUNTER4", "IQ_CCCR4", Group::iq},        {"IQ_COUNTER5", "IQ_CCCR5", Group::iq},
+    {"IQ_COUNTER0", "IQ_CCCR0", Group::iq},          {"IQ_COUNTER1", "IQ_CCCR1", Group::iq},
+    {"IQ_COUNTER2", "IQ_CCCR2", Group::iq},          {"IQ_COUNTER3", "IQ_CCCR3", Group::iq},
+    {"IQ_COUNTER4", "IQ_CCCR4", Group::iq},          {"IQ_COUNTER5", "IQ_CCCR5", Group::iq},
 };
 inline constexpr unsigned kPebsCounter = 16;  // IQ_COUNTER4 supports PEBS (§20.15.2)
 
@@ -124,8 +124,8 @@ inline constexpr unsigned kPebsCounter = 16;  // IQ_COUNTER4 supports PEBS (§20
 // cascade with the CASCADE bit (§20.15.5.7; extended cascading uses CCCR bit 11).
 constexpr unsigned cascade_source(unsigned i) {
     if (i < 12) return (i & ~3u) | ((i + 2) & 3u);
-    if (i >= 16) return i - 2;          // 16 <- 14, 17 <- 15
-    return 12 + ((i - 12 + 2) & 3u);    // 12 <-> 14, 13 <-> 15
+    if (i >= 16) return i - 2;        // 16 <- 14, 17 <- 15
+    return 12 + ((i - 12 + 2) & 3u);  // 12 <-> 14, 13 <-> 15
 }
 static_assert(cascade_source(0) == 2 && cascade_source(2) == 0 && cascade_source(1) == 3 && cascade_source(7) == 5);
 static_assert(cascade_source(12) == 14 && cascade_source(14) == 12 && cascade_source(13) == 15 &&
@@ -135,34 +135,34 @@ static_assert(cascade_source(12) == 14 && cascade_source(14) == 12 && cascade_so
 struct EscrDef {
     const char* name;  // "CRU_ESCR0"
     u32 msr;
-    u8 select;         // CCCR[15:13]
-    u32 counters;      // bit i = counter i
-    bool early_only;   // IQ_ESCR0/1: only on family 0FH models 01H-02H
+    u8 select;        // CCCR[15:13]
+    u32 counters;     // bit i = counter i
+    bool early_only;  // IQ_ESCR0/1: only on family 0FH models 01H-02H
 };
 inline constexpr EscrDef kEscrs[] = {
-    {"BSU_ESCR0", 0x3A0, 7, 0x3, false},      {"BSU_ESCR1", 0x3A1, 7, 0xC, false},
-    {"FSB_ESCR0", 0x3A2, 6, 0x3, false},      {"FSB_ESCR1", 0x3A3, 6, 0xC, false},
-    {"FIRM_ESCR0", 0x3A4, 1, 0x300, false},   {"FIRM_ESCR1", 0x3A5, 1, 0xC00, false},
-    {"FLAME_ESCR0", 0x3A6, 0, 0x300, false},  {"FLAME_ESCR1", 0x3A7, 0, 0xC00, false},
-    {"DAC_ESCR0", 0x3A8, 5, 0x300, false},    {"DAC_ESCR1", 0x3A9, 5, 0xC00, false},
-    {"MOB_ESCR0", 0x3AA, 2, 0x3, false},      {"MOB_ESCR1", 0x3AB, 2, 0xC, false},
-    {"PMH_ESCR0", 0x3AC, 4, 0x3, false},      {"PMH_ESCR1", 0x3AD, 4, 0xC, false},
-    {"SAAT_ESCR0", 0x3AE, 2, 0x300, false},   {"SAAT_ESCR1", 0x3AF, 2, 0xC00, false},
-    {"U2L_ESCR0", 0x3B0, 3, 0x300, false},    {"U2L_ESCR1", 0x3B1, 3, 0xC00, false},
-    {"BPU_ESCR0", 0x3B2, 0, 0x3, false},      {"BPU_ESCR1", 0x3B3, 0, 0xC, false},
-    {"IS_ESCR0", 0x3B4, 1, 0x3, false},       {"IS_ESCR1", 0x3B5, 1, 0xC, false},
-    {"ITLB_ESCR0", 0x3B6, 3, 0x3, false},     {"ITLB_ESCR1", 0x3B7, 3, 0xC, false},
-    {"CRU_ESCR0", 0x3B8, 4, 0x13000, false},  {"CRU_ESCR1", 0x3B9, 4, 0x2C000, false},
-    {"IQ_ESCR0", 0x3BA, 0, 0x13000, true},    {"IQ_ESCR1", 0x3BB, 0, 0x2C000, true},
-    {"RAT_ESCR0", 0x3BC, 2, 0x13000, false},  {"RAT_ESCR1", 0x3BD, 2, 0x2C000, false},
-    {"SSU_ESCR0", 0x3BE, 3, 0x13000, false},
-    {"MS_ESCR0", 0x3C0, 0, 0x30, false},      {"MS_ESCR1", 0x3C1, 0, 0xC0, false},
-    {"TBPU_ESCR0", 0x3C2, 2, 0x30, false},    {"TBPU_ESCR1", 0x3C3, 2, 0xC0, false},
-    {"TC_ESCR0", 0x3C4, 1, 0x30, false},      {"TC_ESCR1", 0x3C5, 1, 0xC0, false},
-    {"IX_ESCR0", 0x3C8, 5, 0x3, false},       {"IX_ESCR1", 0x3C9, 5, 0xC, false},
-    {"ALF_ESCR0", 0x3CA, 1, 0x13000, false},  {"ALF_ESCR1", 0x3CB, 1, 0x2C000, false},
-    {"CRU_ESCR2", 0x3CC, 5, 0x13000, false},  {"CRU_ESCR3", 0x3CD, 5, 0x2C000, false},
-    {"CRU_ESCR4", 0x3E0, 6, 0x13000, false},  {"CRU_ESCR5", 0x3E1, 6, 0x2C000, false},
+    {"BSU_ESCR0", 0x3A0, 7, 0x3, false},     {"BSU_ESCR1", 0x3A1, 7, 0xC, false},
+    {"FSB_ESCR0", 0x3A2, 6, 0x3, false},     {"FSB_ESCR1", 0x3A3, 6, 0xC, false},
+    {"FIRM_ESCR0", 0x3A4, 1, 0x300, false},  {"FIRM_ESCR1", 0x3A5, 1, 0xC00, false},
+    {"FLAME_ESCR0", 0x3A6, 0, 0x300, false}, {"FLAME_ESCR1", 0x3A7, 0, 0xC00, false},
+    {"DAC_ESCR0", 0x3A8, 5, 0x300, false},   {"DAC_ESCR1", 0x3A9, 5, 0xC00, false},
+    {"MOB_ESCR0", 0x3AA, 2, 0x3, false},     {"MOB_ESCR1", 0x3AB, 2, 0xC, false},
+    {"PMH_ESCR0", 0x3AC, 4, 0x3, false},     {"PMH_ESCR1", 0x3AD, 4, 0xC, false},
+    {"SAAT_ESCR0", 0x3AE, 2, 0x300, false},  {"SAAT_ESCR1", 0x3AF, 2, 0xC00, false},
+    {"U2L_ESCR0", 0x3B0, 3, 0x300, false},   {"U2L_ESCR1", 0x3B1, 3, 0xC00, false},
+    {"BPU_ESCR0", 0x3B2, 0, 0x3, false},     {"BPU_ESCR1", 0x3B3, 0, 0xC, false},
+    {"IS_ESCR0", 0x3B4, 1, 0x3, false},      {"IS_ESCR1", 0x3B5, 1, 0xC, false},
+    {"ITLB_ESCR0", 0x3B6, 3, 0x3, false},    {"ITLB_ESCR1", 0x3B7, 3, 0xC, false},
+    {"CRU_ESCR0", 0x3B8, 4, 0x13000, false}, {"CRU_ESCR1", 0x3B9, 4, 0x2C000, false},
+    {"IQ_ESCR0", 0x3BA, 0, 0x13000, true},   {"IQ_ESCR1", 0x3BB, 0, 0x2C000, true},
+    {"RAT_ESCR0", 0x3BC, 2, 0x13000, false}, {"RAT_ESCR1", 0x3BD, 2, 0x2C000, false},
+    {"SSU_ESCR0", 0x3BE, 3, 0x13000, false}, {"MS_ESCR0", 0x3C0, 0, 0x30, false},
+    {"MS_ESCR1", 0x3C1, 0, 0xC0, false},     {"TBPU_ESCR0", 0x3C2, 2, 0x30, false},
+    {"TBPU_ESCR1", 0x3C3, 2, 0xC0, false},   {"TC_ESCR0", 0x3C4, 1, 0x30, false},
+    {"TC_ESCR1", 0x3C5, 1, 0xC0, false},     {"IX_ESCR0", 0x3C8, 5, 0x3, false},
+    {"IX_ESCR1", 0x3C9, 5, 0xC, false},      {"ALF_ESCR0", 0x3CA, 1, 0x13000, false},
+    {"ALF_ESCR1", 0x3CB, 1, 0x2C000, false}, {"CRU_ESCR2", 0x3CC, 5, 0x13000, false},
+    {"CRU_ESCR3", 0x3CD, 5, 0x2C000, false}, {"CRU_ESCR4", 0x3E0, 6, 0x13000, false},
+    {"CRU_ESCR5", 0x3E1, 6, 0x2C000, false},
 };
 inline constexpr unsigned kEscrCount = sizeof(kEscrs) / sizeof(kEscrs[0]);
 static_assert(kEscrCount == 45);
@@ -181,12 +181,12 @@ struct MaskDef {
     u8 bit;            // bit of the 16-bit event mask (ESCR bit 9 + bit)
 };
 struct EventDef {
-    const char* name;        // SDM event name, lower case: "branch_retired"
-    u8 event_select;         // ESCR[30:25]
-    u8 escr[2];              // indices into kEscrs of the ESCRs that can select it
+    const char* name;  // SDM event name, lower case: "branch_retired"
+    u8 event_select;   // ESCR[30:25]
+    u8 escr[2];        // indices into kEscrs of the ESCRs that can select it
     MaskDef masks[4];
     u8 mask_count;
-    u16 default_mask;        // what the bare name counts
+    u16 default_mask;  // what the bare name counts
     const char* title;
 };
 // SDM Vol. 3B NetBurst event tables (non-retirement: global_power_events; at-retirement:

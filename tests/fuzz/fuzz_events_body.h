@@ -36,7 +36,10 @@ inline PmuCaps make_caps(int which) {
     c.ebx_length = 7;
     switch (which) {
         case 0: break;  // no PMU (QEMU TCG)
-        case 1: c.version = 1; c.gp_counters = 2; break;
+        case 1:
+            c.version = 1;
+            c.gp_counters = 2;
+            break;
         case 2:
             c.version = 3;
             c.gp_counters = 4;

@@ -56,3 +56,22 @@ def test_layers_checker_accepts_clean_tree():
         r = run_check(td)
         assert r.returncode == 0, r.stdout
         assert "4 files" in r.stdout, r.stdout
+
+
+FORMAT_GLOBS = ["src/*.cpp", "src/*.h", "tests/unit/*.cpp", "tests/unit/*.h", "tests/sim/*.cpp", "tests/sim/*.h",
+                "tests/support/*.cpp", "tests/support/*.h", "tests/fuzz/*.cpp", "tests/fuzz/*.h",
+                "tests/bench/*.cpp"]
+
+
+def test_tree_follows_clang_format():
+    """The C++ tree is formatted as .clang-format says (`make format` applies it;
+    tools/install-deps.sh installs Debian's clang-format)."""
+    import shutil
+    exe = shutil.which("clang-format")
+    assert exe, "clang-format is missing: tools/install-deps.sh installs it (Debian package clang-format)"
+    files = subprocess.run(["git", "ls-files", *FORMAT_GLOBS], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    assert len(files) > 100, files
+    r = subprocess.run([exe, "--dry-run", "--Werror", *files], cwd=ROOT, capture_output=True, text=True)
+    bad = sorted({line.split(":", 1)[0] for line in r.stderr.splitlines() if ": error:" in line})
+    assert r.returncode == 0 and not bad, f"not formatted (run make format): {bad[:10]}"

@@ -41,9 +41,8 @@ constexpr u32 kHygonEbx = 0x6f677948;                                           
 
 // Leaves whose output depends on ECX (Intel SDM Vol. 2A Table 3-8; AMD APM Vol. 3 App. E).
 bool subleaf_indexed(u32 leaf) {
-    static const u32 k[] = {0x4,  0x7,  0xB,  0xD,  0xF,  0x10, 0x12, 0x14, 0x17, 0x18,
-                            0x1B, 0x1D, 0x1E, 0x1F, 0x20, 0x23, 0x24, 0x8000001D, 0x80000020,
-                            0x80000026};
+    static const u32 k[] = {0x4,  0x7,  0xB,  0xD,  0xF,  0x10, 0x12, 0x14,       0x17,       0x18,
+                            0x1B, 0x1D, 0x1E, 0x1F, 0x20, 0x23, 0x24, 0x8000001D, 0x80000020, 0x80000026};
     return std::find(std::begin(k), std::end(k), leaf) != std::end(k);
 }
 
@@ -90,8 +89,8 @@ const char* access_name(Access a) {
 std::string describe(const LogEntry& e) {
     char buf[160];
     if (e.kind == Access::wrmsr)
-        std::snprintf(buf, sizeof buf, "#%llu cpu%u WRMSR 0x%x <- 0x%llx", (unsigned long long)e.seq, e.cpu,
-                      e.addr, (unsigned long long)e.value);
+        std::snprintf(buf, sizeof buf, "#%llu cpu%u WRMSR 0x%x <- 0x%llx", (unsigned long long)e.seq, e.cpu, e.addr,
+                      (unsigned long long)e.value);
     else
         std::snprintf(buf, sizeof buf, "#%llu cpu%u %s 0x%x -> 0x%llx", (unsigned long long)e.seq, e.cpu,
                       access_name(e.kind), e.addr, (unsigned long long)e.value);
@@ -202,8 +201,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     // written for v1 counts (SDM §20.2.2; AMD PerfMonV2 likewise).
     if (layout_.kind == PmuLayout::Kind::intel && layout_.version >= 2) global_ctrl_ = layout_.gp_mask;
     if (layout_.kind == PmuLayout::Kind::amd && layout_.amd_v2) global_ctrl_ = layout_.gp_mask;
-    misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail |
-                   (layout_.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
+    misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout_.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
 }
 
 void SimCpu::set_unreachable(const char* efi_status) { unreachable_status_ = efi_status ? efi_status : ""; }
@@ -523,8 +521,9 @@ Status SimCpu::wrmsr(u32 msr, u64 value) {
     } else {
         if ((s.kind == Kind::amd_ctr) && (gp_[s.index].ctl & evtsel::EN)) {
             char buf[160];
-            std::snprintf(buf, sizeof buf, "CPU %u: WRMSR 0x%x while PERF_CTL%u.EN = 1 (clear EN before writing the counter)",
-                          index_, msr, s.index);
+            std::snprintf(buf, sizeof buf,
+                          "CPU %u: WRMSR 0x%x while PERF_CTL%u.EN = 1 (clear EN before writing the counter)", index_,
+                          msr, s.index);
             violations_.push_back(buf);
         }
         if ((s.kind == Kind::pmc || s.kind == Kind::a_pmc) && (gp_[s.index].ctl & evtsel::EN)) {
@@ -664,9 +663,7 @@ void SimCpu::ref_cycles(u64 n) {
     tsc_ += n;
 }
 
-void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) {
-    run(cycles, std::vector<Occurrence>(each));
-}
+void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycles, std::vector<Occurrence>(each)); }
 
 void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (!cycles || layout_.kind == PmuLayout::Kind::none) return;
@@ -899,8 +896,10 @@ Status SimMachine::run_on_cpu(u32 cpu, pmulab::CpuFn fn, void* ctx) {
     if (cpu >= size())
         return Error::make(Errc::invalid_argument, "no logical processor %u (there are %u)", cpu, size());
     if (in_ap_)
-        return Error::make(Errc::internal, "run_on_cpu(%u) called on CPU %u: MP Services may only be used "
-                                           "from the BSP", cpu, current_);
+        return Error::make(Errc::internal,
+                           "run_on_cpu(%u) called on CPU %u: MP Services may only be used "
+                           "from the BSP",
+                           cpu, current_);
     if (cpu == current_) {
         fn(ctx);
         return pmulab::ok_status();

@@ -106,8 +106,8 @@ inline constexpr u32 AMD_GLOBAL_STATUS = 0xC0000300;
 inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
 inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
 inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
-inline constexpr u32 AMD_HWCR = 0xC0010015;      // bit 30 IRPerfEn
-inline constexpr u32 AMD_IRPERF = 0xC00000E9;    // IRPerfCount, 48 bits
+inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
+inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
 inline constexpr u32 MPERF = 0xE7;
 inline constexpr u32 APERF = 0xE8;
 inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;  // read-only aliases
@@ -128,9 +128,7 @@ inline constexpr u64 EQ = 1ull << 36;
 constexpr u64 cmask(u32 c) { return u64(c & 0xff) << 24; }
 constexpr u64 umask2(u32 u) { return u64(u & 0xff) << 40; }
 // Event select + unit mask + flags: the usual way tests build a PERFEVTSEL value.
-constexpr u64 make(u32 event, u32 umask, u64 flags) {
-    return u64(event & 0xff) | (u64(umask & 0xff) << 8) | flags;
-}
+constexpr u64 make(u32 event, u32 umask, u64 flags) { return u64(event & 0xff) | (u64(umask & 0xff) << 8) | flags; }
 }  // namespace evtsel
 
 // Architectural events as (event select, unit mask) — SDM Table 20-1.
@@ -160,12 +158,12 @@ const char* access_name(Access a);
 
 // One RDMSR/WRMSR/RDPMC as the CPU saw it.
 struct LogEntry {
-    u64 seq = 0;         // machine-wide order of accesses
+    u64 seq = 0;  // machine-wide order of accesses
     u32 cpu = 0;
     Access kind = Access::rdmsr;
-    u32 addr = 0;        // MSR address, or the RDPMC ECX value
-    u64 value = 0;       // written value, or the value returned (0 when faulted)
-    u8 vector = 0;       // 0 = completed, else the fault (#GP 13 / #UD 6)
+    u32 addr = 0;           // MSR address, or the RDPMC ECX value
+    u64 value = 0;          // written value, or the value returned (0 when faulted)
+    u8 vector = 0;          // 0 = completed, else the fault (#GP 13 / #UD 6)
     bool injected = false;  // the fault was injected by the test
 };
 std::string describe(const LogEntry& e);
@@ -186,18 +184,18 @@ struct PmuOverrides {
 struct PmuLayout {
     enum class Kind : u8 { none, intel, amd };
     Kind kind = Kind::none;
-    u8 version = 0;          // Intel architectural perfmon version
-    u32 gp_mask = 0;         // GP counters that exist (bit i = counter i)
+    u8 version = 0;   // Intel architectural perfmon version
+    u32 gp_mask = 0;  // GP counters that exist (bit i = counter i)
     u32 gp_width = 0;
-    u32 fixed_mask = 0;      // fixed counters that exist
+    u32 fixed_mask = 0;  // fixed counters that exist
     u32 fixed_width = 0;
     bool anythread_writable = false;  // v3+
     bool anythread_ignored = false;   // CPUID.0AH:EDX[15]
     bool leaf23 = false;
-    bool umask2 = false;     // PERFEVTSEL 47:40 writable
-    bool eq = false;         // PERFEVTSEL 36 writable
+    bool umask2 = false;        // PERFEVTSEL 47:40 writable
+    bool eq = false;            // PERFEVTSEL 36 writable
     bool vendor_intel = false;  // GenuineIntel (IA32_MISC_ENABLE exists)
-    bool pdcm = false;       // IA32_PERF_CAPABILITIES exists
+    bool pdcm = false;          // IA32_PERF_CAPABILITIES exists
     u64 perf_caps = 0;
     bool full_width_writes = false;  // IA32_A_PMCx exist
     // AMD
@@ -205,8 +203,8 @@ struct PmuLayout {
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
     bool amd_v2 = false;        // global control MSRs C000_0300..0303
     u32 amd_counters = 0;
-    bool amd_irperf = false;    // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
-    bool amd_efffreq = false;   // MPERF/APERF (CPUID 06H:ECX[0]) and the C000_00E7/E8 aliases
+    bool amd_irperf = false;   // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
+    bool amd_efffreq = false;  // MPERF/APERF (CPUID 06H:ECX[0]) and the C000_00E7/E8 aliases
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -223,7 +221,7 @@ struct CpuSpec {
     u32 microcode = 0x2a;       // IA32_BIOS_SIGN_ID[63:32]
     PmuOverrides pmu;
     UnknownMsr unknown = UnknownMsr::gp;
-    bool rdpmc_ud = false;      // RDPMC always raises #UD (QEMU TCG)
+    bool rdpmc_ud = false;  // RDPMC always raises #UD (QEMU TCG)
     // NetBurst ESCR/CCCR PMU (sim_netburst.h): the package's register file and this
     // logical processor's thread number in it (0/1).
     std::shared_ptr<NetBurstModel> netburst;
@@ -333,10 +331,35 @@ public:
 
 private:
     enum class Kind : u8 {
-        none, pmc, a_pmc, evtsel, fixed_ctr, fixed_ctrl, global_status, global_ctrl,
-        ovf_ctrl, status_set, inuse, perf_caps, tsc, bios_sign, pkrs, misc_enable,
-        amd_ctl, amd_ctr, amd_gstatus, amd_gctl, amd_gclr, amd_gset, amd_hwcr, amd_irperf, aperf, mperf,
-        aperf_ro, mperf_ro, extra,
+        none,
+        pmc,
+        a_pmc,
+        evtsel,
+        fixed_ctr,
+        fixed_ctrl,
+        global_status,
+        global_ctrl,
+        ovf_ctrl,
+        status_set,
+        inuse,
+        perf_caps,
+        tsc,
+        bios_sign,
+        pkrs,
+        misc_enable,
+        amd_ctl,
+        amd_ctr,
+        amd_gstatus,
+        amd_gctl,
+        amd_gclr,
+        amd_gset,
+        amd_hwcr,
+        amd_irperf,
+        aperf,
+        mperf,
+        aperf_ro,
+        mperf_ro,
+        extra,
     };
     struct Slot {
         Kind kind = Kind::none;
@@ -459,10 +482,10 @@ struct IntelCpuidSpec {
     bool pdcm = true;
     bool hypervisor = false;
     const char* brand = "pmulab simulated Intel CPU";
-    CpuidRegs leaf_0a;      // EAX version/GP/width/EBX length, EBX, ECX fixed mask, EDX
-    bool hybrid = false;    // CPUID.(7,0):EDX[15]
-    u32 leaf_1a_eax = 0;    // core type [31:24] and native model id
-    bool leaf_23 = false;   // CPUID.(7,1):EAX[8] and leaf 23H
+    CpuidRegs leaf_0a;     // EAX version/GP/width/EBX length, EBX, ECX fixed mask, EDX
+    bool hybrid = false;   // CPUID.(7,0):EDX[15]
+    u32 leaf_1a_eax = 0;   // core type [31:24] and native model id
+    bool leaf_23 = false;  // CPUID.(7,1):EAX[8] and leaf 23H
     CpuidRegs leaf_23_sub[4];
 };
 

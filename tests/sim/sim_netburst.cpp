@@ -23,29 +23,29 @@ constexpr u32 kIq235 = (1u << 14) | (1u << 15) | (1u << 17);
 // SDM Vol. 3B Table 18-63: every ESCR with its CCCR select value and the counters whose
 // CCCRs can select it.
 const EscrInfo kEscrs[] = {
-    {"BSU_ESCR0", 0x3A0, Unit::bsu, 7, kBpu01, false},     {"BSU_ESCR1", 0x3A1, Unit::bsu, 7, kBpu23, false},
-    {"FSB_ESCR0", 0x3A2, Unit::fsb, 6, kBpu01, false},     {"FSB_ESCR1", 0x3A3, Unit::fsb, 6, kBpu23, false},
-    {"FIRM_ESCR0", 0x3A4, Unit::firm, 1, kFlame01, false}, {"FIRM_ESCR1", 0x3A5, Unit::firm, 1, kFlame23, false},
+    {"BSU_ESCR0", 0x3A0, Unit::bsu, 7, kBpu01, false},       {"BSU_ESCR1", 0x3A1, Unit::bsu, 7, kBpu23, false},
+    {"FSB_ESCR0", 0x3A2, Unit::fsb, 6, kBpu01, false},       {"FSB_ESCR1", 0x3A3, Unit::fsb, 6, kBpu23, false},
+    {"FIRM_ESCR0", 0x3A4, Unit::firm, 1, kFlame01, false},   {"FIRM_ESCR1", 0x3A5, Unit::firm, 1, kFlame23, false},
     {"FLAME_ESCR0", 0x3A6, Unit::flame, 0, kFlame01, false}, {"FLAME_ESCR1", 0x3A7, Unit::flame, 0, kFlame23, false},
-    {"DAC_ESCR0", 0x3A8, Unit::dac, 5, kFlame01, false},   {"DAC_ESCR1", 0x3A9, Unit::dac, 5, kFlame23, false},
-    {"MOB_ESCR0", 0x3AA, Unit::mob, 2, kBpu01, false},     {"MOB_ESCR1", 0x3AB, Unit::mob, 2, kBpu23, false},
-    {"PMH_ESCR0", 0x3AC, Unit::pmh, 4, kBpu01, false},     {"PMH_ESCR1", 0x3AD, Unit::pmh, 4, kBpu23, false},
-    {"SAAT_ESCR0", 0x3AE, Unit::saat, 2, kFlame01, false}, {"SAAT_ESCR1", 0x3AF, Unit::saat, 2, kFlame23, false},
-    {"U2L_ESCR0", 0x3B0, Unit::u2l, 3, kFlame01, false},   {"U2L_ESCR1", 0x3B1, Unit::u2l, 3, kFlame23, false},
-    {"BPU_ESCR0", 0x3B2, Unit::bpu, 0, kBpu01, false},     {"BPU_ESCR1", 0x3B3, Unit::bpu, 0, kBpu23, false},
-    {"IS_ESCR0", 0x3B4, Unit::is, 1, kBpu01, false},       {"IS_ESCR1", 0x3B5, Unit::is, 1, kBpu23, false},
-    {"ITLB_ESCR0", 0x3B6, Unit::itlb, 3, kBpu01, false},   {"ITLB_ESCR1", 0x3B7, Unit::itlb, 3, kBpu23, false},
-    {"CRU_ESCR0", 0x3B8, Unit::cru01, 4, kIq014, false},   {"CRU_ESCR1", 0x3B9, Unit::cru01, 4, kIq235, false},
-    {"IQ_ESCR0", 0x3BA, Unit::iq, 0, kIq014, true},        {"IQ_ESCR1", 0x3BB, Unit::iq, 0, kIq235, true},
-    {"RAT_ESCR0", 0x3BC, Unit::rat, 2, kIq014, false},     {"RAT_ESCR1", 0x3BD, Unit::rat, 2, kIq235, false},
-    {"SSU_ESCR0", 0x3BE, Unit::ssu, 3, kIq014, false},
-    {"MS_ESCR0", 0x3C0, Unit::ms, 0, kMs01, false},        {"MS_ESCR1", 0x3C1, Unit::ms, 0, kMs23, false},
-    {"TBPU_ESCR0", 0x3C2, Unit::tbpu, 2, kMs01, false},    {"TBPU_ESCR1", 0x3C3, Unit::tbpu, 2, kMs23, false},
-    {"TC_ESCR0", 0x3C4, Unit::tc, 1, kMs01, false},        {"TC_ESCR1", 0x3C5, Unit::tc, 1, kMs23, false},
-    {"IX_ESCR0", 0x3C8, Unit::ix, 5, kBpu01, false},       {"IX_ESCR1", 0x3C9, Unit::ix, 5, kBpu23, false},
-    {"ALF_ESCR0", 0x3CA, Unit::alf, 1, kIq014, false},     {"ALF_ESCR1", 0x3CB, Unit::alf, 1, kIq235, false},
-    {"CRU_ESCR2", 0x3CC, Unit::cru23, 5, kIq014, false},   {"CRU_ESCR3", 0x3CD, Unit::cru23, 5, kIq235, false},
-    {"CRU_ESCR4", 0x3E0, Unit::cru45, 6, kIq014, false},   {"CRU_ESCR5", 0x3E1, Unit::cru45, 6, kIq235, false},
+    {"DAC_ESCR0", 0x3A8, Unit::dac, 5, kFlame01, false},     {"DAC_ESCR1", 0x3A9, Unit::dac, 5, kFlame23, false},
+    {"MOB_ESCR0", 0x3AA, Unit::mob, 2, kBpu01, false},       {"MOB_ESCR1", 0x3AB, Unit::mob, 2, kBpu23, false},
+    {"PMH_ESCR0", 0x3AC, Unit::pmh, 4, kBpu01, false},       {"PMH_ESCR1", 0x3AD, Unit::pmh, 4, kBpu23, false},
+    {"SAAT_ESCR0", 0x3AE, Unit::saat, 2, kFlame01, false},   {"SAAT_ESCR1", 0x3AF, Unit::saat, 2, kFlame23, false},
+    {"U2L_ESCR0", 0x3B0, Unit::u2l, 3, kFlame01, false},     {"U2L_ESCR1", 0x3B1, Unit::u2l, 3, kFlame23, false},
+    {"BPU_ESCR0", 0x3B2, Unit::bpu, 0, kBpu01, false},       {"BPU_ESCR1", 0x3B3, Unit::bpu, 0, kBpu23, false},
+    {"IS_ESCR0", 0x3B4, Unit::is, 1, kBpu01, false},         {"IS_ESCR1", 0x3B5, Unit::is, 1, kBpu23, false},
+    {"ITLB_ESCR0", 0x3B6, Unit::itlb, 3, kBpu01, false},     {"ITLB_ESCR1", 0x3B7, Unit::itlb, 3, kBpu23, false},
+    {"CRU_ESCR0", 0x3B8, Unit::cru01, 4, kIq014, false},     {"CRU_ESCR1", 0x3B9, Unit::cru01, 4, kIq235, false},
+    {"IQ_ESCR0", 0x3BA, Unit::iq, 0, kIq014, true},          {"IQ_ESCR1", 0x3BB, Unit::iq, 0, kIq235, true},
+    {"RAT_ESCR0", 0x3BC, Unit::rat, 2, kIq014, false},       {"RAT_ESCR1", 0x3BD, Unit::rat, 2, kIq235, false},
+    {"SSU_ESCR0", 0x3BE, Unit::ssu, 3, kIq014, false},       {"MS_ESCR0", 0x3C0, Unit::ms, 0, kMs01, false},
+    {"MS_ESCR1", 0x3C1, Unit::ms, 0, kMs23, false},          {"TBPU_ESCR0", 0x3C2, Unit::tbpu, 2, kMs01, false},
+    {"TBPU_ESCR1", 0x3C3, Unit::tbpu, 2, kMs23, false},      {"TC_ESCR0", 0x3C4, Unit::tc, 1, kMs01, false},
+    {"TC_ESCR1", 0x3C5, Unit::tc, 1, kMs23, false},          {"IX_ESCR0", 0x3C8, Unit::ix, 5, kBpu01, false},
+    {"IX_ESCR1", 0x3C9, Unit::ix, 5, kBpu23, false},         {"ALF_ESCR0", 0x3CA, Unit::alf, 1, kIq014, false},
+    {"ALF_ESCR1", 0x3CB, Unit::alf, 1, kIq235, false},       {"CRU_ESCR2", 0x3CC, Unit::cru23, 5, kIq014, false},
+    {"CRU_ESCR3", 0x3CD, Unit::cru23, 5, kIq235, false},     {"CRU_ESCR4", 0x3E0, Unit::cru45, 6, kIq014, false},
+    {"CRU_ESCR5", 0x3E1, Unit::cru45, 6, kIq235, false},
 };
 const unsigned kEscrCount = sizeof(kEscrs) / sizeof(kEscrs[0]);
 
@@ -311,7 +311,7 @@ void NetBurstModel::event_cycles(u32 thread, u8 cpl, u64 cycles, const std::vect
             if (x < 0 || !act[x]) continue;
             const Ctr& src = ctr_[x];
             u64 left = (kCounterMask - src.value) + 1;  // increments until the wrap
-            u64 k = 0;                                   // cycles until the wrap, 0 = not in this run
+            u64 k = 0;                                  // cycles until the wrap, 0 = not in this run
             if (src.cccr & nb::COMPARE) {
                 u64 thr = (src.cccr >> 20) & 0xF;
                 bool cond = (src.cccr & nb::COMPLEMENT) ? in[x] <= thr : in[x] > thr;

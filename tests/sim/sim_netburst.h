@@ -77,10 +77,24 @@ inline constexpr u32 ESCR_FIRST = 0x3A0, ESCR_LAST = 0x3E1;
 
 // Counter numbers (Table 18-63).
 enum : u32 {
-    BPU0 = 0, BPU1, BPU2, BPU3,
-    MS0 = 4, MS1, MS2, MS3,
-    FLAME0 = 8, FLAME1, FLAME2, FLAME3,
-    IQ0 = 12, IQ1, IQ2, IQ3, IQ4, IQ5,
+    BPU0 = 0,
+    BPU1,
+    BPU2,
+    BPU3,
+    MS0 = 4,
+    MS1,
+    MS2,
+    MS3,
+    FLAME0 = 8,
+    FLAME1,
+    FLAME2,
+    FLAME3,
+    IQ0 = 12,
+    IQ1,
+    IQ2,
+    IQ3,
+    IQ4,
+    IQ5,
 };
 
 // ESCR addresses used by the tests.
@@ -102,8 +116,7 @@ constexpr u64 escr(u32 event_select, u32 event_mask, u64 flags) {
 // CCCR fields (Figure 18-46).
 inline constexpr u64 ENABLE = 1ull << 12;
 constexpr u64 escr_select(u32 s) { return u64(s & 7) << 13; }
-inline constexpr u64 THREAD_NONE = 0, THREAD_SINGLE = 1ull << 16, THREAD_BOTH = 2ull << 16,
-                     THREAD_ANY = 3ull << 16;
+inline constexpr u64 THREAD_NONE = 0, THREAD_SINGLE = 1ull << 16, THREAD_BOTH = 2ull << 16, THREAD_ANY = 3ull << 16;
 inline constexpr u64 COMPARE = 1ull << 18, COMPLEMENT = 1ull << 19;
 constexpr u64 threshold(u32 t) { return u64(t & 0xF) << 20; }
 inline constexpr u64 EDGE = 1ull << 24, FORCE_OVF = 1ull << 25;
@@ -117,16 +130,37 @@ inline constexpr u32 RDPMC_FAST = 0x80000000u;
 // The units whose ESCRs select events (an ESCR's name without its number; the CRU's
 // three ESCR pairs select different event sets and are three units here).
 enum class Unit : u8 {
-    bsu, fsb, firm, flame, dac, mob, pmh, saat, u2l, bpu, is, itlb,
-    cru01, iq, rat, ssu, ms, tbpu, tc, ix, alf, cru23, cru45,
+    bsu,
+    fsb,
+    firm,
+    flame,
+    dac,
+    mob,
+    pmh,
+    saat,
+    u2l,
+    bpu,
+    is,
+    itlb,
+    cru01,
+    iq,
+    rat,
+    ssu,
+    ms,
+    tbpu,
+    tc,
+    ix,
+    alf,
+    cru23,
+    cru45,
 };
 
 struct EscrInfo {
     const char* name;
     u32 msr;
     Unit unit;
-    u8 select;      // the CCCR ESCR-select value that names it
-    u32 counters;   // bit i: counter i can count through it
+    u8 select;        // the CCCR ESCR-select value that names it
+    u32 counters;     // bit i: counter i can count through it
     bool early_only;  // exists on models 01H-02H only (IQ_ESCR0/1)
 };
 extern const EscrInfo kEscrs[];
@@ -140,20 +174,20 @@ struct Event {
     Unit unit;
     u8 select;
 };
-inline constexpr Event kGlobalPowerEvents{Unit::fsb, 0x13};   // FSB_ESCR0/1
-inline constexpr Event kInstrRetired{Unit::cru01, 0x02};      // CRU_ESCR0/1
-inline constexpr Event kUopsRetired{Unit::cru01, 0x01};       // CRU_ESCR0/1
+inline constexpr Event kGlobalPowerEvents{Unit::fsb, 0x13};  // FSB_ESCR0/1
+inline constexpr Event kInstrRetired{Unit::cru01, 0x02};     // CRU_ESCR0/1
+inline constexpr Event kUopsRetired{Unit::cru01, 0x01};      // CRU_ESCR0/1
 inline constexpr Event kMispredBranchRetired{Unit::cru01, 0x03};
-inline constexpr Event kBranchRetired{Unit::cru23, 0x06};     // CRU_ESCR2/3
-inline constexpr Event kMachineClear{Unit::cru23, 0x02};      // CRU_ESCR2/3
-inline constexpr Event kTcDeliverMode{Unit::tc, 0x01};        // TC_ESCR0/1
+inline constexpr Event kBranchRetired{Unit::cru23, 0x06};  // CRU_ESCR2/3
+inline constexpr Event kMachineClear{Unit::cru23, 0x02};   // CRU_ESCR2/3
+inline constexpr Event kTcDeliverMode{Unit::tc, 0x01};     // TC_ESCR0/1
 
 // Event-mask bits.
-inline constexpr u16 RUNNING = 1 << 0;                                      // global_power_events
+inline constexpr u16 RUNNING = 1 << 0;  // global_power_events
 inline constexpr u16 NBOGUSNTAG = 1 << 0, NBOGUSTAG = 1 << 1, BOGUSNTAG = 1 << 2, BOGUSTAG = 1 << 3;  // instr_retired
-inline constexpr u16 NBOGUS = 1 << 0, BOGUS = 1 << 1;                       // uops_retired, mispred_branch_retired
+inline constexpr u16 NBOGUS = 1 << 0, BOGUS = 1 << 1;  // uops_retired, mispred_branch_retired
 inline constexpr u16 MMNP = 1 << 0, MMNM = 1 << 1, MMTP = 1 << 2, MMTM = 1 << 3;  // branch_retired
-inline constexpr u16 CLEAR = 1 << 0;                                        // machine_clear
+inline constexpr u16 CLEAR = 1 << 0;                                              // machine_clear
 
 // The counter whose wrap starts counter i when i's CCCR has CASCADE (and not ENABLE);
 // -1 for none.

@@ -123,7 +123,8 @@ public:
             u64 width_mask = r < widths.size() ? low_mask(widths[r]) : ~u64(0);
             u64 start = (base - 1000 + run * 977) & width_mask;
             i64 n = noise.empty() ? 0 : noise[run % noise.size()];
-            u64 delta = overhead[r % overhead.size()] + region.copies * region.loop * region.body_len * cost[r % cost.size()] + u64(n);
+            u64 delta = overhead[r % overhead.size()] +
+                        region.copies * region.loop * region.body_len * cost[r % cost.size()] + u64(n);
             frame->start[r] = start;
             frame->end[r] = (start + delta) & width_mask;
         }

@@ -77,7 +77,9 @@ public:
             u64 value = 0;
         };
         std::vector<Op> ops;
-        auto imm = [&](usize at) { return u32(c[at]) | (u32(c[at + 1]) << 8) | (u32(c[at + 2]) << 16) | (u32(c[at + 3]) << 24); };
+        auto imm = [&](usize at) {
+            return u32(c[at]) | (u32(c[at + 1]) << 8) | (u32(c[at + 2]) << 16) | (u32(c[at + 3]) << 24);
+        };
         for (usize i = 0; i < n;) {
             if (i + 7 <= n && c[i] == 0xB9 && c[i + 5] == 0x0F && (c[i + 6] == 0x33 || c[i + 6] == 0x32)) {
                 ops.push_back({c[i + 6] == 0x33 ? Op::rdpmc : Op::rdmsr, imm(i + 1)});
@@ -112,8 +114,9 @@ public:
         auto retire = [&](u64 count) {
             if (cpu.netburst()) {
                 // NetBurst: one non-bogus, untagged instruction and uop retired per cycle.
-                sim::nb_run(cpu, count, {{sim::nb::kInstrRetired, sim::nb::NBOGUSNTAG, 1},
-                                         {sim::nb::kUopsRetired, sim::nb::NBOGUS, 1}});
+                sim::nb_run(cpu, count,
+                            {{sim::nb::kInstrRetired, sim::nb::NBOGUSNTAG, 1},
+                             {sim::nb::kUopsRetired, sim::nb::NBOGUS, 1}});
             } else {
                 cpu.run(count, {{0xC0, 0x00, 1}});
             }

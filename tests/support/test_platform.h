@@ -69,8 +69,8 @@ struct Json {
     pmulab::u64 u() const;  // a non-negative integer number
     const std::string& s() const { return text; }
     bool is_null() const { return type == Type::null; }
-    std::vector<pmulab::u64> u_list() const;       // an array of numbers
-    std::vector<std::string> s_list() const;       // an array of strings
+    std::vector<pmulab::u64> u_list() const;  // an array of numbers
+    std::vector<std::string> s_list() const;  // an array of strings
     std::vector<std::string> keys() const;
 };
 

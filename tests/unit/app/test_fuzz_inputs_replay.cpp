@@ -19,8 +19,7 @@ static void replay_dir(const fs::path& dir, const std::string& prefix, int* coun
         if (!prefix.empty() && e.path().filename().string().rfind(prefix, 0) != 0) continue;
         std::ifstream f(e.path(), std::ios::binary);
         std::string data((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-        EXPECT_EQ(fuzz_inputs::check_input(reinterpret_cast<const uint8_t*>(data.data()), data.size()), "")
-            << e.path();
+        EXPECT_EQ(fuzz_inputs::check_input(reinterpret_cast<const uint8_t*>(data.data()), data.size()), "") << e.path();
         ++*count;
     }
 }

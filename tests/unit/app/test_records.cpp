@@ -44,10 +44,9 @@ TEST(Records, CsvTakesTheFirstRecordTypeAndQuotes) {
     lines.emplace().put(R"({"type":"result","bench":"a,b","v":2,"extra":"say \"hi\""})");
     StrBuf csv;
     ASSERT_TRUE(records_to_csv(lines, &csv).ok());
-    EXPECT_EQ(S(csv),
-              "type,bench,v,extra\r\n"
-              "result,nop,1,\r\n"
-              "result,\"a,b\",2,\"say \"\"hi\"\"\"\r\n");
+    EXPECT_EQ(S(csv), "type,bench,v,extra\r\n"
+                      "result,nop,1,\r\n"
+                      "result,\"a,b\",2,\"say \"\"hi\"\"\"\r\n");
 }
 
 TEST(Config, LinesCommentsQuotesAndBadLines) {

@@ -134,14 +134,13 @@ TEST(CensusSim, Version4GoldmontPlus) {
               "    1      1         0     1    0  -     v4    4x48    3x48\n"
               "    2      2         0     2    0  -     v4    4x48    3x48\n"
               "    3      3         0     3    0  -     v4    4x48    3x48\n");
-    EXPECT_EQ(join(l, 8, 7),
-              "\n"
-              "PMU of CPU 0-3 (4 CPUs):\n"
-              "  perfmon version  : 4\n"
-              "  GP counters      : 4 x 48 bits\n"
-              "  fixed counters   : 3 x 48 bits (EDX[4:0]=3; effective: 0-2)\n"
-              "  AnyThread        : deprecated\n"
-              "  arch events      : EBX length 7, EBX 0x0\n");
+    EXPECT_EQ(join(l, 8, 7), "\n"
+                             "PMU of CPU 0-3 (4 CPUs):\n"
+                             "  perfmon version  : 4\n"
+                             "  GP counters      : 4 x 48 bits\n"
+                             "  fixed counters   : 3 x 48 bits (EDX[4:0]=3; effective: 0-2)\n"
+                             "  AnyThread        : deprecated\n"
+                             "  arch events      : EBX length 7, EBX 0x0\n");
     EXPECT_EQ(l[15], "    UnHalted Core Cycles         available");
     EXPECT_EQ(l[21], "    Branch Mispredicts Retired   available");
     EXPECT_EQ(l[22], "    Topdown Slots                not enumerated");
@@ -199,19 +198,17 @@ TEST(CensusSim, HybridMachineHasTwoPmuGroups) {
     EXPECT_EQ(r.status, 0);
     std::vector<std::string> l = r.lines();
     ASSERT_GE(l.size(), 12u);
-    EXPECT_EQ(l[1],
-              "CPU: GenuineIntel \"12th Gen Intel(R) Core(TM) i5-12600K\", family 0x6 model 0x97 stepping 0x2 "
-              "(06_97H), signature 0x00090672, hybrid");
-    EXPECT_EQ(join(l, 3, 9),
-              "  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n"
-              "    0      0  yes    0     0    0  P     v5    8x48    4x48\n"
-              "    1      1         0     0    1  P     v5    8x48    4x48\n"
-              "    2      2         0     1    0  P     v5    8x48    4x48\n"
-              "    3      3         0     1    1  P     v5    8x48    4x48\n"
-              "    4      8         0     4    0  E     v5    6x48    3x48\n"
-              "    5     10         0     5    0  E     v5    6x48    3x48\n"
-              "    6     12         0     6    0  E     v5    6x48    3x48\n"
-              "    7     14         0     7    0  E     v5    6x48    3x48\n");
+    EXPECT_EQ(l[1], "CPU: GenuineIntel \"12th Gen Intel(R) Core(TM) i5-12600K\", family 0x6 model 0x97 stepping 0x2 "
+                    "(06_97H), signature 0x00090672, hybrid");
+    EXPECT_EQ(join(l, 3, 9), "  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n"
+                             "    0      0  yes    0     0    0  P     v5    8x48    4x48\n"
+                             "    1      1         0     0    1  P     v5    8x48    4x48\n"
+                             "    2      2         0     1    0  P     v5    8x48    4x48\n"
+                             "    3      3         0     1    1  P     v5    8x48    4x48\n"
+                             "    4      8         0     4    0  E     v5    6x48    3x48\n"
+                             "    5     10         0     5    0  E     v5    6x48    3x48\n"
+                             "    6     12         0     6    0  E     v5    6x48    3x48\n"
+                             "    7     14         0     7    0  E     v5    6x48    3x48\n");
     EXPECT_TRUE(r.has_line("PMU of CPU 0-3 (4 CPUs):"));
     EXPECT_TRUE(r.has_line("  core type        : core (0x40), native model id 0x000001"));
     EXPECT_TRUE(r.has_line("  fixed counters   : 4 x 48 bits (EDX[4:0]=4, ECX mask 0xf; effective: 0-3)"));
@@ -349,11 +346,10 @@ TEST(MsrSim, ReadOnBspOneCpuAllCpus) {
     EXPECT_EQ(r.out, "CPU 2 (APIC 2): MSR 0x38f = 0x0000000000000003\n");
     r = run(p, {"msr", "read", "911", "--cpu=all"});
     EXPECT_EQ(r.status, 0);
-    EXPECT_EQ(r.out,
-              "CPU 0 (APIC 0): MSR 0x38f = 0x000000000000000f\n"
-              "CPU 1 (APIC 1): MSR 0x38f = 0x000000000000000f\n"
-              "CPU 2 (APIC 2): MSR 0x38f = 0x0000000000000003\n"
-              "CPU 3 (APIC 3): MSR 0x38f = 0x000000000000000f\n");
+    EXPECT_EQ(r.out, "CPU 0 (APIC 0): MSR 0x38f = 0x000000000000000f\n"
+                     "CPU 1 (APIC 1): MSR 0x38f = 0x000000000000000f\n"
+                     "CPU 2 (APIC 2): MSR 0x38f = 0x0000000000000003\n"
+                     "CPU 3 (APIC 3): MSR 0x38f = 0x000000000000000f\n");
     for (u32 i = 0; i < 4; ++i) {
         ASSERT_EQ(m.cpu(i).log().size(), i == 0 || i == 2 ? 2u : 1u);
         EXPECT_EQ(m.cpu(i).log().back().kind, Access::rdmsr);

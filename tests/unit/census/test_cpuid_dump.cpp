@@ -23,24 +23,25 @@ Parsed parse(const std::string& text, DumpFormat f = DumpFormat::automatic) {
 }
 
 // Minimal valid CPU bodies.
-const char* const kRawIntel =
-    "   0x00000000 0x00: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
-    "   0x00000001 0x00: eax=0x000306a9 ebx=0x03100800 ecx=0x7fbae3ff edx=0xbfebfbff\n"
-    "   0x00000004 0x00: eax=0x1c004121 ebx=0x01c0003f ecx=0x0000003f edx=0x00000000\n"
-    "   0x00000007 0x00: eax=0x00000000 ebx=0x00000281 ecx=0x00000000 edx=0x00000000\n"
-    "   0x0000000a 0x00: eax=0x07300803 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
-    "   0x0000000b 0x00: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000003\n"
-    "   0x0000000b 0x01: eax=0x00000004 ebx=0x00000008 ecx=0x00000201 edx=0x00000003\n"
-    "   0x80000000 0x00: eax=0x80000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n";
+const char* const kRawIntel = "   0x00000000 0x00: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
+                              "   0x00000001 0x00: eax=0x000306a9 ebx=0x03100800 ecx=0x7fbae3ff edx=0xbfebfbff\n"
+                              "   0x00000004 0x00: eax=0x1c004121 ebx=0x01c0003f ecx=0x0000003f edx=0x00000000\n"
+                              "   0x00000007 0x00: eax=0x00000000 ebx=0x00000281 ecx=0x00000000 edx=0x00000000\n"
+                              "   0x0000000a 0x00: eax=0x07300803 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
+                              "   0x0000000b 0x00: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000003\n"
+                              "   0x0000000b 0x01: eax=0x00000004 ebx=0x00000008 ecx=0x00000201 edx=0x00000003\n"
+                              "   0x80000000 0x00: eax=0x80000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n";
 
 // Leaf 0 reports maximum leaf `max`; the caller adds the leaves that enumerates.
 std::string aida_cpu(int n, const char* extra = "", const char* max = "00000001") {
-    return "------[ CPUID Registers / Logical CPU #" + std::to_string(n) +
-           " ]------\n\nallcpu: Package 0 / Core " + std::to_string(n) +
+    return "------[ CPUID Registers / Logical CPU #" + std::to_string(n) + " ]------\n\nallcpu: Package 0 / Core " +
+           std::to_string(n) +
            " / Thread 0: Valid\n\n"
-           "CPUID 00000000: " + max + "-756E6547-6C65746E-49656E69 [GenuineIntel]\n"
-           "CPUID 00000001: 000306A9-0" + std::to_string(n) + "100800-7FBAE3FF-BFEBFBFF\n" + extra +
-           "\nL1 Data Cache: 32 KB\n\n";
+           "CPUID 00000000: " +
+           max +
+           "-756E6547-6C65746E-49656E69 [GenuineIntel]\n"
+           "CPUID 00000001: 000306A9-0" +
+           std::to_string(n) + "100800-7FBAE3FF-BFEBFBFF\n" + extra + "\nL1 Data Cache: 32 KB\n\n";
 }
 
 }  // namespace
@@ -102,15 +103,14 @@ TEST(CpuidDump, CpuidRawSingleCpuAndCrlf) {
 
 TEST(CpuidDump, CpuidRawOldFormatWithoutSubleaf) {
     // Old `cpuid -r` prints no sub-leaf: repeated lines are sub-leaves 0, 1, ...
-    Parsed p = parse(
-        "CPU 0:\n"
-        "   0x00000000: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
-        "   0x00000001: eax=0x000106a5 ebx=0x00100800 ecx=0x0098e3bd edx=0xbfebfbff\n"
-        "   0x00000007: eax=0x00000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n"
-        "   0x0000000a: eax=0x07300403 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
-        "   0x0000000b: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000000\n"
-        "   0x0000000b: eax=0x00000004 ebx=0x00000004 ecx=0x00000201 edx=0x00000000\n"
-        "   0x0000000b: eax=0x00000000 ebx=0x00000000 ecx=0x00000002 edx=0x00000000\n");
+    Parsed p = parse("CPU 0:\n"
+                     "   0x00000000: eax=0x0000000b ebx=0x756e6547 ecx=0x6c65746e edx=0x49656e69\n"
+                     "   0x00000001: eax=0x000106a5 ebx=0x00100800 ecx=0x0098e3bd edx=0xbfebfbff\n"
+                     "   0x00000007: eax=0x00000000 ebx=0x00000000 ecx=0x00000000 edx=0x00000000\n"
+                     "   0x0000000a: eax=0x07300403 ebx=0x00000000 ecx=0x00000000 edx=0x00000603\n"
+                     "   0x0000000b: eax=0x00000001 ebx=0x00000002 ecx=0x00000100 edx=0x00000000\n"
+                     "   0x0000000b: eax=0x00000004 ebx=0x00000004 ecx=0x00000201 edx=0x00000000\n"
+                     "   0x0000000b: eax=0x00000000 ebx=0x00000000 ecx=0x00000002 edx=0x00000000\n");
     ASSERT_TRUE(p.status.ok()) << p.msg();
     EXPECT_EQ(p.cpus[0].raw.get(0xB, 0).eax, 1u);
     EXPECT_EQ(p.cpus[0].raw.get(0xB, 1).eax, 4u);
@@ -159,16 +159,15 @@ TEST(CpuidDump, AidaNewLayout) {
 }
 
 TEST(CpuidDump, AidaOldLayoutRepeatedLeaves) {
-    Parsed p = parse(
-        "------[ Logical CPU #0 ]------\n\nallcpu: Valid\n\n"
-        "CPUID 00000000: 0000000B-756E6547-6C65746E-49656E69\n"
-        "CPUID 00000001: 000106A5-00100800-0098E3BD-BFEBFBFF\n"
-        "CPUID 00000004: 1C004121-01C0003F-0000003F-00000000\n"
-        "CPUID 00000004: 1C004122-01C0003F-0000003F-00000000\n"
-        "CPUID 00000007: 00000000-00000000-00000000-00000000\n"
-        "CPUID 0000000A: 07300403-00000000-00000000-00000603\n"
-        "CPUID 0000000B: 00000001-00000002-00000100-00000001\n"
-        "CPUID 0000000B: 00000004-00000004-00000201-00000001\n");
+    Parsed p = parse("------[ Logical CPU #0 ]------\n\nallcpu: Valid\n\n"
+                     "CPUID 00000000: 0000000B-756E6547-6C65746E-49656E69\n"
+                     "CPUID 00000001: 000106A5-00100800-0098E3BD-BFEBFBFF\n"
+                     "CPUID 00000004: 1C004121-01C0003F-0000003F-00000000\n"
+                     "CPUID 00000004: 1C004122-01C0003F-0000003F-00000000\n"
+                     "CPUID 00000007: 00000000-00000000-00000000-00000000\n"
+                     "CPUID 0000000A: 07300403-00000000-00000000-00000603\n"
+                     "CPUID 0000000B: 00000001-00000002-00000100-00000001\n"
+                     "CPUID 0000000B: 00000004-00000004-00000201-00000001\n");
     ASSERT_TRUE(p.status.ok()) << p.msg();
     const CpuRecord& r = p.cpus[0];
     EXPECT_FALSE(r.topology_known);  // "allcpu: Valid" gives no location
@@ -178,13 +177,12 @@ TEST(CpuidDump, AidaOldLayoutRepeatedLeaves) {
 }
 
 TEST(CpuidDump, AidaAffMaskLayout) {
-    Parsed p = parse(
-        "CPU#000 AffMask: 0x0000000000000001\n"
-        "CPUID 00000000: 00000001-68747541-444D4163-69746E65\n"
-        "CPUID 00000001: 00020FF0-00000800-00000001-078BFBFF\n"
-        "CPU#001 AffMask: 0x0000000000000002\n"
-        "CPUID 00000000: 00000001-68747541-444D4163-69746E65\n"
-        "CPUID 00000001: 00020FF0-01000800-00000001-078BFBFF\n");
+    Parsed p = parse("CPU#000 AffMask: 0x0000000000000001\n"
+                     "CPUID 00000000: 00000001-68747541-444D4163-69746E65\n"
+                     "CPUID 00000001: 00020FF0-00000800-00000001-078BFBFF\n"
+                     "CPU#001 AffMask: 0x0000000000000002\n"
+                     "CPUID 00000000: 00000001-68747541-444D4163-69746E65\n"
+                     "CPUID 00000001: 00020FF0-01000800-00000001-078BFBFF\n");
     ASSERT_TRUE(p.status.ok()) << p.msg();
     ASSERT_EQ(p.cpus.size(), 2u);
     EXPECT_EQ(p.cpus[1].topo.apic_id, 1u);
@@ -204,8 +202,7 @@ TEST(CpuidDump, NotADump) {
 
 TEST(CpuidDump, NoCpuSection) {
     Parsed a = parse("------[ Versions ]------\n\nCPUID 00000000: 00000001-00000000-00000000-00000000\n");
-    EXPECT_EQ(a.msg().rfind("dump.txt: no logical-CPU section found: expected an AIDA64 report", 0), 0u)
-        << a.msg();
+    EXPECT_EQ(a.msg().rfind("dump.txt: no logical-CPU section found: expected an AIDA64 report", 0), 0u) << a.msg();
     // The wrong format forced.
     Parsed b = parse(aida_cpu(0), DumpFormat::cpuid_r);
     EXPECT_EQ(b.msg().rfind("dump.txt: no CPU section found: expected `cpuid -r` output", 0), 0u) << b.msg();
@@ -214,9 +211,7 @@ TEST(CpuidDump, NoCpuSection) {
 }
 
 TEST(CpuidDump, AidaMalformedRegisterLines) {
-    auto err = [](const char* line) {
-        return parse(aida_cpu(0, line)).msg();
-    };
+    auto err = [](const char* line) { return parse(aida_cpu(0, line)).msg(); };
     // Line 7 of aida_cpu's text is the extra line.
     EXPECT_EQ(err("CPUID 0000000A: 07300404-00000000-00000000\n"),
               "dump.txt:7: expected 4 hex registers after 'CPUID 0000000A:' (EAX-EBX-ECX-EDX, found 3)");
@@ -236,9 +231,7 @@ TEST(CpuidDump, AidaMalformedRegisterLines) {
 }
 
 TEST(CpuidDump, CpuidRawMalformedRegisterLines) {
-    auto err = [](const char* line) {
-        return parse(std::string("CPU 0:\n") + line).msg();
-    };
+    auto err = [](const char* line) { return parse(std::string("CPU 0:\n") + line).msg(); };
     EXPECT_EQ(err("   0x0000000a 0x00: eax=0x07300404 ebx=0x00000000 ecx=0x00000000\n"),
               "dump.txt:2: expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after "
               "'0x0000000a 0x00:'");
@@ -256,9 +249,10 @@ TEST(CpuidDump, CpuidRawMalformedRegisterLines) {
     EXPECT_EQ(err("   0x0000000a 0x00: eax=0x0 ebx=0x0 ecx=0x0 edx=0x0 more\n"),
               "dump.txt:2: unexpected text 'more' after the edx value");
     // Decoded (non-raw) cpuid output.
-    EXPECT_EQ(err("   vendor_id = \"GenuineIntel\"\n").rfind("dump.txt:2: 'vendor_id = \"GenuineIntel\"' is not "
-                                                         "a raw register line",
-                                                         0),
+    EXPECT_EQ(err("   vendor_id = \"GenuineIntel\"\n")
+                  .rfind("dump.txt:2: 'vendor_id = \"GenuineIntel\"' is not "
+                         "a raw register line",
+                         0),
               0u);
     EXPECT_EQ(parse("CPU 99999999999:\n").msg(), "dump.txt:1: bad CPU number in 'CPU 99999999999:'");
 }
@@ -323,12 +317,15 @@ TEST(CpuidDump, BinaryJunk) {
     t += "00000 0x00: eax=0x0\n";
     EXPECT_EQ(parse(t).msg(), "dump.txt:2: binary data (byte 0x00 at column 9); expected a text CPUID dump "
                               "(`cpuid -r` or AIDA64 report)");
-    std::string u = "\x7f" "ELF\x02\x01\x01";
+    std::string u = "\x7f"
+                    "ELF\x02\x01\x01";
     EXPECT_EQ(parse(u).msg().rfind("dump.txt:1: binary data (byte 0x7f at column 1)", 0), 0u);
     EXPECT_EQ(parse(std::string("\xFF\xFE-\0-\0", 6)).msg(),
               "dump.txt:1: UTF-16 text; convert the dump to ASCII/UTF-8 first (e.g. iconv -f UTF-16 -t UTF-8)");
     // A UTF-8 byte-order mark before "CPU 0:" is skipped.
-    Parsed bom = parse("\xEF\xBB\xBF" "CPU 3:\n" + std::string(kRawIntel));
+    Parsed bom = parse("\xEF\xBB\xBF"
+                       "CPU 3:\n" +
+                       std::string(kRawIntel));
     ASSERT_TRUE(bom.status.ok()) << bom.msg();
     EXPECT_EQ(bom.cpus[0].index, 3u);
     // Non-ASCII text (UTF-8 in a motherboard name) is not junk.
@@ -338,8 +335,8 @@ TEST(CpuidDump, BinaryJunk) {
 
 // Arbitrary bytes never crash, hang or read out of bounds (ASan/UBSan build).
 TEST(CpuidDump, FuzzDoesNotCrash) {
-    std::string base = aida_cpu(0, "CPUID 00000023: 0000000B-00000003-00000000-00000000 [SL 00]\n") +
-                       "CPU 0:\n" + kRawIntel;
+    std::string base = aida_cpu(0, "CPUID 00000023: 0000000B-00000003-00000000-00000000 [SL 00]\n") + "CPU 0:\n" +
+                       kRawIntel;
     u64 x = 0x9E3779B97F4A7C15ull;
     for (int iter = 0; iter < 3000; ++iter) {
         std::string t = base;

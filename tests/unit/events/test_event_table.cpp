@@ -265,7 +265,8 @@ TEST(EventTable, EveryErrorNamesTheLine) {
              {"@match GenuineIntel", "@match needs a vendor and FAMILY_MODEL, e.g. '@match GenuineIntel 06_5E'"},
              {"@match GenuineIntel 06_5E stepping=1 core=0x40 native=1 x=1",
               "@match has too many words (vendor FAMILY_MODEL [stepping=] [core=] [native=])"},
-             {"@match GenuineIntelX 06_5E", "vendor 'GenuineIntelX' is longer than 12 characters (CPUID.0 vendor string)"},
+             {"@match GenuineIntelX 06_5E",
+              "vendor 'GenuineIntelX' is longer than 12 characters (CPUID.0 vendor string)"},
              {"@match GenuineIntel 065E", "'065E' is not FAMILY_MODEL in hex, e.g. 06_5E"},
              {"@match GenuineIntel 06-5E", "'06-5E' is not FAMILY_MODEL in hex, e.g. 06_5E"},
              {"@match GenuineIntel 006_5E", "'006_5E' is not FAMILY_MODEL in hex, e.g. 06_5E"},
@@ -274,8 +275,10 @@ TEST(EventTable, EveryErrorNamesTheLine) {
              {"@match GenuineIntel _5E", "'_5E' is not FAMILY_MODEL in hex, e.g. 06_5E"},
              {"@match GenuineIntel 06_5E stepping", "'stepping' is not KEY=VALUE (stepping=, core=, native=)"},
              {"@match GenuineIntel 06_5E stepping=G", "stepping 'G' is not a stepping or range in hex (0-F), e.g. 5-F"},
-             {"@match GenuineIntel 06_5E stepping=10", "stepping '10' is not a stepping or range in hex (0-F), e.g. 5-F"},
-             {"@match GenuineIntel 06_5E stepping=1-", "stepping '1-' is not a stepping or range in hex (0-F), e.g. 5-F"},
+             {"@match GenuineIntel 06_5E stepping=10",
+              "stepping '10' is not a stepping or range in hex (0-F), e.g. 5-F"},
+             {"@match GenuineIntel 06_5E stepping=1-",
+              "stepping '1-' is not a stepping or range in hex (0-F), e.g. 5-F"},
              {"@match GenuineIntel 06_5E stepping=", "stepping '' is not a stepping or range in hex (0-F), e.g. 5-F"},
              {"@match GenuineIntel 06_5E stepping=5-4", "stepping range '5-4' is empty (5 > 4)"},
              {"@match GenuineIntel 06_5E stepping=1 stepping=2", "stepping= given twice"},
@@ -358,10 +361,10 @@ TEST(EventTable, MutationsNeverCrash) {
         for (int k = 0; k < edits; ++k) {
             usize at = usize(next() % t.size());
             switch (next() % 4) {
-                case 0: t[at] = char(next() & 0xFF); break;                   // any byte
-                case 1: t[at] = ".=-x0F_#@ \n"[next() % 11]; break;           // a syntax character
+                case 0: t[at] = char(next() & 0xFF); break;                    // any byte
+                case 1: t[at] = ".=-x0F_#@ \n"[next() % 11]; break;            // a syntax character
                 case 2: t.erase(at, usize(next() % 8)); break;                 // a cut
-                default: t.insert(at, t.substr(usize(next() % t.size()), 6)); // a repeat
+                default: t.insert(at, t.substr(usize(next() % t.size()), 6));  // a repeat
             }
         }
         EventTable out;
@@ -559,8 +562,7 @@ std::string resolve_enc(EventTables& t, const char* spec, const CpuIdentity& id)
     return r.ok() ? enc(r.value()) + " " + r.value().name : "";
 }
 
-std::string resolve_err(EventTables& t, const char* spec, const CpuIdentity& id,
-                        EventDialect d = EventDialect::intel) {
+std::string resolve_err(EventTables& t, const char* spec, const CpuIdentity& id, EventDialect d = EventDialect::intel) {
     Result<Event> r = t.resolve(spec, id, d);
     EXPECT_FALSE(r.ok()) << spec;
     return r.ok() ? "" : r.error().msg;
@@ -646,7 +648,8 @@ TEST(EventResolve, HexLookingNames) {
     EXPECT_EQ(resolve_enc(t, "FE.01", kSkylakeClient), "FE.01 FE.01");  // EE.UU stays raw
     EXPECT_EQ(resolve_err(t, "FE.DSB_HIT", kSkylakeClient),
               "event spec 'FE.DSB_HIT': UMASK 'DSB_HIT' is not hex (at offset 3)");
-    EXPECT_EQ(resolve_err(t, "FE.DSB_MISS", kAdlP), "event spec 'FE.DSB_MISS': UMASK 'DSB_MISS' is not hex (at offset 3)");
+    EXPECT_EQ(resolve_err(t, "FE.DSB_MISS", kAdlP),
+              "event spec 'FE.DSB_MISS': UMASK 'DSB_MISS' is not hex (at offset 3)");
     EXPECT_TRUE(check_event_list_syntax("FE.DSB_MISS,ADD.ALL:k").ok());
     EXPECT_FALSE(check_event_list_syntax("FE.1G").ok());
 }
@@ -747,14 +750,29 @@ TEST(EventResolve, ListsAndEventListFiles) {
 // same events and the same messages (the fuzz corpus plus perf-continuation cases).
 TEST(EventResolve, AgreesWithParseEventList) {
     std::vector<std::string> lists = {
-        "cycles,instructions", "0E.01;D1.01.CMSK=1.INV", "event=0x0e,umask=0x01,inv,cmask=1,cycles,0E.01",
-        "event=0x3c,name=a,event=0xc0", "cpu/event=0x3c,umask=0/u,tsc", "cpu_core/event=0x3c/;cpu_atom/event=0xc0/",
-        "event=0x0e,usr,os=0,edge=1,any,eq", "event=0x0e,hostonly", "r01c2:u,r3c", "event=0x0e,umask", "cycles,,tsc",
-        ",tsc", "INST_RETIRED.ANY:uk X", "0E.01 a b", "bogus_name", "0E.1G", "cpu/event=0x3c", "event=0x100",
-        "cycles;inv", "event=0x0e;inv",
+        "cycles,instructions",
+        "0E.01;D1.01.CMSK=1.INV",
+        "event=0x0e,umask=0x01,inv,cmask=1,cycles,0E.01",
+        "event=0x3c,name=a,event=0xc0",
+        "cpu/event=0x3c,umask=0/u,tsc",
+        "cpu_core/event=0x3c/;cpu_atom/event=0xc0/",
+        "event=0x0e,usr,os=0,edge=1,any,eq",
+        "event=0x0e,hostonly",
+        "r01c2:u,r3c",
+        "event=0x0e,umask",
+        "cycles,,tsc",
+        ",tsc",
+        "INST_RETIRED.ANY:uk X",
+        "0E.01 a b",
+        "bogus_name",
+        "0E.1G",
+        "cpu/event=0x3c",
+        "event=0x100",
+        "cycles;inv",
+        "event=0x0e;inv",
     };
-    std::filesystem::path corpus =
-        std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz" / "corpus" / "events";
+    std::filesystem::path corpus = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "fuzz" /
+                                   "corpus" / "events";
     for (auto& p : std::filesystem::directory_iterator(corpus)) lists.push_back(read_text(p.path().string()));
     EventTables t(nullptr);
     for (const std::string& text : lists) {
@@ -866,7 +884,8 @@ TEST(EventsCmdFiles, HybridCoresGetTheirOwnEncodings) {
     sim::SimMachine m = sim::intel_hybrid();
     MemFiles fs;
     fs.add_samples();
-    Ran r = run(m, &fs, {"events", "--cpu", "all", "--check", "UOPS_ISSUED.ANY,LONGEST_LAT_CACHE.MISS,INST_RETIRED.ANY"});
+    Ran r = run(m, &fs,
+                {"events", "--cpu", "all", "--check", "UOPS_ISSUED.ANY,LONGEST_LAT_CACHE.MISS,INST_RETIRED.ANY"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<std::string> l = lines_of(r.out);
     ASSERT_EQ(l.size(), 8u) << r.out;
@@ -894,9 +913,10 @@ TEST(EventsCmdFiles, CounterRestrictionsTakenAloneAndExtraMsrsAllocate) {
     for (const std::string& l : lines_of(sk))
         if (l.rfind("@match", 0) != 0) body += l + "\n";
     fs.add("sandy.evt", body);
-    Ran r = run(m, &fs, {"events", "--check",
-                         "INST_RETIRED.PREC_DIST,INST_RETIRED.TOTAL_CYCLES_PS,FRONTEND_RETIRED.DSB_MISS,"
-                         "CPU_CLK_UNHALTED.THREAD_ANY"});
+    Ran r = run(m, &fs,
+                {"events", "--check",
+                 "INST_RETIRED.PREC_DIST,INST_RETIRED.TOTAL_CYCLES_PS,FRONTEND_RETIRED.DSB_MISS,"
+                 "CPU_CLK_UNHALTED.THREAD_ANY"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<std::string> l = lines_of(r.out);
     ASSERT_EQ(l.size(), 5u) << r.out;
@@ -1006,8 +1026,8 @@ TEST(RunEventFiles, HybridCoresCountTheirOwnEncodings) {
     sim::SimMachine m = sim::intel_hybrid();
     MemFiles fs;
     fs.add_samples();
-    cmd::Ran r = run_line(m, &fs, std::string("run --bench nop --cpu all --events UOPS_ISSUED.ANY,INST_RETIRED.ANY") +
-                                      kFast);
+    cmd::Ran r = run_line(m, &fs,
+                          std::string("run --bench nop --cpu all --events UOPS_ISSUED.ANY,INST_RETIRED.ANY") + kFast);
     ASSERT_EQ(r.status, 0) << r.out;
     std::vector<std::string> l = cmd::lines_of(r.out);
     ASSERT_GE(l.size(), 6u);
@@ -1051,8 +1071,8 @@ TEST(RunEventFiles, EventListFiles) {
     fs.add("goldmontplus_core.evt", "@match GenuineIntel 06_7A\n0E.00 UOPS_ISSUED.ANY\nC0.00.CTR=1 INST.P1\n");
     fs.files["\\pmulab\\my.cfg"] = "# nanoBench style\nC4.00 BRANCHES\nUOPS_ISSUED.ANY\n";
     fs.files["\\pmulab\\bad.cfg"] = "C4.00 BRANCHES\n\nNOT.THERE\n";
-    cmd::Ran r = run_line(m, &fs, std::string("run --bench nop --events INST.P1 --events-file \\pmulab\\my.cfg") +
-                                      kFast);
+    cmd::Ran r = run_line(m, &fs,
+                          std::string("run --bench nop --events INST.P1 --events-file \\pmulab\\my.cfg") + kFast);
     ASSERT_EQ(r.status, 0) << r.out;
     std::vector<std::string> l = cmd::lines_of(r.out);
     EXPECT_EQ(l[1], "  group 1/1: PMC1       INST.P1 (C0.00)");

@@ -326,8 +326,12 @@ TEST(Events, PerfRaw) {
 // ---- encodings round-trip ----
 
 TEST(Events, EncodingRoundTrips) {
-    const char* specs[] = {"0E.01",         "A3.05.CMSK=5.INV.EDG.AnyT.CTR=2", "event=0xc0,os",
-                           "r1A2405A3",     "C6.01.MSR_PF=0x11",               "D0.01.EQ.UMASK2=0x21",
+    const char* specs[] = {"0E.01",
+                           "A3.05.CMSK=5.INV.EDG.AnyT.CTR=2",
+                           "event=0xc0,os",
+                           "r1A2405A3",
+                           "C6.01.MSR_PF=0x11",
+                           "D0.01.EQ.UMASK2=0x21",
                            "0E.01.USR"};
     for (const char* s : specs) {
         Event a = parse_ok(s);
@@ -356,11 +360,13 @@ TEST(Events, SpecErrorsNanoBench) {
     EXPECT_EQ(parse_err("0E.01.CMSK=256"),
               "event spec '0E.01.CMSK=256': CMSK value 256 is out of range (0-255) (at offset 11)");
     EXPECT_EQ(parse_err("0E.01.CMSK=x1"), "event spec '0E.01.CMSK=x1': CMSK value 'x1' is not a number (at offset 11)");
-    EXPECT_EQ(parse_err("0E.01.CMSK"), "event spec '0E.01.CMSK': modifier 'CMSK' needs a value (CMSK=...) (at offset 6)");
+    EXPECT_EQ(parse_err("0E.01.CMSK"),
+              "event spec '0E.01.CMSK': modifier 'CMSK' needs a value (CMSK=...) (at offset 6)");
     EXPECT_EQ(parse_err("0E.01.CMSK="), "event spec '0E.01.CMSK=': CMSK needs a value (at offset 11)");
     EXPECT_EQ(parse_err("0E.01.INV=1"), "event spec '0E.01.INV=1': modifier 'INV' takes no value (at offset 6)");
     EXPECT_EQ(parse_err("0E.01.INV.inv"), "event spec '0E.01.INV.inv': modifier 'INV' given twice (at offset 10)");
-    EXPECT_EQ(parse_err("0E.01.CTR=32"), "event spec '0E.01.CTR=32': CTR value 32 is out of range (0-31) (at offset 10)");
+    EXPECT_EQ(parse_err("0E.01.CTR=32"),
+              "event spec '0E.01.CTR=32': CTR value 32 is out of range (0-31) (at offset 10)");
     EXPECT_EQ(parse_err("0E.01.FOO"),
               "event spec '0E.01.FOO': unknown modifier 'FOO' (known: CMSK=n, CTR=n, AnyT, EDG, INV, TakenAlone, "
               "USR, OS, EQ, UMASK2=n, MSR_RSP0=v, MSR_RSP1=v, MSR_3F6H=v, MSR_PF=v) (at offset 6)");
@@ -382,9 +388,11 @@ TEST(Events, SpecErrorsPerf) {
     EXPECT_EQ(parse_err("umask=1"), "event spec 'umask=1': missing event= term (at offset 0)");
     EXPECT_EQ(parse_err("event=0x0e,,umask=1"),
               "event spec 'event=0x0e,,umask=1': empty term (two commas in a row, or a trailing comma) (at offset 11)");
-    EXPECT_EQ(parse_err("event=0x0e,inv=2"), "event spec 'event=0x0e,inv=2': flag 'inv' takes 0 or 1, not '2' (at offset 15)");
+    EXPECT_EQ(parse_err("event=0x0e,inv=2"),
+              "event spec 'event=0x0e,inv=2': flag 'inv' takes 0 or 1, not '2' (at offset 15)");
     EXPECT_EQ(parse_err("event=1,event=2"), "event spec 'event=1,event=2': term 'event' given twice (at offset 8)");
-    EXPECT_EQ(parse_err("event=1,umask"), "event spec 'event=1,umask': term 'umask' needs a value (umask=...) (at offset 8)");
+    EXPECT_EQ(parse_err("event=1,umask"),
+              "event spec 'event=1,umask': term 'umask' needs a value (umask=...) (at offset 8)");
     EXPECT_EQ(parse_err("event=1,cmask=300"),
               "event spec 'event=1,cmask=300': cmask value 300 is out of range (0-255) (at offset 14)");
     EXPECT_EQ(parse_err("event=0x0e,usr=0,os=0"),
@@ -407,8 +415,10 @@ TEST(Events, SpecErrorsPerf) {
     EXPECT_EQ(parse_err("cpu/event=1/uu"), "event spec 'cpu/event=1/uu': modifier 'u' given twice (at offset 13)");
     EXPECT_EQ(parse_err("cpu/event=1/u/"),
               "event spec 'cpu/event=1/u/': unsupported modifier '/' (pmulab accepts u and k) (at offset 13)");
-    EXPECT_EQ(parse_err("cycles:x"), "event spec 'cycles:x': unsupported modifier 'x' (pmulab accepts u and k) (at offset 7)");
-    EXPECT_EQ(parse_err("cycles:"), "event spec 'cycles:': empty modifier list after ':' (expected u or k) (at offset 7)");
+    EXPECT_EQ(parse_err("cycles:x"),
+              "event spec 'cycles:x': unsupported modifier 'x' (pmulab accepts u and k) (at offset 7)");
+    EXPECT_EQ(parse_err("cycles:"),
+              "event spec 'cycles:': empty modifier list after ':' (expected u or k) (at offset 7)");
 }
 
 TEST(Events, SpecErrorsValues) {
@@ -430,7 +440,8 @@ TEST(Events, SpecErrorsValues) {
               "(at offset 13)");
     EXPECT_EQ(parse_err("event=1,umask2=256"),
               "event spec 'event=1,umask2=256': umask2 value 256 is out of range (0-255) (at offset 15)");
-    EXPECT_EQ(parse_err("r010e:"), "event spec 'r010e:': empty modifier list after ':' (expected u or k) (at offset 6)");
+    EXPECT_EQ(parse_err("r010e:"),
+              "event spec 'r010e:': empty modifier list after ':' (expected u or k) (at offset 6)");
     EXPECT_EQ(parse_err("r010e:uk:"),
               "event spec 'r010e:uk:': unsupported modifier ':' (pmulab accepts u and k) (at offset 8)");
 }
@@ -547,17 +558,16 @@ TEST(Events, ListErrors) {
 // ---- event files ----
 
 TEST(Events, EventFile) {
-    const char* text =
-        "# Performance monitoring events for a test CPU.\n"
-        "\n"
-        "3C.00 CORE_CYCLES\n"
-        "C0.00 INST_RETIRED   # trailing comment\r\n"
-        "   # indented comment\n"
-        "A3.05.CMSK=5 CYCLE_ACTIVITY.STALLS_L2_MISS\n"
-        "C6.01.MSR_PF=0x11.TakenAlone FRONTEND_RETIRED.DSB_MISS\n"
-        "cpu/event=0xc4,umask=0x00/ BR\n"
-        "instructions\n"
-        "tsc";  // no final newline
+    const char* text = "# Performance monitoring events for a test CPU.\n"
+                       "\n"
+                       "3C.00 CORE_CYCLES\n"
+                       "C0.00 INST_RETIRED   # trailing comment\r\n"
+                       "   # indented comment\n"
+                       "A3.05.CMSK=5 CYCLE_ACTIVITY.STALLS_L2_MISS\n"
+                       "C6.01.MSR_PF=0x11.TakenAlone FRONTEND_RETIRED.DSB_MISS\n"
+                       "cpu/event=0xc4,umask=0x00/ BR\n"
+                       "instructions\n"
+                       "tsc";  // no final newline
     Vec<Event> v;
     Status st = parse_event_file(text, "cfg.txt", &v);
     ASSERT_TRUE(st.ok()) << st.error().msg;
@@ -576,7 +586,8 @@ TEST(Events, EventFileErrors) {
     Vec<Event> v;
     Status st = parse_event_file("# header\n3C.00 CORE_CYCLES\n\nC0.0G INST_RETIRED\n", "cfg_test.txt", &v);
     ASSERT_FALSE(st.ok());
-    EXPECT_STREQ(st.error().msg, "cfg_test.txt:4: event spec 'C0.0G INST_RETIRED': UMASK '0G' is not hex (at offset 3)");
+    EXPECT_STREQ(st.error().msg,
+                 "cfg_test.txt:4: event spec 'C0.0G INST_RETIRED': UMASK '0G' is not hex (at offset 3)");
     st = parse_event_file("# nothing\n\n   \n# here\n", "empty.txt", &v);
     ASSERT_FALSE(st.ok());
     EXPECT_STREQ(st.error().msg, "empty.txt: no events (only comments and blank lines)");
@@ -695,7 +706,8 @@ TEST(Events, CountersAndFeatures) {
     v5.anythread_deprecated = true;
     EXPECT_EQ(check_err("0E.01.AnyT", v5),
               "event '0E.01.AnyT' uses AnyThread, which this CPU deprecates (CPUID.0AH:EDX[15] = 1)");
-    EXPECT_EQ(check_err("D0.01.EQ", v5), "event 'D0.01.EQ' uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
+    EXPECT_EQ(check_err("D0.01.EQ", v5),
+              "event 'D0.01.EQ' uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
     EXPECT_EQ(check_err("D0.01.UMASK2=1", v5),
               "event 'D0.01.UMASK2=1' uses UMASK2, which this CPU does not enumerate (CPUID.23H.0:EBX[0] = 0)");
     PmuCaps v6 = v5;
@@ -757,7 +769,8 @@ TEST(Events, NamedEventListing) {
     StrBuf b;
     list_named_events(b);
     std::string s = S(b);
-    EXPECT_NE(s.find("INST_RETIRED.ANY              C0.00  fixed counter 0, else GP equivalent; Instructions Retired\n"),
+    EXPECT_NE(s.find(
+                  "INST_RETIRED.ANY              C0.00  fixed counter 0, else GP equivalent; Instructions Retired\n"),
               std::string::npos);
     EXPECT_NE(s.find("ref-cycles                    3C.01  fixed counter 2, else GP fallback; UnHalted Reference "
                      "Cycles\n"),

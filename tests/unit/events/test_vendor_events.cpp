@@ -51,8 +51,9 @@ TEST(AmdEvents, TwelveBitSelectsInEverySyntax) {
 }
 
 TEST(AmdEvents, RangesAndIntelOnlyFieldsHaveClearMessages) {
-    EXPECT_EQ(err("1000.00", kZen),
-              "event spec '1000.00': event select '1000' is out of range (AMD event selects are 000-FFF) (at offset 0)");
+    EXPECT_EQ(
+        err("1000.00", kZen),
+        "event spec '1000.00': event select '1000' is out of range (AMD event selects are 000-FFF) (at offset 0)");
     EXPECT_EQ(err("event=0x1000", kZen),
               "event spec 'event=0x1000': event value '0x1000' is out of range (AMD event selects are 0x000-0xfff) "
               "(at offset 6)");
@@ -90,7 +91,8 @@ TEST(AmdEvents, NamedEventsPerFamily) {
     EXPECT_EQ(enc(ok("l1d-misses", kK10)), "041.01");
     EXPECT_EQ(enc(ok("aperf", kZen)), "APERF");
     EXPECT_EQ(enc(ok("mperf", kK10)), "MPERF");
-    EXPECT_EQ(err("ls_not_halted_cyc", kK10).substr(0, 60), "event spec 'ls_not_halted_cyc': unknown AMD event name 'ls_n");
+    EXPECT_EQ(err("ls_not_halted_cyc", kK10).substr(0, 60),
+              "event spec 'ls_not_halted_cyc': unknown AMD event name 'ls_n");
     EXPECT_EQ(event_dialect_name(kZen), std::string("amd_zen"));
 }
 
@@ -142,10 +144,10 @@ TEST(NetBurstEvents, NamesMasksAndAliases) {
 TEST(NetBurstTables, RegistersAndWiring) {
     using namespace netburst;
     EXPECT_EQ(Escr().set_event_select(0x06).set_event_mask(0xF).set_t0_os().set_t0_usr().raw(), 0x0C001E0Cull);
-    EXPECT_EQ(escr_for(16, 4), escr_index(0x3B8));  // IQ_COUNTER4 select 4: CRU_ESCR0
-    EXPECT_EQ(escr_for(14, 4), escr_index(0x3B9));  // IQ_COUNTER2 select 4: CRU_ESCR1
-    EXPECT_EQ(escr_for(0, 6), escr_index(0x3A2));   // BPU_COUNTER0 select 6: FSB_ESCR0
-    EXPECT_EQ(escr_for(4, 6), -1);                  // MS_COUNTER0 has no ESCR with select 6
+    EXPECT_EQ(escr_for(16, 4), escr_index(0x3B8));            // IQ_COUNTER4 select 4: CRU_ESCR0
+    EXPECT_EQ(escr_for(14, 4), escr_index(0x3B9));            // IQ_COUNTER2 select 4: CRU_ESCR1
+    EXPECT_EQ(escr_for(0, 6), escr_index(0x3A2));             // BPU_COUNTER0 select 6: FSB_ESCR0
+    EXPECT_EQ(escr_for(4, 6), -1);                            // MS_COUNTER0 has no ESCR with select 6
     EXPECT_FALSE(escr_exists(kEscrs[escr_index(0x3BA)], 3));  // IQ_ESCR0 gone from model 3 on
     EXPECT_TRUE(escr_exists(kEscrs[escr_index(0x3BA)], 2));
 }

@@ -243,8 +243,8 @@ TEST(MeasureEngine, EveryAggregateIsExact) {
     // trimmed: drop 0 and 10000, mean of 100, 200, 300 = 200 -> 130
     EXPECT_TRUE(is(g.per[unsigned(Agg::trimmed)], 130));
     EXPECT_TRUE(is(g.per[unsigned(Agg::max)], 228));
-    EXPECT_EQ(g.long_raw, (std::vector<i64>{500 + 25600 + 300, 500 + 25600, 500 + 25600 + 10000,
-                                             500 + 25600 + 100, 500 + 25600 + 200}));
+    EXPECT_EQ(g.long_raw, (std::vector<i64>{500 + 25600 + 300, 500 + 25600, 500 + 25600 + 10000, 500 + 25600 + 100,
+                                            500 + 25600 + 200}));
 }
 
 TEST(MeasureEngine, NegativeDifferencesAreReported) {
@@ -595,8 +595,7 @@ TEST(Kernels, CatalogueIsConsistent) {
         }
         if (k.id == KernelId::branch_pred || k.id == KernelId::branch_random)
             EXPECT_EQ(n, 8u) << "both paths of the branch body: 8 statements, 6 executed";
-        else
-            EXPECT_EQ(n, k.instructions) << k.name;
+        else EXPECT_EQ(n, k.instructions) << k.name;
     }
 }
 

@@ -206,8 +206,8 @@ TEST(MeasureExec, CounterReadsAndWritesAreEncodedInOrder) {
     s.serialize = SerializeMode::cpuid;
     Gen gen(s);
     // mov $0x40000001,%ecx; rdpmc; mov %eax,40(%rsp); mov %edx,44(%rsp)
-    EXPECT_TRUE(contains(gen.code, {0xB9, 0x01, 0x00, 0x00, 0x40, 0x0F, 0x33, 0x89, 0x84, 0x24, 40, 0, 0, 0, 0x89,
-                                    0x94, 0x24, 44, 0, 0, 0}));
+    EXPECT_TRUE(contains(gen.code, {0xB9, 0x01, 0x00, 0x00, 0x40, 0x0F, 0x33, 0x89, 0x84, 0x24, 40,
+                                    0,    0,    0,    0x89, 0x94, 0x24, 44,   0,    0,    0}));
     // mov $0x309,%ecx; rdmsr; stores to 48/52
     EXPECT_TRUE(contains(gen.code, {0xB9, 0x09, 0x03, 0, 0, 0x0F, 0x32, 0x89, 0x84, 0x24, 48, 0, 0, 0}));
     // rdtsc; stores to 56/60 (start) and, at the end, 80/84 (40 + 8*3 + 16)

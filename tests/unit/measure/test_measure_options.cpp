@@ -136,8 +136,7 @@ TEST(RunOptions, EveryErrorSaysWhatIsWrong) {
               "--size: none of the chosen kernels uses a buffer (pointer_chase, store_stream and load_stream do)");
     EXPECT_EQ(err("--bench pointer_chase --size 3000"),
               "--size 3000: pointer_chase needs a multiple of 4K between 4K and 256M bytes");
-    EXPECT_EQ(err("--bench pointer_chase --size 0"),
-              "--size: 0 is out of range 1..18446744073709551615");
+    EXPECT_EQ(err("--bench pointer_chase --size 0"), "--size: 0 is out of range 1..18446744073709551615");
     EXPECT_EQ(err("--bench pointer_chase --size 512M"),
               "--size 536870912: pointer_chase needs a multiple of 4K between 4K and 256M bytes");
     EXPECT_EQ(err("--bench load_stream --size 48K"),
@@ -172,12 +171,13 @@ struct Rig {
 TEST(RunCommand, JsonRecordHasEveryField) {
     Rig r;
     ASSERT_EQ(r.run("run --bench nop --events tsc --json --reps 3 --warmup 1"), 0) << r.p.out;
-    EXPECT_EQ(r.p.out,
-              "{\"type\":\"result\",\"cpu\":0,\"apic_id\":0,\"bench\":\"nop\",\"event\":\"tsc\",\"counter\":\"TSC\","
-              "\"run\":0,\"runs\":1,\"unroll\":100,\"loop\":1,\"reps\":3,\"warmup\":1,\"basic\":false,\"agg\":\"median\","
-              "\"irq\":\"cli\",\"serialize\":\"lfence\",\"instructions_per_iteration\":1,\"iterations\":100,"
-              "\"per_iteration\":128.00,\"fraction\":[128,1],\"min\":128.00,\"median\":128.00,\"avg\":128.00,"
-              "\"trimmed\":128.00,\"max\":128.00}\n");
+    EXPECT_EQ(
+        r.p.out,
+        "{\"type\":\"result\",\"cpu\":0,\"apic_id\":0,\"bench\":\"nop\",\"event\":\"tsc\",\"counter\":\"TSC\","
+        "\"run\":0,\"runs\":1,\"unroll\":100,\"loop\":1,\"reps\":3,\"warmup\":1,\"basic\":false,\"agg\":\"median\","
+        "\"irq\":\"cli\",\"serialize\":\"lfence\",\"instructions_per_iteration\":1,\"iterations\":100,"
+        "\"per_iteration\":128.00,\"fraction\":[128,1],\"min\":128.00,\"median\":128.00,\"avg\":128.00,"
+        "\"trimmed\":128.00,\"max\":128.00}\n");
 }
 
 TEST(RunCommand, JsonRawSizeAndFractions) {
@@ -275,9 +275,8 @@ TEST(BenchList, JsonAndText) {
         pos = e + 1;
     }
     ASSERT_EQ(lines.size(), size_t(kKernelCount));
-    EXPECT_EQ(lines[1],
-              "{\"type\":\"kernel\",\"name\":\"nop\",\"instructions_per_iteration\":1,\"buffer\":\"none\","
-              "\"body\":\"nop\",\"description\":\"one-byte NOP: front-end / retire throughput\"}");
+    EXPECT_EQ(lines[1], "{\"type\":\"kernel\",\"name\":\"nop\",\"instructions_per_iteration\":1,\"buffer\":\"none\","
+                        "\"body\":\"nop\",\"description\":\"one-byte NOP: front-end / retire throughput\"}");
     EXPECT_EQ(lines[6].substr(0, 171),
               "{\"type\":\"kernel\",\"name\":\"pointer_chase\",\"instructions_per_iteration\":1,\"buffer\":\"chase\","
               "\"default_size\":4096,\"min_size\":4096,\"max_size\":268435456,\"size_power_of_two\":false,");
@@ -324,8 +323,8 @@ TEST(Selftest, ANonLinearHarnessFails) {
     r.mp.overhead = {500};
     // Every run gets +5000 ticks on one of every 2 executions: medians of U and 2U
     // shift differently, so the empty kernel is no longer 0.
-    r.mp.noise = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5000, 5000, 5000, 5000, 5000, 5000, 5000,
-                  5000, 5000, 5000, 5000, 5000, 5000, 5000};
+    r.mp.noise = {0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,    0,
+                  5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000};
     EXPECT_EQ(r.run("selftest"), 1);
     EXPECT_NE(r.p.out.find("FAIL: empty kernel measures 0 per iteration [CPU 0]: 50.00 TSC ticks per iteration\n"),
               std::string::npos)
@@ -342,8 +341,8 @@ TEST(Selftest, LinearityToleranceIsAQuarterTickPlusTenPercent) {
         r.mp.noise.resize(28, d);
         r.run("selftest");
         char want[120];
-        std::snprintf(want, sizeof want, "%s: U vs 2U linearity for nop (U = 1000 and 2000) [CPU 0]: %.2f vs %.2f", verdict,
-                      double(d) / 1000, double(d) / 2000);
+        std::snprintf(want, sizeof want, "%s: U vs 2U linearity for nop (U = 1000 and 2000) [CPU 0]: %.2f vs %.2f",
+                      verdict, double(d) / 1000, double(d) / 2000);
         EXPECT_NE(r.p.out.find(want), std::string::npos) << want << "\n" << r.p.out;
     }
 }

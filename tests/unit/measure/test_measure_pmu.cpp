@@ -66,7 +66,8 @@ TEST(RunPmu, FixedAndGpCountersOnV4) {
     Snap before = snap(m);
     SimPlatform p(m);
     Cmd c = run_line(p, std::string("run --json --bench add_indep --events "
-                                    "instructions,cycles,INST_RETIRED.ANY_P,ref-cycles,tsc") + kFast);
+                                    "instructions,cycles,INST_RETIRED.ANY_P,ref-cycles,tsc") +
+                            kFast);
     ASSERT_EQ(c.status, 0) << c.out;
     std::vector<pmutest::Json> r = results(c);
     ASSERT_EQ(r.size(), 5u);
@@ -86,8 +87,7 @@ TEST(RunPmu, FixedAndGpCountersOnV4) {
     expect_restored(m, before);
     // The generated code started and stopped counting with GLOBAL_CTRL (v4).
     bool enable = false;
-    for (const LogEntry& e : m.cpu(0).writes())
-        enable |= e.addr == 0x38F && e.value == 0x700000001ull;
+    for (const LogEntry& e : m.cpu(0).writes()) enable |= e.addr == 0x38F && e.value == 0x700000001ull;
     EXPECT_TRUE(enable);
     EXPECT_TRUE(m.cpu(1).writes().empty()) << "only the BSP measures by default";
 }

@@ -167,8 +167,7 @@ TEST(Alloc, V5NonContiguousFixedCounters) {
     Vec<Event> ev = events("INST_RETIRED.ANY,cycles,ref-cycles,TOPDOWN.SLOTS");
     Allocation a;
     ASSERT_TRUE(allocate_counters(ev, caps_v5_sparse_fixed(), &a).ok());
-    EXPECT_EQ(layout(ev, a),
-              "1: INST_RETIRED.ANY@FIXED_CTR0 cycles@PMC0* ref-cycles@PMC1* TOPDOWN.SLOTS@FIXED_CTR3");
+    EXPECT_EQ(layout(ev, a), "1: INST_RETIRED.ANY@FIXED_CTR0 cycles@PMC0* ref-cycles@PMC1* TOPDOWN.SLOTS@FIXED_CTR3");
     EXPECT_EQ(a.groups[0].global_ctrl().raw(), 0x0000000900000003ull);
     StrBuf t;
     render_allocation_text(t, ev.data(), ev.size(), a);
@@ -277,11 +276,10 @@ TEST(Alloc, TextAndJson) {
     ASSERT_TRUE(allocate_counters(ev, caps(4, 4, 3), &a).ok());
     StrBuf t;
     render_allocation_text(t, ev.data(), ev.size(), a);
-    EXPECT_EQ(S(t),
-              "group 1/2: PMC0       UOPS_ISSUED.ANY (0E.01)\n"
-              "group 1/2: FIXED_CTR1 cycles:u (USR only)\n"
-              "group 1/2: TSC        tsc\n"
-              "group 2/2: PMC0       FE (C6.01.MSR_PF=0x11.TakenAlone)\n");
+    EXPECT_EQ(S(t), "group 1/2: PMC0       UOPS_ISSUED.ANY (0E.01)\n"
+                    "group 1/2: FIXED_CTR1 cycles:u (USR only)\n"
+                    "group 1/2: TSC        tsc\n"
+                    "group 2/2: PMC0       FE (C6.01.MSR_PF=0x11.TakenAlone)\n");
     StrBuf j;
     JsonWriter w(j);
     w.begin_object();
@@ -306,10 +304,26 @@ TEST(Alloc, TextAndJson) {
 }
 
 TEST(Alloc, RandomSetsKeepInvariantsAndAreDeterministic) {
-    const char* pool[] = {"instructions", "INST_RETIRED.ANY", "cycles",        "ref-cycles",   "TOPDOWN.SLOTS",
-                          "branches",     "branch-misses",    "0E.01",         "0E.01.CTR=0",  "0E.02.CTR=1",
-                          "0E.04.CTR=3",  "C6.01.TakenAlone", "B7.01.MSR_RSP0=1", "tsc",       "A3.05.CMSK=5",
-                          "D1.01",        "D1.02",            "D1.04",         "INST_RETIRED.ANY_P", "cycles:u"};
+    const char* pool[] = {"instructions",
+                          "INST_RETIRED.ANY",
+                          "cycles",
+                          "ref-cycles",
+                          "TOPDOWN.SLOTS",
+                          "branches",
+                          "branch-misses",
+                          "0E.01",
+                          "0E.01.CTR=0",
+                          "0E.02.CTR=1",
+                          "0E.04.CTR=3",
+                          "C6.01.TakenAlone",
+                          "B7.01.MSR_RSP0=1",
+                          "tsc",
+                          "A3.05.CMSK=5",
+                          "D1.01",
+                          "D1.02",
+                          "D1.04",
+                          "INST_RETIRED.ANY_P",
+                          "cycles:u"};
     const PmuCaps all_caps[] = {caps(2, 2, 3, 8), caps(3, 4, 3, 8), caps(4, 8, 3, 8), caps_v5_sparse_fixed(),
                                 caps_pcore()};
     std::mt19937 rng(12345);

@@ -86,9 +86,8 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     ASSERT_EQ(recs.size(), 11u);  // pmu + 10 events
     EXPECT_EQ(recs[0]["pmu"].s(), "amd");
     const pmutest::Json& ins = recs[1];
-    EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit",
-                                 "fixed_counter", "available", "route", "counter", "reason", "counter_method",
-                                 "description"}));
+    EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
+                                 "available", "route", "counter", "reason", "counter_method", "description"}));
     EXPECT_EQ(ins["type"].s(), "event");
     EXPECT_EQ(ins["name"].s(), "instructions");
     EXPECT_EQ(ins["alias"].s(), "ex_ret_instr, retired_instructions");
@@ -173,9 +172,9 @@ TEST(EventsVendors, NetBurstListsTheNetBurstEvents) {
     ASSERT_EQ(recs.size(), 7u);  // pmu + 5 events + tsc
     EXPECT_EQ(recs[0]["pmu"].s(), "netburst");
     const pmutest::Json& ir = recs[2];
-    EXPECT_EQ(ir.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit",
-                                "fixed_counter", "available", "route", "counter", "reason", "counter_method",
-                                "description", "masks", "default_mask", "escrs"}));
+    EXPECT_EQ(ir.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
+                                "available", "route", "counter", "reason", "counter_method", "description", "masks",
+                                "default_mask", "escrs"}));
     EXPECT_EQ(ir["name"].s(), "instr_retired");
     EXPECT_EQ(ir["alias"].s(), "instructions");
     EXPECT_EQ(ir["code"].s(), "02");

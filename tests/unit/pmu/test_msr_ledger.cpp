@@ -81,8 +81,8 @@ constexpr u32 SEL0 = 0x30, SEL1 = 0x31, CTR0 = 0x40, CTR1 = 0x41, ACTR0 = 0x50;
 constexpr u64 EN = u64(1) << 22;
 
 void fill(StoreHw& hw) {
-    hw.msr = {{G, 0x3}, {S, 0x1}, {C, 0}, {T, 0}, {X, 0x7}, {SEL0, EN | 0xC0}, {SEL1, 0x3C},
-              {CTR0, 0x1111}, {CTR1, 0x2222}, {ACTR0, 0}};
+    hw.msr = {{G, 0x3},          {S, 0x1},     {C, 0},         {T, 0},         {X, 0x7},
+              {SEL0, EN | 0xC0}, {SEL1, 0x3C}, {CTR0, 0x1111}, {CTR1, 0x2222}, {ACTR0, 0}};
 }
 
 // Saved deliberately out of restore order: the phases, not the save order, decide.
@@ -110,8 +110,7 @@ TEST(MsrLedger, SavesTracksShadowAndWrittenAndWritesThrough) {
     ASSERT_TRUE(save_all(l).ok());
     EXPECT_TRUE(l.armed());
     EXPECT_EQ(l.size(), 7u);
-    EXPECT_EQ(hw.log, (std::vector<std::string>{"R:0x10", "R:0x11", "R:0x20", "R:0x30", "R:0x40", "R:0x31",
-                                                "R:0x41"}));
+    EXPECT_EQ(hw.log, (std::vector<std::string>{"R:0x10", "R:0x11", "R:0x20", "R:0x30", "R:0x40", "R:0x31", "R:0x41"}));
     EXPECT_TRUE(hw.writes().empty());
     EXPECT_EQ(l.shadow(SEL0), EN | 0xC0);
     EXPECT_EQ(l.saved_value(CTR1), 0x2222u);
@@ -151,8 +150,8 @@ TEST(MsrLedger, RestoresInPhaseOrderAndIsIdempotent) {
     ASSERT_TRUE(l.write(ACTR0, 0x99).ok());
     ASSERT_TRUE(l.write(X, 0).ok());
     ASSERT_TRUE(l.write(G, 0x1).ok());  // start
-    hw.msr[CTR0] = 0x1234;            // counted
-    hw.msr[S] = 0x2;                  // counter 1 overflowed, counter 0's flag cleared
+    hw.msr[CTR0] = 0x1234;              // counted
+    hw.msr[S] = 0x2;                    // counter 1 overflowed, counter 0's flag cleared
     hw.log.clear();
     RestoreReport rep;
     rep.gp_counters_inexact = 7;
@@ -195,10 +194,10 @@ TEST(MsrLedger, DisablePassClearsSetEnableBitsAndGatesCounters) {
     hw.log.clear();
     ASSERT_TRUE(l.restore().ok());
     EXPECT_EQ(hw.writes(), (std::vector<std::string>{
-                               "0x10=0x0",       // global enable
-                               "0x30=0xc0",      // SEL0: EN cleared (it was set)
-                               "0x31=0x3c",      // SEL1: EN cleared (pmulab set it)
-                               "0x50=0x1111",    // counters, in save order
+                               "0x10=0x0",     // global enable
+                               "0x30=0xc0",    // SEL0: EN cleared (it was set)
+                               "0x31=0x3c",    // SEL1: EN cleared (pmulab set it)
+                               "0x50=0x1111",  // counters, in save order
                                "0x41=0x2222",
                                "0x30=0x4000c0",  // SEL0 back (its shadow differs now)
                                "0x10=0x3",       // global enable last

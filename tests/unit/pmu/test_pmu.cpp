@@ -168,9 +168,8 @@ TEST(PmuDetect, QemuTcgHasNoPmuAndRdpmcFaults) {
     pmu_detect(mi, &p);
     EXPECT_EQ(p.kind, PmuKind::none);
     EXPECT_STREQ(p.vendor_string, "GenuineIntel");
-    EXPECT_STREQ(p.absent,
-                 "no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU "
-                 "passthrough)");
+    EXPECT_STREQ(p.absent, "no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU "
+                           "passthrough)");
     EXPECT_EQ(p.method, CounterMethod::rdmsr);
     PmuSession s;
     s.open(mi);
@@ -386,9 +385,9 @@ TEST(PmuProgram, V2FixedAndGpWithGlobalCtrl) {
     t.c().clear_log();
     ASSERT_TRUE(t.restore().ok());
     // Disable (GLOBAL_CTRL, EN), counters, controls, GLOBAL_CTRL last.
-    EXPECT_EQ(writes(t.c()), (std::vector<std::string>{"0x38f=0x0", "0x186=0x300c4", "0xc1=0x0", "0x309=0x0",
-                                                       "0x30a=0x0", "0x30b=0x0", "0x186=0x0", "0x38d=0x0",
-                                                       "0x38f=0x3"}));
+    EXPECT_EQ(writes(t.c()),
+              (std::vector<std::string>{"0x38f=0x0", "0x186=0x300c4", "0xc1=0x0", "0x309=0x0", "0x30a=0x0", "0x30b=0x0",
+                                        "0x186=0x0", "0x38d=0x0", "0x38f=0x3"}));
     EXPECT_EQ(diff_state(before, t.c().pmu_state()), "");
     EXPECT_TRUE(t.c().violations().empty());
 }
@@ -497,9 +496,9 @@ TEST(PmuProgram, V6Leaf23UnsupportedArchitecturalEventIsRefused) {
     sp.max_leaf = 0x23;
     sp.leaf_0a = {0x07300806, 0, 0x7, 0x00008603};
     sp.leaf_23 = true;
-    sp.leaf_23_sub[0] = {0xB, 0x3, 0x8, 0};    // sub-leaves 0, 1, 3
+    sp.leaf_23_sub[0] = {0xB, 0x3, 0x8, 0};  // sub-leaves 0, 1, 3
     sp.leaf_23_sub[1] = {0xFF, 0x7, 0, 0};
-    sp.leaf_23_sub[3] = {0x1FEF, 0, 0, 0};     // bit 4 (LLC misses) clear
+    sp.leaf_23_sub[3] = {0x1FEF, 0, 0, 0};  // bit 4 (LLC misses) clear
     SimMachine m = intel_machine(sp, {1, 1, 1}, 0x2000);
     PmuInfo p;
     pmu_detect(m, &p);

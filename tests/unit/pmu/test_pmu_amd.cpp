@@ -77,10 +77,10 @@ TEST(PmuAmd, Zen5ProgramsCountsAndRestoresExactly) {
     ASSERT_TRUE(b->program(e.data(), g).ok());
     // GLOBAL_CTL off; HWCR.IRPerfEn; each counter: EN cleared where set, preset, PERF_CTL
     // with EN (gated by GLOBAL_CTL); the group's status bits cleared.
-    EXPECT_EQ(writes(c), (std::vector<std::string>{
-                             "0xc0000301=0x0", "0xc0010015=0x40000000", "0xc0010200=0x130076", "0xc0010201=0x0",
-                             "0xc0010200=0x430076", "0xc0010203=0x0", "0xc0010202=0x1004302c1", "0xc0010205=0x0",
-                             "0xc0010204=0x4100c3", "0xc0000302=0x7"}));
+    EXPECT_EQ(writes(c), (std::vector<std::string>{"0xc0000301=0x0", "0xc0010015=0x40000000", "0xc0010200=0x130076",
+                                                   "0xc0010201=0x0", "0xc0010200=0x430076", "0xc0010203=0x0",
+                                                   "0xc0010202=0x1004302c1", "0xc0010205=0x0", "0xc0010204=0x4100c3",
+                                                   "0xc0000302=0x7"}));
     ASSERT_TRUE(b->start().ok());
     c.run(1000, {{0xC0, 0, 2}});
     c.event(0x76, 0, 1000);
@@ -150,8 +150,8 @@ TEST(PmuAmd, Zen3WithoutPerfMonV2UsesEnPerCounter) {
     u64 presets[2] = {0xFFFFFFFFFFFFull, 0};
     c.clear_log();
     ASSERT_TRUE(b->program(e.data(), a.groups[0], presets).ok());
-    EXPECT_EQ(writes(c), (std::vector<std::string>{"0xc0010201=0xffffffffffff", "0xc0010200=0x300c2",
-                                                   "0xc0010203=0x0", "0xc0010202=0x200000300c0"}));
+    EXPECT_EQ(writes(c), (std::vector<std::string>{"0xc0010201=0xffffffffffff", "0xc0010200=0x300c2", "0xc0010203=0x0",
+                                                   "0xc0010202=0x200000300c0"}));
     c.clear_log();
     ASSERT_TRUE(b->start().ok());
     EXPECT_EQ(writes(c), (std::vector<std::string>{"0xc0010200=0x4300c2", "0xc0010202=0x200004300c0"}));
@@ -179,10 +179,9 @@ TEST(PmuAmd, K10LegacyCountersAndFallbacks) {
     ASSERT_TRUE(s.allocate(e.data(), e.size(), &a).ok());
     StrBuf t;
     render_allocation_text(t, e.data(), e.size(), a);
-    EXPECT_STREQ(t.c_str(),
-                 "group 1/1: PMC0       instructions (0C0.00; GP equivalent of fixed counter 0)\n"
-                 "group 1/1: PMC1       l1d-misses (041.01)\n"
-                 "group 1/1: FIXED_CTR1 aperf\n");
+    EXPECT_STREQ(t.c_str(), "group 1/1: PMC0       instructions (0C0.00; GP equivalent of fixed counter 0)\n"
+                            "group 1/1: PMC1       l1d-misses (041.01)\n"
+                            "group 1/1: FIXED_CTR1 aperf\n");
     Vec<Event> bad = ev("0C0.00.CTR=4", EventDialect::amd);
     Status st = s.allocate(bad.data(), bad.size(), &a);
     ASSERT_FALSE(st.ok());

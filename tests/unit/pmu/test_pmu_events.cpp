@@ -241,8 +241,9 @@ TEST(EventsCmd, CheckPlacesEventsPerCoreType) {
               "  group 2/2: PMC0       D1.01 (D1.01)\n");
     expect_no_writes(m);
 
-    RunResult j = run(p, {"events", "--cpu", "all", "--json", "--check", "instructions,D1.01,D1.02,D1.04,D1.08,D1.10,"
-                                                                         "D1.20,D1.40"});
+    RunResult j = run(p, {"events", "--cpu", "all", "--json", "--check",
+                          "instructions,D1.01,D1.02,D1.04,D1.08,D1.10,"
+                          "D1.20,D1.40"});
     EXPECT_EQ(j.status, 0);
     std::vector<Json> al = of_type(parse_json_lines(j.out), "allocation");
     ASSERT_EQ(al.size(), 8u);
@@ -304,9 +305,8 @@ TEST(EventsCmd, NoPmuCheckAllowsTscOnly) {
               "  group 1/1: TSC        tsc\n");
     r = run(p, {"events", "--check", "instructions"});
     EXPECT_EQ(r.status, 3);
-    EXPECT_EQ(r.out,
-              "pmulab: error: CPU 0: event 'instructions' cannot be counted: no AMD core counters enumerated "
-              "(CPUID 8000_0001H:ECX[23] = 0, no PerfMonV2; a hypervisor without PMU passthrough)\n");
+    EXPECT_EQ(r.out, "pmulab: error: CPU 0: event 'instructions' cannot be counted: no AMD core counters enumerated "
+                     "(CPUID 8000_0001H:ECX[23] = 0, no PerfMonV2; a hypervisor without PMU passthrough)\n");
     // An Intel CPU without a PMU says it in Intel terms.
     SimMachine mi = qemu_tcg_intel(1);
     TestPlatform pi(mi);

@@ -161,14 +161,14 @@ TEST(PmuNetBurst, DetectsThePrescottSnapshot) {
     EXPECT_EQ(p.method, CounterMethod::rdpmc);
     StrBuf b;
     put_pmu_summary(b, p);
-    EXPECT_STREQ(b.c_str(),
-                 "NetBurst ESCR/CCCR PMU: 18 counters (BPU_COUNTER0-3, MS_COUNTER0-3, FLAME_COUNTER0-3, "
-                 "IQ_COUNTER0-5; 40 bits), reads with RDPMC");
+    EXPECT_STREQ(b.c_str(), "NetBurst ESCR/CCCR PMU: 18 counters (BPU_COUNTER0-3, MS_COUNTER0-3, FLAME_COUNTER0-3, "
+                            "IQ_COUNTER0-5; 40 bits), reads with RDPMC");
     // Detection only reads: CPUID, IA32_MISC_ENABLE and one RDPMC of counter 0.
     EXPECT_TRUE(m.cpu(0).writes().empty());
     // The accesses detection made, in order: IA32_MISC_ENABLE, then the RDPMC probe.
     std::vector<std::string> acc;
-    for (const sim::LogEntry& e : m.cpu(0).log()) acc.push_back(sim::describe(e).substr(sim::describe(e).find(' ') + 1));
+    for (const sim::LogEntry& e : m.cpu(0).log())
+        acc.push_back(sim::describe(e).substr(sim::describe(e).find(' ') + 1));
     EXPECT_EQ(acc, (std::vector<std::string>{"cpu0 RDMSR 0x1a0 -> 0x20842081", "cpu0 RDPMC 0x0 -> 0x0"}));
 }
 
@@ -275,11 +275,12 @@ TEST(PmuNetBurst, WritesEscrBeforeCccrAndCountersWhileDisabled) {
     ASSERT_TRUE(t.b->program(t.e.data(), t.a.groups[0]).ok());
     // Per counter: the counter (CCCR still disabled), the ESCR (event select, mask,
     // OS|USR), the CCCR (ESCR select, active thread 11b, ENABLE clear).
-    EXPECT_EQ(writes(c), (std::vector<std::string>{
-                             "0x300=0x0", "0x3a2=0x2600020c", "0x360=0x3c000",   // global_power_events.RUNNING
-                             "0x30c=0x0", "0x3b8=0x400060c", "0x36c=0x38000",    // instr_retired NBOGUS(N)TAG
-                             "0x30d=0x0", "0x3cc=0xc001e0c", "0x36d=0x3a000",    // branch_retired, all four
-                             "0x30e=0x0", "0x3b9=0x200020c", "0x36e=0x38000"}));  // uops_retired.NBOGUS
+    EXPECT_EQ(writes(c),
+              (std::vector<std::string>{"0x300=0x0", "0x3a2=0x2600020c",
+                                        "0x360=0x3c000",                                  // global_power_events.RUNNING
+                                        "0x30c=0x0", "0x3b8=0x400060c", "0x36c=0x38000",  // instr_retired NBOGUS(N)TAG
+                                        "0x30d=0x0", "0x3cc=0xc001e0c", "0x36d=0x3a000",  // branch_retired, all four
+                                        "0x30e=0x0", "0x3b9=0x200020c", "0x36e=0x38000"}));  // uops_retired.NBOGUS
     c.clear_log();
     ASSERT_TRUE(t.b->start().ok());
     std::vector<std::string> start = writes(c);
@@ -312,8 +313,8 @@ TEST(PmuNetBurst, DisablesAFirmwareEnabledCounterBeforeTakingItOver) {
     t.open(m, "cycles");
     c.clear_log();
     ASSERT_TRUE(t.b->program(t.e.data(), t.a.groups[0]).ok());
-    EXPECT_EQ(writes(c), (std::vector<std::string>{"0x360=0x27e000", "0x300=0x0", "0x3a2=0x2600020c",
-                                                   "0x360=0x3c000"}));
+    EXPECT_EQ(writes(c),
+              (std::vector<std::string>{"0x360=0x27e000", "0x300=0x0", "0x3a2=0x2600020c", "0x360=0x3c000"}));
     ASSERT_TRUE(t.b->start().ok());
     sim::nb_run(c, 777);
     ASSERT_TRUE(t.b->stop().ok());
@@ -333,23 +334,23 @@ TEST(PmuNetBurst, CountsTheDrivenEvents) {
     ASSERT_TRUE(t.b->program(t.e.data(), t.a.groups[0]).ok());
     ASSERT_TRUE(t.b->start().ok());
     sim::nb_run(c, 1000, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 3}});
-    sim::nb_event(c, nb::kInstrRetired, nb::NBOGUSTAG, 5);    // tagged non-bogus: counted
-    sim::nb_event(c, nb::kInstrRetired, nb::BOGUSNTAG, 50);   // bogus: not in the default mask
-    sim::nb_event(c, nb::kUopsRetired, nb::BOGUS, 60);        // likewise
+    sim::nb_event(c, nb::kInstrRetired, nb::NBOGUSTAG, 5);   // tagged non-bogus: counted
+    sim::nb_event(c, nb::kInstrRetired, nb::BOGUSNTAG, 50);  // bogus: not in the default mask
+    sim::nb_event(c, nb::kUopsRetired, nb::BOGUS, 60);       // likewise
     sim::nb_event(c, nb::kBranchRetired, nb::MMNP, 10);
     sim::nb_event(c, nb::kBranchRetired, nb::MMNM, 20);
     sim::nb_event(c, nb::kBranchRetired, nb::MMTP, 30);
     sim::nb_event(c, nb::kBranchRetired, nb::MMTM, 40);
-    sim::nb_event(c, nb::kMachineClear, nb::CLEAR, 70);       // select 02H of CRU_ESCR2/3: not instr_retired
+    sim::nb_event(c, nb::kMachineClear, nb::CLEAR, 70);  // select 02H of CRU_ESCR2/3: not instr_retired
     c.set_cpl(3);
     sim::nb_run(c, 200, {{nb::kInstrRetired, nb::NBOGUSNTAG, 2}});  // OS and USR both set
     c.set_cpl(0);
     ASSERT_TRUE(t.b->stop().ok());
     sim::nb_run(c, 500, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}});  // after stop: not counted
-    EXPECT_EQ(t.read(0), 1200u);        // global_power_events: the running cycles
-    EXPECT_EQ(t.read(1), 1405u);        // instr_retired
-    EXPECT_EQ(t.read(2), 100u);         // branch_retired
-    EXPECT_EQ(t.read(3), 3000u);        // uops_retired
+    EXPECT_EQ(t.read(0), 1200u);                                    // global_power_events: the running cycles
+    EXPECT_EQ(t.read(1), 1405u);                                    // instr_retired
+    EXPECT_EQ(t.read(2), 100u);                                     // branch_retired
+    EXPECT_EQ(t.read(3), 3000u);                                    // uops_retired
     // Run 2: mispred_branch_retired.
     ASSERT_TRUE(t.b->program(t.e.data(), t.a.groups[1]).ok());
     ASSERT_TRUE(t.b->start().ok());
@@ -495,7 +496,8 @@ TEST(PmuNetBurst, FaultsOnReadsInSaveAndStop) {
         ASSERT_TRUE(s.allocate(e.data(), e.size(), &a).ok());
         Status st = s.save(touch_set(e.data(), e.size(), a).value());
         ASSERT_FALSE(st.ok());
-        EXPECT_STREQ(st.error().msg, "RDMSR 0x3cd raised #GP (general protection): the CPU does not implement this MSR");
+        EXPECT_STREQ(st.error().msg,
+                     "RDMSR 0x3cd raised #GP (general protection): the CPU does not implement this MSR");
         EXPECT_FALSE(s.saved());
         ASSERT_TRUE(s.close().ok());
         EXPECT_TRUE(c.writes().empty());
@@ -516,9 +518,10 @@ TEST(PmuNetBurst, FaultsOnReadsInSaveAndStop) {
         c.fail_rdmsr_to(nb::CCCR0 + nb::IQ0);
         Status st = t.b->stop();
         ASSERT_FALSE(st.ok());
-        EXPECT_STREQ(st.error().msg, "RDMSR 0x36c raised #GP (general protection): the CPU does not implement this MSR");
-        EXPECT_EQ(c.peek(nb::CCCR0 + nb::BPU0) & nb::ENABLE, 0u);   // stopped before the fault
-        EXPECT_NE(c.peek(nb::CCCR0 + nb::IQ0) & nb::ENABLE, 0u);    // still running
+        EXPECT_STREQ(st.error().msg,
+                     "RDMSR 0x36c raised #GP (general protection): the CPU does not implement this MSR");
+        EXPECT_EQ(c.peek(nb::CCCR0 + nb::BPU0) & nb::ENABLE, 0u);  // stopped before the fault
+        EXPECT_NE(c.peek(nb::CCCR0 + nb::IQ0) & nb::ENABLE, 0u);   // still running
         Status cl = t.s.close();
         EXPECT_TRUE(cl.ok()) << cl.error().msg;
         EXPECT_EQ(sim::diff_state(before, c.pmu_state()), "");
@@ -729,7 +732,8 @@ TEST(PmuNetBurstCommands, InfoJsonHasTheNetBurstRecord) {
 
 TEST(PmuNetBurstCommands, EventsCheckAllocatesNetBurstNames) {
     SimMachine m = sim::netburst_p4();
-    pmutest::RunResult r = pmutest::run(m, {"events", "--check", "instr_retired,uops_retired,mispred_branch_retired,cycles"});
+    pmutest::RunResult r = pmutest::run(m, {"events", "--check",
+                                            "instr_retired,uops_retired,mispred_branch_retired,cycles"});
     EXPECT_EQ(r.status, 0) << r.out;
     EXPECT_EQ(r.lines(), (std::vector<std::string>{
                              "CPU 0: 4 events in 2 runs (NetBurst ESCR/CCCR PMU: 18 counters (BPU_COUNTER0-3, "

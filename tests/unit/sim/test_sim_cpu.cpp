@@ -45,7 +45,7 @@ TEST(SimCpuid, LeafAboveMaximumReturnsHighestBasicLeaf) {
     EXPECT_EQ(m.cpu(0).cpuid(0xB, 0), top);
     EXPECT_EQ(m.cpu(0).cpuid(0x23, 0), top);
     EXPECT_EQ(m.cpu(0).cpuid(0x80000009, 0), top);
-    EXPECT_EQ(m.cpu(0).cpuid(0x40000000, 0), top);  // no hypervisor leaves
+    EXPECT_EQ(m.cpu(0).cpuid(0x40000000, 0), top);            // no hypervisor leaves
     EXPECT_EQ(m.cpu(0).cpuid(0x80000008, 0), (CpuidRegs{}));  // in range, not in the snapshot
 }
 
@@ -83,8 +83,7 @@ TEST(SimMsrs, Version1HasTwoCountersAndNothingElse) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code, Errc::fault);
     EXPECT_EQ(r.error().vector, kVectorGP);
-    EXPECT_STREQ(r.error().msg,
-                 "RDMSR 0xc3 raised #GP (general protection): the CPU does not implement this MSR");
+    EXPECT_STREQ(r.error().msg, "RDMSR 0xc3 raised #GP (general protection): the CPU does not implement this MSR");
     Status w = c.wrmsr(0x38F, 1);
     ASSERT_FALSE(w.ok());
     EXPECT_STREQ(w.error().msg,
@@ -94,7 +93,8 @@ TEST(SimMsrs, Version1HasTwoCountersAndNothingElse) {
 TEST(SimMsrs, Version2AddsFixedAndGlobalControls) {
     SimMachine m = intel_v2(2, 0x0);
     SimCpu& c = m.cpu(0);
-    for (u32 msr : {0x309u, 0x30Au, 0x30Bu, 0x38Du, 0x38Eu, 0x38Fu, 0x390u, 0x345u}) EXPECT_TRUE(c.msr_exists(msr)) << msr;
+    for (u32 msr : {0x309u, 0x30Au, 0x30Bu, 0x38Du, 0x38Eu, 0x38Fu, 0x390u, 0x345u})
+        EXPECT_TRUE(c.msr_exists(msr)) << msr;
     for (u32 msr : {0x30Cu, 0x391u, 0x392u, 0x4C1u, 0xC3u}) EXPECT_FALSE(c.msr_exists(msr)) << msr;
     EXPECT_EQ(c.pmu().fixed_width, 40u);
 }
@@ -189,9 +189,9 @@ TEST(SimReserved, PerfEvtSelUpperBitsAndAnyThread) {
     SimCpu& c = v4.cpu(0);
     EXPECT_EQ(wr(c, 0x186, 1ull << 32), kVectorGP);
     EXPECT_EQ(wr(c, 0x186, 1ull << 63), kVectorGP);
-    EXPECT_EQ(wr(c, 0x186, evtsel::EQ), kVectorGP);        // not enumerated before leaf 23H
+    EXPECT_EQ(wr(c, 0x186, evtsel::EQ), kVectorGP);  // not enumerated before leaf 23H
     EXPECT_EQ(wr(c, 0x186, evtsel::umask2(1)), kVectorGP);
-    EXPECT_EQ(wr(c, 0x186, 0xFFFFFFFFull), 0);             // all of 31:0 incl. AnyThread (v3+)
+    EXPECT_EQ(wr(c, 0x186, 0xFFFFFFFFull), 0);  // all of 31:0 incl. AnyThread (v3+)
     EXPECT_EQ(rd(c, 0x186), 0xFFFFFFFFull);
     // v2: AnyThread is reserved.
     SimMachine v2 = intel_v2();
@@ -522,7 +522,7 @@ TEST(SimCounting, GlobalInUse) {
 TEST(SimCounting, Conroe) {
     SimMachine m = intel_v2_conroe();
     SimCpu& c = m.cpu(0);
-    EXPECT_EQ(c.cpuid(0xA, 0).edx, 0u);  // CPUID says no fixed counters ...
+    EXPECT_EQ(c.cpuid(0xA, 0).edx, 0u);   // CPUID says no fixed counters ...
     EXPECT_EQ(c.pmu().fixed_mask, 0x7u);  // ... the hardware has three
     EXPECT_EQ(wr(c, 0x38F, 0x7ull << 32), 0);
     EXPECT_EQ(wr(c, 0x38D, 0x1), 0);
@@ -644,7 +644,7 @@ TEST(SimState, SnapshotListsEveryPmuMsrAndDiffs) {
 TEST(SimState, PeekPokeBypassTheLogAndTheChecks) {
     SimMachine m = intel_v3();
     SimCpu& c = m.cpu(0);
-    c.poke(0x186, kInstOs);            // e.g. firmware left a counter running
+    c.poke(0x186, kInstOs);  // e.g. firmware left a counter running
     c.poke(0xC1, 0xFFFFFFFFFFFFFFFFull);
     EXPECT_EQ(c.peek(0xC1), 0xFFFFFFFFFFFFull);
     c.poke(0x38E, 0x3);
@@ -666,7 +666,8 @@ struct Probe {
 void probe_fn(void* p) {
     auto* pr = static_cast<Probe*>(p);
     pr->seen = pr->m->current_cpu();
-    pr->nested = pr->m->run_on_cpu(0, [](void*) {}, nullptr);
+    pr->nested = pr->m->run_on_cpu(
+        0, [](void*) {}, nullptr);
 }
 }  // namespace
 
@@ -679,8 +680,7 @@ TEST(SimMachineTest, RunOnCpuSwitchesAndRestoresTheCurrentCpu) {
     EXPECT_EQ(m.current_cpu(), 0u);
     ASSERT_FALSE(p.nested.ok());
     EXPECT_EQ(p.nested.error().code, Errc::internal);
-    EXPECT_STREQ(p.nested.error().msg,
-                 "run_on_cpu(0) called on CPU 2: MP Services may only be used from the BSP");
+    EXPECT_STREQ(p.nested.error().msg, "run_on_cpu(0) called on CPU 2: MP Services may only be used from the BSP");
     // The BSP runs the function itself.
     Probe q{&m, 99, {}};
     ASSERT_TRUE(m.run_on_cpu(0, probe_fn, &q).ok());
@@ -762,7 +762,8 @@ TEST(SimAmd, PerfCtrExtCoreAndPerfMonV2) {
     EXPECT_EQ(c.pmu().amd_counters, 6u);
     for (u32 msr : {0xC0010000u, 0xC0010007u, 0xC0010200u, 0xC001020Bu, 0xC0000300u, 0xC0000303u})
         EXPECT_TRUE(c.msr_exists(msr)) << std::hex << msr;
-    for (u32 msr : {0xC0010008u, 0xC001020Cu, 0xC0000304u, 0xC1u, 0x186u, 0x38Fu}) EXPECT_FALSE(c.msr_exists(msr)) << msr;
+    for (u32 msr : {0xC0010008u, 0xC001020Cu, 0xC0000304u, 0xC1u, 0x186u, 0x38Fu})
+        EXPECT_FALSE(c.msr_exists(msr)) << msr;
     EXPECT_EQ(rd(c, 0xC0000301), 0x3Fu);  // reset: all counters globally enabled
     // The legacy addresses alias counters 0-3.
     EXPECT_EQ(wr(c, 0xC0010000, evtsel::make(0xC0, 0, kOsEn)), 0);

@@ -44,7 +44,7 @@ TEST(SimNetBurst, PrescottMachineFromTheRealDump) {
     EXPECT_EQ(c.netburst()->model(), 4u);
     EXPECT_FALSE(c.netburst()->ht());  // EDX[28] set, but one logical processor per package
     EXPECT_EQ(rd(c, 0x1A0), kPrescottMiscEnable);
-    EXPECT_EQ((rd(c, 0x1A0) >> 7) & 1, 1u);  // performance monitoring available
+    EXPECT_EQ((rd(c, 0x1A0) >> 7) & 1, 1u);          // performance monitoring available
     EXPECT_EQ(c.pmu().kind, PmuLayout::Kind::none);  // no architectural perfmon (max leaf 5)
 }
 
@@ -103,7 +103,7 @@ TEST(SimNetBurst, ReservedBitsFault) {
     EXPECT_EQ(wr(c, cccr(0), 1ull << 32), kVectorGP);
     EXPECT_EQ(wr(c, cccr(0), nb::OVF_PMI_T1), kVectorGP);
     EXPECT_EQ(wr(c, cccr(0), nb::EXT_CASCADE), kVectorGP);  // bit 11 only in the IQ CCCRs
-    EXPECT_EQ(wr(c, cccr(nb::IQ0), nb::EXT_CASCADE), 0);     // extended cascading (model 04H)
+    EXPECT_EQ(wr(c, cccr(nb::IQ0), nb::EXT_CASCADE), 0);    // extended cascading (model 04H)
     EXPECT_EQ(wr(c, cccr(0), nb::OVF | nb::CASCADE | 0x07FFF000), 0);
     EXPECT_EQ(rd(c, cccr(0)), 0xC7FFF000ull);
     SimMachine h = netburst_p4(2, true);
@@ -227,12 +227,12 @@ TEST(SimNetBurst, ThresholdCompareComplementAndEdgePerCycle) {
         nb_run(c, cycles, {uops(per_cycle)});
         return rd(c, ctr(nb::IQ0));
     };
-    EXPECT_EQ(count(0, 10, 3), 30u);                                          // the input, every cycle
-    EXPECT_EQ(count(0, 10, 20), 150u);                                        // capped at 15 per cycle
-    EXPECT_EQ(count(nb::EDGE, 10, 3), 30u);                                   // edge needs compare
-    EXPECT_EQ(count(nb::COMPLEMENT | nb::threshold(5), 10, 3), 30u);          // so do complement/threshold
-    EXPECT_EQ(count(nb::COMPARE | nb::threshold(2), 10, 3), 10u);             // 3 > 2: 1 per cycle
-    EXPECT_EQ(count(nb::COMPARE | nb::threshold(3), 10, 3), 0u);              // 3 > 3 never
+    EXPECT_EQ(count(0, 10, 3), 30u);                                                // the input, every cycle
+    EXPECT_EQ(count(0, 10, 20), 150u);                                              // capped at 15 per cycle
+    EXPECT_EQ(count(nb::EDGE, 10, 3), 30u);                                         // edge needs compare
+    EXPECT_EQ(count(nb::COMPLEMENT | nb::threshold(5), 10, 3), 30u);                // so do complement/threshold
+    EXPECT_EQ(count(nb::COMPARE | nb::threshold(2), 10, 3), 10u);                   // 3 > 2: 1 per cycle
+    EXPECT_EQ(count(nb::COMPARE | nb::threshold(3), 10, 3), 0u);                    // 3 > 3 never
     EXPECT_EQ(count(nb::COMPARE | nb::COMPLEMENT | nb::threshold(3), 10, 3), 10u);  // 3 <= 3
     EXPECT_EQ(count(nb::COMPARE | nb::COMPLEMENT | nb::threshold(2), 10, 3), 0u);
     // Complement counts the quiet cycles too (input 0 <= threshold).
@@ -289,7 +289,7 @@ TEST(SimNetBurst, CascadedCounterStartsWhenItsPartnerWraps) {
     nb_run(c, 95, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 2}});
     EXPECT_EQ(rd(c, ctr(nb::IQ0)), 90u);
     EXPECT_EQ(rd(c, cccr(nb::IQ0)), kCru | nb::OVF);
-    EXPECT_EQ(rd(c, ctr(nb::IQ2)), 180u);  // cycles 11-100, 2 uops each
+    EXPECT_EQ(rd(c, ctr(nb::IQ2)), 180u);                 // cycles 11-100, 2 uops each
     EXPECT_EQ(rd(c, cccr(nb::IQ2)), armed | nb::ENABLE);  // the hardware enabled it
 
     // BPU group: BPU_COUNTER0 wrapping starts BPU_COUNTER2 (global_power_events through
@@ -351,7 +351,7 @@ TEST(SimNetBurst, RdpmcFastAndFullReads) {
     SimMachine m = netburst_p4();
     SimCpu& c = m.cpu(0);
     c.poke(ctr(5), 0xAB12345678ull);
-    EXPECT_EQ(c.rdpmc(5).value(), 0xAB12345678ull);               // all 40 bits
+    EXPECT_EQ(c.rdpmc(5).value(), 0xAB12345678ull);                 // all 40 bits
     EXPECT_EQ(c.rdpmc(nb::RDPMC_FAST | 5).value(), 0x12345678ull);  // bits 31:0, EDX = 0
     EXPECT_EQ(c.rdpmc(17).value(), 0u);
     EXPECT_EQ(vec_of(c.rdpmc(18)), kVectorGP);
@@ -424,7 +424,8 @@ TEST(SimNetBurst, ProgrammingRuleViolationsAreRecorded) {
     ASSERT_EQ(nbm.violations().size(), 2u);
     EXPECT_EQ(nbm.violations()[0],
               "CPU 0: WRMSR 0x30c (counter 12) while its CCCR is enabled (disable the counter first)");
-    EXPECT_EQ(nbm.violations()[1], "CPU 0: WRMSR 0x3b8 (CRU_ESCR0) changes the ESCR while counter 12 counts through it");
+    EXPECT_EQ(nbm.violations()[1],
+              "CPU 0: WRMSR 0x3b8 (CRU_ESCR0) changes the ESCR while counter 12 counts through it");
     // Without Hyper-Threading the active-thread field must be 11b: anything else counts
     // nothing and is recorded.
     nbm.clear_violations();

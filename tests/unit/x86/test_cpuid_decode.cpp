@@ -237,8 +237,8 @@ TEST(CpuidDecode, ArrowLakeHThreePmus) {
     EXPECT_EQ(d[0].dec.id.model, 0xC5u);
     std::string types;
     for (const CpuRecord& r : d.cpus) {
-        EXPECT_TRUE(r.dec.id.hybrid);             // 07H EDX FC1CC430 bit 15
-        EXPECT_TRUE(r.dec.id.arch_perfmon_ext);   // 07H.1 EAX 44C009D0 bit 8
+        EXPECT_TRUE(r.dec.id.hybrid);            // 07H EDX FC1CC430 bit 15
+        EXPECT_TRUE(r.dec.id.arch_perfmon_ext);  // 07H.1 EAX 44C009D0 bit 8
         // 0AH 07300805-00000000-00000007-00008603 on every core: v5, 8 GP, 3 fixed.
         EXPECT_EQ(r.dec.pmu.version, 5);
         EXPECT_EQ(r.dec.pmu.gp_counters, 8);
@@ -286,8 +286,7 @@ TEST(CpuidDecode, ArrowLakeHThreePmus) {
     EXPECT_NE(t.find("    0      0         0     0    0  P     v5    10x48   4x48\n"), std::string::npos) << t;
     EXPECT_NE(t.find("    2     16         0     2    0  E     v5    8x48    6x48\n"), std::string::npos) << t;
     EXPECT_NE(t.find("   14     64         0    14    0  E     v5    8x48    3x48\n"), std::string::npos) << t;
-    EXPECT_NE(t.find("Topdown Bad Speculation      not enumerated  leaf 23H: not supported"), std::string::npos)
-        << t;
+    EXPECT_NE(t.find("Topdown Bad Speculation      not enumerated  leaf 23H: not supported"), std::string::npos) << t;
     expect_complete_for_capture(d);
 }
 
@@ -308,7 +307,7 @@ TEST(CpuidDecode, Zen5PerfMonV2) {
     EXPECT_STREQ(id.brand, "AMD Ryzen 9 9950X 16-Core Processor");
     EXPECT_EQ(id.max_ext_leaf, 0x80000028u);
     const PmuCaps& p = d[0].dec.pmu;
-    EXPECT_FALSE(p.leaf_0a);  // leaf 0AH (all zero) is not decoded on AMD
+    EXPECT_FALSE(p.leaf_0a);          // leaf 0AH (all zero) is not decoded on AMD
     EXPECT_TRUE(p.amd_perfctr_core);  // 80000001H ECX 75C237FF bit 23
     // 80000022H EAX 00000007: PerfMonV2, LbrV2; EBX 00084106: [3:0] = 6 counters,
     // [9:4] = 0x10 LBR entries, [15:10] = 0x10 northbridge (DF) counters.
@@ -438,18 +437,18 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
         static_cast<All*>(ctx)->read.push_back({leaf, sub});
         CpuidRegs r;
         if (leaf == 0) r.eax = 0x23;
-        if (leaf == 1) r.ecx = 1u << 31;                // hypervisor
+        if (leaf == 1) r.ecx = 1u << 31;                         // hypervisor
         if (leaf == 7 && sub == 0) r.eax = 1, r.edx = 1u << 15;  // hybrid
-        if (leaf == 7 && sub == 1) r.eax = 1u << 8;      // leaf 23H
-        if (leaf == 0x23 && sub == 0) r.eax = 0x3E;      // sub-leaves 1-5
+        if (leaf == 7 && sub == 1) r.eax = 1u << 8;              // leaf 23H
+        if (leaf == 0x23 && sub == 0) r.eax = 0x3E;              // sub-leaves 1-5
         if (leaf == 0x80000000) r.eax = 0x80000022;
         return r;
     };
     CpuidSnapshot s;
     capture_cpuid(q, &all, &s);
     for (auto& [leaf, sub] : all.read) EXPECT_TRUE(cpuid_subleaf_is_captured(leaf, sub)) << leaf << "." << sub;
-    u32 leaves[] = {0, 1, 7, 0xA, 0xB, 0x1A, 0x23, 0x40000000, 0x80000000, 0x80000001,
-                    0x80000002, 0x80000003, 0x80000004, 0x80000022};
+    u32 leaves[] = {0,          1,          7,          0xA,        0xB,        0x1A,       0x23,
+                    0x40000000, 0x80000000, 0x80000001, 0x80000002, 0x80000003, 0x80000004, 0x80000022};
     for (u32 l : leaves) {
         EXPECT_TRUE(cpuid_leaf_is_captured(l));
         EXPECT_TRUE(s.has(l, 0)) << std::hex << l;
@@ -478,8 +477,8 @@ TEST(CpuidDecode, DisplayFamilyModelRules) {
         l0.eax = 1;
         u32 w[3];
         for (int i = 0; i < 3; ++i)
-            w[i] = u32(u8(vendor12[4 * i])) | u32(u8(vendor12[4 * i + 1])) << 8 |
-                   u32(u8(vendor12[4 * i + 2])) << 16 | u32(u8(vendor12[4 * i + 3])) << 24;
+            w[i] = u32(u8(vendor12[4 * i])) | u32(u8(vendor12[4 * i + 1])) << 8 | u32(u8(vendor12[4 * i + 2])) << 16 |
+                   u32(u8(vendor12[4 * i + 3])) << 24;
         l0.ebx = w[0];
         l0.edx = w[1];
         l0.ecx = w[2];

@@ -332,7 +332,8 @@ TEST(Regs, MsrCheckMessages) {
               "full-width writes");
     PmuCaps nofw = caps_v4();
     nofw.perf_caps = 0;
-    EXPECT_EQ(msg(nofw, msr::IA32_A_PMC0), "IA32_A_PMC0 (0x4C1) does not exist: IA32_PERF_CAPABILITIES.FW_WRITE[13] = 0");
+    EXPECT_EQ(msg(nofw, msr::IA32_A_PMC0),
+              "IA32_A_PMC0 (0x4C1) does not exist: IA32_PERF_CAPABILITIES.FW_WRITE[13] = 0");
     EXPECT_EQ(msg(PmuCaps{}, msr::IA32_PERFEVTSEL0),
               "IA32_PERFEVTSEL0 (0x186) does not exist: no architectural performance monitoring (CPUID.0AH:EAX[7:0] "
               "= 0)");

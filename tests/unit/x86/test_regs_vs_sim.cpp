@@ -93,8 +93,8 @@ TEST(RegsVsSim, MsrExistenceAndWritableBitsAgree) {
                 for (u32 b = 0; b < 64; ++b) {
                     if (c.wrmsr(msr, u64(1) << b).ok()) accepted |= u64(1) << b;
                 }
-                EXPECT_EQ(accepted, want) << "MSR 0x" << std::hex << msr << ": model accepts 0x" << accepted
-                                          << ", regs.h says 0x" << want;
+                EXPECT_EQ(accepted, want)
+                    << "MSR 0x" << std::hex << msr << ": model accepts 0x" << accepted << ", regs.h says 0x" << want;
             }
         }
     }

@@ -50,11 +50,9 @@ void Out::error(const Error& e) {
 }
 
 void Out::error_msg(Errc c, const char* fmt, ...) {
-    Error e;
-    e.code = c;
     va_list ap;
     va_start(ap, fmt);
-    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    Error e = Error::vmake(c, fmt, ap);
     va_end(ap);
     error(e);
 }

@@ -281,4 +281,20 @@ bool parse_u64(StrView s, u64* out, bool allow_suffix) {
     return true;
 }
 
+void put_index_ranges(StrBuf& out, const u32* v, usize n) {
+    for (usize i = 0; i < n;) {
+        usize j = i;
+        while (j + 1 < n && v[j + 1] == v[j] + 1) ++j;
+        if (i) out.put(',');
+        if (j == i) out.printf("%u", v[i]);
+        else out.printf("%u-%u", v[i], v[j]);
+        i = j + 1;
+    }
+}
+
+void put_cpu_list(StrBuf& out, const Vec<u32>& cpus) {
+    out.put(cpus.size() == 1 ? "CPU " : "CPUs ");
+    put_index_ranges(out, cpus.data(), cpus.size());
+}
+
 }  // namespace pmulab

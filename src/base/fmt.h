@@ -47,6 +47,10 @@ usize vformat_to(char* buf, usize cap, const char* fmt, va_list ap);
 // Fixed-point decimal: value/scale printed with `decimals` digits, rounded half away from zero.
 // Exact for all i64 inputs; used for per-iteration results.
 void put_fixed(StrBuf& out, i64 numerator, u64 denominator, unsigned decimals);
+// Ascending indices as ranges: "0-3,6".
+void put_index_ranges(StrBuf& out, const u32* v, usize n);
+// Logical processors for messages and headers: "CPU 3", "CPUs 0-3,6".
+void put_cpu_list(StrBuf& out, const Vec<u32>& cpus);
 
 // Parses unsigned integers: decimal, 0x hex, with optional size suffixes K/M/G (binary)
 // when allow_suffix. Rejects empty input, junk and overflow.

@@ -19,12 +19,17 @@ const char* errc_name(Errc c) {
     return "error";
 }
 
-Error Error::make(Errc c, const char* fmt, ...) {
+Error Error::vmake(Errc c, const char* fmt, va_list ap) {
     Error e;
     e.code = c;
+    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    return e;
+}
+
+Error Error::make(Errc c, const char* fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vformat_to(e.msg, sizeof e.msg, fmt, ap);
+    Error e = vmake(c, fmt, ap);
     va_end(ap);
     return e;
 }

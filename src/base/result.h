@@ -11,6 +11,8 @@
 // Result<u64> constructs no Error, so success costs what the value costs.
 #pragma once
 
+#include <stdarg.h>
+
 #include "base/base.h"
 
 namespace pmulab {
@@ -36,6 +38,7 @@ struct Error {
     char msg[kMsgMax] = {};
 
     static Error make(Errc c, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+    static Error vmake(Errc c, const char* fmt, va_list ap);
     // The same error with its message prefixed by a context and ": " ("CPU 3: WRMSR
     // 0x186 ... raised #GP"); code and vector are kept. The one way to add context.
     Error with_context(const char* fmt, ...) const __attribute__((format(printf, 2, 3)));

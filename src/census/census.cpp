@@ -46,15 +46,9 @@ bool same_pmu(const CpuRecord& a, const CpuRecord& b) {
 bool netburst_disabled(const CpuRecord& r) { return r.netburst_perfmon == CpuRecord::NetBurstPerfmon::disabled; }
 
 void put_cpu_list(StrBuf& out, const Vec<CpuRecord>& cpus, const Vec<u32>& members) {
-    // Ranges of consecutive indices.
-    for (usize k = 0; k < members.size(); ++k) {
-        usize j = k;
-        while (j + 1 < members.size() && cpus[members[j + 1]].index == cpus[members[j]].index + 1) ++j;
-        if (k) out.put(',');
-        if (j > k) out.printf("%u-%u", cpus[members[k]].index, cpus[members[j]].index);
-        else out.printf("%u", cpus[members[k]].index);
-        k = j;
-    }
+    Vec<u32> index;
+    for (u32 m : members) index.push(cpus[m].index);
+    put_index_ranges(out, index.data(), index.size());
 }
 
 void put_pmu_block(StrBuf& out, const CpuRecord& r) {

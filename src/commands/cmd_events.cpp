@@ -33,18 +33,6 @@ const char kEventsHelp[] =
 
 namespace events_cmd {
 
-void put_cpu_list(StrBuf& out, const Vec<u32>& cpus) {
-    out.put(cpus.size() == 1 ? "CPU " : "CPUs ");
-    for (usize i = 0; i < cpus.size();) {
-        usize j = i;
-        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-        if (i) out.put(',');
-        if (j == i) out.printf("%u", cpus[i]);
-        else out.printf("%u-%u", cpus[i], cpus[j]);
-        i = j + 1;
-    }
-}
-
 // Indices of `all` grouped by identical PMU (first-seen order); unreachable CPUs alone.
 Vec<Vec<u32>> classes(const Vec<CpuPmu>& all) { return group_by_pmu(all); }
 

@@ -446,7 +446,7 @@ Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* set
         EventsForCpus& set = (*sets)[k];
         StrBuf where;
         if (sets->size() > 1) {
-            put_cpu_set(where, set.cpus);
+            put_cpu_list(where, set.cpus);
             where.put(": ");
         }
         // Each CPU's own event dialect: AMD 12-bit selects and Zen names, NetBurst names.
@@ -484,7 +484,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     StrBuf head;
     for (const PmuPlan* pl : plans) {
         head.put("pmulab run: ");
-        put_cpu_set(head, pl->cpus);
+        put_cpu_list(head, pl->cpus);
         head.printf(": %u event%s in %u run%s per benchmark on ", unsigned(pl->events.size()),
                     pl->events.size() == 1 ? "" : "s", unsigned(pl->groups.size()), pl->groups.size() == 1 ? "" : "s");
         put_pmu_summary(head, pl->info);

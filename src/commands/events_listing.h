@@ -16,8 +16,6 @@ struct CpuPmu : ProbedCpu {
 Vec<Vec<u32>> classes(const Vec<CpuPmu>& all);
 // The CPU numbers of one class.
 Vec<u32> class_cpus(const Vec<CpuPmu>& all, const Vec<u32>& cls);
-// "CPU 3", "CPUs 0-3,6".
-void put_cpu_list(StrBuf& out, const Vec<u32>& cpus);
 
 // The listing: a {"type":"pmu"} record and {"type":"event"} records per CPU; in text, a
 // table per class of CPUs with the same PMU, then `model_text` (the event files' blocks)

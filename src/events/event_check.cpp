@@ -37,16 +37,6 @@ bool arch_available(const PmuCaps& c, int bit, StrBuf* why) {
     return true;
 }
 
-Error unsupported(const Event& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-Error unsupported(const Event& e, const char* fmt, ...) {
-    char msg[sizeof(Error::msg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat_to(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return Error::make(Errc::unsupported, "event '%s' %s", e.name, msg);
-}
-
 void put_gp_code(StrBuf& b, const Event& e) { b.printf("%02X.%02X", unsigned(e.event_select), unsigned(e.umask)); }
 
 }  // namespace
@@ -55,45 +45,47 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     if (e.kind == EventKind::tsc) return EventRoute::none;
     // No counters at all: say so first, whatever dialect the event was written in.
     if (c.version == 0 && !c.amd_core_counters && is_amd(e.dialect))
-        return unsupported(e, "cannot be counted: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = 0, "
-                              "no PerfMonV2; a hypervisor without PMU passthrough)");
+        return event_unsupported(e, "cannot be counted: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = 0, "
+                                    "no PerfMonV2; a hypervisor without PMU passthrough)");
     if (c.version == 0 && !c.amd_core_counters)
-        return unsupported(e, "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
+        return event_unsupported(e,
+                                 "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
     if (e.dialect != EventDialect::intel)
-        return unsupported(e, "was written for a%s %s PMU; it cannot be counted on an Intel architectural PMU",
-                           is_amd(e.dialect) ? "n" : "", is_amd(e.dialect) ? "AMD" : "NetBurst");
+        return event_unsupported(e, "was written for a%s %s PMU; it cannot be counted on an Intel architectural PMU",
+                                 is_amd(e.dialect) ? "n" : "", is_amd(e.dialect) ? "AMD" : "NetBurst");
     if (c.version == 0) {
         if (c.amd_core_counters)
-            return unsupported(e, "cannot be counted: pmulab programs Intel architectural counters and this CPU "
-                                  "has an AMD PMU");
-        return unsupported(e, "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
+            return event_unsupported(e, "cannot be counted: pmulab programs Intel architectural counters and this CPU "
+                                        "has an AMD PMU");
+        return event_unsupported(e,
+                                 "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
     }
     if (e.core_type != kCoreTypeNone) {
         const char* want = e.core_type == kCoreTypeCore ? "cpu_core" : "cpu_atom";
         if (core_type == kCoreTypeNone)
-            return unsupported(e, "is for PMU %s, but this CPU is not hybrid (use cpu/.../)", want);
+            return event_unsupported(e, "is for PMU %s, but this CPU is not hybrid (use cpu/.../)", want);
         if (core_type != e.core_type)
-            return unsupported(e, "is for PMU %s, but this logical processor is %s", want,
-                               core_type == kCoreTypeCore   ? "a P-core (cpu_core)"
-                               : core_type == kCoreTypeAtom ? "an E-core (cpu_atom)"
-                                                            : "of an unknown core type");
+            return event_unsupported(e, "is for PMU %s, but this logical processor is %s", want,
+                                     core_type == kCoreTypeCore   ? "a P-core (cpu_core)"
+                                     : core_type == kCoreTypeAtom ? "an E-core (cpu_atom)"
+                                                                  : "of an unknown core type");
     }
     if (e.event_select > 0xFF)
-        return unsupported(e, "has event select 0x%X; Intel event selects are 8 bits", unsigned(e.event_select));
+        return event_unsupported(e, "has event select 0x%X; Intel event selects are 8 bits", unsigned(e.event_select));
     u32 gp = regs::gp_counters(c);
     u32 fx = regs::fixed_counters(c);
     StrBuf why;
     if (e.intel.any && !regs::has_anythread(c)) {
         if (c.version < 3)
-            return unsupported(
+            return event_unsupported(
                 e, "uses AnyThread, which needs architectural PMU version 3 or later (this CPU has version %u)",
                 c.version);
-        return unsupported(e, "uses AnyThread, which this CPU deprecates (CPUID.0AH:EDX[15] = 1)");
+        return event_unsupported(e, "uses AnyThread, which this CPU deprecates (CPUID.0AH:EDX[15] = 1)");
     }
     if (e.intel.eq && !(c.leaf_23 && c.eq_bit))
-        return unsupported(e, "uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
+        return event_unsupported(e, "uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
     if (e.intel.umask2 && !(c.leaf_23 && c.umask2))
-        return unsupported(e, "uses UMASK2, which this CPU does not enumerate (CPUID.23H.0:EBX[0] = 0)");
+        return event_unsupported(e, "uses UMASK2, which this CPU does not enumerate (CPUID.23H.0:EBX[0] = 0)");
 
     if (e.kind == EventKind::fixed) {
         if (e.fixed_counter >= 0 && ((fx >> e.fixed_counter) & 1)) return EventRoute::fixed;
@@ -107,46 +99,47 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
         StrBuf code;
         put_gp_code(code, e);
         if (!e.gp_equivalent)
-            return unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter, fixed_set.c_str());
+            return event_unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter,
+                                     fixed_set.c_str());
         if (!gp)
-            return unsupported(e,
-                               "cannot be counted: fixed counter %d is absent (%s) and there are no "
-                               "general-purpose counters",
-                               e.fixed_counter, fixed_set.c_str());
+            return event_unsupported(e,
+                                     "cannot be counted: fixed counter %d is absent (%s) and there are no "
+                                     "general-purpose counters",
+                                     e.fixed_counter, fixed_set.c_str());
         if (!arch_available(c, e.arch_bit, &why))
-            return unsupported(e,
-                               "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
-                               "unavailable: %s",
-                               e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
+            return event_unsupported(e,
+                                     "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
+                                     "unavailable: %s",
+                                     e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
         if (!(gp & e.allowed_gp))
-            return unsupported(e,
-                               "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
-                               "counters do not exist",
-                               e.fixed_counter);
+            return event_unsupported(e,
+                                     "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
+                                     "counters do not exist",
+                                     e.fixed_counter);
         return EventRoute::gp_fallback;
     }
 
     StrBuf gp_set;
     regs::put_counter_set(gp_set, gp, "PMC");
-    if (!gp) return unsupported(e, "cannot be counted: this CPU has no general-purpose counters");
+    if (!gp) return event_unsupported(e, "cannot be counted: this CPU has no general-purpose counters");
     if (e.arch_bit >= 0 && !arch_available(c, e.arch_bit, &why)) {
         StrBuf code;
         put_gp_code(code, e);
-        return unsupported(e, "(%s, %s) is not available on this CPU: %s", arch_event_title(unsigned(e.arch_bit)),
-                           code.c_str(), why.c_str());
+        return event_unsupported(e, "(%s, %s) is not available on this CPU: %s", arch_event_title(unsigned(e.arch_bit)),
+                                 code.c_str(), why.c_str());
     }
     if (e.pinned_counter >= 0 && !((gp >> e.pinned_counter) & 1))
-        return unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter, e.pinned_counter,
-                           gp_set.c_str());
+        return event_unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter,
+                                 e.pinned_counter, gp_set.c_str());
     if (!(gp & e.allowed_gp)) {
         StrBuf allowed;
         regs::put_counter_set(allowed, e.allowed_gp, "PMC");
-        return unsupported(e, "may only use %s, but this CPU has %s", allowed.c_str(), gp_set.c_str());
+        return event_unsupported(e, "may only use %s, but this CPU has %s", allowed.c_str(), gp_set.c_str());
     }
     if (e.pinned_counter >= 0 && !((e.allowed_gp >> e.pinned_counter) & 1)) {
         StrBuf allowed;
         regs::put_counter_set(allowed, e.allowed_gp, "PMC");
-        return unsupported(e, "is pinned to PMC%d but may only use %s", e.pinned_counter, allowed.c_str());
+        return event_unsupported(e, "is pinned to PMC%d but may only use %s", e.pinned_counter, allowed.c_str());
     }
     return EventRoute::gp;
 }
@@ -184,6 +177,15 @@ EventDialect event_dialect_for(const CpuIdentity& id, const PmuCaps& caps) {
         return id.family >= 0x17 ? EventDialect::amd_zen : EventDialect::amd;
     if (id.vendor == Vendor::intel && id.family == 0xF && caps.version == 0) return EventDialect::netburst;
     return EventDialect::intel;
+}
+
+Error event_unsupported(const Event& e, const char* fmt, ...) {
+    char msg[sizeof(Error::msg)];
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return Error::make(Errc::unsupported, "event '%s' %s", e.name, msg);
 }
 
 }  // namespace pmulab

@@ -240,4 +240,8 @@ void list_named_events(StrBuf& out, EventDialect dialect);
 // fixed events print "FIXED_CTRn=EE.UU" (their counter and GP equivalent), "tsc" for tsc.
 void put_event_encoding(StrBuf& out, const Event& e);
 
+// "event 'NAME' <reason>" as an Errc::unsupported error: what the CPU or its PMU
+// cannot do with an event (shared by the availability checks and the backends).
+Error event_unsupported(const Event& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+
 }  // namespace pmulab

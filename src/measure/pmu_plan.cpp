@@ -52,22 +52,10 @@ bool events_are_tsc_only(const Vec<Event>& events) {
     return true;
 }
 
-void put_cpu_set(StrBuf& out, const Vec<u32>& cpus) {
-    out.put(cpus.size() == 1 ? "CPU " : "CPUs ");
-    for (usize i = 0; i < cpus.size();) {
-        usize j = i;
-        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-        if (i) out.put(',');
-        if (j == i) out.printf("%u", cpus[i]);
-        else out.printf("%u-%u", cpus[i], cpus[j]);
-        i = j + 1;
-    }
-}
-
 Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
                        PmuPlan* out) {
     StrBuf where;
-    put_cpu_set(where, cpus);
+    put_cpu_list(where, cpus);
     out->cpus.clear();
     for (u32 c : cpus) out->cpus.push(c);
     out->info = info;

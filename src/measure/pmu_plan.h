@@ -75,7 +75,4 @@ void free_pmu_plans(Vec<PmuPlan*>* plans);
 Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<u32>& cpus, const PmuRunOptions& opts,
                        PmuPlan* out);
 
-// "CPU 3", "CPUs 0-3,6".
-void put_cpu_set(StrBuf& out, const Vec<u32>& cpus);
-
 }  // namespace pmulab

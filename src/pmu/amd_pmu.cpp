@@ -22,16 +22,6 @@ namespace {
 bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
 bool amd_dialect(EventDialect d) { return d == EventDialect::amd || d == EventDialect::amd_zen; }
 
-Error unsupported(const Event& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-Error unsupported(const Event& e, const char* fmt, ...) {
-    char msg[sizeof(Error::msg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat_to(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return Error::make(Errc::unsupported, "event '%s' %s", e.name, msg);
-}
-
 }  // namespace
 
 void amd_fill_info(PmuInfo* p) {
@@ -82,10 +72,10 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
         const Event& e = events[i];
         if (!e.needs_counter()) continue;
         if (info.kind != PmuKind::amd)
-            return unsupported(e, "cannot be counted: %s", info.absent[0] ? info.absent : "no AMD core PMU");
+            return event_unsupported(e, "cannot be counted: %s", info.absent[0] ? info.absent : "no AMD core PMU");
         if (!amd_dialect(e.dialect))
-            return unsupported(e, "was written for %s; this CPU has an AMD core PMU",
-                               e.dialect == EventDialect::netburst ? "a NetBurst PMU" : "an Intel PMU");
+            return event_unsupported(e, "was written for %s; this CPU has an AMD core PMU",
+                                     e.dialect == EventDialect::netburst ? "a NetBurst PMU" : "an Intel PMU");
         EventCounters& c = cand[i];
         if (e.kind == EventKind::fixed) {
             bool present = e.fixed_counter >= 0 && has(info.fixed_mask, unsigned(e.fixed_counter));
@@ -98,21 +88,23 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
             }
             if (!c.fixed && !c.gp) {
                 if (!e.gp_equivalent)
-                    return unsupported(e, "needs %s, which this CPU does not have (%s)",
-                                       regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
-                                       e.fixed_counter == regs::amd::kFixedIrPerf ? "CPUID 8000_0008H:EBX[1] = 0"
-                                                                                  : "CPUID 06H:ECX[0] EffFreq = 0");
-                return unsupported(e, "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
-                                   have.c_str());
+                    return event_unsupported(e, "needs %s, which this CPU does not have (%s)",
+                                             regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
+                                             e.fixed_counter == regs::amd::kFixedIrPerf
+                                                 ? "CPUID 8000_0008H:EBX[1] = 0"
+                                                 : "CPUID 06H:ECX[0] EffFreq = 0");
+                return event_unsupported(e,
+                                         "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
+                                         have.c_str());
             }
             continue;
         }
         if (e.pinned_counter >= 0 && !has(info.gp_mask, unsigned(e.pinned_counter)))
-            return unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter,
-                               e.pinned_counter, have.c_str());
+            return event_unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter,
+                                     e.pinned_counter, have.c_str());
         c.gp = info.gp_mask & e.allowed_gp;
         if (e.pinned_counter >= 0) c.gp &= 1u << e.pinned_counter;
-        if (!c.gp) return unsupported(e, "has no allowed counter on this CPU (it has %s)", have.c_str());
+        if (!c.gp) return event_unsupported(e, "has no allowed counter on this CPU (it has %s)", have.c_str());
     }
     return place_counters(events, n, cand.data(), out);
 }

@@ -12,16 +12,6 @@ namespace {
 
 bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
 
-Error unsupported(const Event& e, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-Error unsupported(const Event& e, const char* fmt, ...) {
-    char msg[sizeof(Error::msg)];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat_to(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return Error::make(Errc::unsupported, "event '%s' %s", e.name, msg);
-}
-
 // Counters an event may use on this model: those fed by its existing ESCRs.
 u32 event_counters_nb(const Event& e, u32 model) {
     const netburst::EventDef& d = netburst::kEvents[e.netburst.event];
@@ -66,15 +56,15 @@ Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allo
         const Event& e = events[i];
         if (!e.needs_counter()) continue;
         if (info.kind != PmuKind::netburst)
-            return unsupported(e, "cannot be counted: %s", info.absent[0] ? info.absent : "no NetBurst PMU");
+            return event_unsupported(e, "cannot be counted: %s", info.absent[0] ? info.absent : "no NetBurst PMU");
         if (e.dialect != EventDialect::netburst || e.netburst.event < 0 || e.netburst.event >= netburst::kEventCount)
-            return unsupported(e, "is not a NetBurst event; this CPU has the NetBurst ESCR/CCCR PMU (see 'pmulab "
-                                  "events')");
+            return event_unsupported(e, "is not a NetBurst event; this CPU has the NetBurst ESCR/CCCR PMU (see 'pmulab "
+                                        "events')");
         allowed[i] = event_counters_nb(e, model);
         if (!allowed[i]) {
             if (e.pinned_counter >= 0)
-                return unsupported(e, "is pinned to counter %d, which none of its ESCRs feeds", e.pinned_counter);
-            return unsupported(e, "has no ESCR on this model");
+                return event_unsupported(e, "is pinned to counter %d, which none of its ESCRs feeds", e.pinned_counter);
+            return event_unsupported(e, "has no ESCR on this model");
         }
     }
     // Groups in input order: an event joins the first group where all still fit.

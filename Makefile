@@ -51,11 +51,12 @@ HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
 # The version string (git describe), rewritten only when it changes so that
-# objects including pmulab/version.h rebuild exactly then.
+# objects including pmulab/version.h rebuild exactly then. The temporary file is
+# per process (`$$$$`) and renamed into place, so concurrent makes never collide.
 $(BUILD)/gen/pmulab_version.h: FORCE
 	@mkdir -p $(dir $@)
-	@echo '#define PMULAB_VERSION "$(VERSION)"' > $@.tmp
-	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+	@echo '#define PMULAB_VERSION "$(VERSION)"' > $@.tmp.$$$$ && \
+	  { cmp -s $@.tmp.$$$$ $@ && rm -f $@.tmp.$$$$ || mv -f $@.tmp.$$$$ $@; }
 FORCE:
 
 # Installs the build and test dependencies (Debian; apt-get as root or via sudo); a quick

@@ -7,7 +7,10 @@ Prints:
   - census cost per CPU at -smp 4 and -smp 64 ((info - null) / N);
   - instructions of harness overhead before cancellation (the empty kernel's raw
     count under -icount shift=7, divided by 128): what the U/2U difference removes;
-  - wall time per measurement repetition (one U run + one 2U run of `nop`).
+  - wall time per measurement repetition (one U run + one 2U run of `nop`);
+  - cost of the results files, flushed after every record (a kill loses at most the
+    record being written): the same campaign of many small records on a writable image
+    and on a read-only one (no files written), per record and as a ratio.
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -73,6 +76,19 @@ def main():
         per_rep = (t_big - t_small) / 2000
         print(f"  time per measurement repetition (nop, unroll 100: one U run + one 2U run): "
               f"{1e6 * per_rep:.1f} us under TCG")
+        # Results files: 20 commands x (meta + 16 CPUs) = 340 records, each flushed.
+        cfg = os.path.join(td, "records.cfg")
+        with open(cfg, "w") as f:
+            f.write("msr read 0x1b --cpu all\n" * 20 + "--shutdown\n")
+        img = os.path.join(td, "records.img")
+        subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img,
+                        os.path.join(ROOT, "build", "pmulab.efi"), cfg], check=True, stdout=subprocess.DEVNULL)
+        records = 20 * (16 + 1)
+        t_rw = median_time(lambda: boot([], smp=16, image=img))
+        t_ro = median_time(lambda: boot([], smp=16, image=img, extra=("--readonly-disk",)))
+        print(f"  results files ({records} records, flushed one by one): writable image {t_rw:6.2f} s, "
+              f"read-only (no files) {t_ro:6.2f} s, ratio {t_rw / t_ro:5.2f}, "
+              f"{1000 * (t_rw - t_ro) / records:6.2f} ms per record under TCG")
     return 0
 
 

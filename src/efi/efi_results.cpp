@@ -1,10 +1,11 @@
 // Results files on pmulab's boot volume: \pmulab\results\NNNN-<what>.jsonl and
 // .csv, numbered after the highest number already there, never overwriting.
 // A read-only or full volume is reported once per command; the records still go
-// to the console.
+// to the console. Each record is flushed as it is written.
 #include "efi_results.h"
 
 #include "efi_file.h"
+#include "app/results_names.h"
 
 namespace pmulab::efi {
 
@@ -19,16 +20,12 @@ void to_char16(StrView s, CHAR16* out, usize cap) {
     out[i] = 0;
 }
 
-// "0042-info.jsonl" -> 42; anything else -> -1.
-i64 result_number(const CHAR16* name) {
-    i64 n = 0;
+// A FileName as ASCII for the numbering (other characters become '?').
+usize narrow_name(const CHAR16* name, char* out, usize cap) {
     usize i = 0;
-    for (; name[i] >= '0' && name[i] <= '9'; ++i) {
-        n = n * 10 + (name[i] - '0');
-        if (n > 100000000) return -1;
-    }
-    if (i == 0 || name[i] != '-') return -1;
-    return n;
+    for (; name[i] && i + 1 < cap; ++i) out[i] = name[i] < 0x80 ? char(name[i]) : '?';
+    out[i] = 0;
+    return i;
 }
 
 const char kResultsDir[] = "\\pmulab\\results";
@@ -88,8 +85,9 @@ bool EfiRecordSink::begin(const char* what, Out& out) {
         warn(err.error().msg);
         return false;
     }
-    // Next number: one above the highest NNNN- prefix in the folder.
-    i64 highest = 0;
+    // Next number: one above the highest NNNN- prefix in the folder, whatever the
+    // command, so that no number is shared by two commands.
+    ResultNumbering numbering;
     usize cap = 1024;
     Vec<u8> buf;
     buf.resize(cap);
@@ -103,13 +101,20 @@ bool EfiRecordSink::begin(const char* what, Out& out) {
         }
         if (st != EFI_SUCCESS || n == 0) break;
         auto* info = reinterpret_cast<EFI_FILE_INFO*>(buf.data());
-        i64 num = result_number(info->FileName);
-        if (num > highest) highest = num;
+        char name[256];
+        usize len = narrow_name(info->FileName, name, sizeof name);
+        numbering.see(StrView(name, len));
+    }
+    i64 first = numbering.next();
+    if (first < 0) {
+        dir->Close(dir);
+        warn("the numbers of \\pmulab\\results are exhausted (a file name starts with 18 or more digits)");
+        return false;
     }
     // Never overwrite: probe until both names are free.
-    for (i64 num = highest + 1;; ++num) {
+    for (i64 num = first;; ++num) {
         char base[96];
-        format_to(base, sizeof base, "%04lld-%s", (long long)num, what);
+        result_base_name(num, StrView(what), base, sizeof base);
         char jname[112], cname[112];
         format_to(jname, sizeof jname, "%s.jsonl", base);
         format_to(cname, sizeof cname, "%s.csv", base);
@@ -160,7 +165,19 @@ void EfiRecordSink::write_all(EFI_FILE_HANDLE f, StrView data, const char* what)
 void EfiRecordSink::record(StrView line) {
     lines_.emplace().put(line);
     write_all(jsonl_, line, path_);
-    if (!failed_ && jsonl_ && (lines_.size() % 64) == 0) jsonl_->Flush(jsonl_);
+    // Flushed record by record (the meta record first): a machine switched off in the
+    // middle of a command loses at most the record being written (`make bench` shows
+    // the cost). Batching every 64 records lost a whole command's results.
+    if (!failed_ && jsonl_) {
+        EFI_STATUS st = jsonl_->Flush(jsonl_);
+        if (st != EFI_SUCCESS) {
+            failed_ = true;
+            char msg[200];
+            format_to(msg, sizeof msg, "flushing %s failed (%s)%s; the records are on the console", path_,
+                      status_name(st), st == EFI_VOLUME_FULL ? ": the boot volume is full" : "");
+            warn(msg);
+        }
+    }
 }
 
 void EfiRecordSink::end() {

@@ -103,6 +103,7 @@ public:
     ~Vec() { destroy(); }
 
     usize size() const { return size_; }
+    usize capacity() const { return cap_; }
     bool empty() const { return size_ == 0; }
     T* data() { return data_; }
     const T* data() const { return data_; }
@@ -135,6 +136,12 @@ public:
         grow();
         new (&data_[size_]) T(move(v));
         return data_[size_++];
+    }
+    // Appends n elements, growing the storage geometrically (at least doubling), so
+    // that appending a file chunk by chunk costs linear time, not quadratic.
+    void append(const T* p, usize n) {
+        if (size_ + n > cap_) reserve(max_of<usize>(size_ + n, cap_ ? cap_ * 2 : 8));
+        for (usize i = 0; i < n; ++i) new (&data_[size_++]) T(p[i]);
     }
     // Appends a default-constructed element and returns it.
     T& emplace() {

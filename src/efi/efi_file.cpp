@@ -52,8 +52,7 @@ Result<Vec<char>> read_boot_volume_file(const char* path) {
             return Error::make(Errc::io, "cannot read %s: %s", path, status_name(st));
         }
         if (n == 0) break;
-        data.reserve(data.size() + n);
-        for (UINTN i = 0; i < n; ++i) data.push(chunk[i]);
+        data.append(chunk, n);  // geometric growth: reserve(size + n) per chunk was quadratic
         if (data.size() > (16u << 20)) {
             f->Close(f);
             return Error::make(Errc::invalid_argument, "%s is larger than 16 MiB", path);

@@ -58,7 +58,34 @@ bool ends_with_nocase(const char* s, usize n, const char* suffix) {
     return true;
 }
 
+bool char16_ends_with_nocase(const CHAR16* s, const char* suffix) {
+    usize n = 0, k = str_len(suffix);
+    while (s[n]) ++n;
+    if (n < k) return false;
+    for (usize i = 0; i < k; ++i) {
+        CHAR16 c = s[n - k + i];
+        if (c >= 0x80 || ascii_lower(char(c)) != ascii_lower(suffix[i])) return false;
+    }
+    return true;
+}
+
 }  // namespace
+
+// Said, not silent: a file the user put there and pmulab will not read.
+void EfiFileSource::warn_skipped(const char* dir, const CHAR16* name) {
+    if (!diag_) return;
+    StrBuf n;
+    for (const CHAR16* c = name; *c; ++c) {
+        if (*c < 0x80) n.put(char(*c));
+        else n.printf("\\u%04x", unsigned(*c));
+    }
+    StrBuf b;
+    b.printf("pmulab: warning: %s\\", dir);
+    put_escaped(b, n.view());
+    b.printf(": skipped (file names pmulab reads must be ASCII and at most %zu characters)\n",
+             sizeof(FileName::name) - 1);
+    diag_->write_diag(b.view());
+}
 
 Result<Vec<char>> EfiFileSource::read(const char* path, usize max_bytes) {
     Result<EFI_FILE_HANDLE> h = open_path(path);
@@ -74,8 +101,7 @@ Result<Vec<char>> EfiFileSource::read(const char* path, usize max_bytes) {
             return Error::make(Errc::io, "cannot read %s: %s", path, status_name(st));
         }
         if (n == 0) break;
-        data.reserve(data.size() + n);
-        for (UINTN i = 0; i < n; ++i) data.push(chunk[i]);
+        data.append(chunk, n);  // geometric growth: reserve(size + n) per chunk was quadratic
         if (data.size() > kMaxFileBytes) {
             f->Close(f);
             return Error::make(Errc::invalid_argument, "%s is larger than 16 MiB", path);
@@ -114,13 +140,17 @@ Status EfiFileSource::list(const char* dir, const char* suffix, Vec<FileName>* o
         bool ok = true;
         for (const CHAR16* c = info->FileName; *c; ++c) {
             if (*c >= 0x80 || *c < 0x20 || len + 1 >= sizeof name) {
-                ok = false;  // names pmulab could not open again are left out
+                ok = false;  // a name pmulab could not open again
                 break;
             }
             name[len++] = char(*c);
         }
         name[len] = 0;
-        if (!ok || !ends_with_nocase(name, len, suffix)) continue;
+        if (!ok) {
+            if (char16_ends_with_nocase(info->FileName, suffix)) warn_skipped(dir, info->FileName);
+            continue;
+        }
+        if (!ends_with_nocase(name, len, suffix)) continue;
         str_copy(out->emplace().name, sizeof(FileName::name), name);
     }
     d->Close(d);

@@ -184,7 +184,7 @@ Status parse_event_table(StrView text, const char* path, EventTable* out, bool h
     out->clear();
     str_copy(out->path, sizeof out->path, path);
     u32 line_no = 0;
-    usize pos = 0;
+    usize pos = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // a UTF-8 byte-order mark, as in pmulab.cfg
     bool in_header = true;
     while (pos < text.len) {
         usize nl = text.find('\n', pos);

@@ -37,6 +37,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVMF_CODE_CANDIDATES = ["/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_CODE.fd"]
 OVMF_VARS_CANDIDATES = ["/usr/share/OVMF/OVMF_VARS_4M.fd", "/usr/share/OVMF/OVMF_VARS.fd"]
 EXIT_RE = re.compile(rb"^@@pmulab-exit (-?\d+)@@\s*$")
+# pmulab starts each line of its errors and warnings with this on the debug port
+# (src/efi/efi_platform.h kDiagTag): they go to stderr, the data stays on stdout.
+DIAG_TAG = b"\x01D"
 KVM_FAILURE_PATTERNS = [
     "KVM internal error",
     "emulation failure",
@@ -370,6 +373,10 @@ class Run:
                     grace = threading.Timer(5.0, self._kill)
                     grace.daemon = True
                     grace.start()
+                    continue
+                if line.startswith(DIAG_TAG):
+                    sys.stderr.buffer.write(line[len(DIAG_TAG):])
+                    sys.stderr.buffer.flush()
                     continue
                 # A line written before the marker without its newline is still output.
                 out.write(line)

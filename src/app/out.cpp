@@ -43,9 +43,13 @@ void Out::error(const Error& e) {
     if (json_) {
         p_.write(jl.view());
     } else {
+        // Text mode: a diagnostic (stderr where the platform has one), control
+        // characters from arguments escaped. JSON mode keeps the record on stdout.
         StrBuf b;
-        b.printf("pmulab: error: %s\n", msg.c_str());
-        p_.write(b.view());
+        b.put("pmulab: error: ");
+        put_escaped(b, msg.view());
+        b.put('\n');
+        p_.write_diag(b.view());
     }
 }
 
@@ -58,23 +62,24 @@ void Out::error_msg(Errc c, const char* fmt, ...) {
 }
 
 void Out::warn(const char* fmt, ...) {
-    char msg[240];
-    va_list ap;
-    va_start(ap, fmt);
-    vformat_to(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     StrBuf full;
     if (context_) full.printf("%s: ", context_);
-    full.put(StrView(msg));
+    va_list ap;
+    va_start(ap, fmt);
+    full.vprintf(fmt, ap);
+    va_end(ap);
     StrBuf b;
     if (json_) {
         JsonWriter w(b);
         w.begin_object().field("type", "warning").field("message", full.view()).end_object();
         b.put('\n');
+        p_.write(b.view());
     } else {
-        b.printf("pmulab: warning: %s\n", full.c_str());
+        b.put("pmulab: warning: ");
+        put_escaped(b, full.view());
+        b.put('\n');
+        p_.write_diag(b.view());
     }
-    p_.write(b.view());
 }
 
 }  // namespace pmulab

@@ -17,6 +17,10 @@ public:
     virtual Hw& hw() = 0;
     // Console text (and its mirrors: debug port, serial). Must accept any length.
     virtual void write(StrView text) = 0;
+    // Diagnostics (errors and warnings in text mode): the console shows them with the
+    // rest; where a stream separates them (the host's stderr, the debug port's tagged
+    // lines that run-qemu.sh routes to its stderr) they stay out of the data.
+    virtual void write_diag(StrView text) { write(text); }
     // Firmware identity for metadata records; empty strings when unknown.
     virtual const char* firmware_vendor() { return ""; }
     virtual u32 firmware_revision() { return 0; }

@@ -297,4 +297,16 @@ void put_cpu_list(StrBuf& out, const Vec<u32>& cpus) {
     put_index_ranges(out, cpus.data(), cpus.size());
 }
 
+void put_escaped(StrBuf& out, StrView s) {
+    static const char kHex[] = "0123456789abcdef";
+    for (usize i = 0; i < s.len; ++i) {
+        u8 c = u8(s[i]);
+        if (c < 0x20 || c == 0x7F) {
+            out.put('\\').put('x').put(kHex[c >> 4]).put(kHex[c & 15]);
+        } else {
+            out.put(char(c));
+        }
+    }
+}
+
 }  // namespace pmulab

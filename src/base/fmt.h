@@ -44,6 +44,10 @@ private:
 usize format_to(char* buf, usize cap, const char* fmt, ...) __attribute__((format(printf, 3, 4)));
 usize vformat_to(char* buf, usize cap, const char* fmt, va_list ap);
 
+// Appends `s` with control characters (bytes below 0x20, and 0x7F) written as \xNN,
+// so that text from arguments cannot move the cursor or forge lines on a console.
+void put_escaped(StrBuf& out, StrView s);
+
 // Fixed-point decimal: value/scale printed with `decimals` digits, rounded half away from zero.
 // Exact for all i64 inputs; used for per-iteration results.
 void put_fixed(StrBuf& out, i64 numerator, u64 denominator, unsigned decimals);

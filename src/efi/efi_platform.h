@@ -30,12 +30,16 @@ private:
     Vec<CpuTopology> topo_;
 };
 
+// Starts each diagnostic line on the debug port (tools/qemu_run.py DIAG_TAG).
+inline constexpr char kDiagTag[] = "\x01D";
+
 class EfiPlatform final : public Platform {
 public:
     void init();
     Hw& hw() override { return hw_; }
     EfiHw& efi_hw() { return hw_; }
     void write(StrView text) override;
+    void write_diag(StrView text) override;
     const char* firmware_vendor() override { return vendor_; }
     u32 firmware_revision() override;
     MeasurePlatform* measure() override { return &measure_; }

@@ -24,6 +24,7 @@ using namespace pmulab;
 inline std::string err_ok(const Error& e, const char* what) {
     size_t n = strnlen(e.msg, sizeof e.msg);
     if (n == sizeof e.msg) return std::string(what) + ": error message not terminated";
+    if (n == sizeof e.msg - 1) return std::string(what) + ": error message fills the buffer (cut short)";
     if (n == 0) return std::string(what) + ": empty error message";
     if (e.code != Errc::invalid_argument) return std::string(what) + ": error code is not invalid_argument";
     return "";

@@ -9,7 +9,8 @@ def test_qemu_msr_gp_on_bsp_and_ap_is_an_error_not_a_hang():
     # IA32_PKRS (0x6E1) with EDX != 0 raises #GP under TCG; one boot covers both CPUs.
     r = run_qemu("msr", "write", "0x6E1", "0x100000000", "--unsafe", "--cpu", "all", smp=2, timeout=60)
     assert r.rc == 1, r
-    lines = r.out.splitlines()
+    assert r.out == "", r  # errors are diagnostics: stderr
+    lines = [l for l in r.err.splitlines() if l.startswith("pmulab: ")]
     assert lines == [
         "pmulab: error: CPU 0: WRMSR 0x6e1 <- 0x100000000 raised #GP (general protection): "
         "the CPU rejects this MSR or value",
@@ -39,11 +40,11 @@ def test_qemu_msr_read_apic_base_every_cpu():
 def test_qemu_msr_write_outside_pmu_needs_unsafe():
     r = run_qemu("msr", "write", "0x6E1", "1", smp=1)
     assert r.rc == 2, r
-    assert "not a PMU MSR" in r.out and "--unsafe" in r.out, r
+    assert "not a PMU MSR" in r.err and "--unsafe" in r.err and r.out == "", r
 
 
 def test_qemu_msr_bad_arguments():
     r = run_qemu("msr", "read", "0xZZ", smp=1)
-    assert r.rc == 2 and "ADDR '0xZZ' is not a number" in r.out, r
+    assert r.rc == 2 and "ADDR '0xZZ' is not a number" in r.err, r
     r = run_qemu("msr", "read", "0x10", "--cpu", "9", smp=2)
-    assert r.rc == 2 and "--cpu 9: there are only 2 logical processors" in r.out, r
+    assert r.rc == 2 and "--cpu 9: there are only 2 logical processors" in r.err, r

@@ -1,5 +1,7 @@
 #include "commands/commands.h"
 #include "base/json.h"
+#include "x86/amd_regs.h"
+#include "x86/intel_regs.h"
 #include "x86/msr_addr.h"
 
 namespace pmulab {
@@ -9,7 +11,10 @@ const char kMsrHelp[] = "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
                         "\n"
                         "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
                         "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
-                        "Writes outside the PMU MSR ranges need --unsafe.\n";
+                        "Writes outside the PMU MSR ranges need --unsafe, and so does IA32_PEBS_ENABLE\n"
+                        "(0x3F1: the CPU then writes PEBS records to memory). Values with reserved bits\n"
+                        "set in a register pmulab knows are refused. A PMU MSR is read back after the\n"
+                        "write: a CPU that ignored or changed the write is an error (exit status 1).\n";
 
 bool msr_is_pmu(u32 m) {
     using namespace msr;
@@ -34,7 +39,86 @@ Result<u64> parse_reg_value(const char* what, const char* s) {
     return v;
 }
 
+// Counters: a value that may have moved on between the write and the read back.
+bool is_counter_msr(u32 m) {
+    using namespace msr;
+    auto in = [m](u32 lo, u32 hi) { return m >= lo && m <= hi; };
+    if (in(IA32_PMC0, IA32_PMC0 + 7) || in(IA32_A_PMC0, IA32_A_PMC0 + 7) || in(IA32_FIXED_CTR0, IA32_FIXED_CTR0 + 15))
+        return true;
+    if (in(AMD_PERF_CTR0, AMD_PERF_CTR0 + 3)) return true;
+    if (in(AMD_PERF_CTL_EXT0, AMD_PERF_CTL_EXT0 + 11)) return (m - AMD_PERF_CTL_EXT0) % 2 == 1;
+    return in(0x300, 0x311);  // NetBurst counters (SDM Vol. 3B Table 20-xx)
+}
+
+// Registers whose read back is not the value written: write-1-to-clear/set, read-only.
+bool readback_not_comparable(u32 m) {
+    using namespace msr;
+    return m == IA32_PERF_GLOBAL_STATUS || m == IA32_PERF_GLOBAL_STATUS_RESET || m == IA32_PERF_GLOBAL_STATUS_SET ||
+           m == IA32_PERF_GLOBAL_INUSE || m == MSR_PERF_METRICS || m == AMD_PERF_CNTR_GLOBAL_STATUS ||
+           m == AMD_PERF_CNTR_GLOBAL_STATUS_CLR || m == AMD_PERF_CNTR_GLOBAL_STATUS_SET;
+}
+
+bool is_amd_perf_ctl(u32 m) {
+    using namespace msr;
+    return (m >= AMD_PERF_EVT_SEL0 && m < AMD_PERF_EVT_SEL0 + 4) ||
+           (m >= AMD_PERF_CTL_EXT0 && m < AMD_PERF_CTL_EXT0 + 12 && (m - AMD_PERF_CTL_EXT0) % 2 == 0);
+}
+
 }  // namespace
+
+Status msr_write_check(const CpuDecoded& cpu, u32 m, u64 value, bool unsafe) {
+    if (unsafe) return ok_status();
+    if (!msr_is_pmu(m))
+        return Error::make(Errc::invalid_argument,
+                           "msr write: 0x%x is not a PMU MSR; writing it could harm the machine. Add --unsafe if "
+                           "you mean it",
+                           m);
+    if (m == msr::IA32_PEBS_ENABLE)
+        return Error::make(Errc::invalid_argument,
+                           "msr write: IA32_PEBS_ENABLE (0x3f1) makes the CPU write PEBS records to memory (the DS "
+                           "area pmulab does not set up). Add --unsafe if you mean it");
+    bool intel_like = cpu.id.vendor == Vendor::intel || cpu.id.vendor == Vendor::zhaoxin;
+    bool amd_like = cpu.id.vendor == Vendor::amd || cpu.id.vendor == Vendor::hygon;
+    if (intel_like && !cpu.pmu.netburst) {
+        StrBuf name;
+        if (regs::pmu_msr_name(cpu.pmu, m, name)) {
+            Status exists = regs::pmu_msr_check(cpu.pmu, m);
+            if (!exists.ok()) return exists.error().with_context("msr write");
+            u64 writable = regs::pmu_msr_writable_mask(cpu.pmu, m);
+            if (value & ~writable)
+                return Error::make(Errc::invalid_argument,
+                                   "msr write: 0x%llx sets reserved bits 0x%llx of %s (0x%x); its writable bits on "
+                                   "this PMU are 0x%llx",
+                                   (unsigned long long)value, (unsigned long long)(value & ~writable), name.c_str(), m,
+                                   (unsigned long long)writable);
+        }
+    } else if (amd_like && is_amd_perf_ctl(m) && (value & ~regs::amd::kPerfEvtSelWritable)) {
+        return Error::make(Errc::invalid_argument,
+                           "msr write: 0x%llx sets reserved bits 0x%llx of PerfEvtSel/PerfCtl 0x%x (writable bits: "
+                           "0x%llx, APM Vol. 2 §13.2.1)",
+                           (unsigned long long)value, (unsigned long long)(value & ~regs::amd::kPerfEvtSelWritable), m,
+                           (unsigned long long)regs::amd::kPerfEvtSelWritable);
+    }
+    return ok_status();
+}
+
+bool msr_readback_matches(const CpuDecoded& cpu, u32 m, u64 written, u64 read) {
+    if (readback_not_comparable(m)) return true;
+    if (!is_counter_msr(m)) return read == written;
+    u64 expect = written;
+    unsigned width = 48;
+    bool intel_like = cpu.id.vendor == Vendor::intel || cpu.id.vendor == Vendor::zhaoxin;
+    if (intel_like && !cpu.pmu.netburst) {
+        bool fixed = m >= msr::IA32_FIXED_CTR0 && m < msr::IA32_FIXED_CTR0 + 16;
+        unsigned w = fixed ? regs::fixed_counter_width(cpu.pmu) : regs::gp_counter_width(cpu.pmu);
+        if (w) width = w;
+        if (m >= msr::IA32_PMC0 && m < msr::IA32_PMC0 + 8) expect = regs::legacy_pmc_write_result(written, width);
+    }
+    u64 mask = width >= 64 ? ~u64(0) : (u64(1) << width) - 1;
+    expect &= mask;
+    u64 ahead = (read - expect) & mask;  // a counting counter moved on
+    return ahead < (u64(1) << 32);
+}
 
 Status cmd_msr(Out& out, Args& args) {
     const char* op = args.take();
@@ -68,22 +152,28 @@ Status cmd_msr(Out& out, Args& args) {
     u64 value = 0;
     if (write) {
         value = PMULAB_TRY(parse_reg_value("VALUE", words[1]));
-        if (!unsafe && !msr_is_pmu(u32(addr)))
-            return Error::make(Errc::invalid_argument,
-                               "msr write: 0x%llx is not a PMU MSR; writing it could harm the machine. "
-                               "Add --unsafe if you mean it",
-                               (unsigned long long)addr);
     }
     Hw& hw = out.platform().hw();
+    CpuDecoded this_cpu{};
+    if (write) {
+        CpuidSnapshot snap;
+        capture_cpuid(hw, &snap);
+        this_cpu = decode_cpuid(snap);
+        PMULAB_TRY(msr_write_check(this_cpu, u32(addr), value, unsafe));
+    }
+    // PMU MSRs are read back after a write: a CPU (or hypervisor) may ignore it.
+    const bool read_back = write && msr_is_pmu(u32(addr));
     Vec<u32> cpus;
     PMULAB_TRY(expand_cpu_selection(hw, sel, &cpus));
     for (u32 cpu : cpus) {
         const u32 msr = u32(addr);
         Result<u64> result = u64(0);
+        Result<u64> back = u64(0);
         Status rs = run_on(hw, cpu, [&] {
             if (write) {
                 Status s = hw.wrmsr(msr, value);
                 result = s.ok() ? Result<u64>(value) : Result<u64>(s.error());
+                if (s.ok() && read_back) back = hw.rdmsr(msr);
             } else {
                 result = hw.rdmsr(msr);
             }
@@ -101,11 +191,23 @@ Status cmd_msr(Out& out, Args& args) {
             StrBuf b;
             JsonWriter w(b);
             w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
-            w.field_hex("msr", addr).field_hex("value", r.value()).end_object();
+            w.field_hex("msr", addr).field_hex("value", r.value());
+            if (read_back && back.ok()) w.field_hex("read_back", back.value());
+            w.end_object();
             b.put('\n');
             out.record(b);
             out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
                      (unsigned long long)addr, write ? "<-" : "=", (unsigned long long)r.value());
+        }
+        if (read_back) {
+            if (!back.ok()) {
+                out.error(back.error().with_context("CPU %u: reading MSR 0x%x back after the write", cpu, msr));
+            } else if (!msr_readback_matches(this_cpu, msr, value, back.value())) {
+                out.error_msg(Errc::io,
+                              "CPU %u: MSR 0x%x reads back 0x%llx after writing 0x%llx: the CPU (or hypervisor) "
+                              "ignored or changed the write",
+                              cpu, msr, (unsigned long long)back.value(), (unsigned long long)value);
+            }
         }
     }
     return ok_status();

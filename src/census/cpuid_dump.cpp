@@ -134,7 +134,7 @@ CpuidRegs missing_query(void* ctx, u32 leaf, u32 sub) {
 }  // namespace
 
 Error DumpParser::err(u32 line, const char* fmt, ...) {
-    char msg[200];
+    char msg[Error::kMsgMax];
     va_list ap;
     va_start(ap, fmt);
     vformat_to(msg, sizeof msg, fmt, ap);
@@ -287,9 +287,26 @@ void DumpParser::finish() {
 Status DumpParser::read(DumpFormat fmt) {
     DumpLines lines{text_};
     StrView t;
-    while (lines.next(&t))
-        PMULAB_TRY(fmt == DumpFormat::cpuid_r ? cpuid_r_line(t, lines.no) : aida64_line(t, lines.no));
+    while (lines.next(&t)) {
+        Status s = fmt == DumpFormat::cpuid_r ? cpuid_r_line(t, lines.no) : aida64_line(t, lines.no);
+        if (!s.ok() && lines.pos > text_.len)  // the last line, without its newline
+            return Error::make(s.error().code, "%s; the file ends in the middle of this line (truncated dump?)",
+                               s.error().msg);
+        PMULAB_TRY(s);
+    }
+    // A full AIDA64 report (it starts with a "Versions" or "CPU Info" section) goes on
+    // after its CPU sections ("All CPUs", "MSR Registers", ...): ending inside one is a cut.
+    if (fmt == DumpFormat::aida64 && aida_report_ && aida_section_ == AidaSection::cpu && in_cpu_)
+        return err(lines.no,
+                   "the report ends inside the section of %s; an AIDA64 report goes on after its CPU "
+                   "sections (truncated dump?)",
+                   cur_label_);
     PMULAB_TRY(end_cpu());
+    if (fmt == DumpFormat::aida64 && aida_all_cpus_line_ && apic_.size() != out_->size())
+        return err(aida_all_cpus_line_,
+                   "the 'All CPUs' section lists %u CPUs but the report has %u CPU sections "
+                   "(truncated dump?)",
+                   unsigned(apic_.size()), unsigned(out_->size()));
     if (out_->empty()) return err(0, "%s", fmt == DumpFormat::cpuid_r ? kCpuidRNoCpu : kAida64NoCpu);
     return ok_status();
 }

@@ -125,6 +125,12 @@ Status DumpParser::aida_all_cpus_line(StrView t, u32 line) {
     if (!t.starts_with("CPU ")) return ok_status();
     u32 cpu, apic;
     if (!find_number_after(t, "CPU", &cpu) || !find_number_after(t, "APICID", &apic)) return ok_status();
+    // Whole lines end "Thread N: Valid": the file's last line, cut short, may hold a
+    // wrong APIC ID.
+    u32 th;
+    bool last = t.ptr + t.len == text_.ptr + text_.len;  // no newline after it
+    if (last && (!find_number_after(t, "Thread", &th) || t.find(':', t.find('/')) == t.len))
+        return err(line, "incomplete line '%.*s' in the 'All CPUs' section (truncated dump?)", qn(t), t.ptr);
     for (const ApicEntry& e : apic_)
         if (e.cpu == cpu) return err(line, "CPU %u is listed twice in the 'All CPUs' section", cpu);
     if (apic_.size() >= kMaxDumpCpus) return err(line, "more than %u CPUs in the 'All CPUs' section", kMaxDumpCpus);
@@ -140,7 +146,12 @@ Status DumpParser::aida64_line(StrView t, u32 line) {
         StrView num;
         if (title.starts_with("CPUID Registers / Logical CPU #")) num = title.sub(31);
         else if (title.starts_with("Logical CPU #")) num = title.sub(13);
-        else if (title.eq("All CPUs")) aida_section_ = AidaSection::all_cpus;
+        else if (title.eq("All CPUs")) {
+            aida_section_ = AidaSection::all_cpus;
+            aida_all_cpus_line_ = line;
+        } else if (title.eq("Versions") || title.eq("CPU Info")) {
+            aida_report_ = true;
+        }
         if (num.ptr) {
             u32 index = 0;
             if (!dec_u32(num, &index))

@@ -99,6 +99,8 @@ private:
     // The AIDA64 section being read.
     enum class AidaSection : u8 { other, cpu, all_cpus };
     AidaSection aida_section_ = AidaSection::other;
+    bool aida_report_ = false;    // a "Versions" or "CPU Info" section: a full report
+    u32 aida_all_cpus_line_ = 0;  // the "All CPUs" title's line (0: none)
 
     // Per finished CPU (parallel to *out_): header line and dump-given location.
     Vec<u32> header_lines_;

@@ -270,7 +270,7 @@ TEST(CpuidDump, TruncatedSections) {
     // Cut in the middle of a register line.
     Parsed r = parse(std::string("CPU 0:\n") + kRawIntel + "   0x80000001 0x00: eax=0x000");
     EXPECT_EQ(r.msg(), "dump.txt:10: expected 4 registers 'eax=0x... ebx=0x... ecx=0x... edx=0x...' after "
-                       "'0x80000001 0x00:'");
+                       "'0x80000001 0x00:'; the file ends in the middle of this line (truncated dump?)");
 }
 
 TEST(CpuidDump, MissingLeavesTheDecoderNeeds) {
@@ -358,5 +358,48 @@ TEST(CpuidDump, FuzzDoesNotCrash) {
             Parsed p = parse(t, f);
             if (!p.status.ok()) EXPECT_EQ(p.msg().rfind("dump.txt", 0), 0u) << p.msg();
         }
+    }
+}
+
+// A real AIDA64 report cut at several places: never a partial census with status 0.
+TEST(CpuidDump, RealAidaReportCutAnywhereIsRejected) {
+    std::string path = std::string(__FILE__);
+    path = path.substr(0, path.rfind("/unit/")) + "/data/cpuid/GenuineIntel0090672_AlderLake_02_CPUID.txt";
+    FILE* f = fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr) << path;
+    std::string full;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) full.append(buf, n);
+    fclose(f);
+    Parsed whole = parse(full);
+    ASSERT_TRUE(whole.status.ok()) << whole.msg();
+    ASSERT_EQ(whole.cpus.size(), 12u);
+
+    auto at = [&](const std::string& needle) {
+        size_t p = full.find(needle);
+        EXPECT_NE(p, std::string::npos) << needle;
+        return p;
+    };
+    struct Cut {
+        const char* what;
+        size_t len;
+    };
+    size_t cpu6 = at("------[ CPUID Registers / Logical CPU #6 ]");
+    size_t all = at("------[ All CPUs ]");
+    size_t cpu7line = at("CPU   7: APICID");
+    const Cut cuts[] = {
+        {"between two CPU sections (6 of 12 CPUs)", cpu6},
+        {"after a whole line inside CPU #6's section", full.find('\n', cpu6 + 400) + 1},
+        {"in the middle of a register line of CPU #6", cpu6 + 420},
+        {"before the All CPUs section", all},
+        {"right after the All CPUs title", full.find('\n', all) + 1},
+        {"between two All CPUs lines", cpu7line},
+        {"in the middle of an All CPUs line", cpu7line + 14},
+    };
+    for (const Cut& c : cuts) {
+        Parsed p = parse(full.substr(0, c.len));
+        EXPECT_FALSE(p.status.ok()) << c.what << ": " << p.cpus.size() << " CPUs decoded";
+        EXPECT_NE(p.msg().find("truncated"), std::string::npos) << c.what << ": " << p.msg();
+        EXPECT_EQ(p.cpus.size(), 0u) << c.what;
     }
 }

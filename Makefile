@@ -130,12 +130,14 @@ $(BUILD)/bench/null.efi: tests/bench/null_app.cpp src/efi/pmulab.lds
 # \EFI\BOOT\BOOTX64.EFI, \pmulab\pmulab.cfg (CONFIG=...), \pmulab\results\, and the
 # event files $(EVENTS)/*.evt as \pmulab\events\*.evt (EVENTS=DIR: e.g. the output of
 # tools/pmulab-events; the default is the sample generated from tests/data/perfmon).
+# CONFIG is checked first with build/host/pmulab-check, as pmulab checks it on boot.
 CONFIG ?= tools/pmulab.cfg
 IMAGE_EFI ?= $(BUILD)/pmulab.efi
 EVENTS ?= tests/data/events
 EVENT_FILES = $(sort $(wildcard $(EVENTS)/*.evt))
 image: $(BUILD)/pmulab.img
-$(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh $(EVENT_FILES) FORCE
+$(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh $(EVENT_FILES) $(BUILD)/host/pmulab-check FORCE
+	@$(BUILD)/host/pmulab-check $(CONFIG) || { echo "make image: $(CONFIG) has errors (pmulab would run none of it)" >&2; exit 2; }
 	tools/mkimage.sh $@ $(IMAGE_EFI) $(CONFIG) $(foreach f,$(EVENT_FILES),$(f)=::/pmulab/events/$(notdir $(f)))
 	@echo "built $@ (config $(CONFIG), $(words $(EVENT_FILES)) event files from $(EVENTS))"
 

@@ -11,6 +11,7 @@
 #include "app/command_line.h"
 #include "app/cpu_select.h"
 #include "app/out.h"
+#include "x86/cpuid.h"
 
 namespace pmulab {
 
@@ -23,6 +24,24 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
 // Checks a command line without running it: the command exists (global options
 // are skipped). Used to reject a bad campaign before any of it runs.
 Status app_check(int argc, const char* const* argv);
+// The help text of a command (it names every option the command takes); null when
+// there is no such command.
+const char* command_help(const char* name);
+
+// A campaign (pmulab.cfg) checked completely before any of it runs (campaign.cpp):
+// every line splits into words, names a command, uses only options its help names,
+// and its --events lists parse in some dialect (names are resolved later, per CPU).
+// Used by the EFI entry point and by the host tool pmulab-check (`make image`).
+struct CampaignProblem {
+    u32 line = 0;                   // 0: the file as a whole
+    char msg[Error::kMsgMax] = {};  // "NAME:LINE: reason", ready to print
+};
+struct CampaignCheck {
+    Vec<CampaignProblem> problems;
+    u32 commands = 0;       // lines that run a command
+    bool shutdown = false;  // a --shutdown anywhere, honoured even when problems were found
+};
+void check_campaign(StrView text, const char* name, CampaignCheck* out);
 
 using CommandFn = Status (*)(Out& out, Args& args);
 
@@ -31,6 +50,16 @@ Status cmd_msr(Out& out, Args& args);
 extern const char kMsrHelp[];
 // Whether pmulab may write this MSR without --unsafe (the PMU ranges only).
 bool msr_is_pmu(u32 msr);
+// Whether `msr write MSR VALUE` may go ahead on this CPU (cmd_msr.cpp): --unsafe outside
+// the PMU ranges and for IA32_PEBS_ENABLE (the CPU then writes memory); no reserved
+// bits in the registers pmulab knows (architectural Intel PMU MSRs on this PMU
+// version, AMD PerfEvtSel/PerfCtl). Errc::invalid_argument or unsupported when not.
+Status msr_write_check(const CpuDecoded& cpu, u32 msr, u64 value, bool unsafe);
+// Whether reading `read` back right after writing `written` to PMU MSR `msr` means the
+// CPU took the write: control registers exactly, counters up to 2^32 further (they may
+// be counting; legacy IA32_PMCx writes sign-extend bit 31), status-clear/set and
+// read-only registers are not compared.
+bool msr_readback_matches(const CpuDecoded& cpu, u32 msr, u64 written, u64 read);
 
 // `pmulab events` (cmd_events.cpp): the events each CPU can count, and
 // `events --check SPEC,...`: where a set of events goes (counters, groups/runs).

@@ -6,6 +6,7 @@
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "base/version.h"
+#include "events/event_syntax.h"
 
 namespace pmulab {
 
@@ -104,6 +105,17 @@ const Command* find_command(const char* name) {
     return nullptr;
 }
 
+// The help of the commands that take event specs ends with this CPU's event syntax
+// (AMD's 12-bit selects and terms on AMD, NetBurst names on NetBurst), as 'events' shows it.
+void help_text(Out& out, const Command* c) {
+    out.text("%s", c->help);
+    if (!str_eq(c->name, "run") && !str_eq(c->name, "events")) return;
+    CpuidSnapshot snap;
+    capture_cpuid(out.platform().hw(), &snap);
+    CpuDecoded d = decode_cpuid(snap);
+    out.text("\n%s", event_syntax_help(event_dialect_for(d.id, d.pmu)));
+}
+
 Status cmd_help(Out& out, Args& args) {
     if (args.done()) {
         out.text("%s", kHelpText);
@@ -112,11 +124,16 @@ Status cmd_help(Out& out, Args& args) {
     const char* name = args.take();
     const Command* c = find_command(name);
     if (!c) return Error::make(Errc::invalid_argument, "help: unknown command '%s'", name);
-    out.text("%s", c->help);
+    help_text(out, c);
     return ok_status();
 }
 
 }  // namespace
+
+const char* command_help(const char* name) {
+    const Command* c = find_command(name);
+    return c ? c->help : nullptr;
+}
 
 Status app_check(int argc, const char* const* argv) {
     for (int i = 0; i < argc; ++i) {
@@ -155,7 +172,8 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
         return kExitUsage;
     }
     if (g.help) {
-        out.text("%s", c == find_command("help") ? kHelpText : c->help);
+        if (c == find_command("help")) out.text("%s", kHelpText);
+        else help_text(out, c);
         return kExitOk;
     }
     Args args(int(rest.size()) - (rest.empty() ? 0 : 1), rest.empty() ? nullptr : rest.data() + 1);

@@ -426,7 +426,8 @@ void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
     const char* shown[4] = {};
     usize n_shown = 0;
     for (const CpuPmu& c : all) {
-        if (!c.status.ok() || c.info.kind == PmuKind::none) continue;
+        // A CPU without counters still has its vendor's dialect (the specs parse in it).
+        if (!c.status.ok()) continue;
         const char* t = event_syntax_help(c.info.dialect);
         bool dup = false;
         for (usize i = 0; i < n_shown; ++i) dup |= shown[i] == t;

@@ -138,6 +138,7 @@ void EfiPlatform::init() {
     usize i = 0;
     for (; fv && fv[i] && i + 1 < sizeof vendor_; ++i) vendor_[i] = fv[i] < 0x80 ? char(fv[i]) : '?';
     vendor_[i] = 0;
+    files_.set_diagnostics(this);
 }
 
 u32 EfiPlatform::firmware_revision() { return gST->FirmwareRevision; }
@@ -161,6 +162,24 @@ void EfiPlatform::write(StrView text) {
     if (text.empty()) return;
     conout_write(text);
     write_debugcon(text);
+}
+
+// The console shows diagnostics with the rest; on the debug port each of their lines
+// starts with kDiagTag, which run-qemu.sh strips before routing the line to its stderr.
+void EfiPlatform::write_diag(StrView text) {
+    if (text.empty()) return;
+    conout_write(text);
+    if (!debugcon_) return;
+    if (!last_newline_) write_debugcon("\n");  // a tag only counts at a line's start
+    usize start = 0;
+    while (start < text.len) {
+        usize nl = text.find('\n', start);
+        usize end = nl < text.len ? nl + 1 : text.len;
+        write_debugcon(kDiagTag);
+        write_debugcon(text.sub(start, end - start));
+        start = end;
+    }
+    if (!last_newline_) write_debugcon("\n");
 }
 
 int efi_run() {
@@ -200,35 +219,27 @@ int efi_run() {
     } else {
         Result<Vec<char>> cfg = read_boot_volume_file(kConfigPath);
         if (cfg.ok()) {
-            Vec<ConfigLine> lines;
-            Status ps = parse_config(StrView(cfg.value().data(), cfg.value().size()), kConfigPath, &lines);
-            if (!ps.ok()) {
-                out.error(ps.error());
+            // The whole campaign is checked before any of it runs (the same check as
+            // pmulab-check on the host); its --shutdown counts even when it is rejected.
+            StrView text(cfg.value().data(), cfg.value().size());
+            CampaignCheck check;
+            check_campaign(text, kConfigPath, &check);
+            shutdown = check.shutdown;
+            if (!check.problems.empty()) {
+                for (const CampaignProblem& pr : check.problems) out.error_msg(Errc::invalid_argument, "%s", pr.msg);
+                if (check.commands)
+                    out.error_msg(Errc::invalid_argument, "%s has errors; nothing was run", kConfigPath);
                 status = kExitUsage;
             } else {
-                // Reject a campaign with unknown commands before any of it runs.
+                Vec<ConfigLine> lines;
+                Status ps = parse_config(text, kConfigPath, &lines);  // checked above: cannot fail
                 for (ConfigLine& cl : lines) {
-                    Status cs = cl.bad ? Status(Error::make(Errc::invalid_argument, "%s", cl.error))
-                                       : app_check(cl.args.argc(), cl.args.argv.data());
-                    if (!cs.ok()) {
-                        out.error_msg(Errc::invalid_argument, "%s:%u: %s", kConfigPath, cl.line_no, cs.error().msg);
-                        status = kExitUsage;
-                    }
-                }
-                for (ConfigLine& cl : lines) {
+                    if (!ps.ok() || cl.bad) break;
                     // A line of global options only (e.g. "--shutdown") is a directive.
-                    bool directive = !cl.bad;
+                    bool directive = true;
                     for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
-                    cl.directive = directive;
-                    shutdown |= directive;
-                }
-                if (status != kExitOk) {
-                    out.error_msg(Errc::invalid_argument, "%s has errors; nothing was run", kConfigPath);
-                    lines.clear();
-                }
-                for (ConfigLine& cl : lines) {
+                    if (directive) continue;
                     GlobalOptions g;
-                    if (cl.directive) continue;
                     char origin[64];
                     format_to(origin, sizeof origin, "%s:%u", kConfigPath, cl.line_no);
                     int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g, origin);

@@ -121,7 +121,9 @@ TEST(EventSyntaxHelp, ListingEndsWithTheDialectsOfItsCpus) {
                     {sim::amd_zen(1), EventDialect::amd_zen},
                     {sim::amd_k10(1), EventDialect::amd},
                     {sim::netburst_p4(1), EventDialect::netburst},
-                    {sim::qemu_tcg(1), EventDialect::intel}};  // no counters: the default dialect
+                    // No counters: still the vendor's dialect (QEMU's default CPU is an AMD family 0FH).
+                    {sim::qemu_tcg(1), EventDialect::amd},
+                    {sim::qemu_tcg_intel(1), EventDialect::intel}};
     for (Case& c : cases) {
         pmutest::RunResult r = pmutest::run(c.m, {"events"});
         EXPECT_EQ(r.status, 0) << r.out;

@@ -31,7 +31,7 @@ private:
 };
 
 // Starts each diagnostic line on the debug port (tools/qemu_run.py DIAG_TAG).
-inline constexpr char kDiagTag[] = "\x01D";
+inline constexpr char kDiagTag[] = {'\x01', 'D', 0};  // SOH, then 'D'
 
 class EfiPlatform final : public Platform {
 public:

@@ -43,3 +43,18 @@ def test_pmulab_check_bad_usage_and_missing_file():
     assert r.rc == 1 and "cannot open '/nonexistent/x.cfg'" in r.err, r
     r = run_tool("pmulab-check", "--help")
     assert r.rc == 0 and r.out.startswith("usage: pmulab-check CONFIG"), r
+
+
+def test_pmulab_lab_run_refuses_a_campaign_pmulab_would_refuse_before_any_boot():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "typo.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\nrun --bench nop --evnets tsc\n")
+        out = os.path.join(td, "lab")
+        r = run_tool("tools/pmulab-lab", "run", "--config", cfg, "--out", out)
+        assert r.rc == 2, r
+        assert r.err.splitlines() == [
+            f"{cfg}:2: run: unknown option '--evnets' (see 'pmulab help run')",
+            f"pmulab-lab: error: run: config {cfg} has errors; nothing was run (pmulab would refuse it)",
+        ], r
+        assert not os.path.exists(out), "no boot, no run folder"

@@ -28,6 +28,11 @@ class Result:
             recs.append(obj)
         return [r for r in recs if rtype is None or r.get("type") == rtype]
 
+    def diag(self):
+        """pmulab's diagnostic lines (errors, warnings in text mode): on stderr, where
+        run-qemu.sh routes them; its own log lines start otherwise."""
+        return [l for l in self.err.splitlines() if l.startswith("pmulab: ")]
+
     def __repr__(self):
         return f"rc={self.rc}\n--- stdout ---\n{self.out[-3000:]}\n--- stderr ---\n{self.err[-2000:]}"
 

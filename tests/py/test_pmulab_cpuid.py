@@ -180,7 +180,7 @@ def test_error_truncated_file():
         r = run_tool(TOOL, path)
         assert r.rc == 2, r
         assert r.err == (f"pmulab-cpuid: error: {path}:124: expected 4 hex registers after 'CPUID 00000001:' "
-                         "(EAX-EBX-ECX-EDX, found 2)\n"), r
+                         "(EAX-EBX-ECX-EDX, found 2); the file ends in the middle of this line (truncated dump?)\n"), r
     finally:
         os.unlink(path)
 
@@ -229,3 +229,17 @@ def test_error_bad_usage():
     r = run_tool(TOOL, "a.txt", "b.txt")
     assert r.rc == 2 and "more than one dump file given ('b.txt')" in r.err, r
     assert r.out == ""
+
+
+def test_error_report_cut_between_cpu_sections():
+    # Cut before logical CPU #6 of 12: used to decode 6 CPUs with status 0.
+    with open(data_path("cpuid", "GenuineIntel0090672_AlderLake_02_CPUID.txt")) as f:
+        text = f.read()
+    cut = text[:text.index("------[ CPUID Registers / Logical CPU #6 ]")]
+    path = _tmp(cut)
+    try:
+        r = run_tool(TOOL, path)
+        assert r.rc == 2 and r.out == "", r
+        assert "the report ends inside the section of logical CPU #5" in r.err and "truncated dump?" in r.err, r
+    finally:
+        os.unlink(path)

@@ -161,7 +161,7 @@ def test_qemu_unsupported_is_exit_3_without_crash():
 def test_qemu_pmu_event_without_pmu_is_exit_3():
     r = run_qemu("run", "--bench", "nop", "--events", "tsc,cycles", icount=SHIFT, smp=1, timeout=60)
     assert r.rc == 3, r
-    assert "pmulab: error: " in r.out and "cycles" in r.out, r
+    assert "pmulab: error: " in r.err and "cycles" in r.err, r  # diagnostics: stderr
 
 
 BAD = [
@@ -189,15 +189,18 @@ BAD = [
     ("run --bench pointer_chase --size 4Q", "--size: '4Q' is not a number (suffixes K, M, G allowed)"),
     ("run --bench nop --seed 0", "--seed: 0 is out of range"),
     ("run --bench nop --decimals 10", "--decimals: 10 is out of range 0..9"),
-    ("run --bench nop --bogus", "run: unknown option '--bogus' (see 'pmulab help run')"),
     ("run --bench nop stray", "run: unexpected argument 'stray'"),
     ("run --bench nop --events tsc,tsc", "--events: 'tsc' is listed twice"),
     ("run --bench nop --unroll", "option --unroll needs a value"),
     ("bench", "bench: expected 'list', got ''"),
     ("bench show", "bench: expected 'list', got 'show'"),
     ("bench list extra", "bench list: unexpected argument 'extra'"),
-    ("selftest --bogus", "selftest: unknown option '--bogus'"),
     ("selftest --cpu 7", "--cpu 7: there are only 2 logical processors (0..1)"),
+]
+# Caught by the campaign check before anything runs (check_campaign): on a command line.
+BAD_OPTIONS = [
+    ("run --bench nop --bogus", "run: unknown option '--bogus' (see 'pmulab help run')"),
+    ("selftest --bogus", "selftest: unknown option '--bogus'"),
 ]
 
 
@@ -219,6 +222,11 @@ def test_qemu_bad_arguments_are_usage_errors():
     table = [l.split() for l in lines if l.startswith(("nop ", "empty "))]
     assert table == [["nop", "-", "tsc", "TSC", "0", "0", "0", "128.00", "128.00", "128.00", "128.00"],
                      ["empty", "-", "tsc", "TSC", "0", "0", "0", "0.00", "0.00", "0.00", "0.00"]], r
+    for cmd, want in BAD_OPTIONS:
+        r = run_qemu(*cmd.split(), "--json", smp=2, timeout=60)
+        assert r.rc == 2, r
+        (e,) = r.records("error")
+        assert e["code"] == "invalid argument" and e["message"].startswith(want), (cmd, e)
 
 
 def test_qemu_selftest_under_tcg():

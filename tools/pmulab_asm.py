@@ -357,6 +357,7 @@ def rewrite_campaign(data, name="campaign"):
     if "--asm" not in text and "--att" not in text:
         return data
     out = []
+    file_nl = "\r\n" if "\r\n" in text else "\n"
     for n, raw in enumerate(text.splitlines(keepends=True), 1):
         body = raw.rstrip("\r\n")
         nl = raw[len(body):]
@@ -368,7 +369,7 @@ def rewrite_campaign(data, name="campaign"):
             new = rewrite_argv(words)
         except AsmError as e:
             raise AsmError(f"{name}:{n}: {e}")
-        out.append(f"# pmulab_asm: {body.strip()}{nl or chr(10)}")
+        out.append(f"# pmulab_asm: {body.strip()}{nl or file_nl}")
         out.append(" ".join(quote(w) for w in new) + nl)
     return "".join(out).encode("utf-8")
 

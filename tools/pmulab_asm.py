@@ -335,7 +335,8 @@ def split_line(line):
 
 def quote(a):
     """A word for a pmulab command line (the inverse of split_line)."""
-    if a == "" or any(c in a for c in " \t\"#\\"):
+    # A lone backslash is literal to pmulab; only \\ and \" are escapes.
+    if a == "" or any(c in a for c in " \t\"#") or "\\\\" in a or a.endswith("\\"):
         return '"' + a.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return a
 

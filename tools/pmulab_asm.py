@@ -213,7 +213,12 @@ def _assemble(text, att):
                 where = f"statement {i + 1} '{stmts[i]}'" if i is not None else f"line {line - first_line + 1}"
                 more = f" (and {len(errors) - 1} more errors)" if len(errors) > 1 else ""
                 raise AsmError(f"{where}: {msg} ({kind}){more}")
-            first = (stderr.strip().splitlines() or [f"exit status {rc}"])[0]
+            msgs = [re.sub(r"^.*?\b(error|Error): ", "", l).strip() for l in stderr.splitlines()
+                    if re.search(r"\b(error|Error): ", l)]
+            if any("Undefined temporary symbol" in m or "fb label" in m for m in msgs):
+                raise AsmError("a local label is used but not defined in the snippet (e.g. 'jmp 1f' "
+                               f"without a '1:' after it) ({kind}: {msgs[0]})")
+            first = msgs[0] if msgs else (stderr.strip().splitlines() or [f"exit status {rc}"])[0]
             raise AsmError(f"{kind} failed: {first}")
         with open(obj, "rb") as f:
             data = f.read()

@@ -154,6 +154,14 @@ def test_asm_rejects_code_that_is_not_position_independent():
     assert _err("mov rax, [rip + elsewhere]") == f"--asm: statement 1 'mov rax, [rip + elsewhere]': {reloc}"
     assert _err("mov rax, offset x; x: nop") == f"--asm: statement 1 'mov rax, offset x': {reloc}"
     assert _err("jmp outside") == f"--asm: statement 1 'jmp outside': {reloc}"
+    assert _err("jmp 1f; nop") == ("--asm: a local label is used but not defined in the snippet (e.g. 'jmp 1f' "
+                                   "without a '1:' after it) (llvm-mc: Undefined temporary symbol .Ltmp0)")
+    old = _with_assembler("as")
+    try:
+        assert _err("jmp 1f; nop").startswith("--asm: a local label is used but not defined in the snippet")
+        assert _err("nop; call foo") == f"--asm: statement 2 'call foo': {reloc}"
+    finally:
+        _restore(old)
     for d in (".align 16", ".p2align 4", ".data", ".section .rodata", ".org 10", ".globl x"):
         msg = _err(f"nop; {d}")
         assert msg.startswith(f"--asm: statement 2 '{d}': directive {d.split()[0]} is not allowed"), msg

@@ -54,7 +54,7 @@ DATA_DIRECTIVES = {".byte", ".2byte", ".short", ".word", ".hword", ".value", ".l
 # The asm options and the code options they become.
 ASM_OPTIONS = {"--asm": "--code", "--asm-init": "--init", "--asm-late-init": "--late-init",
                "--asm-one-time-init": "--one-time-init"}
-NAME_MAX = 64
+NAME_MAX = 63  # pmulab keeps labels of 1..63 characters (measure.h: char name[64])
 STMT_SYM = "__pmulab_stmt_"
 
 

@@ -180,7 +180,7 @@ def test_asm_rewrite_argv():
         ["run", "--code", "4801d8", "--name", "addq %rbx, %rax"]
     long_text = "; ".join(["add rax, rbx"] * 20)
     name = rw(["run", "--asm", long_text])[-1]
-    assert len(name) == 64 and name.endswith("...") and name.startswith("add rax, rbx; add rax, rbx"), name
+    assert len(name) == 63 and name.endswith("...") and name.startswith("add rax, rbx; add rax, rbx"), name
     assert rw(["run", "--asm", "mov rax, 1 # one\nnop"])[-1] == "mov rax, 1 one; nop"
     for argv, msg in [(["run", "--asm"], "--asm: needs the assembly text (e.g. --asm \"add rax, rbx\")"),
                       (["run", "--att", "--bench", "nop"], "--att: applies to --asm, --asm-init, --asm-late-init, "

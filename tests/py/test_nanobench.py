@@ -52,9 +52,9 @@ def test_nanobench_option_mapping():
          ["run", *add, "--events", "tsc", "--cpu", "2", *DEFAULTS, "--initial-warmup", "3", "--align-offset", "5",
           "--basic", "--no-mem", "--drain-frontend", *name]),
         (["-asm", "add rax, rbx", "-fixed_counters"],
-         ["run", *add, "--events", "FIXED_CTR0,FIXED_CTR1,FIXED_CTR2", *DEFAULTS, *name]),
+         ["run", *add, "--events", "instructions,cycles,ref-cycles", *DEFAULTS, *name]),
         (["-asm", "add rax, rbx", "--events", "tsc", "-fixed_counters"],
-         ["run", *add, "--events", "tsc,FIXED_CTR0,FIXED_CTR1,FIXED_CTR2", *DEFAULTS, *name]),
+         ["run", *add, "--events", "tsc,instructions,cycles,ref-cycles", *DEFAULTS, *name]),
         (["-asm", "imul rax, rbx", "-asm_init", "mov rax, 1", "-asm_late_init", "nop",
           "-asm_one_time_init", "xor eax, eax"],
          ["run", "--code", "480fafc3", "--init", "48c7c001000000", "--late-init", "90", "--one-time-init", "31c0",
@@ -158,8 +158,9 @@ def test_nanobench_output_format():
     assert f([RESULT], {"range": True}) == ["TSC: 128.50 [127.98;131.03]"]
     assert f([RESULT], {"no_normalization": True}) == ["TSC: 12850.00"]
     fixed = [dict(RESULT, event=e, fraction=[n, 1]) for e, n in
-             (("FIXED_CTR0", 1), ("FIXED_CTR1", 3), ("FIXED_CTR2", 2))]
-    assert f(fixed, {}) == ["Instructions retired: 1.00", "Core cycles: 3.00", "Reference cycles: 2.00"]
+             (("instructions", 1), ("cycles", 3), ("ref-cycles", 2), ("FIXED_CTR0", 4), ("CPU_CLK_UNHALTED.THREAD", 5))]
+    assert f(fixed, {}) == ["Instructions retired: 1.00", "Core cycles: 3.00", "Reference cycles: 2.00",
+                            "Instructions retired: 4.00", "Core cycles: 5.00"]
     names = {"0E.01": "UOPS_ISSUED.ANY", "UOPS_ISSUED.ANY": "UOPS_ISSUED.ANY"}
     assert f([dict(RESULT, event="0E.01", fraction=[-1, 3])], {}, names) == ["UOPS_ISSUED.ANY: -0.33"]
     assert f([{"type": "meta"}, {"type": "warning", "message": "x"}, RESULT], {}) == ["TSC: 128.50"]

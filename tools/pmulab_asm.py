@@ -400,8 +400,11 @@ def main(argv):
                 new = rewrite_campaign(data, src)
             except UnicodeDecodeError as e:
                 raise AsmError(f"{src}: not UTF-8 text ({e.reason} at byte {e.start})")
-            with open(dst, "wb") as f:
-                f.write(new)
+            try:
+                with open(dst, "wb") as f:
+                    f.write(new)
+            except OSError as e:
+                raise AsmError(f"{dst}: cannot write: {e.strerror}")
             return 0
         if args.text is None:
             ap.error("give the assembly text or --campaign IN OUT")

@@ -137,7 +137,10 @@ EVENTS ?= tests/data/events
 EVENT_FILES = $(sort $(wildcard $(EVENTS)/*.evt))
 image: $(BUILD)/pmulab.img
 $(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh $(EVENT_FILES) $(BUILD)/host/pmulab-check FORCE
-	@$(BUILD)/host/pmulab-check $(CONFIG) || { echo "make image: $(CONFIG) has errors (pmulab would run none of it)" >&2; exit 2; }
+	@python3 tools/pmulab_asm.py --campaign $(CONFIG) $(BUILD)/image-check.cfg  # --asm assembled, line for line
+	@$(BUILD)/host/pmulab-check $(BUILD)/image-check.cfg 2> $(BUILD)/image-check.err || { \
+		sed 's|$(BUILD)/image-check.cfg|$(CONFIG)|' $(BUILD)/image-check.err >&2; \
+		echo "make image: $(CONFIG) has errors (pmulab would run none of it)" >&2; exit 2; }
 	tools/mkimage.sh $@ $(IMAGE_EFI) $(CONFIG) $(foreach f,$(EVENT_FILES),$(f)=::/pmulab/events/$(notdir $(f)))
 	@echo "built $@ (config $(CONFIG), $(words $(EVENT_FILES)) event files from $(EVENTS))"
 

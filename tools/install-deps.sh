@@ -20,6 +20,7 @@ needs=(
   "/usr/lib/clang:libclang-rt-dev"
   "/usr/lib/python3/dist-packages/matplotlib:python3-matplotlib"
   "clang-format:clang-format"
+  "llvm-mc:llvm"
 )
 missing=()
 for n in "${needs[@]}"; do

@@ -8,6 +8,11 @@ noise and terminal escapes. The stream ends with a marker line
 "@@pmulab-exit N@@" carrying pmulab's exit status, which this script strips
 and returns as its own.
 
+--asm TEXT, --asm-init, --asm-late-init, --asm-one-time-init (and --att) in pmulab's
+command line or in the --config campaign are assembled here (tools/pmulab_asm.py) into
+--code/--init/--late-init/--one-time-init HEX before the boot; bad assembly exits with
+status 2 naming the statement, without booting.
+
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal),
 or 124 timeout, 125 QEMU/firmware failure (pmulab never reported a status),
 126 bad arguments to this script (also: --keep DIR in use by another run),
@@ -33,6 +38,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmulab_asm  # noqa: E402
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVMF_CODE_CANDIDATES = ["/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_CODE.fd"]
 OVMF_VARS_CANDIDATES = ["/usr/share/OVMF/OVMF_VARS_4M.fd", "/usr/share/OVMF/OVMF_VARS.fd"]
@@ -49,6 +57,7 @@ KVM_FAILURE_PATTERNS = [
     "KVM is not supported",
 ]
 
+EXIT_USAGE = 2  # pmulab's own usage status: bad --asm text in the command line or campaign
 EXIT_TIMEOUT = 124
 EXIT_QEMU = 125
 EXIT_ARGS = 126
@@ -126,8 +135,10 @@ def parse_args(argv):
     p = ArgParser(
         prog="run-qemu.sh",
         description="Build (if needed) and boot pmulab under QEMU + OVMF. "
-        "Everything after -- is pmulab's command line.",
-        epilog="Exit status: pmulab's own (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal); "
+        "Everything after -- is pmulab's command line; its --asm TEXT, --asm-init, --asm-late-init, "
+        "--asm-one-time-init (Intel syntax; --att for AT&T) are assembled into --code HEX first.",
+        epilog="Exit status: pmulab's own (0 ok, 1 failed, 2 usage (also: --asm text that does not "
+        "assemble), 3 unsupported, 4 internal); "
         "124 timeout; 125 QEMU or firmware failure; 126 bad arguments (or --keep DIR in use); "
         "127 missing dependency; 128+N stopped by signal N.",
     )
@@ -191,6 +202,14 @@ def parse_args(argv):
             args.config_bytes.decode("utf-8")
         except UnicodeDecodeError as e:
             bad(f"--config {args.config}: not UTF-8 text ({e.reason} at byte {e.start})")
+    # --asm TEXT (and --asm-init ..., --att) become --code HEX before any boot; bad code
+    # is the user's pmulab command line that is wrong: pmulab's usage status, 2.
+    try:
+        app = pmulab_asm.rewrite_argv(app)
+        if args.config_bytes is not None:
+            args.config_bytes = pmulab_asm.rewrite_campaign(args.config_bytes, args.config)
+    except pmulab_asm.AsmError as e:
+        raise Exit(EXIT_USAGE, f"error: {e}")
     if args.image and not os.path.isfile(args.image):
         bad(f"--image {args.image}: no such file")
     if args.keep and os.path.exists(args.keep) and not os.path.isdir(args.keep):

@@ -1,0 +1,180 @@
+"""tools/pmulab-nanobench on the host: nanoBench.sh options -> pmulab run (table-driven,
+with nanoBench's defaults), unique-prefix abbreviations, bad options (status 2, one
+clear line), campaign lines, and nanoBench's output form from recorded pmulab JSON."""
+
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+
+from pmulab_test import ROOT, data_path
+
+TOOL = os.path.join(ROOT, "tools", "pmulab-nanobench")
+_loader = importlib.machinery.SourceFileLoader("pmulab_nanobench", TOOL)
+_spec = importlib.util.spec_from_loader("pmulab_nanobench", _loader)
+nbt = importlib.util.module_from_spec(_spec)
+_loader.exec_module(nbt)
+
+DEFAULTS = ["--unroll", "1000", "--loop", "1", "--reps", "10", "--warmup", "5", "--agg", "trimmed"]
+
+
+def _tool(*args, timeout=60):
+    p = subprocess.run([TOOL, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    return p
+
+
+def _dry(*args):
+    p = _tool("--dry-run", *args)
+    assert p.returncode == 0 and p.stderr == "", (args, p)
+    return nbt.pmulab_asm.split_line(p.stdout.strip())
+
+
+def test_nanobench_option_mapping():
+    add = ["--code", "4801d8"]
+    name = ["--name", "add rax, rbx"]
+    table = [
+        # nanoBench command line -> pmulab run words
+        (["-asm", "add rax, rbx"], ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "-unroll_count", "100", "-loop_count", "10", "-n_measurements", "7",
+          "-warm_up_count", "0"],
+         ["run", *add, "--events", "tsc", "--unroll", "100", "--loop", "10", "--reps", "7", "--warmup", "0",
+          "--agg", "trimmed", *name]),
+        (["-asm", "add rax, rbx", "-loop_count", "0"], ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "-loop_count", "1"], ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "-median"], ["run", *add, "--events", "tsc", *DEFAULTS[:-1], "median", *name]),
+        (["-asm", "add rax, rbx", "-min"], ["run", *add, "--events", "tsc", *DEFAULTS[:-1], "min", *name]),
+        (["-asm", "add rax, rbx", "-max"], ["run", *add, "--events", "tsc", *DEFAULTS[:-1], "max", *name]),
+        (["-asm", "add rax, rbx", "-avg"], ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "-basic_mode", "-no_mem", "-df", "-cpu", "2", "-alignment_offset", "5",
+          "-initial_warm_up_count", "3"],
+         ["run", *add, "--events", "tsc", "--cpu", "2", *DEFAULTS, "--initial-warmup", "3", "--align-offset", "5",
+          "--basic", "--no-mem", "--drain-frontend", *name]),
+        (["-asm", "add rax, rbx", "-fixed_counters"],
+         ["run", *add, "--events", "instructions,cycles,ref-cycles", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "--events", "tsc", "-fixed_counters"],
+         ["run", *add, "--events", "tsc,instructions,cycles,ref-cycles", *DEFAULTS, *name]),
+        (["-asm", "imul rax, rbx", "-asm_init", "mov rax, 1", "-asm_late_init", "nop",
+          "-asm_one_time_init", "xor eax, eax"],
+         ["run", "--code", "480fafc3", "--init", "48c7c001000000", "--late-init", "90", "--one-time-init", "31c0",
+          "--events", "tsc", *DEFAULTS, "--name", "imul rax, rbx"]),
+        # -usr/-os/-verbose/-range/-no_normalization change nothing on the target.
+        (["-asm", "add rax, rbx", "-usr", "1", "-os", "1", "-range", "-no_normalization"],
+         ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        # One or two dashes, '=' or a separate word, numbers in hex.
+        (["--asm=add rax, rbx", "-unroll_count=0x10"],
+         ["run", *add, "--events", "tsc", "--unroll", "16", *DEFAULTS[2:], *name]),
+    ]
+    for args, want in table:
+        assert _dry(*args) == want, (args, _dry(*args))
+
+
+def test_nanobench_code_files_and_config():
+    with tempfile.TemporaryDirectory() as td:
+        code = os.path.join(td, "chain.bin")
+        with open(code, "wb") as f:
+            f.write(bytes.fromhex("480fafc3"))
+        init = os.path.join(td, "init.bin")
+        with open(init, "wb") as f:
+            f.write(bytes.fromhex("31c0"))
+        cfg = os.path.join(td, "cfg_Skylake.txt")
+        with open(cfg, "w") as f:
+            f.write("# nanoBench config\n0E.01 UOPS_ISSUED.ANY\nA3.04.CMSK=4 CYCLE_ACTIVITY.STALLS_TOTAL\n")
+        assert _dry("-code", code, "-code_init", init, "-config", cfg) == [
+            "run", "--code", "480fafc3", "--init", "31c0", "--name", "chain.bin",
+            "--events-file", "\\pmulab\\nanobench\\cfg_Skylake.txt", *DEFAULTS]
+        assert _dry("-code", code, "-config", cfg, "--events", "tsc") == [
+            "run", "--code", "480fafc3", "--name", "chain.bin", "--events", "tsc",
+            "--events-file", "\\pmulab\\nanobench\\cfg_Skylake.txt", *DEFAULTS]
+        assert nbt.config_names(cfg)["0E.01"] == "UOPS_ISSUED.ANY"
+        # A campaign line for a stick, with the original command as a comment.
+        camp = os.path.join(td, "stick.cfg")
+        p = _tool("--campaign", camp, "-asm", "add rax, rbx", "-config", cfg)
+        assert p.returncode == 0, p
+        with open(camp) as f:
+            assert f.read().splitlines() == [
+                f"# pmulab-nanobench -asm \"add rax, rbx\" -config {cfg}",
+                "run --code 4801d8 --events-file \\pmulab\\nanobench\\cfg_Skylake.txt " + " ".join(DEFAULTS)
+                + " --name \"add rax, rbx\""]
+        assert f"put {cfg} on the stick as \\pmulab\\nanobench\\cfg_Skylake.txt" in p.stderr, p.stderr
+
+
+def test_nanobench_abbreviations():
+    full = _dry("-asm", "add rax, rbx", "-loop_count", "10", "-unroll_count", "50", "-warm_up_count", "2",
+                "-basic_mode", "-median")
+    assert _dry("-asm", "add rax, rbx", "-l", "10", "-un", "50", "-w", "2", "-b", "-med") == full
+    assert _dry("-asm", "add rax, rbx", "-loop", "10", "-unroll", "50", "-warm", "2", "-basic", "-me") == full
+    # An exact name wins over the longer names it prefixes (-asm vs -asm_init, -min vs ...).
+    assert _dry("-asm", "nop", "-asm_i", "xor eax, eax", "-min")[1:5] == ["--code", "90", "--init", "31c0"]
+
+
+def test_nanobench_bad_options_exit_2_with_one_line():
+    with tempfile.TemporaryDirectory() as td:
+        missing = os.path.join(td, "missing.bin")
+        empty = os.path.join(td, "empty.bin")
+        open(empty, "wb").close()
+        cases = [
+            (["-asm", "nop", "-a", "1"], "option '-a' is ambiguous; possibilities: -alignment_offset -asm -asm_init "
+                                         "-asm_late_init -asm_one_time_init -avg"),
+            (["-as", "nop"], "option '-as' is ambiguous; possibilities: -asm -asm_init -asm_late_init "
+                             "-asm_one_time_init"),
+            (["-asm", "nop", "-m"], "option '-m' is ambiguous; possibilities: -max -median -min"),
+            (["-asm", "nop", "-n", "3"], "option '-n' is ambiguous; possibilities: -n_measurements -no_mem "
+                                         "-no_normalization"),
+            (["-asm", "nop", "-bogus"], "unrecognized option '-bogus' (nanoBench options: see --help)"),
+            (["-asm", "nop", "stray"], "unexpected argument 'stray' (nanoBench options start with '-')"),
+            (["-asm", "nop", "-unroll_count"], "-unroll_count needs a value"),
+            (["-asm", "nop", "-unroll_count", "many"], "-unroll_count: 'many' is not a number"),
+            (["-asm", "nop", "-loop_count", "-3"], "-loop_count: '-3' must not be negative"),
+            (["-asm", "nop", "-basic_mode=1"], "-basic_mode takes no value"),
+            (["-asm", "nop", "-median", "-min"], "give at most one of -avg, -median, -min, -max"),
+            (["-asm", "nop", "-usr", "2"], "-usr: '2' must be 0 or 1"),
+            (["-unroll_count", "10"], "give the code to measure: -asm \"TEXT\" or -code FILE"),
+            (["-asm", "nop", "-code", empty], "-asm and -code give the same code twice; use one of them"),
+            (["-code", missing], f"-code {missing}: cannot read: No such file or directory"),
+            (["-code", empty], f"-code {empty}: the file is empty"),
+            (["-asm", "nop", "-config", missing], f"-config {missing}: cannot read: No such file or directory"),
+            (["-asm", "add rax, rbx; foo"], "-asm: statement 2 'foo': invalid instruction mnemonic 'foo' (llvm-mc)"),
+            (["-asm", "nop", "-asm_late_init", "call x"],
+             "-asm_late_init: statement 1 'call x': refers to a symbol or address outside the snippet (needs a "
+             "relocation); user code must be position-independent: use labels inside the code, registers (R14, "
+             "RDI, RSI, RBP point to scratch memory) or immediates"),
+            (["-asm", "nop", "--icount"], "--icount needs a value"),
+            (["-asm", "nop", "--dry-run=1"], "--dry-run takes no value"),
+        ]
+        for args, msg in cases:
+            p = _tool(*args)
+            assert (p.returncode, p.stdout, p.stderr) == (2, "", f"pmulab-nanobench: error: {msg}\n"), (args, p)
+
+
+RESULT = {"type": "result", "cpu": 0, "event": "tsc", "iterations": 100, "fraction": [257, 2],
+          "per_iteration": 128.50, "min": 127.98, "median": 128.50, "avg": 128.50, "trimmed": 128.50, "max": 131.03}
+
+
+def test_nanobench_output_format():
+    f = nbt.format_results
+    assert f([RESULT], {}) == ["TSC: 128.50"]
+    assert f([RESULT], {"range": True}) == ["TSC: 128.50 [127.98;131.03]"]
+    assert f([RESULT], {"no_normalization": True}) == ["TSC: 12850.00"]
+    fixed = [dict(RESULT, event=e, fraction=[n, 1]) for e, n in
+             (("instructions", 1), ("cycles", 3), ("ref-cycles", 2), ("FIXED_CTR0", 4), ("CPU_CLK_UNHALTED.THREAD", 5))]
+    assert f(fixed, {}) == ["Instructions retired: 1.00", "Core cycles: 3.00", "Reference cycles: 2.00",
+                            "Instructions retired: 4.00", "Core cycles: 5.00"]
+    names = {"0E.01": "UOPS_ISSUED.ANY", "UOPS_ISSUED.ANY": "UOPS_ISSUED.ANY"}
+    assert f([dict(RESULT, event="0E.01", fraction=[-1, 3])], {}, names) == ["UOPS_ISSUED.ANY: -0.33"]
+    assert f([{"type": "meta"}, {"type": "warning", "message": "x"}, RESULT], {}) == ["TSC: 128.50"]
+    assert nbt.diagnostics([{"type": "error", "message": "CPU 1: #UD"}]) == \
+        ["pmulab-nanobench: pmulab error: CPU 1: #UD"]
+
+
+def test_nanobench_parses_recorded_pmulab_json():
+    # Recorded from ./run-qemu.sh --icount 7 --smp 2 --json -- run --bench nop,add_chain --events tsc
+    # --unroll 10 --reps 10 --warmup 5 --agg trimmed --cpu all (one record per kernel x CPU).
+    rec = data_path("nanobench", "builtin.jsonl")
+    p = _tool("--parse", rec)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "TSC: 128.00\n" * 4, ""), p
+    p = _tool("--parse", rec, "-range")
+    assert p.stdout == "TSC: 128.00 [128.00;128.00]\n" * 4, p
+    p = _tool("--parse", rec, "-no_norm")
+    assert p.stdout == "TSC: 1280.00\n" * 4, p

@@ -7,11 +7,31 @@
 namespace pmulab {
 
 const char kRunHelp[] =
-    "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
+    "usage: pmulab run --code HEX|--code-file PATH [--init HEX|--init-file PATH]\n"
+    "                  [--late-init HEX|--late-init-file PATH] [--one-time-init HEX|--one-time-init-file PATH]\n"
+    "                  [--name LABEL] [--r14-size BYTES] [options below]\n"
+    "       pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
     "                  [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] [--warmup W]\n"
     "                  [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
+    "                  [--align-offset N] [--initial-warmup N] [--drain-frontend]\n"
+    "\n"
+    "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
+    "the register contract: R14, RDI, RSI, RBP point into the middle of scratch areas, RSP to\n"
+    "a private stack, R15 is the loop counter with --loop > 1) or built-in kernels.\n"
+    "  --code HEX        the body, e.g. 4801d8 (add rax, rbx); --code-file P: raw bytes from\n"
+    "                    the boot volume, e.g. \\pmulab\\code\\chain.bin\n"
+    "  --init HEX        run before every run, not measured (--init-file P)\n"
+    "  --late-init HEX   right before the copies, after the first read (--late-init-file P)\n"
+    "  --one-time-init H once per CPU before the first run (--one-time-init-file P)\n"
+    "  --name LABEL      the code's name in the records (default 'code')\n"
+    "  --r14-size BYTES  R14's scratch area (default 1M, 4K..1G, physically contiguous)\n"
+    "  --align-offset N  first copy at N bytes past a 64-byte boundary (0..63)\n"
+    "  --initial-warmup N  runs before everything else, discarded (default 0)\n"
+    "  --drain-frontend  128 15-byte NOPs after late-init (nanoBench -df)\n"
+    "Faults in the code (#UD, #DE, #GP, #PF, ...) are reported with the vector and where\n"
+    "they happened; the command goes on with the next CPU.\n"
     "\n"
     "Measures built-in kernels ('pmulab bench list') nanoBench-style: the kernel body is\n"
     "copied U and 2U times into generated code between serialised counter reads, run W\n"
@@ -102,6 +122,13 @@ Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
     return ok_status();
 }
 
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 void put_size(StrBuf& b, u64 bytes) {
     if (bytes && bytes % (u64(1) << 30) == 0) b.printf("%lluG", (unsigned long long)(bytes >> 30));
     else if (bytes && bytes % (u64(1) << 20) == 0) b.printf("%lluM", (unsigned long long)(bytes >> 20));
@@ -110,6 +137,47 @@ void put_size(StrBuf& b, u64 bytes) {
 }
 
 }  // namespace
+
+Vec<u8>& user_block(UserCode& u, unsigned i) {
+    switch (i) {
+        case 1: return u.init;
+        case 2: return u.late_init;
+        case 3: return u.one_time_init;
+        default: return u.body;
+    }
+}
+
+Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out) {
+    out->clear();
+    StrView s(hex ? hex : "");
+    usize i = 0;
+    if (s.len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) i = 2;
+    int hi = -1;
+    for (; i < s.len; ++i) {
+        char c = s[i];
+        if (c == ' ' || c == '_' || c == ':') continue;
+        int d = hex_digit(c);
+        if (d < 0)
+            return Error::make(Errc::invalid_argument,
+                               "%s: '%c' at position %u is not a hex digit (machine code as hex bytes, e.g. 4801d8 "
+                               "for add rax, rbx)",
+                               opt, c, unsigned(i + 1));
+        if (hi < 0) {
+            hi = d;
+            continue;
+        }
+        if (out->size() >= kUserCodeMax)
+            return Error::make(Errc::invalid_argument, "%s: more than %u bytes of code (at most %u per block)", opt,
+                               unsigned(kUserCodeMax), unsigned(kUserCodeMax));
+        out->push(u8(hi << 4 | d));
+        hi = -1;
+    }
+    if (hi >= 0)
+        return Error::make(Errc::invalid_argument, "%s: an odd number of hex digits (two per byte, e.g. 4801d8)", opt);
+    if (out->empty())
+        return Error::make(Errc::invalid_argument, "%s: empty code (give at least one byte, e.g. 90)", opt);
+    return ok_status();
+}
 
 Status parse_run_options(Args& args, RunOptions* o) {
     const char* bench = nullptr;
@@ -126,7 +194,53 @@ Status parse_run_options(Args& args, RunOptions* o) {
             return ok_status();
         };
         u64 tmp = 0;
-        if (args.option("--bench", &v, &err)) {
+        static const char* const kHexOpt[4] = {"--code", "--init", "--late-init", "--one-time-init"};
+        static const char* const kFileOpt[4] = {"--code-file", "--init-file", "--late-init-file",
+                                                "--one-time-init-file"};
+        bool code_opt = false;
+        for (unsigned i = 0; i < 4 && !code_opt; ++i) {
+            if (args.option(kHexOpt[i], &v, &err)) {
+                PMULAB_TRY(err);
+                if (o->code_file[i])
+                    return Error::make(Errc::invalid_argument, "%s and %s cannot be combined", kHexOpt[i], kFileOpt[i]);
+                PMULAB_TRY(parse_code_hex(kHexOpt[i], v, &user_block(o->user, i)));
+                code_opt = true;
+            } else if (args.option(kFileOpt[i], &v, &err)) {
+                PMULAB_TRY(err);
+                if (!v[0])
+                    return Error::make(Errc::invalid_argument, "%s needs a path, e.g. \\pmulab\\code\\chain.bin",
+                                       kFileOpt[i]);
+                if (!user_block(o->user, i).empty())
+                    return Error::make(Errc::invalid_argument, "%s and %s cannot be combined", kHexOpt[i], kFileOpt[i]);
+                o->code_file[i] = v;
+                code_opt = true;
+            }
+            if (code_opt) o->has_user = true;
+        }
+        if (code_opt) {
+        } else if (args.option("--name", &v, &err)) {
+            PMULAB_TRY(err);
+            if (!v[0] || str_len(v) >= sizeof o->user.name)
+                return Error::make(Errc::invalid_argument, "--name: a label of 1..%u characters",
+                                   unsigned(sizeof o->user.name - 1));
+            str_copy(o->user.name, sizeof o->user.name, v);
+        } else if (args.option("--r14-size", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--r14-size", 4096, kR14Max, &o->cfg.r14_size, true));
+            if (o->cfg.r14_size % 4096)
+                return Error::make(Errc::invalid_argument, "--r14-size: %llu is not a multiple of 4K",
+                                   (unsigned long long)o->cfg.r14_size);
+        } else if (args.option("--align-offset", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--align-offset", 0, 63, &tmp));
+            o->cfg.align_offset = u32(tmp);
+        } else if (args.option("--initial-warmup", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--initial-warmup", 0, kWarmupMax, &tmp));
+            o->cfg.initial_warmup = u32(tmp);
+        } else if (args.flag("--drain-frontend")) {
+            o->cfg.drain_frontend = true;
+        } else if (args.option("--bench", &v, &err)) {
             PMULAB_TRY(err);
             bench = v;
         } else if (args.option("--events", &v, &err)) {
@@ -195,7 +309,30 @@ Status parse_run_options(Args& args, RunOptions* o) {
 
     StrBuf names;
     put_kernel_names(names);
-    if (!bench) return Error::make(Errc::invalid_argument, "run: --bench is required; kernels: %s", names.c_str());
+    if (o->has_user) {
+        if (bench) return Error::make(Errc::invalid_argument, "run: --code and --bench cannot be combined");
+        if (sizes)
+            return Error::make(Errc::invalid_argument, "--size is for the built-in kernels; user code has R14's "
+                                                       "area (--r14-size)");
+        if (o->user.body.empty() && !o->code_file[0])
+            return Error::make(Errc::invalid_argument,
+                               "run: the init blocks need a body: --code HEX or --code-file PATH");
+        if (!o->user.name[0]) str_copy(o->user.name, sizeof o->user.name, "code");
+        o->cfg.benches.clear();
+        BenchInstance& b = o->cfg.benches.emplace();
+        b.user = &o->user;
+        PMULAB_TRY(split_list("--events", events, &o->events));
+        if (o->events_file && !events_given) {
+            o->events.clear();
+            o->events_arg = nullptr;
+        }
+        return ok_status();
+    }
+    if (o->user.name[0])
+        return Error::make(Errc::invalid_argument, "--name labels user code (--code); kernels have names");
+    if (!bench)
+        return Error::make(Errc::invalid_argument, "run: --code HEX or --bench NAME is required; kernels: %s",
+                           names.c_str());
 
     // --size list
     o->sizes.clear();
@@ -270,13 +407,26 @@ Status parse_run_options(Args& args, RunOptions* o) {
 }
 
 void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
-    const KernelInfo& k = *r.bench->kernel;
+    const KernelInfo* k = r.bench->kernel;
+    const UserCode* u = r.bench->user;
     const MeasureConfig& c = o.cfg;
     JsonWriter w(*line);
     w.begin_object().field("type", "result");
     w.field_u("cpu", r.cpu).field_u("apic_id", r.apic_id);
-    w.field("bench", k.name);
-    if (k.buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
+    w.field("bench", bench_name(*r.bench));
+    if (k && k->buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
+    if (u) {
+        char hash[24];
+        format_to(hash, sizeof hash, "%016llx", (unsigned long long)u->hash);
+        w.field("code", u->name).field_u("code_bytes", u->body.size()).field("code_fnv1a64", hash);
+        if (!u->init.empty()) w.field_u("init_bytes", u->init.size());
+        if (!u->late_init.empty()) w.field_u("late_init_bytes", u->late_init.size());
+        if (!u->one_time_init.empty()) w.field_u("one_time_init_bytes", u->one_time_init.size());
+        w.field_u("r14", r.r14).field_u("r14_size", c.r14_size);
+        if (c.align_offset) w.field_u("align_offset", c.align_offset);
+        if (c.drain_frontend) w.field_b("drain_frontend", true);
+        if (c.initial_warmup) w.field_u("initial_warmup", c.initial_warmup);
+    }
     w.field("event", r.read->event).field("counter", r.read->counter);
     if (r.read->kind != CounterAccess::rdtsc)
         w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
@@ -285,7 +435,7 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);
     w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
     w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
-    w.field_u("instructions_per_iteration", k.instructions);
+    if (k) w.field_u("instructions_per_iteration", k->instructions);
     w.field_u("iterations", r.iterations);
     Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
     w.key("per_iteration").fixed(pi.num, pi.den, o.decimals);
@@ -321,12 +471,12 @@ void result_table_header(const RunOptions& o, StrBuf* b) {
 }
 
 void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
-    const KernelInfo& k = *r.bench->kernel;
+    const KernelInfo* k = r.bench->kernel;
     StrBuf size;
-    if (k.buffer != KernelBuffer::none) put_size(size, r.bench->size);
+    if (k && k->buffer != KernelBuffer::none) put_size(size, r.bench->size);
     else size.put('-');
-    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", k.name, size.c_str(), r.read->event, r.read->counter, r.cpu,
-              (unsigned long long)r.apic_id, r.run);
+    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", bench_name(*r.bench), size.c_str(), r.read->event, r.read->counter,
+              r.cpu, (unsigned long long)r.apic_id, r.run);
     Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)], r.per_iter[unsigned(Agg::median)],
                     r.per_iter[unsigned(Agg::max)]};
     for (Frac f : cols) {
@@ -360,19 +510,19 @@ public:
             StrBuf line;
             JsonWriter w(line);
             w.begin_object().field("type", "progress").field_u("done", done).field_u("total", total);
-            w.field("bench", b.kernel->name);
-            if (b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
+            w.field("bench", bench_name(b));
+            if (b.kernel && b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
             w.field_u("cpu", cpu).field_u("run", run).end_object();
             line.put('\n');
             out_.platform().write(line.view());
         } else {
             StrBuf size;
-            if (b.kernel->buffer != KernelBuffer::none) {
+            if (b.kernel && b.kernel->buffer != KernelBuffer::none) {
                 size.put(StrView(" ("));
                 put_size(size, b.size);
                 size.put(')');
             }
-            out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, b.kernel->name,
+            out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, bench_name(b),
                       size.c_str(), cpu, run);
         }
     }
@@ -528,9 +678,46 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
 
 }  // namespace
 
+namespace {
+
+// Reads the --*-file blocks from the boot volume and names the code.
+Status load_user_code(Out& out, RunOptions& o) {
+    static const char* const kFileOpt[4] = {"--code-file", "--init-file", "--late-init-file", "--one-time-init-file"};
+    for (unsigned i = 0; i < 4; ++i) {
+        if (!o.code_file[i]) continue;
+        FileSource* fs = out.platform().files();
+        if (!fs) return Error::make(Errc::invalid_argument, "%s: this platform has no boot volume", kFileOpt[i]);
+        Result<Vec<char>> r = fs->read(o.code_file[i], kUserCodeMax + 1);
+        if (!r.ok())
+            return Error::make(Errc::invalid_argument, "%s %s: %s", kFileOpt[i], o.code_file[i], r.error().msg);
+        const Vec<char>& d = r.value();
+        if (d.empty())
+            return Error::make(Errc::invalid_argument, "%s %s: the file is empty", kFileOpt[i], o.code_file[i]);
+        if (d.size() > kUserCodeMax)
+            return Error::make(Errc::invalid_argument, "%s %s: more than %u bytes of code", kFileOpt[i], o.code_file[i],
+                               unsigned(kUserCodeMax));
+        Vec<u8>& blk = user_block(o.user, i);
+        for (char c : d) blk.push(u8(c));
+    }
+    o.user.hash = fnv1a64(o.user.body.data(), o.user.body.size());
+    StrBuf head;
+    head.printf("pmulab run: code '%s': %u bytes, FNV-1a 64 %016llx", o.user.name, unsigned(o.user.body.size()),
+                (unsigned long long)o.user.hash);
+    const Vec<u8>* blocks[3] = {&o.user.init, &o.user.late_init, &o.user.one_time_init};
+    static const char* const kBlock[3] = {"init", "late-init", "one-time-init"};
+    for (unsigned i = 0; i < 3; ++i)
+        if (!blocks[i]->empty()) head.printf(", %s %u bytes", kBlock[i], unsigned(blocks[i]->size()));
+    head.put('\n');
+    out.text_buf(head);
+    return ok_status();
+}
+
+}  // namespace
+
 Status cmd_run(Out& out, Args& args) {
     RunOptions o;
     PMULAB_TRY(parse_run_options(args, &o));
+    if (o.has_user) PMULAB_TRY(load_user_code(out, o));
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
         if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");

@@ -212,7 +212,16 @@ void EfiMeasure::serialize() {
 
 void EfiMeasure::execute(const Region& region, RegionFrame* frame) {
     auto fn = reinterpret_cast<void (*)(RegionFrame*)>(const_cast<void*>(region.code));
+    generated_code_enter(region.code, region.code_size, region.exit_offset);
     fn(frame);
+    u64 f[4];
+    if (generated_code_leave(f)) {
+        frame->faulted = 1;
+        frame->fault_vector = f[0];
+        frame->fault_rip = f[1];
+        frame->fault_error = f[2];
+        frame->fault_cr2 = f[3];
+    }
     asm volatile("" ::: "memory");
 }
 

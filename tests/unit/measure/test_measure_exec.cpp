@@ -346,3 +346,43 @@ TEST(MeasureExec, RunCommandEndToEndOnTheHost) {
     for (size_t pos = 0; (pos = p.out.find("{\"type\":\"result\"", pos)) != std::string::npos; ++pos) ++lines;
     EXPECT_EQ(lines, 11u) << p.out;
 }
+
+TEST(MeasureExec, InitBlocksSetTheBodysRegistersAcrossTheReads) {
+    // init: mov $7, %rbx; late-init: add $1, %rbx; body: mov %rbx, (%r14); add $8, %r14;
+    // push %rbx; pop %rax (on the frame's private stack). CPUID serialisation clobbers
+    // RBX between init and late-init: the harness must reload it.
+    const u8 init[] = {0x48, 0xC7, 0xC3, 0x07, 0x00, 0x00, 0x00};
+    const u8 late[] = {0x48, 0x83, 0xC3, 0x01};
+    const u8 body[] = {0x49, 0x89, 0x1E, 0x49, 0x83, 0xC6, 0x08, 0x53, 0x58};
+    Vec<ReadGroup> g = tsc_group();
+    for (SerializeMode ser : {SerializeMode::lfence, SerializeMode::cpuid}) {
+        for (u32 align : {0u, 13u}) {
+            RegionSpec s;
+            s.body = body;
+            s.body_len = sizeof body;
+            s.copies = 3;
+            s.init = CodeSpan{init, sizeof init};
+            s.late_init = CodeSpan{late, sizeof late};
+            s.serialize = ser;
+            s.align_offset = align;
+            s.drain_frontend = align != 0;
+            s.group = &g[0];
+            Gen gen(s);
+            EXPECT_EQ(gen.lay.body_offset % 64, align);
+            EXPECT_EQ(std::memcmp(&gen.code[gen.lay.init_offset], init, sizeof init), 0);
+            EXPECT_EQ(std::memcmp(&gen.code[gen.lay.late_init_offset], late, sizeof late), 0);
+            std::vector<u64> out(8, 0), stack(512, 0);
+            RegionFrame f;
+            f.gpr[kR14] = u64(reinterpret_cast<uintptr_t>(out.data()));
+            f.gpr[kRsp] = u64(reinterpret_cast<uintptr_t>(&stack[256]));
+            int clobbers = 0;
+            gen.call(&f, &clobbers);
+            EXPECT_EQ(clobbers, 0);
+            EXPECT_EQ(out[0], 8u);
+            EXPECT_EQ(out[2], 8u);
+            EXPECT_EQ(out[3], 0u);
+            EXPECT_EQ(stack[255], 8u) << "push %rbx went to the private stack";
+            EXPECT_GT(f.end[0], f.start[0]);
+        }
+    }
+}

@@ -122,62 +122,7 @@ Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
     return ok_status();
 }
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-void put_size(StrBuf& b, u64 bytes) {
-    if (bytes && bytes % (u64(1) << 30) == 0) b.printf("%lluG", (unsigned long long)(bytes >> 30));
-    else if (bytes && bytes % (u64(1) << 20) == 0) b.printf("%lluM", (unsigned long long)(bytes >> 20));
-    else if (bytes && bytes % 1024 == 0) b.printf("%lluK", (unsigned long long)(bytes >> 10));
-    else b.printf("%llu", (unsigned long long)bytes);
-}
-
 }  // namespace
-
-Vec<u8>& user_block(UserCode& u, unsigned i) {
-    switch (i) {
-        case 1: return u.init;
-        case 2: return u.late_init;
-        case 3: return u.one_time_init;
-        default: return u.body;
-    }
-}
-
-Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out) {
-    out->clear();
-    StrView s(hex ? hex : "");
-    usize i = 0;
-    if (s.len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) i = 2;
-    int hi = -1;
-    for (; i < s.len; ++i) {
-        char c = s[i];
-        if (c == ' ' || c == '_' || c == ':') continue;
-        int d = hex_digit(c);
-        if (d < 0)
-            return Error::make(Errc::invalid_argument,
-                               "%s: '%c' at position %u is not a hex digit (machine code as hex bytes, e.g. 4801d8 "
-                               "for add rax, rbx)",
-                               opt, c, unsigned(i + 1));
-        if (hi < 0) {
-            hi = d;
-            continue;
-        }
-        if (out->size() >= kUserCodeMax)
-            return Error::make(Errc::invalid_argument, "%s: more than %u bytes of code (at most %u per block)", opt,
-                               unsigned(kUserCodeMax), unsigned(kUserCodeMax));
-        out->push(u8(hi << 4 | d));
-        hi = -1;
-    }
-    if (hi >= 0)
-        return Error::make(Errc::invalid_argument, "%s: an odd number of hex digits (two per byte, e.g. 4801d8)", opt);
-    if (out->empty())
-        return Error::make(Errc::invalid_argument, "%s: empty code (give at least one byte, e.g. 90)", opt);
-    return ok_status();
-}
 
 Status parse_run_options(Args& args, RunOptions* o) {
     const char* bench = nullptr;
@@ -406,87 +351,6 @@ Status parse_run_options(Args& args, RunOptions* o) {
     return ok_status();
 }
 
-void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
-    const KernelInfo* k = r.bench->kernel;
-    const UserCode* u = r.bench->user;
-    const MeasureConfig& c = o.cfg;
-    JsonWriter w(*line);
-    w.begin_object().field("type", "result");
-    w.field_u("cpu", r.cpu).field_u("apic_id", r.apic_id);
-    w.field("bench", bench_name(*r.bench));
-    if (k && k->buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
-    if (u) {
-        char hash[24];
-        format_to(hash, sizeof hash, "%016llx", (unsigned long long)u->hash);
-        w.field("code", u->name).field_u("code_bytes", u->body.size()).field("code_fnv1a64", hash);
-        if (!u->init.empty()) w.field_u("init_bytes", u->init.size());
-        if (!u->late_init.empty()) w.field_u("late_init_bytes", u->late_init.size());
-        if (!u->one_time_init.empty()) w.field_u("one_time_init_bytes", u->one_time_init.size());
-        w.field_u("r14", r.r14).field_u("r14_size", c.r14_size);
-        if (c.align_offset) w.field_u("align_offset", c.align_offset);
-        if (c.drain_frontend) w.field_b("drain_frontend", true);
-        if (c.initial_warmup) w.field_u("initial_warmup", c.initial_warmup);
-    }
-    w.field("event", r.read->event).field("counter", r.read->counter);
-    if (r.read->kind != CounterAccess::rdtsc)
-        w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
-    w.field_u("run", r.run).field_u("runs", r.runs);
-    w.field_u("unroll", c.unroll).field_u("loop", c.loop);
-    w.field_u("reps", c.reps).field_u("warmup", c.warmup);
-    w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
-    w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
-    if (k) w.field_u("instructions_per_iteration", k->instructions);
-    w.field_u("iterations", r.iterations);
-    Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
-    w.key("per_iteration").fixed(pi.num, pi.den, o.decimals);
-    w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
-    static constexpr Agg order[] = {Agg::min, Agg::median, Agg::avg, Agg::trimmed, Agg::max};
-    for (Agg a : order) {
-        Frac f = r.per_iter[unsigned(a)];
-        w.key(agg_name(a)).fixed(f.num, f.den, o.decimals);
-    }
-    if (o.raw) {
-        for (int which = 0; which < 2; ++which) {
-            w.key(which ? "long" : "short").begin_object();
-            w.field_u("copies", which ? r.long_copies : r.short_copies);
-            w.key("counts").begin_array();
-            const i64* v = which ? r.long_raw : r.short_raw;
-            for (u32 i = 0; i < c.reps; ++i) w.inum(v[i]);
-            w.end_array().end_object();
-        }
-    }
-    w.end_object();
-    line->put('\n');
-}
-
-void result_table_header(const RunOptions& o, StrBuf* b) {
-    const MeasureConfig& c = o.cfg;
-    b->printf("pmulab run: %llu and %llu copies (%s), loop %llu, %u reps + %u warm-up, aggregate %s, "
-              "interrupts %s, serialise %s\n",
-              (unsigned long long)(c.basic ? 0 : c.unroll), (unsigned long long)(c.basic ? c.unroll : 2 * c.unroll),
-              c.basic ? "basic mode" : "U/2U", (unsigned long long)c.loop, c.reps, c.warmup, agg_name(c.agg),
-              irq_mode_name(c.irq), serialize_name(c.serialize));
-    b->printf("%-14s %6s %-10s %-8s %4s %5s %4s %12s %12s %12s %12s\n", "bench", "size", "event", "counter", "cpu",
-              "apic", "run", "per-iter", "min", "median", "max");
-}
-
-void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
-    const KernelInfo* k = r.bench->kernel;
-    StrBuf size;
-    if (k && k->buffer != KernelBuffer::none) put_size(size, r.bench->size);
-    else size.put('-');
-    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", bench_name(*r.bench), size.c_str(), r.read->event, r.read->counter,
-              r.cpu, (unsigned long long)r.apic_id, r.run);
-    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)], r.per_iter[unsigned(Agg::median)],
-                    r.per_iter[unsigned(Agg::max)]};
-    for (Frac f : cols) {
-        StrBuf v;
-        put_frac(v, f, o.decimals);
-        b->printf(" %12s", v.c_str());
-    }
-    b->put('\n');
-}
-
 namespace {
 
 class RunSink final : public MeasureSink {
@@ -519,7 +383,7 @@ public:
             StrBuf size;
             if (b.kernel && b.kernel->buffer != KernelBuffer::none) {
                 size.put(StrView(" ("));
-                put_size(size, b.size);
+                put_size_suffix(size, b.size);
                 size.put(')');
             }
             out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, bench_name(b),
@@ -673,42 +537,6 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
         }
     }
     free_pmu_plans(&plans);
-    return ok_status();
-}
-
-}  // namespace
-
-namespace {
-
-// Reads the --*-file blocks from the boot volume and names the code.
-Status load_user_code(Out& out, RunOptions& o) {
-    static const char* const kFileOpt[4] = {"--code-file", "--init-file", "--late-init-file", "--one-time-init-file"};
-    for (unsigned i = 0; i < 4; ++i) {
-        if (!o.code_file[i]) continue;
-        FileSource* fs = out.platform().files();
-        if (!fs) return Error::make(Errc::invalid_argument, "%s: this platform has no boot volume", kFileOpt[i]);
-        Result<Vec<char>> r = fs->read(o.code_file[i], kUserCodeMax + 1);
-        if (!r.ok())
-            return Error::make(Errc::invalid_argument, "%s %s: %s", kFileOpt[i], o.code_file[i], r.error().msg);
-        const Vec<char>& d = r.value();
-        if (d.empty())
-            return Error::make(Errc::invalid_argument, "%s %s: the file is empty", kFileOpt[i], o.code_file[i]);
-        if (d.size() > kUserCodeMax)
-            return Error::make(Errc::invalid_argument, "%s %s: more than %u bytes of code", kFileOpt[i], o.code_file[i],
-                               unsigned(kUserCodeMax));
-        Vec<u8>& blk = user_block(o.user, i);
-        for (char c : d) blk.push(u8(c));
-    }
-    o.user.hash = fnv1a64(o.user.body.data(), o.user.body.size());
-    StrBuf head;
-    head.printf("pmulab run: code '%s': %u bytes, FNV-1a 64 %016llx", o.user.name, unsigned(o.user.body.size()),
-                (unsigned long long)o.user.hash);
-    const Vec<u8>* blocks[3] = {&o.user.init, &o.user.late_init, &o.user.one_time_init};
-    static const char* const kBlock[3] = {"init", "late-init", "one-time-init"};
-    for (unsigned i = 0; i < 3; ++i)
-        if (!blocks[i]->empty()) head.printf(", %s %u bytes", kBlock[i], unsigned(blocks[i]->size()));
-    head.put('\n');
-    out.text_buf(head);
     return ok_status();
 }
 

@@ -32,6 +32,11 @@ struct RunOptions {
 // names the option. Empty code, odd digits, non-hex characters and more than
 // kUserCodeMax bytes are Errc::invalid_argument.
 Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out);
+// Reads the --*-file blocks from the boot volume, hashes the body and prints the
+// code's header line (text mode).
+Status load_user_code(Out& out, RunOptions& o);
+// "4K", "1M", "3G" or the plain number of bytes.
+void put_size_suffix(StrBuf& b, u64 bytes);
 // The block of UserCode that option index i (0 body, 1 init, 2 late-init, 3 one-time-init) fills.
 Vec<u8>& user_block(UserCode& u, unsigned i);
 

@@ -60,7 +60,8 @@ TEST(UserCode, OptionErrors) {
     EXPECT_EQ(err("--code 90 --bench nop"), "run: --code and --bench cannot be combined");
     EXPECT_EQ(err("--init 90"), "run: the init blocks need a body: --code HEX or --code-file PATH");
     EXPECT_EQ(err("--code 90 --code-file a.bin"), "--code and --code-file cannot be combined");
-    EXPECT_EQ(err("--late-init-file x --late-init 90 --code 90"), "--late-init and --late-init-file cannot be combined");
+    EXPECT_EQ(err("--late-init-file x --late-init 90 --code 90"),
+              "--late-init and --late-init-file cannot be combined");
     EXPECT_EQ(err("--code 90 --size 4K"), "--size is for the built-in kernels; user code has R14's area (--r14-size)");
     EXPECT_EQ(err("--bench nop --name x"), "--name labels user code (--code); kernels have names");
     EXPECT_EQ(err("--code 90 --align-offset 64"), "--align-offset: 64 is out of range 0..63");

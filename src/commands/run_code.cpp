@@ -14,7 +14,6 @@ int hex_digit(char c) {
     return -1;
 }
 
-
 }  // namespace
 
 Vec<u8>& user_block(UserCode& u, unsigned i) {
@@ -58,7 +57,6 @@ Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out) {
     return ok_status();
 }
 
-
 // Reads the --*-file blocks from the boot volume and names the code.
 Status load_user_code(Out& out, RunOptions& o) {
     static const char* const kFileOpt[4] = {"--code-file", "--init-file", "--late-init-file", "--one-time-init-file"};
@@ -90,7 +88,5 @@ Status load_user_code(Out& out, RunOptions& o) {
     out.text_buf(head);
     return ok_status();
 }
-
-
 
 }  // namespace pmulab

@@ -12,7 +12,6 @@ void put_size_suffix(StrBuf& b, u64 bytes) {
     else b.printf("%llu", (unsigned long long)bytes);
 }
 
-
 void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     const KernelInfo* k = r.bench->kernel;
     const UserCode* u = r.bench->user;

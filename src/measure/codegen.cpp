@@ -276,7 +276,7 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     e.load64(kRcx, kRdi, frame_gpr(kRsp));
     e.test_rcx();
     e.cmovnz_rsp_rcx();
-    static constexpr u8 kLoaded[] = {kRax, kRbx, kRcx, kRdx, kRbp, kRsi, kR8, kR9, kR10, kR11, kR12, kR13, kR14};
+    static constexpr u8 kLoaded[] = {kRax, kRbx, kRcx, kRdx, kRbp, kRsi, kR8, kR9, kR10, kR11, kR12, kR13, kR14, kR15};
     for (u8 r : kLoaded) e.load64(r, kRdi, frame_gpr(r));
     e.load64(kRdi, kRdi, frame_gpr(kRdi));
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "support/measure_test_util.h"
+#include "../../../include/pmulab/user_code.h"
 
 using namespace pmulab;
 
@@ -165,4 +166,11 @@ TEST(UserCode, EngineGivesScratchAreasAndPointersIntoTheirMiddle) {
     EXPECT_NE(p.out.find("\"r14_size\":65536"), std::string::npos) << p.out;
     EXPECT_EQ(p.out.find("instructions_per_iteration"), std::string::npos) << p.out;
     EXPECT_TRUE(mp.live.empty());
+}
+
+TEST(UserCode, PublicHeaderAgreesWithTheEngine) {
+    EXPECT_EQ(u64(PMULAB_SCRATCH_SIZE), kScratchBytes);
+    EXPECT_EQ(u64(PMULAB_R14_SIZE), MeasureConfig().r14_size);
+    EXPECT_EQ(u64(PMULAB_R14_MAX), kR14Max);
+    EXPECT_EQ(usize(PMULAB_USER_CODE_MAX), kUserCodeMax);
 }

@@ -67,8 +67,12 @@ def _campaign(lines, cpu=None):
 
 def test_qemu_user_code_is_exact_on_bsp_and_ap():
     lines = [f"run {opts} --name {label} --cpu all --json" for label, opts, _ in EXACT]
-    r = _campaign(lines)
+    r = _campaign(["info --json"] + lines)
     assert r.rc == 0, r
+    # `info` says which vector extensions user code can use (-cpu max: up to AVX2).
+    for c in r.records("cpu"):
+        assert {"sse2", "avx", "avx2"} <= set(c["vector_extensions"]), c
+        assert "avx512f" not in c["vector_extensions"], c
     got = {}
     for rec in r.records("result"):
         got[(rec["bench"], rec["cpu"])] = rec

@@ -15,7 +15,7 @@ const char kRunHelp[] =
     "                  [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
-    "                  [--align-offset N] [--initial-warmup N] [--drain-frontend]\n"
+    "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
     "\n"
     "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
     "the register contract: R14, RDI, RSI, RBP point into the middle of scratch areas, RSP to\n"
@@ -30,6 +30,9 @@ const char kRunHelp[] =
     "  --align-offset N  first copy at N bytes past a 64-byte boundary (0..63)\n"
     "  --initial-warmup N  runs before everything else, discarded (default 0)\n"
     "  --drain-frontend  128 15-byte NOPs after late-init (nanoBench -df)\n"
+    "  --no-mem          counter values stay in R8.. between the reads (nanoBench -no_mem):\n"
+    "                    the code must not change R8..R8+n-1 (n reads; R8 for tsc), and\n"
+    "                    RAX-RDX do not reach the body from init (late-init may set them)\n"
     "Faults in the code (#UD, #DE, #GP, #PF, ...) are reported with the vector and where\n"
     "they happened; the command goes on with the next CPU.\n"
     "\n"
@@ -185,6 +188,8 @@ Status parse_run_options(Args& args, RunOptions* o) {
             o->cfg.initial_warmup = u32(tmp);
         } else if (args.flag("--drain-frontend")) {
             o->cfg.drain_frontend = true;
+        } else if (args.flag("--no-mem")) {
+            o->cfg.no_mem = true;
         } else if (args.option("--bench", &v, &err)) {
             PMULAB_TRY(err);
             bench = v;
@@ -275,6 +280,9 @@ Status parse_run_options(Args& args, RunOptions* o) {
     }
     if (o->user.name[0])
         return Error::make(Errc::invalid_argument, "--name labels user code (--code); kernels have names");
+    if (o->cfg.no_mem)
+        return Error::make(Errc::invalid_argument,
+                           "--no-mem is for user code (--code): the built-in kernels use R8-R13 themselves");
     if (!bench)
         return Error::make(Errc::invalid_argument, "run: --code HEX or --bench NAME is required; kernels: %s",
                            names.c_str());

@@ -31,6 +31,7 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
         w.field_u("r14", r.r14).field_u("r14_size", c.r14_size);
         if (c.align_offset) w.field_u("align_offset", c.align_offset);
         if (c.drain_frontend) w.field_b("drain_frontend", true);
+        if (c.no_mem) w.field_b("no_mem", true);
         if (c.initial_warmup) w.field_u("initial_warmup", c.initial_warmup);
     }
     w.field("event", r.read->event).field("counter", r.read->counter);

@@ -175,6 +175,25 @@ void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
     }
 }
 
+// --no-mem reads: read i combined into RAX, then kept in R8+i (start) or replaced
+// by end - start in R8+i (end). No memory access.
+void emit_reads_no_mem(Emitter& e, const ReadGroup& g, bool end) {
+    for (usize i = 0; i < g.reads.size(); ++i) {
+        const CounterRead& r = g.reads[i];
+        if (r.kind == CounterAccess::rdtsc) e.rdtsc();
+        else {
+            e.mov_imm32(kRcx, r.index);
+            if (r.kind == CounterAccess::rdpmc) e.rdpmc();
+            else e.rdmsr();
+        }
+        e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);                 // shl $32, %rdx
+        e.b(0x48), e.b(0x09), e.b(0xD0);                            // or %rdx, %rax
+        u8 reg = u8(i);                                             // R8 + i
+        if (end) e.b(0x4C), e.b(0x29), e.b(u8(0xC0 | (reg << 3)));  // sub %r(8+i), %rax
+        e.b(0x49), e.b(0x89), e.b(u8(0xC0 | reg));                  // mov %rax, %r(8+i)
+    }
+}
+
 void emit_writes(Emitter& e, const Vec<MsrValue>& ws) {
     for (const MsrValue& w : ws) {
         e.mov_imm32(kRcx, w.msr);
@@ -195,14 +214,18 @@ void emit_drain(Emitter& e) {
 void emit_window_prefix(Emitter& e, const RegionSpec& s, usize* late_at) {
     if (s.group) {
         e.serialize(s.serialize);
-        emit_reads(e, *s.group, kDataReads);
+        if (s.no_mem) emit_reads_no_mem(e, *s.group, false);
+        else emit_reads(e, *s.group, kDataReads);
         e.serialize(s.serialize);
-        for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x8B, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
+        if (!s.no_mem)
+            for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x8B, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
     }
     *late_at = e.pos();
     e.bytes(s.late_init.data, s.late_init.len);
     if (s.drain_frontend) emit_drain(e);
-    if (s.loop) {  // the loop counter, from the frame (late-init may use R15 freely)
+    if (s.loop && s.no_mem) {                             // the loop counter (late-init may use R15 freely)
+        e.b(0x41), e.b(0xBF), e.d32(u32(s.no_mem_loop));  // mov $L, %r15d
+    } else if (s.loop) {
         e.rip_mem(0x8B, true, kR15, kDataFrame);
         e.load64(kR15, kR15, i32(offsetof(RegionFrame, loop)));
     }
@@ -257,6 +280,13 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
                            "%llu copies of a %u-byte body exceed the %u MiB limit for generated code "
                            "(lower --unroll, raise --loop)",
                            (unsigned long long)s.copies, unsigned(s.body_len), unsigned(kMaxRegionBytes >> 20));
+    if (s.no_mem && n > kNoMemReads)
+        return Error::make(Errc::invalid_argument,
+                           "--no-mem keeps the counter values in R8-R13: at most %u reads per run, this group has %u "
+                           "(measure fewer events)",
+                           unsigned(kNoMemReads), unsigned(n));
+    if (s.no_mem && s.no_mem_loop > 0xFFFFFFFFull)
+        return Error::make(Errc::invalid_argument, "--no-mem: the loop count must fit in 32 bits");
     if (s.carry & ((1u << kRax) | (1u << kRbx) | (1u << kRcx) | (1u << kRdx) | (1u << kRsp)))
         return Error::make(Errc::internal, "emit_region: RAX, RBX, RCX, RDX and RSP cannot be carried");
     usize base = out->size();
@@ -282,7 +312,7 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
 
     lay.init_offset = e.pos() - base;
     e.bytes(s.init.data, s.init.len);
-    if (s.group)
+    if (s.group && !s.no_mem)
         for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x89, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
 
     // Align the first copy to 64 bytes (+ align_offset): the fill runs before the window opens.
@@ -311,8 +341,16 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     lay.tail_offset = e.pos() - base;
     if (s.group) {
         e.serialize(s.serialize);
-        emit_reads(e, *s.group, kDataReads + 8 * i32(n));
+        if (s.no_mem) emit_reads_no_mem(e, *s.group, true);
+        else emit_reads(e, *s.group, kDataReads + 8 * i32(n));
         e.serialize(s.serialize);
+        if (s.no_mem) {  // the window is closed: start = 0, end = the difference
+            e.xor_eax();
+            for (usize i = 0; i < n; ++i) {
+                e.rip_mem(0x89, true, kRax, kDataReads + 8 * i32(i));
+                e.rip_mem(0x89, true, u8(kR8 + i), kDataReads + 8 * i32(n + i));
+            }
+        }
         emit_writes(e, s.group->stop_writes);
     }
     for (unsigned r = 0; r < kGprCount; ++r) {

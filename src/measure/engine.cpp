@@ -265,6 +265,8 @@ Status generate_group(const MeasureConfig& cfg, const BenchCode& bc, const ReadG
         spec.align_offset = cfg.align_offset;
         spec.drain_frontend = cfg.drain_frontend;
         spec.carry = bc.carry;
+        spec.no_mem = cfg.no_mem;
+        spec.no_mem_loop = cfg.loop;
         Vec<u8> code;
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();

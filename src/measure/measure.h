@@ -110,7 +110,14 @@ struct RegionSpec {
     u32 align_offset = 0;         // first copy at 64k + align_offset (0..63)
     bool drain_frontend = false;  // 128 x 15-byte NOPs after late_init (nanoBench -df)
     u16 carry = 0;                // bit r: write GPR r back to frame->gpr after the run (not RAX-RDX, RSP)
+    // --no-mem: the start values stay in R8.. (one register per read, at most
+    // kNoMemReads), the end reads subtract them in registers; no load or store by the
+    // harness between the reads. RAX-RDX are then not carried from init to the body,
+    // and the loop count is an immediate (no_mem_loop).
+    bool no_mem = false;
+    u64 no_mem_loop = 1;
 };
+inline constexpr u32 kNoMemReads = 6;  // R8..R13
 
 struct RegionLayout {
     usize size = 0;         // total bytes, code and the data page
@@ -243,6 +250,7 @@ struct MeasureConfig {
     u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
     bool drain_frontend = false;
     u64 r14_size = kScratchBytes;  // --r14-size (user code)
+    bool no_mem = false;           // --no-mem
 };
 
 inline constexpr u64 kUnrollMax = 1000000;

@@ -38,6 +38,8 @@ EXACT = [
     ("align", "--code 4801d8 --align-offset 5", 1),
     ("drain", "--code 4801d8 --drain-frontend --initial-warmup 2", 1),
     ("all", "--code 4801d8 --init 90 --late-init 90 --loop 3 --basic --align-offset 63 --drain-frontend", 1),
+    ("nomem", "--code 4801d8 --no-mem", 1),
+    ("nomemall", "--code 4801d8eb00 --no-mem --loop 7 --basic --late-init 4831c0 --align-offset 9", 2),
     ("avx2", "--code c5f5fec2", 1),             # vpaddd ymm0, ymm1, ymm2
     ("stack", "--code 5058", 2),                # push rax; pop rax on the private stack
     ("scratch", "--code 49890e48890f48890e48894d00", 4),  # stores through R14, RDI, RSI, RBP

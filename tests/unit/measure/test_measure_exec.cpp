@@ -386,3 +386,45 @@ TEST(MeasureExec, InitBlocksSetTheBodysRegistersAcrossTheReads) {
         }
     }
 }
+
+TEST(MeasureExec, NoMemKeepsTheCountsInRegistersBetweenTheReads) {
+    // With --no-mem nothing between the two reads touches memory except the body:
+    // the window holds only register instructions, and the difference lands in the frame.
+    const u8 body[] = {0x48, 0x01, 0xD8};  // add %rbx, %rax
+    Vec<ReadGroup> g = tsc_group();
+    for (bool loop : {false, true}) {
+        RegionSpec s;
+        s.body = body;
+        s.body_len = sizeof body;
+        s.copies = 10;
+        s.loop = loop;
+        s.no_mem = true;
+        s.no_mem_loop = 5;
+        s.group = &g[0];
+        Gen gen(s);
+        // rdtsc; shl $32,%rdx; or %rdx,%rax; mov %rax,%r8 ... rdtsc; ...; sub %r8,%rax; mov %rax,%r8
+        EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0x49, 0x89, 0xC0}));
+        EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0x4C, 0x29, 0xC0, 0x49,
+                                        0x89, 0xC0}));
+        if (loop) EXPECT_TRUE(contains(gen.code, {0x41, 0xBF, 5, 0, 0, 0}));  // mov $5, %r15d
+        RegionFrame f;
+        int clobbers = 0;
+        gen.call(&f, &clobbers);
+        EXPECT_EQ(clobbers, 0);
+        EXPECT_EQ(f.start[0], 0u);
+        EXPECT_GT(f.end[0], 0u);
+        EXPECT_LT(f.end[0], u64(1) << 40);
+    }
+    Vec<ReadGroup> many;
+    ReadGroup& big = many.emplace();
+    for (u32 i = 0; i <= kNoMemReads; ++i) big.reads.push(CounterRead{});
+    RegionSpec s;
+    s.group = &big;
+    s.no_mem = true;
+    Vec<u8> out;
+    Result<RegionLayout> r = emit_region(s, &out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_STREQ(r.error().msg,
+                 "--no-mem keeps the counter values in R8-R13: at most 6 reads per run, this group has 7 (measure "
+                 "fewer events)");
+}

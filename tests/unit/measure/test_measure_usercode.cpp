@@ -65,6 +65,8 @@ TEST(UserCode, OptionErrors) {
               "--late-init and --late-init-file cannot be combined");
     EXPECT_EQ(err("--code 90 --size 4K"), "--size is for the built-in kernels; user code has R14's area (--r14-size)");
     EXPECT_EQ(err("--bench nop --name x"), "--name labels user code (--code); kernels have names");
+    EXPECT_EQ(err("--bench nop --no-mem"),
+              "--no-mem is for user code (--code): the built-in kernels use R8-R13 themselves");
     EXPECT_EQ(err("--code 90 --align-offset 64"), "--align-offset: 64 is out of range 0..63");
     EXPECT_EQ(err("--code 90 --r14-size 1000"), "--r14-size: 1000 is out of range 4096..1073741824");
     EXPECT_EQ(err("--code 90 --r14-size 5000"), "--r14-size: 5000 is not a multiple of 4K");

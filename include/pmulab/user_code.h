@@ -15,6 +15,9 @@
  *        late-init may use it; the body must not change it then)
  *   every other general-purpose register: 0
  * Per run the registers are reloaded: runs do not see each other's values.
+ * With --no-mem the start counter values stay in R8, R9, ... (one per read, at most
+ * PMULAB_NO_MEM_REGS): the code must not change them, and RAX, RBX, RCX, RDX are
+ * clobbered between init and late-init (set them in late-init).
  *
  * The code may clobber every general-purpose, x87, SSE, AVX (and AVX-512 where the
  * CPU has it) register and RFLAGS; pmulab restores the callee-saved registers,
@@ -39,5 +42,6 @@
 #define PMULAB_USER_CODE_MAX 0x10000      /* bytes per block (body, init, ...) */
 #define PMULAB_ALIGN 64                   /* the first copy sits at 64k + --align-offset */
 #define PMULAB_DRAIN_NOPS 128             /* --drain-frontend: NOPs of 15 bytes each */
+#define PMULAB_NO_MEM_REGS 6              /* --no-mem: R8..R13 hold at most 6 counter values */
 
 #endif /* PMULAB_USER_CODE_H */

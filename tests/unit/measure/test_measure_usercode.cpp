@@ -175,4 +175,5 @@ TEST(UserCode, PublicHeaderAgreesWithTheEngine) {
     EXPECT_EQ(u64(PMULAB_R14_SIZE), MeasureConfig().r14_size);
     EXPECT_EQ(u64(PMULAB_R14_MAX), kR14Max);
     EXPECT_EQ(usize(PMULAB_USER_CODE_MAX), kUserCodeMax);
+    EXPECT_EQ(u32(PMULAB_NO_MEM_REGS), kNoMemReads);
 }

@@ -145,6 +145,9 @@ Error fault_error(const Region& r, const RegionFrame& f) {
         where.printf("offset %llu of the generated harness", (unsigned long long)off);
     else where.printf("offset %llu of the %s block", (unsigned long long)p.offset, code_block_name(p.block));
     StrBuf extra;
+    // Traps (SDM Vol. 3A §6.5): the saved RIP is the instruction after the one that trapped.
+    if (f.fault_vector == 1 || f.fault_vector == 3 || f.fault_vector == 4)
+        extra.put(", a trap: the place is the instruction after the one that raised it");
     if (f.fault_vector == 14) extra.printf(", CR2 0x%llx", (unsigned long long)f.fault_cr2);
     if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
         f.fault_vector == 14 || f.fault_vector == 17)
@@ -163,10 +166,15 @@ Status run_once(WorkerState* c, const Region& region) {
     c->frame->faulted = 0;
     IrqSaved saved;
     PMULAB_TRY(c->mp->irq_mask(c->irq, &saved));
-    Status s = ok_status();
-    if (h.start) s = h.start(hw, h.ctx);
+    // The vector state is changed only while interrupts are masked, so that no
+    // firmware interrupt handler ever runs with pmulab's CR4/XCR0.
+    VectorSaved vs;
+    Status s = c->mp->vector_enter(&vs);
+    bool vec = s.ok();
+    if (s.ok() && h.start) s = h.start(hw, h.ctx);
     if (s.ok()) c->mp->execute(region, c->frame);
     if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
+    if (vec) c->mp->vector_leave(vs);
     c->mp->irq_restore(saved);
     PMULAB_TRY(s);
     if (c->frame->faulted) return fault_error(region, *c->frame);
@@ -206,14 +214,7 @@ void worker_on_cpu(WorkerState* c) {
     Status s = ok_status();
     if (h.setup) s = h.setup(hw, h.ctx);
     if (s.ok()) s = probe_group(hw, g);
-    if (s.ok()) {
-        VectorSaved vs;
-        s = c->mp->vector_enter(&vs);
-        if (s.ok()) {
-            s = run_group(c);
-            c->mp->vector_leave(vs);
-        }
-    }
+    if (s.ok()) s = run_group(c);
     if (h.teardown) {
         Status t = h.teardown(hw, h.ctx);
         if (s.ok()) s = t;

@@ -197,7 +197,8 @@ public:
     // fields are set and the region returns through its exit path.
     virtual void execute(const Region& region, RegionFrame* frame) = 0;
     // Makes vector code runnable for the measurement and restores the firmware's
-    // state afterwards (CR4.OSXSAVE, XCR0, the extended state); around every job.
+    // state afterwards (CR4.OSXSAVE, XCR0, the extended state); around every run,
+    // with interrupts masked.
     virtual Status vector_enter(VectorSaved*) { return ok_status(); }
     virtual void vector_leave(const VectorSaved&) {}
 

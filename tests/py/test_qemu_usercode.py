@@ -51,6 +51,8 @@ FAULTS = [
     ("div0", "--code 4831c948f7f1", 0, "offset 3 of the body (copy 1 of 100)"),
     ("wrmsr", "--code b9e1060000ba010000000f30", 13, "offset 10 of the body (copy 1 of 100)"),
     ("noncanon", "--code 48b80000000000000080488b00", 13, "offset 10 of the body (copy 1 of 100)"),
+    ("pf", "--code 48b80000000000700000488b00", 14, "offset 10 of the body (copy 1 of 100)"),
+    ("bp", "--code 90cc", 3, "offset 0 of the body (copy 2 of 100)"),  # int3 is a trap: RIP is after it
     ("initud", "--code 90 --init 90900f0b", 6, "offset 2 of the init block"),
     ("lateud", "--code 90 --late-init 0f0b", 6, "offset 0 of the late-init block"),
     ("onceud", "--code 90 --one-time-init 900f0b", 6, "offset 1 of the one-time-init block"),
@@ -108,6 +110,8 @@ def test_qemu_faults_in_user_code_are_reported_and_survived():
             assert len(hits) == 1, (label, cpu, errors)
             assert f"(vector {vector}) at {place}" in hits[0], hits[0]
     assert any("error code 0x0" in e for e in errors if "wrmsr on CPU" in e), errors
+    assert all("CR2 0x700000000000" in e for e in errors if "pf on CPU" in e), errors
+    assert all("a trap: the place is the instruction after" in e for e in errors if "bp on CPU" in e), errors
     after = [rec for rec in r.records("result") if rec["bench"] == "after"]
     assert sorted(rec["cpu"] for rec in after) == [0, 1], r
     for rec in after:

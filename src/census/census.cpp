@@ -359,6 +359,36 @@ void census_json(const CpuRecord& r, StrBuf& out) {
     w.field_u("core_type_id", id.core_type);
     w.field_b("pdcm", id.pdcm);
     w.field_hex("max_leaf", id.max_leaf);
+    // Vector extensions `run --code` can use: CPUID.01H and 07H feature flags (SDM Vol. 2A
+    // CPUID, Tables 3-10/3-11 and leaf 07H); the VEX/EVEX ones need XSAVE (01H:ECX[26]),
+    // since pmulab sets CR4.OSXSAVE and XCR0 itself while measuring (docs/measure.md).
+    w.key("vector_extensions").begin_array();
+    {
+        CpuidRegs l1 = r.raw.get(1), l7 = id.max_leaf >= 7 ? r.raw.get(7, 0) : CpuidRegs{};
+        bool xsave = (l1.ecx >> 26) & 1, avx = xsave && ((l1.ecx >> 28) & 1);
+        struct Flag {
+            const char* name;
+            bool on;
+        };
+        const Flag flags[] = {
+            {"sse", bool((l1.edx >> 25) & 1)},
+            {"sse2", bool((l1.edx >> 26) & 1)},
+            {"sse3", bool(l1.ecx & 1)},
+            {"ssse3", bool((l1.ecx >> 9) & 1)},
+            {"sse4.1", bool((l1.ecx >> 19) & 1)},
+            {"sse4.2", bool((l1.ecx >> 20) & 1)},
+            {"avx", avx},
+            {"fma", avx && ((l1.ecx >> 12) & 1)},
+            {"avx2", avx && ((l7.ebx >> 5) & 1)},
+            {"avx512f", avx && ((l7.ebx >> 16) & 1)},
+            {"avx512dq", avx && ((l7.ebx >> 17) & 1)},
+            {"avx512bw", avx && ((l7.ebx >> 30) & 1)},
+            {"avx512vl", avx && ((l7.ebx >> 31) & 1)},
+        };
+        for (const Flag& f : flags)
+            if (f.on) w.str(f.name);
+    }
+    w.end_array();
     w.field_hex("max_ext_leaf", id.max_ext_leaf);
 
     w.key("pmu").begin_object();

@@ -7,11 +7,34 @@
 namespace pmulab {
 
 const char kRunHelp[] =
-    "usage: pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
+    "usage: pmulab run --code HEX|--code-file PATH [--init HEX|--init-file PATH]\n"
+    "                  [--late-init HEX|--late-init-file PATH] [--one-time-init HEX|--one-time-init-file PATH]\n"
+    "                  [--name LABEL] [--r14-size BYTES] [options below]\n"
+    "       pmulab run --bench NAME[,NAME...]|all [--events SPEC[,SPEC...]] [--events-file PATH]\n"
     "                  [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] [--warmup W]\n"
     "                  [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
+    "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
+    "\n"
+    "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
+    "the register contract: R14, RDI, RSI, RBP point into the middle of scratch areas, RSP to\n"
+    "a private stack, R15 is the loop counter with --loop > 1) or built-in kernels.\n"
+    "  --code HEX        the body, e.g. 4801d8 (add rax, rbx); --code-file P: raw bytes from\n"
+    "                    the boot volume, e.g. \\pmulab\\code\\chain.bin\n"
+    "  --init HEX        run before every run, not measured (--init-file P)\n"
+    "  --late-init HEX   right before the copies, after the first read (--late-init-file P)\n"
+    "  --one-time-init H once per CPU before the first run (--one-time-init-file P)\n"
+    "  --name LABEL      the code's name in the records (default 'code')\n"
+    "  --r14-size BYTES  R14's scratch area (default 1M, 4K..1G, physically contiguous)\n"
+    "  --align-offset N  first copy at N bytes past a 64-byte boundary (0..63)\n"
+    "  --initial-warmup N  runs before everything else, discarded (default 0)\n"
+    "  --drain-frontend  128 15-byte NOPs after late-init (nanoBench -df)\n"
+    "  --no-mem          counter values stay in R8.. between the reads (nanoBench -no_mem):\n"
+    "                    the code must not change R8..R8+n-1 (n reads; R8 for tsc), and\n"
+    "                    RAX-RDX do not reach the body from init (late-init may set them)\n"
+    "Faults in the code (#UD, #DE, #GP, #PF, ...) are reported with the vector and where\n"
+    "they happened; the command goes on with the next CPU.\n"
     "\n"
     "Measures built-in kernels ('pmulab bench list') nanoBench-style: the kernel body is\n"
     "copied U and 2U times into generated code between serialised counter reads, run W\n"
@@ -102,13 +125,6 @@ Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
     return ok_status();
 }
 
-void put_size(StrBuf& b, u64 bytes) {
-    if (bytes && bytes % (u64(1) << 30) == 0) b.printf("%lluG", (unsigned long long)(bytes >> 30));
-    else if (bytes && bytes % (u64(1) << 20) == 0) b.printf("%lluM", (unsigned long long)(bytes >> 20));
-    else if (bytes && bytes % 1024 == 0) b.printf("%lluK", (unsigned long long)(bytes >> 10));
-    else b.printf("%llu", (unsigned long long)bytes);
-}
-
 }  // namespace
 
 Status parse_run_options(Args& args, RunOptions* o) {
@@ -126,7 +142,55 @@ Status parse_run_options(Args& args, RunOptions* o) {
             return ok_status();
         };
         u64 tmp = 0;
-        if (args.option("--bench", &v, &err)) {
+        static const char* const kHexOpt[4] = {"--code", "--init", "--late-init", "--one-time-init"};
+        static const char* const kFileOpt[4] = {"--code-file", "--init-file", "--late-init-file",
+                                                "--one-time-init-file"};
+        bool code_opt = false;
+        for (unsigned i = 0; i < 4 && !code_opt; ++i) {
+            if (args.option(kHexOpt[i], &v, &err)) {
+                PMULAB_TRY(err);
+                if (o->code_file[i])
+                    return Error::make(Errc::invalid_argument, "%s and %s cannot be combined", kHexOpt[i], kFileOpt[i]);
+                PMULAB_TRY(parse_code_hex(kHexOpt[i], v, &user_block(o->user, i)));
+                code_opt = true;
+            } else if (args.option(kFileOpt[i], &v, &err)) {
+                PMULAB_TRY(err);
+                if (!v[0])
+                    return Error::make(Errc::invalid_argument, "%s needs a path, e.g. \\pmulab\\code\\chain.bin",
+                                       kFileOpt[i]);
+                if (!user_block(o->user, i).empty())
+                    return Error::make(Errc::invalid_argument, "%s and %s cannot be combined", kHexOpt[i], kFileOpt[i]);
+                o->code_file[i] = v;
+                code_opt = true;
+            }
+            if (code_opt) o->has_user = true;
+        }
+        if (code_opt) {
+        } else if (args.option("--name", &v, &err)) {
+            PMULAB_TRY(err);
+            if (!v[0] || str_len(v) >= sizeof o->user.name)
+                return Error::make(Errc::invalid_argument, "--name: a label of 1..%u characters",
+                                   unsigned(sizeof o->user.name - 1));
+            str_copy(o->user.name, sizeof o->user.name, v);
+        } else if (args.option("--r14-size", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--r14-size", 4096, kR14Max, &o->cfg.r14_size, true));
+            if (o->cfg.r14_size % 4096)
+                return Error::make(Errc::invalid_argument, "--r14-size: %llu is not a multiple of 4K",
+                                   (unsigned long long)o->cfg.r14_size);
+        } else if (args.option("--align-offset", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--align-offset", 0, 63, &tmp));
+            o->cfg.align_offset = u32(tmp);
+        } else if (args.option("--initial-warmup", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--initial-warmup", 0, kWarmupMax, &tmp));
+            o->cfg.initial_warmup = u32(tmp);
+        } else if (args.flag("--drain-frontend")) {
+            o->cfg.drain_frontend = true;
+        } else if (args.flag("--no-mem")) {
+            o->cfg.no_mem = true;
+        } else if (args.option("--bench", &v, &err)) {
             PMULAB_TRY(err);
             bench = v;
         } else if (args.option("--events", &v, &err)) {
@@ -195,7 +259,33 @@ Status parse_run_options(Args& args, RunOptions* o) {
 
     StrBuf names;
     put_kernel_names(names);
-    if (!bench) return Error::make(Errc::invalid_argument, "run: --bench is required; kernels: %s", names.c_str());
+    if (o->has_user) {
+        if (bench) return Error::make(Errc::invalid_argument, "run: --code and --bench cannot be combined");
+        if (sizes)
+            return Error::make(Errc::invalid_argument, "--size is for the built-in kernels; user code has R14's "
+                                                       "area (--r14-size)");
+        if (o->user.body.empty() && !o->code_file[0])
+            return Error::make(Errc::invalid_argument,
+                               "run: the init blocks need a body: --code HEX or --code-file PATH");
+        if (!o->user.name[0]) str_copy(o->user.name, sizeof o->user.name, "code");
+        o->cfg.benches.clear();
+        BenchInstance& b = o->cfg.benches.emplace();
+        b.user = &o->user;
+        PMULAB_TRY(split_list("--events", events, &o->events));
+        if (o->events_file && !events_given) {
+            o->events.clear();
+            o->events_arg = nullptr;
+        }
+        return ok_status();
+    }
+    if (o->user.name[0])
+        return Error::make(Errc::invalid_argument, "--name labels user code (--code); kernels have names");
+    if (o->cfg.no_mem)
+        return Error::make(Errc::invalid_argument,
+                           "--no-mem is for user code (--code): the built-in kernels use R8-R13 themselves");
+    if (!bench)
+        return Error::make(Errc::invalid_argument, "run: --code HEX or --bench NAME is required; kernels: %s",
+                           names.c_str());
 
     // --size list
     o->sizes.clear();
@@ -269,74 +359,6 @@ Status parse_run_options(Args& args, RunOptions* o) {
     return ok_status();
 }
 
-void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
-    const KernelInfo& k = *r.bench->kernel;
-    const MeasureConfig& c = o.cfg;
-    JsonWriter w(*line);
-    w.begin_object().field("type", "result");
-    w.field_u("cpu", r.cpu).field_u("apic_id", r.apic_id);
-    w.field("bench", k.name);
-    if (k.buffer != KernelBuffer::none) w.field_u("size", r.bench->size);
-    w.field("event", r.read->event).field("counter", r.read->counter);
-    if (r.read->kind != CounterAccess::rdtsc)
-        w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
-    w.field_u("run", r.run).field_u("runs", r.runs);
-    w.field_u("unroll", c.unroll).field_u("loop", c.loop);
-    w.field_u("reps", c.reps).field_u("warmup", c.warmup);
-    w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
-    w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
-    w.field_u("instructions_per_iteration", k.instructions);
-    w.field_u("iterations", r.iterations);
-    Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
-    w.key("per_iteration").fixed(pi.num, pi.den, o.decimals);
-    w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
-    static constexpr Agg order[] = {Agg::min, Agg::median, Agg::avg, Agg::trimmed, Agg::max};
-    for (Agg a : order) {
-        Frac f = r.per_iter[unsigned(a)];
-        w.key(agg_name(a)).fixed(f.num, f.den, o.decimals);
-    }
-    if (o.raw) {
-        for (int which = 0; which < 2; ++which) {
-            w.key(which ? "long" : "short").begin_object();
-            w.field_u("copies", which ? r.long_copies : r.short_copies);
-            w.key("counts").begin_array();
-            const i64* v = which ? r.long_raw : r.short_raw;
-            for (u32 i = 0; i < c.reps; ++i) w.inum(v[i]);
-            w.end_array().end_object();
-        }
-    }
-    w.end_object();
-    line->put('\n');
-}
-
-void result_table_header(const RunOptions& o, StrBuf* b) {
-    const MeasureConfig& c = o.cfg;
-    b->printf("pmulab run: %llu and %llu copies (%s), loop %llu, %u reps + %u warm-up, aggregate %s, "
-              "interrupts %s, serialise %s\n",
-              (unsigned long long)(c.basic ? 0 : c.unroll), (unsigned long long)(c.basic ? c.unroll : 2 * c.unroll),
-              c.basic ? "basic mode" : "U/2U", (unsigned long long)c.loop, c.reps, c.warmup, agg_name(c.agg),
-              irq_mode_name(c.irq), serialize_name(c.serialize));
-    b->printf("%-14s %6s %-10s %-8s %4s %5s %4s %12s %12s %12s %12s\n", "bench", "size", "event", "counter", "cpu",
-              "apic", "run", "per-iter", "min", "median", "max");
-}
-
-void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
-    const KernelInfo& k = *r.bench->kernel;
-    StrBuf size;
-    if (k.buffer != KernelBuffer::none) put_size(size, r.bench->size);
-    else size.put('-');
-    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", k.name, size.c_str(), r.read->event, r.read->counter, r.cpu,
-              (unsigned long long)r.apic_id, r.run);
-    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)], r.per_iter[unsigned(Agg::median)],
-                    r.per_iter[unsigned(Agg::max)]};
-    for (Frac f : cols) {
-        StrBuf v;
-        put_frac(v, f, o.decimals);
-        b->printf(" %12s", v.c_str());
-    }
-    b->put('\n');
-}
-
 namespace {
 
 class RunSink final : public MeasureSink {
@@ -360,19 +382,19 @@ public:
             StrBuf line;
             JsonWriter w(line);
             w.begin_object().field("type", "progress").field_u("done", done).field_u("total", total);
-            w.field("bench", b.kernel->name);
-            if (b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
+            w.field("bench", bench_name(b));
+            if (b.kernel && b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
             w.field_u("cpu", cpu).field_u("run", run).end_object();
             line.put('\n');
             out_.platform().write(line.view());
         } else {
             StrBuf size;
-            if (b.kernel->buffer != KernelBuffer::none) {
+            if (b.kernel && b.kernel->buffer != KernelBuffer::none) {
                 size.put(StrView(" ("));
-                put_size(size, b.size);
+                put_size_suffix(size, b.size);
                 size.put(')');
             }
-            out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, b.kernel->name,
+            out_.text("pmulab: [%u/%u] measuring %s%s on CPU %u, run %u\n", done + 1, total, bench_name(b),
                       size.c_str(), cpu, run);
         }
     }
@@ -531,6 +553,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
 Status cmd_run(Out& out, Args& args) {
     RunOptions o;
     PMULAB_TRY(parse_run_options(args, &o));
+    if (o.has_user) PMULAB_TRY(load_user_code(out, o));
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
         if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");

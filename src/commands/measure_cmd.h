@@ -21,7 +21,24 @@ struct RunOptions {
     bool raw = false;       // --raw: per-repetition counts in the records
     bool progress = false;  // --progress: progress lines / records
     unsigned decimals = 2;  // --decimals
+    // User code (`--code HEX` / `--code-file PATH` and the init blocks): hex is parsed
+    // into `user` by parse_run_options, files are read by the command (boot volume).
+    UserCode user;
+    bool has_user = false;
+    const char* code_file[4] = {};  // body, init, late-init, one-time-init
 };
+
+// Parses machine code given as hex ("4801d8", "48 01 d8", "0x4801d8"); the message
+// names the option. Empty code, odd digits, non-hex characters and more than
+// kUserCodeMax bytes are Errc::invalid_argument.
+Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out);
+// Reads the --*-file blocks from the boot volume, hashes the body and prints the
+// code's header line (text mode).
+Status load_user_code(Out& out, RunOptions& o);
+// "4K", "1M", "3G" or the plain number of bytes.
+void put_size_suffix(StrBuf& b, u64 bytes);
+// The block of UserCode that option index i (0 body, 1 init, 2 late-init, 3 one-time-init) fills.
+Vec<u8>& user_block(UserCode& u, unsigned i);
 
 // Parses the options of `pmulab run`; every error is Errc::invalid_argument with a
 // message naming the option and what is allowed.

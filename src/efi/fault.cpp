@@ -4,10 +4,26 @@
 #include "x86/hw.h"
 
 extern "C" {
-void pmulab_ud_stub();
-void pmulab_gp_stub();
-extern pmulab::u64 pmulab_prev_ud;
-extern pmulab::u64 pmulab_prev_gp;
+#define PMULAB_EXC(v) void pmulab_exc_##v();
+PMULAB_EXC(0)
+PMULAB_EXC(1)
+PMULAB_EXC(3)
+PMULAB_EXC(4)
+PMULAB_EXC(5)
+PMULAB_EXC(6)
+PMULAB_EXC(7)
+PMULAB_EXC(10)
+PMULAB_EXC(11)
+PMULAB_EXC(12)
+PMULAB_EXC(13)
+PMULAB_EXC(14)
+PMULAB_EXC(16)
+PMULAB_EXC(17)
+PMULAB_EXC(19)
+#undef PMULAB_EXC
+extern pmulab::u64 pmulab_prev_exc[32];
+extern pmulab::u64 pmulab_gen_lo, pmulab_gen_hi, pmulab_gen_exit;
+extern pmulab::u64 pmulab_gen_fault[5];
 }
 
 namespace pmulab::efi {
@@ -65,10 +81,21 @@ Status fault_layer_init() {
     g_idt = static_cast<IdtGate*>(mem);
     for (usize i = 0; i < entries; ++i) g_idt[i] = src[i];
     g_idt_limit = cur.limit;
-    pmulab_prev_ud = gate_offset(src[kVectorUD]);
-    pmulab_prev_gp = gate_offset(src[kVectorGP]);
-    set_gate(g_idt[kVectorUD], u64(reinterpret_cast<uintptr_t>(&pmulab_ud_stub)), src[kVectorUD].selector);
-    set_gate(g_idt[kVectorGP], u64(reinterpret_cast<uintptr_t>(&pmulab_gp_stub)), src[kVectorGP].selector);
+    // The vectors code can raise (SDM Vol. 3A Table 6-1), each to its stub.
+    struct Hook {
+        u32 vector;
+        void (*stub)();
+    };
+    static const Hook kHooks[] = {
+        {0, pmulab_exc_0},   {1, pmulab_exc_1},   {3, pmulab_exc_3},   {4, pmulab_exc_4},   {5, pmulab_exc_5},
+        {6, pmulab_exc_6},   {7, pmulab_exc_7},   {10, pmulab_exc_10}, {11, pmulab_exc_11}, {12, pmulab_exc_12},
+        {13, pmulab_exc_13}, {14, pmulab_exc_14}, {16, pmulab_exc_16}, {17, pmulab_exc_17}, {19, pmulab_exc_19},
+    };
+    for (const Hook& h : kHooks) {
+        if (h.vector >= entries) continue;
+        pmulab_prev_exc[h.vector] = gate_offset(src[h.vector]);
+        set_gate(g_idt[h.vector], u64(reinterpret_cast<uintptr_t>(h.stub)), src[h.vector].selector);
+    }
     return ok_status();
 }
 
@@ -82,6 +109,21 @@ SavedIdtr fault_layer_enter() {
 }
 
 void fault_layer_leave(const SavedIdtr& saved) { load_idtr(saved); }
+
+void generated_code_enter(const void* lo, usize code_size, usize exit_offset) {
+    pmulab_gen_fault[0] = 0;
+    pmulab_gen_exit = u64(reinterpret_cast<uintptr_t>(lo)) + exit_offset;
+    pmulab_gen_lo = u64(reinterpret_cast<uintptr_t>(lo));
+    pmulab_gen_hi = pmulab_gen_lo + code_size;
+    asm volatile("" ::: "memory");
+}
+
+bool generated_code_leave(u64 out[4]) {
+    asm volatile("" ::: "memory");
+    pmulab_gen_lo = pmulab_gen_hi = 0;
+    for (int i = 0; i < 4; ++i) out[i] = pmulab_gen_fault[1 + i];
+    return pmulab_gen_fault[0] != 0;
+}
 
 void fault_layer_fini() {
     if (g_idt) gBS->FreePool(g_idt);

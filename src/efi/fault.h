@@ -16,13 +16,19 @@ struct SavedIdtr {
     u64 base;
 } __attribute__((packed));
 
-// Builds pmulab's IDT: a copy of the current one with #UD and #GP pointing at
-// pmulab's stubs (which chain to the originals). BSP only (allocates).
+// Builds pmulab's IDT: a copy of the current one with #DE #DB #BP #OF #BR #UD #NM
+// #TS #NP #SS #GP #PF #MF #AC #XM pointing at pmulab's stubs (which chain to the
+// originals for faults that are not pmulab's). BSP only (allocates).
 Status fault_layer_init();
 // Loads pmulab's IDT on the calling CPU (any CPU) and returns the previous IDTR.
 SavedIdtr fault_layer_enter();
 // Restores the IDTR returned by fault_layer_enter.
 void fault_layer_leave(const SavedIdtr& saved);
+// Generated code at [lo, lo + code_size) is about to run on this CPU: a fault inside
+// it (any vector the stubs catch) resumes at lo + exit_offset and is recorded.
+void generated_code_enter(const void* lo, usize code_size, usize exit_offset);
+// After the call: true when it faulted, with vector, RIP, error code, CR2 in out.
+bool generated_code_leave(u64 out[4]);
 // Frees the IDT copy (after every CPU has left).
 void fault_layer_fini();
 

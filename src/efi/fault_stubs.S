@@ -5,8 +5,8 @@
  * pmulab's IDT (fault.cpp) compare the faulting RIP against those addresses:
  * on a match they resume after the instruction with the vector in %r8, which
  * the function returns; otherwise they jump to the firmware's original handler
- * with the stack exactly as the CPU left it. No state is shared between CPUs,
- * so the same stubs serve the BSP and every AP.
+ * with the stack exactly as the CPU left it. The same stubs also catch faults in
+ * generated code (the measured regions, user code included): see exc_common.
  */
     .text
 
@@ -82,54 +82,121 @@ fixup_lookup:
 3:  xor %eax, %eax
     ret
 
-/* #UD: no error code. Stack: RIP, CS, RFLAGS, RSP, SS. */
-    .globl pmulab_ud_stub
-    .type pmulab_ud_stub, @function
-pmulab_ud_stub:
+/*
+ * Exception stubs: one per vector that code can raise (#DE #DB #BP #OF #BR #UD #NM
+ * #TS #NP #SS #GP #PF #MF #AC #XM). Each saves RAX, RCX, RDX, RSI and calls
+ * exc_common with RSI = vector, RCX = error code (0 without one), RDX = &RIP in the
+ * exception frame (RIP, CS, RFLAGS, RSP, SS). exc_common returns EAX = 1 when it
+ * handled the exception (the frame's RIP was changed): the stub then drops the error
+ * code and returns with IRETQ; otherwise the stub jumps to the firmware's handler
+ * with the stack exactly as the CPU left it.
+ */
+    .macro EXC_STUB vec, err
+    .globl pmulab_exc_\vec
+    .type pmulab_exc_\vec, @function
+pmulab_exc_\vec:
     push %rax
     push %rcx
-    mov 16(%rsp), %rax
-    call fixup_lookup
-    test %rax, %rax
-    jz 1f
-    mov %rax, 16(%rsp)
-    mov $6, %r8d
+    push %rdx
+    push %rsi
+    mov $\vec, %esi
+    .if \err
+    lea 40(%rsp), %rdx
+    mov 32(%rsp), %rcx
+    .else
+    lea 32(%rsp), %rdx
+    xor %ecx, %ecx
+    .endif
+    call exc_common
+    test %eax, %eax
+    pop %rsi
+    pop %rdx
     pop %rcx
     pop %rax
-    iretq
-1:  pop %rcx
-    pop %rax
-    jmp *pmulab_prev_ud(%rip)
-    .size pmulab_ud_stub, .-pmulab_ud_stub
-
-/* #GP: error code. Stack: ERR, RIP, CS, RFLAGS, RSP, SS. */
-    .globl pmulab_gp_stub
-    .type pmulab_gp_stub, @function
-pmulab_gp_stub:
-    push %rax
-    push %rcx
-    mov 24(%rsp), %rax
-    call fixup_lookup
-    test %rax, %rax
     jz 1f
-    mov %rax, 24(%rsp)
-    mov $13, %r8d
-    pop %rcx
-    pop %rax
+    .if \err
     add $8, %rsp
+    .endif
     iretq
-1:  pop %rcx
-    pop %rax
-    jmp *pmulab_prev_gp(%rip)
-    .size pmulab_gp_stub, .-pmulab_gp_stub
+1:  jmp *pmulab_prev_exc+8*\vec(%rip)
+    .size pmulab_exc_\vec, .-pmulab_exc_\vec
+    .endm
+
+    EXC_STUB 0, 0
+    EXC_STUB 1, 0
+    EXC_STUB 3, 0
+    EXC_STUB 4, 0
+    EXC_STUB 5, 0
+    EXC_STUB 6, 0
+    EXC_STUB 7, 0
+    EXC_STUB 10, 1
+    EXC_STUB 11, 1
+    EXC_STUB 12, 1
+    EXC_STUB 13, 1
+    EXC_STUB 14, 1
+    EXC_STUB 16, 0
+    EXC_STUB 17, 1
+    EXC_STUB 19, 0
+
+/*
+ * 1. #UD/#GP at one of the fault-safe instructions above: resume after it with the
+ *    vector in R8D.
+ * 2. Any listed vector with RIP inside the generated code that is running
+ *    (pmulab_gen_lo <= RIP < pmulab_gen_hi, set by measure_efi.cpp around the call):
+ *    record vector, RIP, error code and CR2 in pmulab_gen_fault and resume at
+ *    pmulab_gen_exit, the region's exit path (it reloads the caller's RSP and flags).
+ *    Only one CPU runs generated code at a time, so one record serves all.
+ */
+exc_common:
+    cmp $6, %esi
+    je 1f
+    cmp $13, %esi
+    jne 2f
+1:  mov (%rdx), %rax
+    push %rcx
+    call fixup_lookup
+    pop %rcx
+    test %rax, %rax
+    jz 2f
+    mov %rax, (%rdx)
+    mov %esi, %r8d
+    mov $1, %eax
+    ret
+2:  mov (%rdx), %rax
+    cmp pmulab_gen_lo(%rip), %rax
+    jb 3f
+    cmp pmulab_gen_hi(%rip), %rax
+    jae 3f
+    mov %rax, pmulab_gen_fault+16(%rip)
+    mov %rsi, pmulab_gen_fault+8(%rip)
+    mov %rcx, pmulab_gen_fault+24(%rip)
+    mov %cr2, %rax
+    mov %rax, pmulab_gen_fault+32(%rip)
+    movq $1, pmulab_gen_fault(%rip)
+    mov pmulab_gen_exit(%rip), %rax
+    mov %rax, (%rdx)
+    andq $~0x100, 16(%rdx)   /* RFLAGS.TF off: the exit path runs normally */
+    mov $1, %eax
+    ret
+3:  xor %eax, %eax
+    ret
 
     .data
     .balign 8
-    .globl pmulab_prev_ud
-pmulab_prev_ud:
+    .globl pmulab_prev_exc
+pmulab_prev_exc:            /* the firmware's handler of each vector 0..31 */
+    .fill 32, 8, 0
+    .globl pmulab_gen_lo
+pmulab_gen_lo:
     .quad 0
-    .globl pmulab_prev_gp
-pmulab_prev_gp:
+    .globl pmulab_gen_hi
+pmulab_gen_hi:
     .quad 0
+    .globl pmulab_gen_exit
+pmulab_gen_exit:
+    .quad 0
+    .globl pmulab_gen_fault
+pmulab_gen_fault:           /* faulted, vector, RIP, error code, CR2 */
+    .fill 5, 8, 0
 
     .section .note.GNU-stack,"",@progbits

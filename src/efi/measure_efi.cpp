@@ -212,8 +212,81 @@ void EfiMeasure::serialize() {
 
 void EfiMeasure::execute(const Region& region, RegionFrame* frame) {
     auto fn = reinterpret_cast<void (*)(RegionFrame*)>(const_cast<void*>(region.code));
+    generated_code_enter(region.code, region.code_size, region.exit_offset);
     fn(frame);
+    u64 f[4];
+    if (generated_code_leave(f)) {
+        frame->faulted = 1;
+        frame->fault_vector = f[0];
+        frame->fault_rip = f[1];
+        frame->fault_error = f[2];
+        frame->fault_cr2 = f[3];
+    }
     asm volatile("" ::: "memory");
+}
+
+// ---- vector state (SDM Vol. 1 §13 "Managing State Using the XSAVE Feature Set") ----
+//
+// Firmware may leave CR4.OSXSAVE clear, and then every VEX/EVEX instruction raises
+// #UD. Around each measurement job the measuring CPU sets CR4.OSXSAVE (bit 18, SDM
+// Vol. 3A §2.5) and XCR0 to every component CPUID.(0DH,0) reports, saves the
+// firmware's extended state with XSAVE, and afterwards restores it, XCR0 and CR4.
+
+namespace {
+constexpr u64 kCr4Osxsave = u64(1) << 18;
+constexpr u32 kCpuid1EcxXsave = u32(1) << 26;
+u64 read_cr4() {
+    u64 v;
+    asm volatile("mov %%cr4, %0" : "=r"(v));
+    return v;
+}
+void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
+u64 xgetbv0() {
+    u32 lo, hi;
+    asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return u64(lo) | (u64(hi) << 32);
+}
+void xsetbv0(u64 v) { asm volatile("xsetbv" ::"a"(u32(v)), "d"(u32(v >> 32)), "c"(0) : "memory"); }
+}  // namespace
+
+Status EfiMeasure::prepare() {
+    if (xsave_area_ || xsave_) return ok_status();
+    CpuidRegs l1 = hw_.cpuid(1, 0);
+    CpuidRegs l0 = hw_.cpuid(0, 0);
+    if (!(l1.ecx & kCpuid1EcxXsave) || l0.eax < 0xD) return ok_status();
+    CpuidRegs d = hw_.cpuid(0xD, 0);
+    usize bytes = usize(d.ecx) + 64;
+    Result<void*> p = alloc_pages(bytes, false);
+    if (!p.ok()) return p.error().with_context("the XSAVE area (%u bytes)", unsigned(d.ecx));
+    xsave_area_ = static_cast<u8*>(p.value());  // page-aligned, so 64-byte aligned
+    for (usize i = 0; i < bytes; ++i) xsave_area_[i] = 0;
+    xcr0_all_ = u64(d.eax) | (u64(d.edx) << 32);
+    xsave_ = true;
+    return ok_status();
+}
+
+Status EfiMeasure::vector_enter(VectorSaved* s) {
+    s->word[0] = read_cr4();
+    s->word[2] = 0;
+    if (!xsave_) return ok_status();
+    if (!(s->word[0] & kCr4Osxsave)) write_cr4(s->word[0] | kCr4Osxsave);
+    s->word[1] = xgetbv0();
+    // The firmware's state of the components it had enabled (the header's XSTATE_BV
+    // must be clear in fresh areas: zeroed once in prepare, XSAVE keeps it valid).
+    u64 mask = s->word[1];
+    asm volatile("xsave64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+    if (xcr0_all_ != s->word[1]) xsetbv0(xcr0_all_);
+    s->word[2] = 1;
+    return ok_status();
+}
+
+void EfiMeasure::vector_leave(const VectorSaved& s) {
+    if (s.word[2]) {
+        if (xgetbv0() != s.word[1]) xsetbv0(s.word[1]);
+        u64 mask = s.word[1];
+        asm volatile("xrstor64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+    }
+    if (read_cr4() != s.word[0]) write_cr4(s.word[0]);
 }
 
 }  // namespace pmulab::efi

@@ -5,12 +5,14 @@
 // WRMSR 0F 30, LFENCE 0F AE E8, CPUID 0F A2) and Vol. 2B "NOP" (the recommended
 // multi-byte NOP sequences). ModR/M + SIB forms: Vol. 2A §2.1.5.
 //
-// Stack frame of the generated function (RSP-relative; the kernel never touches RSP):
-//   [0]            the RegionFrame pointer (RDI on entry)
-//   [8..40)        the kernel's initial RAX, RBX, RCX, RDX (reloaded after the start
-//                  reads, which clobber them)
-//   [40..40+8n)    start values of the n reads
-//   [40+8n..40+16n) end values
+// Layout of a region (docs/measure.md "your own code"):
+//   prologue (push callee-saved, pushfq, frame and RSP into the data page, start
+//   writes, RSP := frame->gpr[RSP] when nonzero, GPRs from the frame), init,
+//   [save RAX-RDX], fill, SER, reads, SER, [reload RAX-RDX], late-init,
+//   [drain], [R15 := loop], copies (64k + align_offset), [dec r15; jnz], jmp to the
+//   64-byte aligned tail: SER, reads, SER, stop writes, carried registers, exit
+//   (RSP, popfq, reads into the frame, pops, ret), then a 4 KiB data page that the
+//   code addresses RIP-relative (no register survives user code).
 #include <stddef.h>
 
 #include "measure/measure.h"
@@ -109,17 +111,50 @@ public:
         }
     }
 
+    // opcode with a [rip + disp32] operand addressing `data_off` in the data page;
+    // fixed up by fix_rip once the code size is known.
+    void rip_mem(u8 opcode, bool w, u8 reg, i32 data_off) {
+        u8 rex = u8(0x40 | (w ? 8 : 0) | ((reg & 8) ? 4 : 0));
+        if (rex != 0x40) b(rex);
+        b(opcode);
+        b(u8(((reg & 7) << 3) | 5));  // mod=00 rm=101: RIP-relative
+        fix_.push(Fix{pos(), data_off});
+        d32(0);
+    }
+    void fix_rip(usize base, usize data_rel) {
+        for (const Fix& f : fix_) patch32(f.at, u32(i32(i64(base + data_rel + usize(f.off)) - i64(f.at + 4))));
+    }
+    void pushfq() { b(0x9C); }
+    void popfq() { b(0x9D); }
+    void test_rcx() { b(0x48), b(0x85), b(0xC9); }
+    void cmovnz_rsp_rcx() { b(0x48), b(0x0F), b(0x45), b(0xE1); }
+    usize jmp_fwd() {
+        b(0xE9);
+        usize at = pos();
+        d32(0);
+        return at;
+    }
+    void patch_jmp(usize at, usize target) { patch32(at, u32(i32(i64(target) - i64(at + 4)))); }
+
 private:
+    struct Fix {
+        usize at;
+        i32 off;
+    };
     Vec<u8>* out_;
+    Vec<Fix> fix_;
 };
 
-constexpr i32 kLocFrame = 0;
-constexpr u8 kReloaded[4] = {kRax, kRbx, kRcx, kRdx};
-constexpr i32 loc_reloaded(unsigned i) { return 8 + 8 * i32(i); }
-constexpr i32 kLocReads = 40;
+// The data page after the code (RIP-relative; user code may clobber every register,
+// so the harness reaches its state without one):
+constexpr i32 kDataFrame = 0;    // the RegionFrame pointer (RDI on entry)
+constexpr i32 kDataHostRsp = 8;  // the caller's RSP after the prologue's pushes
+constexpr i32 kDataSaved = 16;   // RAX, RBX, RCX, RDX across the start reads (CPUID clobbers RBX)
+constexpr i32 kDataReads = 48;   // start values of the n reads, then the end values
+constexpr u8 kSavedAcrossReads[4] = {kRax, kRbx, kRcx, kRdx};
 constexpr i32 frame_gpr(unsigned r) { return i32(offsetof(RegionFrame, gpr) + 8 * r); }
 
-// The reads (start or end) into stack slots starting at `slot0`.
+// The reads (start or end) into data slots starting at `slot0`.
 void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
     for (usize i = 0; i < g.reads.size(); ++i) {
         const CounterRead& r = g.reads[i];
@@ -135,8 +170,27 @@ void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
                 break;
         }
         i32 slot = slot0 + 8 * i32(i);
-        e.store32(kRax, kRsp, slot);
-        e.store32(kRdx, kRsp, slot + 4);
+        e.rip_mem(0x89, false, kRax, slot);
+        e.rip_mem(0x89, false, kRdx, slot + 4);
+    }
+}
+
+// --no-mem reads: read i combined into RAX, then kept in R8+i (start) or replaced
+// by end - start in R8+i (end). No memory access.
+void emit_reads_no_mem(Emitter& e, const ReadGroup& g, bool end) {
+    for (usize i = 0; i < g.reads.size(); ++i) {
+        const CounterRead& r = g.reads[i];
+        if (r.kind == CounterAccess::rdtsc) e.rdtsc();
+        else {
+            e.mov_imm32(kRcx, r.index);
+            if (r.kind == CounterAccess::rdpmc) e.rdpmc();
+            else e.rdmsr();
+        }
+        e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);                 // shl $32, %rdx
+        e.b(0x48), e.b(0x09), e.b(0xD0);                            // or %rdx, %rax
+        u8 reg = u8(i);                                             // R8 + i
+        if (end) e.b(0x4C), e.b(0x29), e.b(u8(0xC0 | (reg << 3)));  // sub %r(8+i), %rax
+        e.b(0x49), e.b(0x89), e.b(u8(0xC0 | reg));                  // mov %rax, %r(8+i)
     }
 }
 
@@ -149,58 +203,129 @@ void emit_writes(Emitter& e, const Vec<MsrValue>& ws) {
     }
 }
 
+// nanoBench's -df: 128 NOPs of 15 bytes (66 x6, CS prefix, 0F 1F 84 00 disp32).
+void emit_drain(Emitter& e) {
+    static constexpr u8 k15[15] = {0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x2E, 0x0F,
+                                   0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00};
+    for (int i = 0; i < 128; ++i) e.bytes(k15, 15);
+}
+
 // Everything from the start serialisation up to the first copy.
-void emit_window_prefix(Emitter& e, const RegionSpec& s) {
-    e.serialize(s.serialize);
-    emit_reads(e, *s.group, kLocReads);
-    e.serialize(s.serialize);
-    for (unsigned i = 0; i < 4; ++i) e.load64(kReloaded[i], kRsp, loc_reloaded(i));
+void emit_window_prefix(Emitter& e, const RegionSpec& s, usize* late_at) {
+    if (s.group) {
+        e.serialize(s.serialize);
+        if (s.no_mem) emit_reads_no_mem(e, *s.group, false);
+        else emit_reads(e, *s.group, kDataReads);
+        e.serialize(s.serialize);
+        if (!s.no_mem)
+            for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x8B, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
+    }
+    *late_at = e.pos();
+    e.bytes(s.late_init.data, s.late_init.len);
+    if (s.drain_frontend) emit_drain(e);
+    if (s.loop && s.no_mem) {                             // the loop counter (late-init may use R15 freely)
+        e.b(0x41), e.b(0xBF), e.d32(u32(s.no_mem_loop));  // mov $L, %r15d
+    } else if (s.loop) {
+        e.rip_mem(0x8B, true, kR15, kDataFrame);
+        e.load64(kR15, kR15, i32(offsetof(RegionFrame, loop)));
+    }
 }
 
 }  // namespace
 
 const char* serialize_name(SerializeMode m) { return m == SerializeMode::cpuid ? "cpuid" : "lfence"; }
 
+const char* code_block_name(CodeBlock b) {
+    switch (b) {
+        case CodeBlock::init: return "init";
+        case CodeBlock::late_init: return "late-init";
+        case CodeBlock::body: return "body";
+        case CodeBlock::one_time_init: return "one-time-init";
+        case CodeBlock::harness: break;
+    }
+    return "harness";
+}
+
+FaultPlace locate_fault(const Region& r, usize off) {
+    FaultPlace p;
+    if (r.block == CodeBlock::one_time_init) {
+        if (off >= r.init_offset && off - r.init_offset < r.init_len) {
+            p.block = CodeBlock::one_time_init;
+            p.offset = off - r.init_offset;
+        }
+        return p;
+    }
+    if (off >= r.init_offset && off - r.init_offset < r.init_len) {
+        p.block = CodeBlock::init;
+        p.offset = off - r.init_offset;
+    } else if (off >= r.late_init_offset && off - r.late_init_offset < r.late_init_len) {
+        p.block = CodeBlock::late_init;
+        p.offset = off - r.late_init_offset;
+    } else if (r.body_len && off >= r.body_offset && off - r.body_offset < r.copies * r.body_len) {
+        p.block = CodeBlock::body;
+        p.offset = (off - r.body_offset) % r.body_len;
+        p.copy = (off - r.body_offset) / r.body_len;
+    }
+    return p;
+}
+
 Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
-    if (!s.group || s.group->reads.empty()) return Error::make(Errc::internal, "emit_region: no counter reads");
-    usize n = s.group->reads.size();
+    usize n = s.group ? s.group->reads.size() : 0;
+    if (s.group && n == 0) return Error::make(Errc::internal, "emit_region: no counter reads");
     if (n > kMaxReads)
         return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",
                            unsigned(n), unsigned(kMaxReads));
-    if (s.copies && s.body_len && s.copies > (kMaxRegionBytes - 4096) / s.body_len)
+    if (s.copies && s.body_len && s.copies > (kMaxRegionBytes - 8192) / s.body_len)
         return Error::make(Errc::invalid_argument,
                            "%llu copies of a %u-byte body exceed the %u MiB limit for generated code "
                            "(lower --unroll, raise --loop)",
                            (unsigned long long)s.copies, unsigned(s.body_len), unsigned(kMaxRegionBytes >> 20));
+    if (s.no_mem && n > kNoMemReads)
+        return Error::make(Errc::invalid_argument,
+                           "--no-mem keeps the counter values in R8-R13: at most %u reads per run, this group has %u "
+                           "(measure fewer events)",
+                           unsigned(kNoMemReads), unsigned(n));
+    if (s.no_mem && s.no_mem_loop > 0xFFFFFFFFull)
+        return Error::make(Errc::invalid_argument, "--no-mem: the loop count must fit in 32 bits");
+    if (s.carry & ((1u << kRax) | (1u << kRbx) | (1u << kRcx) | (1u << kRdx) | (1u << kRsp)))
+        return Error::make(Errc::internal, "emit_region: RAX, RBX, RCX, RDX and RSP cannot be carried");
     usize base = out->size();
     Emitter e(out);
-    out->reserve(base + 512 + n * 64 + usize(s.copies) * s.body_len);
-    u32 locals = u32((kLocReads + 16 * n + 15) & ~usize(15));
+    out->reserve(base + 8192 + n * 64 + s.init.len + s.late_init.len + usize(s.copies) * s.body_len);
+    RegionLayout lay;
 
-    // Prologue: callee-saved registers, locals, the kernel's registers.
+    // Prologue: callee-saved registers and flags, the frame pointer and the caller's
+    // RSP into the data page, the start writes, the code's registers.
     static constexpr u8 kSaved[6] = {kRbx, kRbp, kR12, kR13, kR14, kR15};
     for (u8 r : kSaved) e.push(r);
-    e.sub_rsp(locals);
-    e.store64(kRdi, kRsp, kLocFrame);
-    for (unsigned i = 0; i < 4; ++i) {
-        e.load64(kRax, kRdi, frame_gpr(kReloaded[i]));
-        e.store64(kRax, kRsp, loc_reloaded(i));
-    }
-    e.load64(kR15, kRdi, i32(offsetof(RegionFrame, loop)));
-    static constexpr u8 kLoaded[] = {kRbx, kRbp, kRsi, kR8, kR9, kR10, kR11, kR12, kR13, kR14};
+    e.pushfq();
+    e.rip_mem(0x89, true, kRdi, kDataFrame);
+    e.rip_mem(0x89, true, kRsp, kDataHostRsp);
+    if (s.group) emit_writes(e, s.group->start_writes);
+    // RSP: the frame's private stack when it has one (cmovnz: no branch).
+    e.load64(kRcx, kRdi, frame_gpr(kRsp));
+    e.test_rcx();
+    e.cmovnz_rsp_rcx();
+    static constexpr u8 kLoaded[] = {kRax, kRbx, kRcx, kRdx, kRbp, kRsi, kR8, kR9, kR10, kR11, kR12, kR13, kR14, kR15};
     for (u8 r : kLoaded) e.load64(r, kRdi, frame_gpr(r));
     e.load64(kRdi, kRdi, frame_gpr(kRdi));
-    emit_writes(e, s.group->start_writes);
 
-    // Align the first copy to 64 bytes: the fill runs before the window opens.
+    lay.init_offset = e.pos() - base;
+    e.bytes(s.init.data, s.init.len);
+    if (s.group && !s.no_mem)
+        for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x89, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
+
+    // Align the first copy to 64 bytes (+ align_offset): the fill runs before the window opens.
     Vec<u8> scratch;
     Emitter probe(&scratch);
-    emit_window_prefix(probe, s);
+    usize late_probe = 0;
+    emit_window_prefix(probe, s, &late_probe);
     usize at = e.pos() - base + scratch.size();
-    e.nops((64 - at % 64) % 64);
-    emit_window_prefix(e, s);
+    e.nops((64 + (s.align_offset % 64) - at % 64) % 64);
+    usize late_at = 0;
+    emit_window_prefix(e, s, &late_at);
+    lay.late_init_offset = late_at - base;
 
-    RegionLayout lay;
     lay.body_offset = e.pos() - base;
     for (u64 c = 0; c < s.copies; ++c) e.bytes(s.body, s.body_len);
     lay.body_end = e.pos() - base;
@@ -208,23 +333,56 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
         e.dec_r15();
         e.jnz_back(base + lay.body_offset);
     }
-    e.serialize(s.serialize);
-    emit_reads(e, *s.group, kLocReads + 8 * i32(n));
-    e.serialize(s.serialize);
-    emit_writes(e, s.group->stop_writes);
-
-    // Epilogue: results into the frame, restore, return.
-    e.load64(kRdi, kRsp, kLocFrame);
-    for (usize i = 0; i < n; ++i) {
-        e.load64(kRax, kRsp, kLocReads + 8 * i32(i));
-        e.store64(kRax, kRdi, i32(offsetof(RegionFrame, start) + 8 * i));
-        e.load64(kRax, kRsp, kLocReads + 8 * i32(n + i));
-        e.store64(kRax, kRdi, i32(offsetof(RegionFrame, end) + 8 * i));
+    // Everything after the copies starts 64-byte aligned in every version: a jump over
+    // the fill (the same instruction in both versions, so it cancels).
+    usize jmp_at = e.jmp_fwd();
+    e.nops((64 - (e.pos() - base) % 64) % 64);
+    e.patch_jmp(jmp_at, e.pos());
+    lay.tail_offset = e.pos() - base;
+    if (s.group) {
+        e.serialize(s.serialize);
+        if (s.no_mem) emit_reads_no_mem(e, *s.group, true);
+        else emit_reads(e, *s.group, kDataReads + 8 * i32(n));
+        e.serialize(s.serialize);
+        if (s.no_mem) {  // the window is closed: start = 0, end = the difference
+            e.xor_eax();
+            for (usize i = 0; i < n; ++i) {
+                e.rip_mem(0x89, true, kRax, kDataReads + 8 * i32(i));
+                e.rip_mem(0x89, true, u8(kR8 + i), kDataReads + 8 * i32(n + i));
+            }
+        }
+        emit_writes(e, s.group->stop_writes);
     }
-    e.add_rsp(locals);
+    for (unsigned r = 0; r < kGprCount; ++r) {
+        if (!(s.carry & (1u << r))) continue;
+        e.rip_mem(0x8B, true, kRax, kDataFrame);
+        e.store64(u8(r), kRax, frame_gpr(r));
+    }
+
+    // Exit (also the resume point after a fault): the caller's stack and flags, the
+    // reads into the frame, the callee-saved registers.
+    lay.exit_offset = e.pos() - base;
+    e.rip_mem(0x8B, true, kRsp, kDataHostRsp);
+    e.popfq();
+    if (s.group) {
+        e.rip_mem(0x8B, true, kRdi, kDataFrame);
+        for (usize i = 0; i < n; ++i) {
+            e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(i));
+            e.store64(kRax, kRdi, i32(offsetof(RegionFrame, start) + 8 * i));
+            e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(n + i));
+            e.store64(kRax, kRdi, i32(offsetof(RegionFrame, end) + 8 * i));
+        }
+    }
     for (int i = 5; i >= 0; --i) e.pop(kSaved[i]);
     e.ret();
-    lay.size = e.pos() - base;
+    lay.code_size = e.pos() - base;
+    // The data page: its own 4 KiB page, so that the harness's stores never share a
+    // page with code in flight (self-modifying-code detection).
+    usize data = (lay.code_size + 4095) & ~usize(4095);
+    e.fix_rip(base, data);
+    out->resize(base + data + 4096);
+    for (usize i = base + lay.code_size; i < out->size(); ++i) (*out)[i] = 0;
+    lay.size = out->size() - base;
     return lay;
 }
 

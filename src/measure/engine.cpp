@@ -9,6 +9,17 @@ namespace pmulab {
 
 const char* irq_mode_name(IrqMode m) { return m == IrqMode::lvt ? "lvt" : "cli"; }
 
+u64 fnv1a64(const u8* p, usize n) {
+    u64 h = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis and prime (Fowler, Noll, Vo)
+    for (usize i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
+    return h;
+}
+
+const char* bench_name(const BenchInstance& b) {
+    if (b.user) return b.user->name[0] ? b.user->name : "code";
+    return b.kernel ? b.kernel->name : "?";
+}
+
 Status plan_event_groups(const Vec<StrView>& specs, Vec<ReadGroup>* groups) {
     groups->clear();
     for (usize i = 0; i < specs.size(); ++i) {
@@ -75,10 +86,13 @@ struct WorkerState {
     MeasurePlatform* mp = nullptr;
     const ReadGroup* group = nullptr;
     Region regions[2];
+    const Region* once = nullptr;  // the one-time-init region, or null
     RegionFrame* frame = nullptr;
-    u32 reps = 0, warmup = 0;
+    const u64* regs = nullptr;  // initial registers (frame->gpr is reset from them)
+    u32 reps = 0, warmup = 0, initial_warmup = 0;
     IrqMode irq = IrqMode::cli;
     i64* raw[2] = {nullptr, nullptr};  // [rep * nreads + read]
+    u16 carry = 0;
     Status status;
 };
 
@@ -97,22 +111,85 @@ Status probe_group(Hw& hw, const ReadGroup& g) {
     return ok_status();
 }
 
+const char* vector_name(u64 v) {
+    switch (v) {
+        case 0: return "#DE (divide error)";
+        case 1: return "#DB (debug)";
+        case 3: return "#BP (breakpoint)";
+        case 4: return "#OF (overflow)";
+        case 5: return "#BR (bound range)";
+        case 6: return "#UD (invalid opcode)";
+        case 7: return "#NM (device not available)";
+        case 10: return "#TS (invalid TSS)";
+        case 11: return "#NP (segment not present)";
+        case 12: return "#SS (stack fault)";
+        case 13: return "#GP (general protection)";
+        case 14: return "#PF (page fault)";
+        case 16: return "#MF (x87 floating-point)";
+        case 17: return "#AC (alignment check)";
+        case 19: return "#XM (SIMD floating-point)";
+        default: return "an exception";
+    }
+}
+
+// The error for a region that faulted (frame->faulted).
+Error fault_error(const Region& r, const RegionFrame& f) {
+    u64 code = u64(reinterpret_cast<uintptr_t>(r.code));
+    usize off = usize(f.fault_rip - code);
+    FaultPlace p = locate_fault(r, off);
+    StrBuf where;
+    if (p.block == CodeBlock::body)
+        where.printf("offset %llu of the body (copy %llu of %llu)", (unsigned long long)p.offset,
+                     (unsigned long long)(p.copy + 1), (unsigned long long)r.copies);
+    else if (p.block == CodeBlock::harness)
+        where.printf("offset %llu of the generated harness", (unsigned long long)off);
+    else where.printf("offset %llu of the %s block", (unsigned long long)p.offset, code_block_name(p.block));
+    StrBuf extra;
+    // Traps (SDM Vol. 3A §6.5): the saved RIP is the instruction after the one that trapped.
+    if (f.fault_vector == 1 || f.fault_vector == 3 || f.fault_vector == 4)
+        extra.put(", a trap: the place is the instruction after the one that raised it");
+    if (f.fault_vector == 14) extra.printf(", CR2 0x%llx", (unsigned long long)f.fault_cr2);
+    if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
+        f.fault_vector == 14 || f.fault_vector == 17)
+        extra.printf(", error code 0x%llx", (unsigned long long)f.fault_error);
+    return Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
+                       vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where.c_str(),
+                       (unsigned long long)f.fault_rip, extra.c_str());
+}
+
+// One run of a region with interrupts masked and the group's start/stop hooks.
+Status run_once(WorkerState* c, const Region& region) {
+    const GroupHooks& h = c->group->hooks;
+    Hw& hw = *c->hw;
+    for (unsigned r = 0; r < kGprCount; ++r)
+        if (!(c->carry & (1u << r))) c->frame->gpr[r] = c->regs[r];
+    c->frame->faulted = 0;
+    IrqSaved saved;
+    PMULAB_TRY(c->mp->irq_mask(c->irq, &saved));
+    // The vector state is changed only while interrupts are masked, so that no
+    // firmware interrupt handler ever runs with pmulab's CR4/XCR0.
+    VectorSaved vs;
+    Status s = c->mp->vector_enter(&vs);
+    bool vec = s.ok();
+    if (s.ok() && h.start) s = h.start(hw, h.ctx);
+    if (s.ok()) c->mp->execute(region, c->frame);
+    if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
+    if (vec) c->mp->vector_leave(vs);
+    c->mp->irq_restore(saved);
+    PMULAB_TRY(s);
+    if (c->frame->faulted) return fault_error(region, *c->frame);
+    return ok_status();
+}
+
 // The warm-up and measured runs of both versions.
 Status run_group(WorkerState* c) {
     const ReadGroup& g = *c->group;
-    Hw& hw = *c->hw;
-    const GroupHooks& h = g.hooks;
     usize n = g.reads.size();
+    if (c->once) PMULAB_TRY(run_once(c, *c->once));
+    for (u32 i = 0; i < c->initial_warmup; ++i) PMULAB_TRY(run_once(c, c->regions[0]));
     for (int which = 0; which < 2; ++which) {
         for (u32 i = 0; i < c->warmup + c->reps; ++i) {
-            IrqSaved saved;
-            PMULAB_TRY(c->mp->irq_mask(c->irq, &saved));
-            Status s = ok_status();
-            if (h.start) s = h.start(hw, h.ctx);
-            if (s.ok()) c->mp->execute(c->regions[which], c->frame);
-            if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
-            c->mp->irq_restore(saved);
-            PMULAB_TRY(s);
+            PMULAB_TRY(run_once(c, c->regions[which]));
             if (i < c->warmup) continue;
             i64* out = c->raw[which] + usize(i - c->warmup) * n;
             for (usize r = 0; r < n; ++r) {
@@ -145,37 +222,95 @@ void worker_on_cpu(WorkerState* c) {
     c->status = s;
 }
 
-struct GroupCode {
-    Pages pages[2];
-    Region regions[2];
-    explicit GroupCode(MeasurePlatform& mp) : pages{Pages(mp), Pages(mp)} {}
+// What the engine measures, whatever its origin: a body and the blocks around it,
+// with the registers it starts from. Built-in kernels and user code both become one.
+struct BenchCode {
+    CodeSpan body, init, late_init, one_time_init;
+    u64 regs[kGprCount] = {};
+    u16 carry = 0;  // registers that continue from run to run (the walking kernels)
 };
 
-Status generate_group(MeasurePlatform& mp, const MeasureConfig& cfg, const CodeSpan& body, const ReadGroup& g,
-                      GroupCode* out) {
+struct GroupCode {
+    Pages pages[3];
+    Region regions[2];
+    Region once;  // the one-time-init region (once.code null when there is none)
+    explicit GroupCode(MeasurePlatform& mp) : pages{Pages(mp), Pages(mp), Pages(mp)} {}
+};
+
+Status place(Pages& pages, const Vec<u8>& code, Region* r, const RegionLayout& lay) {
+    PMULAB_TRY(pages.alloc(round_pages(code.size()), true, "generated code"));
+    u8* dst = pages.data();
+    for (usize i = 0; i < code.size(); ++i) dst[i] = code[i];
+    r->code = dst;
+    r->size = code.size();
+    r->code_size = lay.code_size;
+    r->exit_offset = lay.exit_offset;
+    r->body_offset = lay.body_offset;
+    r->init_offset = lay.init_offset;
+    r->late_init_offset = lay.late_init_offset;
+    return ok_status();
+}
+
+Status generate_group(const MeasureConfig& cfg, const BenchCode& bc, const ReadGroup& g, GroupCode* out) {
     u64 copies[2] = {cfg.basic ? 0 : cfg.unroll, cfg.basic ? cfg.unroll : 2 * cfg.unroll};
     for (int w = 0; w < 2; ++w) {
         RegionSpec spec;
-        spec.body = body.data;
-        spec.body_len = body.len;
+        spec.body = bc.body.data;
+        spec.body_len = bc.body.len;
         spec.copies = copies[w];
         spec.loop = cfg.loop > 1;
         spec.serialize = cfg.serialize;
         spec.group = &g;
+        spec.init = bc.init;
+        spec.late_init = bc.late_init;
+        spec.align_offset = cfg.align_offset;
+        spec.drain_frontend = cfg.drain_frontend;
+        spec.carry = bc.carry;
+        spec.no_mem = cfg.no_mem;
+        spec.no_mem_loop = cfg.loop;
         Vec<u8> code;
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();
-        PMULAB_TRY(out->pages[w].alloc(round_pages(code.size()), true, "generated code"));
-        u8* dst = out->pages[w].data();
-        for (usize i = 0; i < code.size(); ++i) dst[i] = code[i];
-        out->regions[w].code = dst;
-        out->regions[w].size = code.size();
-        out->regions[w].body_len = body.len;
-        out->regions[w].copies = copies[w];
-        out->regions[w].loop = cfg.loop;
+        Region& r = out->regions[w];
+        PMULAB_TRY(place(out->pages[w], code, &r, lay.value()));
+        r.body_len = bc.body.len;
+        r.copies = copies[w];
+        r.loop = cfg.loop;
+        r.init_len = bc.init.len;
+        r.late_init_len = bc.late_init.len;
+    }
+    if (bc.one_time_init.len) {
+        RegionSpec spec;
+        spec.init = bc.one_time_init;
+        Vec<u8> code;
+        Result<RegionLayout> lay = emit_region(spec, &code);
+        if (!lay.ok()) return lay.error();
+        PMULAB_TRY(place(out->pages[2], code, &out->once, lay.value()));
+        out->once.block = CodeBlock::one_time_init;
+        out->once.init_len = bc.one_time_init.len;
     }
     return ok_status();
 }
+
+// User code's scratch areas (docs/measure.md): RSP, RDI, RSI, RBP (1 MiB each) and
+// R14 (cfg.r14_size), each register pointing into the middle of its area.
+struct Scratch {
+    Pages areas[5];
+    explicit Scratch(MeasurePlatform& mp) : areas{Pages(mp), Pages(mp), Pages(mp), Pages(mp), Pages(mp)} {}
+    Status alloc(const MeasureConfig& cfg, u64 regs[kGprCount], u64* r14) {
+        static constexpr u8 kRegs[5] = {kRsp, kRdi, kRsi, kRbp, kR14};
+        static const char* const kWhat[5] = {"the code's stack (RSP)", "RDI's scratch area", "RSI's scratch area",
+                                             "RBP's scratch area", "R14's scratch area (--r14-size)"};
+        for (unsigned i = 0; i < 5; ++i) {
+            u64 bytes = kRegs[i] == kR14 ? cfg.r14_size : kScratchBytes;
+            if (!areas[i].data()) PMULAB_TRY(areas[i].alloc(usize(bytes), false, kWhat[i]));
+            u64 at = u64(reinterpret_cast<uintptr_t>(areas[i].data()));
+            regs[kRegs[i]] = at + bytes / 2;
+            if (kRegs[i] == kR14) *r14 = at;
+        }
+        return ok_status();
+    }
+};
 
 Errc worse(Errc a, Errc b) {
     // Unsupported (3) outranks nothing else; any failure outranks unsupported.
@@ -219,34 +354,62 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
     scratch.resize(cfg.reps);
     RegionFrame* frame = new RegionFrame();
 
+    Status prep = mp.prepare();
+    if (!prep.ok()) {
+        fail(prep.error());
+        delete frame;
+        return worst;
+    }
+    Scratch scratch_areas(mp);
+
     for (const BenchInstance& b : cfg.benches) {
-        const KernelInfo& k = *b.kernel;
-        CodeSpan body = mp.kernel_body(k.id);
-        if (!body.data && k.instructions) {
-            fail(Error::make(Errc::internal, "kernel '%s' has no code in this build", k.name));
-            done += u32(cfg.cpus.size() * groups.size());
-            continue;
-        }
+        const char* name = bench_name(b);
+        BenchCode bc;
+        Pages buffer(mp);
+        u64 r14 = 0;
         // Announce the first job before building a (possibly large) buffer.
         announce(b, cfg.cpus[0], 0);
-        // The buffer, on the BSP, shared by every CPU and group.
-        Pages buffer(mp);
-        KernelParams params;
-        params.seed = cfg.seed;
-        if (k.buffer != KernelBuffer::none) {
-            Status s = check_buffer_size(k, b.size);
-            if (s.ok()) s = buffer.alloc(usize(b.size), false, k.name);
+        if (b.user) {
+            const UserCode& u = *b.user;
+            bc.body = CodeSpan{u.body.data(), u.body.size()};
+            bc.init = CodeSpan{u.init.data(), u.init.size()};
+            bc.late_init = CodeSpan{u.late_init.data(), u.late_init.size()};
+            bc.one_time_init = CodeSpan{u.one_time_init.data(), u.one_time_init.size()};
+            Status s = scratch_areas.alloc(cfg, bc.regs, &r14);
             if (!s.ok()) {
                 fail(s.error());
                 done += u32(cfg.cpus.size() * groups.size());
                 continue;
             }
-            params.buffer = u64(reinterpret_cast<uintptr_t>(buffer.data()));
-            params.size = b.size;
-            // Stream buffers keep whatever the pages hold: the values never matter.
-            if (k.buffer == KernelBuffer::chase) build_pointer_chase(buffer.data(), b.size, params.buffer, cfg.seed);
+        } else {
+            const KernelInfo& k = *b.kernel;
+            bc.body = mp.kernel_body(k.id);
+            if (!bc.body.data && k.instructions) {
+                fail(Error::make(Errc::internal, "kernel '%s' has no code in this build", k.name));
+                done += u32(cfg.cpus.size() * groups.size());
+                continue;
+            }
+            // The buffer, on the BSP, shared by every CPU and group.
+            KernelParams params;
+            params.seed = cfg.seed;
+            if (k.buffer != KernelBuffer::none) {
+                Status s = check_buffer_size(k, b.size);
+                if (s.ok()) s = buffer.alloc(usize(b.size), false, k.name);
+                if (!s.ok()) {
+                    fail(s.error());
+                    done += u32(cfg.cpus.size() * groups.size());
+                    continue;
+                }
+                params.buffer = u64(reinterpret_cast<uintptr_t>(buffer.data()));
+                params.size = b.size;
+                // Stream buffers keep whatever the pages hold: the values never matter.
+                if (k.buffer == KernelBuffer::chase)
+                    build_pointer_chase(buffer.data(), b.size, params.buffer, cfg.seed);
+            }
+            kernel_init_registers(k, params, bc.regs);
+            bc.carry = kernel_carried_registers(k);
         }
-        kernel_init_registers(k, params, frame->gpr);
+        for (unsigned r = 0; r < kGprCount; ++r) frame->gpr[r] = bc.regs[r];
         frame->loop = cfg.loop;
 
         // The code for every group, generated once for all CPUs.
@@ -255,9 +418,9 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
         for (const ReadGroup& g : groups) {
             GroupCode* gc = new GroupCode(mp);
             code.push(gc);
-            Status s = generate_group(mp, cfg, body, g, gc);
+            Status s = generate_group(cfg, bc, g, gc);
             if (!s.ok()) {
-                fail(s.error().with_context("%s", k.name));
+                fail(s.error().with_context("%s", name));
                 code_ok = false;
                 break;
             }
@@ -266,7 +429,8 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             u32 cpu = cfg.cpus[ci];
             Result<CpuTopology> topo = hw.topology(cpu);
             u64 apic = topo.ok() ? topo.value().apic_id : 0;
-            if (k.needs != KernelNeeds::nothing) {
+            if (b.kernel && b.kernel->needs != KernelNeeds::nothing) {
+                const KernelInfo& k = *b.kernel;
                 // The kernel's own instructions, once through the fault-safe Hw layer.
                 Status probed = ok_status();
                 auto probe = [&] {
@@ -297,7 +461,11 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 w.group = &g;
                 w.regions[0] = code[gi]->regions[0];
                 w.regions[1] = code[gi]->regions[1];
+                w.once = (code[gi]->once.code && gi == 0) ? &code[gi]->once : nullptr;
                 w.frame = frame;
+                w.regs = bc.regs;
+                w.carry = bc.carry;
+                w.initial_warmup = cfg.initial_warmup;
                 w.reps = cfg.reps;
                 w.warmup = cfg.warmup;
                 w.irq = cfg.irq;
@@ -308,7 +476,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 Status rs = mp.run_on_cpu(hw, cpu, wc.fn, wc.ctx);
                 if (rs.ok()) rs = w.status;
                 if (!rs.ok()) {
-                    fail(rs.error().with_context("%s on CPU %u (run %u)", k.name, cpu, unsigned(gi)));
+                    fail(rs.error().with_context("%s on CPU %u (run %u)", name, cpu, unsigned(gi)));
                     continue;
                 }
                 usize n = g.reads.size();
@@ -340,9 +508,10 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                         else res.per_iter[a] = f.value();
                     }
                     if (!st.ok()) {
-                        fail(st.error().with_context("%s on CPU %u, event '%s'", k.name, cpu, g.reads[r].event));
+                        fail(st.error().with_context("%s on CPU %u, event '%s'", name, cpu, g.reads[r].event));
                         continue;
                     }
+                    res.r14 = r14;
                     res.short_raw = column[0].data();
                     res.long_raw = column[1].data();
                     sink.result(cfg, res);

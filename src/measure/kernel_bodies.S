@@ -66,14 +66,15 @@ pmulab_kb_div_chain_start:
     div %rcx
 pmulab_kb_div_chain_end:
 
-/* pointer_chase: 1 instruction; RAX = the first node of a random cyclic chain */
+/* pointer_chase: 1 instruction; RSI = the current node of a random cyclic chain
+   (carried from run to run: the chase continues where the last run stopped) */
     .globl pmulab_kb_pointer_chase_start
     .globl pmulab_kb_pointer_chase_end
 pmulab_kb_pointer_chase_start:
-    mov (%rax), %rax
+    mov (%rsi), %rsi
 pmulab_kb_pointer_chase_end:
 
-/* store_stream: 3 instructions; RBX = buffer, RSI = offset, RDI = size - 1 */
+/* store_stream: 3 instructions; RBX = buffer, RSI = offset (carried), RDI = size - 1 */
     .globl pmulab_kb_store_stream_start
     .globl pmulab_kb_store_stream_end
 pmulab_kb_store_stream_start:
@@ -82,7 +83,7 @@ pmulab_kb_store_stream_start:
     and %rdi, %rsi
 pmulab_kb_store_stream_end:
 
-/* load_stream: 3 instructions; RBX = buffer, RSI = offset, RDI = size - 1 */
+/* load_stream: 3 instructions; RBX = buffer, RSI = offset (carried), RDI = size - 1 */
     .globl pmulab_kb_load_stream_start
     .globl pmulab_kb_load_stream_end
 pmulab_kb_load_stream_start:

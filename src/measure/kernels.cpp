@@ -22,7 +22,7 @@ constexpr KernelInfo kKernels[kKernelCount] = {
      "dependent IMUL chain (RAX = 1): latency of a 64-bit IMUL"},
     {KernelId::div_chain, "div_chain", 1, KernelBuffer::none, KernelNeeds::nothing, "div %rcx",
      "dependent 64-bit DIV chain (RDX:RAX = 0:0x0123456789ABCDEF, RCX = 1): DIV latency"},
-    {KernelId::pointer_chase, "pointer_chase", 1, KernelBuffer::chase, KernelNeeds::nothing, "mov (%rax), %rax",
+    {KernelId::pointer_chase, "pointer_chase", 1, KernelBuffer::chase, KernelNeeds::nothing, "mov (%rsi), %rsi",
      "load-to-use latency: a random cyclic pointer chain over 64-byte nodes of --size bytes "
      "(cache and TLB staircase)"},
     {KernelId::store_stream, "store_stream", 3, KernelBuffer::stream, KernelNeeds::nothing,
@@ -144,7 +144,7 @@ void kernel_init_registers(const KernelInfo& k, const KernelParams& p, u64 regs[
             regs[kRdx] = 0;
             regs[kRcx] = 1;
             break;
-        case KernelId::pointer_chase: regs[kRax] = p.buffer; break;
+        case KernelId::pointer_chase: regs[kRsi] = p.buffer; break;
         case KernelId::store_stream:
         case KernelId::load_stream:
             regs[kRbx] = p.buffer;
@@ -164,6 +164,15 @@ void kernel_init_registers(const KernelInfo& k, const KernelParams& p, u64 regs[
         case KernelId::rdmsr: regs[kRcx] = msr::IA32_TIME_STAMP_COUNTER; break;
         case KernelId::rdpmc: regs[kRcx] = 0; break;
         default: break;
+    }
+}
+
+u16 kernel_carried_registers(const KernelInfo& k) {
+    switch (k.id) {
+        case KernelId::pointer_chase: return u16(1u << kRsi);
+        case KernelId::store_stream:
+        case KernelId::load_stream: return u16(1u << kRsi);
+        default: return 0;
     }
 }
 

@@ -11,7 +11,8 @@
 // Register contract of every body: it may use every general-purpose register
 // except RSP and R15 (the engine's loop counter), must not touch the stack, and
 // must not jump outside itself. Initial register values come from
-// kernel_init_registers() and are loaded before every measured run.
+// kernel_init_registers() and are loaded before every measured run, except the
+// carried ones (kernel_carried_registers), which continue where the last run stopped.
 #pragma once
 
 #include "base/fmt.h"
@@ -147,8 +148,12 @@ struct KernelParams {
     u64 seed = kDefaultSeed;
 };
 
-// The registers the kernel expects at the start of every measured run.
+// The registers the kernel expects at the start of a benchmark.
 void kernel_init_registers(const KernelInfo& k, const KernelParams& p, u64 regs[kGprCount]);
+// Registers that continue from one run to the next instead of restarting (bit r for
+// GPR r): the pointer chase's node (RSI) and the streams' offset (RSI), so that the
+// runs together walk the whole working set rather than its first lines every time.
+u16 kernel_carried_registers(const KernelInfo& k);
 
 // The LCG that drives the branch kernels (Knuth's MMIX constants); branch_pred uses
 // a=1, c=2^63 instead so that its branch alternates taken / not taken.

@@ -76,12 +76,26 @@ enum class SerializeMode : u8 { lfence, cpuid };
 const char* serialize_name(SerializeMode m);
 
 // Shared between C++ and the generated code (offsets via offsetof).
+// The generated code reads gpr and loop, writes start, end and (for the carried
+// registers, RegionSpec::carry) gpr; the platform fills the fault fields when code in
+// the region faulted (the region then returns early through its exit path).
 struct RegionFrame {
-    u64 gpr[kGprCount] = {};  // initial register values for the kernel (RSP, R15 ignored)
+    u64 gpr[kGprCount] = {};  // initial register values (RSP: a private stack, 0 = the caller's; R15 ignored)
     u64 loop = 1;             // iterations of the loop around the copies (>= 1)
     u64 start[kMaxReads] = {};
     u64 end[kMaxReads] = {};
+    u64 faulted = 0;  // 1 when an exception interrupted the region (platform)
+    u64 fault_vector = 0, fault_rip = 0, fault_error = 0, fault_cr2 = 0;
 };
+
+struct CodeSpan {
+    const u8* data = nullptr;
+    usize len = 0;
+};
+
+// Code blocks of the region: where each one sits (offsets from the region start).
+enum class CodeBlock : u8 { init, late_init, body, one_time_init, harness };
+const char* code_block_name(CodeBlock b);
 
 struct RegionSpec {
     const u8* body = nullptr;
@@ -89,13 +103,30 @@ struct RegionSpec {
     u64 copies = 0;
     bool loop = false;  // emit the dec r15 / jnz loop around the copies (frame->loop times)
     SerializeMode serialize = SerializeMode::lfence;
-    const ReadGroup* group = nullptr;
+    const ReadGroup* group = nullptr;  // null: no reads at all (a one-time-init region)
+    // User blocks: init runs before the start reads (not measured), late_init right
+    // after them (measured in both versions, so it cancels), before the copies.
+    CodeSpan init, late_init;
+    u32 align_offset = 0;         // first copy at 64k + align_offset (0..63)
+    bool drain_frontend = false;  // 128 x 15-byte NOPs after late_init (nanoBench -df)
+    u16 carry = 0;                // bit r: write GPR r back to frame->gpr after the run (not RAX-RDX, RSP)
+    // --no-mem: the start values stay in R8.. (one register per read, at most
+    // kNoMemReads), the end reads subtract them in registers; no load or store by the
+    // harness between the reads. RAX-RDX are then not carried from init to the body,
+    // and the loop count is an immediate (no_mem_loop).
+    bool no_mem = false;
+    u64 no_mem_loop = 1;
 };
+inline constexpr u32 kNoMemReads = 6;  // R8..R13
 
 struct RegionLayout {
-    usize size = 0;         // total bytes
-    usize body_offset = 0;  // first copy (64-byte aligned relative to the start)
+    usize size = 0;         // total bytes, code and the data page
+    usize code_size = 0;    // bytes of code (the data page starts at the next 4 KiB)
+    usize body_offset = 0;  // first copy (64-byte aligned + align_offset, relative to the start)
     usize body_end = 0;     // after the last copy (before the loop branch)
+    usize tail_offset = 0;  // end serialisation and reads: 64-byte aligned in every version
+    usize init_offset = 0, late_init_offset = 0;
+    usize exit_offset = 0;  // the exit path (the platform resumes here after a fault)
 };
 
 // Limit on one generated region.
@@ -116,17 +147,31 @@ struct IrqSaved {
     u64 word[16] = {};
 };
 
-struct CodeSpan {
-    const u8* data = nullptr;
-    usize len = 0;
-};
-
 struct Region {
     const void* code = nullptr;
     usize size = 0;
     usize body_len = 0;  // bytes of one copy of the kernel body
     u64 copies = 0;
     u64 loop = 1;
+    usize code_size = 0;    // bytes of code (faults outside it are not the region's)
+    usize exit_offset = 0;  // where to resume after a fault (RegionLayout::exit_offset)
+    usize body_offset = 0;
+    usize init_offset = 0, init_len = 0, late_init_offset = 0, late_init_len = 0;
+    CodeBlock block = CodeBlock::body;  // a one-time-init region: its block is one_time_init
+};
+
+// Where a fault at `offset` from the region start lies: the block and the offset in it
+// (for the body: in the copy, and which copy, 0-based).
+struct FaultPlace {
+    CodeBlock block = CodeBlock::harness;
+    usize offset = 0;
+    u64 copy = 0;
+};
+FaultPlace locate_fault(const Region& r, usize offset);
+
+// Vector state on the measuring CPU (platform-defined).
+struct VectorSaved {
+    u64 word[4] = {};
 };
 
 // What the engine needs from the platform beyond Hw.
@@ -148,8 +193,17 @@ public:
     // A serialising instruction: run before executing code written by another CPU
     // (SDM Vol. 3A §9.1.3 "Handling Self- and Cross-Modifying Code").
     virtual void serialize() = 0;
-    // Calls the region.
+    // Calls the region. A fault inside it is caught: frame->faulted and the fault
+    // fields are set and the region returns through its exit path.
     virtual void execute(const Region& region, RegionFrame* frame) = 0;
+    // Makes vector code runnable for the measurement and restores the firmware's
+    // state afterwards (CR4.OSXSAVE, XCR0, the extended state); around every run,
+    // with interrupts masked.
+    virtual Status vector_enter(VectorSaved*) { return ok_status(); }
+    virtual void vector_leave(const VectorSaved&) {}
+
+    // --- on the BSP, once before a measure_run ---
+    virtual Status prepare() { return ok_status(); }
 
     // --- on the BSP ---
     // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
@@ -163,8 +217,20 @@ protected:
 
 // ---------------------------------------------------------------- the engine
 
+// Machine code given by the user (`run --code`): the body and the optional blocks.
+struct UserCode {
+    char name[64] = {};  // --name, default "code"
+    Vec<u8> body, init, late_init, one_time_init;
+    u64 hash = 0;  // FNV-1a 64 of the body bytes
+};
+inline constexpr usize kUserCodeMax = usize(64) << 10;  // bytes per block
+inline constexpr u64 kScratchBytes = u64(1) << 20;      // RDI, RSI, RBP, RSP areas
+inline constexpr u64 kR14Max = u64(1) << 30;
+u64 fnv1a64(const u8* p, usize n);
+
 struct BenchInstance {
-    const KernelInfo* kernel = nullptr;
+    const KernelInfo* kernel = nullptr;  // a built-in kernel, or null with `user`
+    const UserCode* user = nullptr;
     u64 size = 0;           // buffer bytes (0 for kernels without a buffer)
     bool optional = false;  // from --bench all: skip (with a warning) where unsupported
 };
@@ -181,6 +247,11 @@ struct MeasureConfig {
     IrqMode irq = IrqMode::cli;
     SerializeMode serialize = SerializeMode::lfence;
     u64 seed = kDefaultSeed;
+    u32 align_offset = 0;    // --align-offset
+    u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
+    bool drain_frontend = false;
+    u64 r14_size = kScratchBytes;  // --r14-size (user code)
+    bool no_mem = false;           // --no-mem
 };
 
 inline constexpr u64 kUnrollMax = 1000000;
@@ -202,7 +273,10 @@ struct MeasureResult {
     // Raw counts per measured repetition (reps values each).
     const i64* short_raw = nullptr;
     const i64* long_raw = nullptr;
+    u64 r14 = 0;  // user code: R14's area (its start; physical under UEFI identity mapping)
 };
+// The name a record gives a benchmark: the kernel's or the user's label.
+const char* bench_name(const BenchInstance& b);
 
 // Where results go. failure() reports one (benchmark, CPU) that could not be
 // measured; the run goes on with the rest.

@@ -165,7 +165,7 @@ def test_qemu_pmu_event_without_pmu_is_exit_3():
 
 
 BAD = [
-    ("run", "run: --bench is required; kernels: empty, nop, add_chain"),
+    ("run", "run: --code HEX or --bench NAME is required; kernels: empty, nop, add_chain"),
     ("run --bench nope", "--bench: unknown kernel 'nope'; kernels: empty, nop,"),
     ("run --bench nop,nop", "--bench: 'nop' is listed twice"),
     ("run --bench nop,,cpuid", "--bench: empty item in 'nop,,cpuid'"),

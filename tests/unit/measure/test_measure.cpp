@@ -511,8 +511,8 @@ TEST(MeasureEngine, BuffersAndKernelRegisters) {
     EXPECT_EQ(measure_run(hw, mp, config(KernelId::pointer_chase, {0}, 8192), groups, sink), Errc::ok);
     EXPECT_EQ(mp.data_allocs, 1);
     ASSERT_EQ(mp.frame_gprs.size(), size_t(kGprCount));
-    EXPECT_NE(mp.frame_gprs[kRax], 0u);
-    EXPECT_EQ(mp.frame_gprs[kRax] % 4096, 0u) << "chase starts at node 0 of the page-aligned buffer";
+    EXPECT_NE(mp.frame_gprs[kRsi], 0u);
+    EXPECT_EQ(mp.frame_gprs[kRsi] % 4096, 0u) << "chase starts at node 0 of the page-aligned buffer";
     EXPECT_EQ(measure_run(hw, mp, config(KernelId::load_stream, {0}, 65536), groups, sink), Errc::ok);
     EXPECT_NE(mp.frame_gprs[kRbx], 0u);
     EXPECT_EQ(mp.frame_gprs[kRsi], 0u);

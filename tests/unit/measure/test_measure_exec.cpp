@@ -139,7 +139,7 @@ TEST(MeasureExec, KernelBodiesAreTheDocumentedInstructions) {
     EXPECT_EQ(bytes_of(KernelId::add_indep).size(), 32u);  // eight 4-byte ADDs
     EXPECT_EQ(bytes_of(KernelId::imul_chain), (V{0x48, 0x0F, 0xAF, 0xC0}));
     EXPECT_EQ(bytes_of(KernelId::div_chain), (V{0x48, 0xF7, 0xF1}));
-    EXPECT_EQ(bytes_of(KernelId::pointer_chase), (V{0x48, 0x8B, 0x00}));
+    EXPECT_EQ(bytes_of(KernelId::pointer_chase), (V{0x48, 0x8B, 0x36}));  // mov (%rsi), %rsi
     EXPECT_EQ(bytes_of(KernelId::store_stream), (V{0x48, 0x89, 0x04, 0x33, 0x48, 0x83, 0xC6, 0x40, 0x48, 0x21, 0xFE}));
     EXPECT_EQ(bytes_of(KernelId::load_stream), (V{0x48, 0x8B, 0x04, 0x33, 0x48, 0x83, 0xC6, 0x40, 0x48, 0x21, 0xFE}));
     // imul r9,r8; add r10,r8; test r8,r8; js +3; nop; jmp +2; nop; nop
@@ -177,10 +177,16 @@ TEST(MeasureExec, LayoutAlignsTheBodyAndCopiesItVerbatim) {
                 i32 rel = i32(gen.lay.body_offset) - i32(gen.lay.body_end + 9);
                 std::vector<u8> want{0x49, 0xFF, 0xCF, 0x0F, 0x85, u8(rel), u8(rel >> 8), u8(rel >> 16), u8(rel >> 24)};
                 EXPECT_EQ(tail, want);
-            } else {
-                EXPECT_EQ(tail[0], 0x0F);  // lfence (0F AE E8) right after the copies
-                EXPECT_EQ(tail[1], 0xAE);
             }
+            // Then a jump to the 64-byte aligned tail, which starts with lfence (0F AE E8).
+            usize j = gen.lay.body_end + (loop ? 9 : 0);
+            EXPECT_EQ(gen.code[j], 0xE9);
+            i32 rel = i32(gen.code[j + 1] | gen.code[j + 2] << 8 | gen.code[j + 3] << 16 | gen.code[j + 4] << 24);
+            EXPECT_EQ(usize(i64(j + 5) + rel), gen.lay.tail_offset);
+            EXPECT_EQ(gen.lay.tail_offset % 64, 0u);
+            EXPECT_EQ(gen.code[gen.lay.tail_offset], 0x0F);
+            EXPECT_EQ(gen.code[gen.lay.tail_offset + 1], 0xAE);
+            EXPECT_EQ(gen.code[gen.lay.tail_offset + 2], 0xE8);
         }
     }
 }
@@ -205,19 +211,42 @@ TEST(MeasureExec, CounterReadsAndWritesAreEncodedInOrder) {
     s.group = &g;
     s.serialize = SerializeMode::cpuid;
     Gen gen(s);
-    // mov $0x40000001,%ecx; rdpmc; mov %eax,40(%rsp); mov %edx,44(%rsp)
-    EXPECT_TRUE(contains(gen.code, {0xB9, 0x01, 0x00, 0x00, 0x40, 0x0F, 0x33, 0x89, 0x84, 0x24, 40,
-                                    0,    0,    0,    0x89, 0x94, 0x24, 44,   0,    0,    0}));
-    // mov $0x309,%ecx; rdmsr; stores to 48/52
-    EXPECT_TRUE(contains(gen.code, {0xB9, 0x09, 0x03, 0, 0, 0x0F, 0x32, 0x89, 0x84, 0x24, 48, 0, 0, 0}));
-    // rdtsc; stores to 56/60 (start) and, at the end, 80/84 (40 + 8*3 + 16)
-    EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x89, 0x84, 0x24, 56, 0, 0, 0}));
-    EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x89, 0x84, 0x24, 80, 0, 0, 0}));
+    // The reads store into the data page (RIP-relative, the page after the code):
+    // start values at data + 48 + 8i, end values at data + 48 + 8(n + i).
+    usize data = (gen.lay.code_size + 4095) & ~usize(4095);
+    auto rip_target = [&](usize modrm_at) {
+        usize d = modrm_at + 1;
+        i32 rel = i32(gen.code[d] | gen.code[d + 1] << 8 | gen.code[d + 2] << 16 | gen.code[d + 3] << 24);
+        return i64(d + 4) + rel - i64(data);
+    };
+    auto find = [&](std::vector<u8> needle, usize from = 0) {
+        auto it = std::search(gen.code.begin() + from, gen.code.end(), needle.begin(), needle.end());
+        return it == gen.code.end() ? usize(-1) : usize(it - gen.code.begin());
+    };
+    // mov $0x40000001,%ecx; rdpmc; mov %eax,48(data); mov %edx,52(data)
+    usize a0 = find({0xB9, 0x01, 0x00, 0x00, 0x40, 0x0F, 0x33, 0x89, 0x05});
+    ASSERT_NE(a0, usize(-1));
+    EXPECT_EQ(rip_target(a0 + 8), 48);
+    EXPECT_EQ(gen.code[a0 + 13], 0x89);
+    EXPECT_EQ(gen.code[a0 + 14], 0x15);
+    EXPECT_EQ(rip_target(a0 + 14), 52);
+    // mov $0x309,%ecx; rdmsr; stores to 56/60
+    usize b0 = find({0xB9, 0x09, 0x03, 0, 0, 0x0F, 0x32, 0x89, 0x05});
+    ASSERT_NE(b0, usize(-1));
+    EXPECT_EQ(rip_target(b0 + 8), 56);
+    // rdtsc; stores to 64/68 (start) and, at the end, 88/92 (48 + 8*3 + 16)
+    usize c0 = find({0x0F, 0x31, 0x89, 0x05});
+    ASSERT_NE(c0, usize(-1));
+    EXPECT_EQ(rip_target(c0 + 3), 64);
+    usize c1 = find({0x0F, 0x31, 0x89, 0x05}, c0 + 1);
+    ASSERT_NE(c1, usize(-1));
+    EXPECT_EQ(rip_target(c1 + 3), 88);
     // wrmsr 0x38F <- 0x70000000F: ecx, eax, edx, wrmsr
     EXPECT_TRUE(contains(gen.code, {0xB9, 0x8F, 0x03, 0, 0, 0xB8, 0x0F, 0, 0, 0, 0xBA, 0x07, 0, 0, 0, 0x0F, 0x30}));
     EXPECT_TRUE(contains(gen.code, {0xB9, 0x8F, 0x03, 0, 0, 0xB8, 0, 0, 0, 0, 0xBA, 0, 0, 0, 0, 0x0F, 0x30}));
     // Serialisation by CPUID leaf 0 around the reads.
     EXPECT_TRUE(contains(gen.code, {0x31, 0xC0, 0x0F, 0xA2, 0xB9, 0x01, 0x00, 0x00, 0x40, 0x0F, 0x33}));
+    (void)contains;
 }
 
 TEST(MeasureExec, TooManyReadsIsAnError) {
@@ -316,4 +345,86 @@ TEST(MeasureExec, RunCommandEndToEndOnTheHost) {
     size_t lines = 0;
     for (size_t pos = 0; (pos = p.out.find("{\"type\":\"result\"", pos)) != std::string::npos; ++pos) ++lines;
     EXPECT_EQ(lines, 11u) << p.out;
+}
+
+TEST(MeasureExec, InitBlocksSetTheBodysRegistersAcrossTheReads) {
+    // init: mov $7, %rbx; late-init: add $1, %rbx; body: mov %rbx, (%r14); add $8, %r14;
+    // push %rbx; pop %rax (on the frame's private stack). CPUID serialisation clobbers
+    // RBX between init and late-init: the harness must reload it.
+    const u8 init[] = {0x48, 0xC7, 0xC3, 0x07, 0x00, 0x00, 0x00};
+    const u8 late[] = {0x48, 0x83, 0xC3, 0x01};
+    const u8 body[] = {0x49, 0x89, 0x1E, 0x49, 0x83, 0xC6, 0x08, 0x53, 0x58};
+    Vec<ReadGroup> g = tsc_group();
+    for (SerializeMode ser : {SerializeMode::lfence, SerializeMode::cpuid}) {
+        for (u32 align : {0u, 13u}) {
+            RegionSpec s;
+            s.body = body;
+            s.body_len = sizeof body;
+            s.copies = 3;
+            s.init = CodeSpan{init, sizeof init};
+            s.late_init = CodeSpan{late, sizeof late};
+            s.serialize = ser;
+            s.align_offset = align;
+            s.drain_frontend = align != 0;
+            s.group = &g[0];
+            Gen gen(s);
+            EXPECT_EQ(gen.lay.body_offset % 64, align);
+            EXPECT_EQ(std::memcmp(&gen.code[gen.lay.init_offset], init, sizeof init), 0);
+            EXPECT_EQ(std::memcmp(&gen.code[gen.lay.late_init_offset], late, sizeof late), 0);
+            std::vector<u64> out(8, 0), stack(512, 0);
+            RegionFrame f;
+            f.gpr[kR14] = u64(reinterpret_cast<uintptr_t>(out.data()));
+            f.gpr[kRsp] = u64(reinterpret_cast<uintptr_t>(&stack[256]));
+            int clobbers = 0;
+            gen.call(&f, &clobbers);
+            EXPECT_EQ(clobbers, 0);
+            EXPECT_EQ(out[0], 8u);
+            EXPECT_EQ(out[2], 8u);
+            EXPECT_EQ(out[3], 0u);
+            EXPECT_EQ(stack[255], 8u) << "push %rbx went to the private stack";
+            EXPECT_GT(f.end[0], f.start[0]);
+        }
+    }
+}
+
+TEST(MeasureExec, NoMemKeepsTheCountsInRegistersBetweenTheReads) {
+    // With --no-mem nothing between the two reads touches memory except the body:
+    // the window holds only register instructions, and the difference lands in the frame.
+    const u8 body[] = {0x48, 0x01, 0xD8};  // add %rbx, %rax
+    Vec<ReadGroup> g = tsc_group();
+    for (bool loop : {false, true}) {
+        RegionSpec s;
+        s.body = body;
+        s.body_len = sizeof body;
+        s.copies = 10;
+        s.loop = loop;
+        s.no_mem = true;
+        s.no_mem_loop = 5;
+        s.group = &g[0];
+        Gen gen(s);
+        // rdtsc; shl $32,%rdx; or %rdx,%rax; mov %rax,%r8 ... rdtsc; ...; sub %r8,%rax; mov %rax,%r8
+        EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0x49, 0x89, 0xC0}));
+        EXPECT_TRUE(contains(gen.code, {0x0F, 0x31, 0x48, 0xC1, 0xE2, 0x20, 0x48, 0x09, 0xD0, 0x4C, 0x29, 0xC0, 0x49,
+                                        0x89, 0xC0}));
+        if (loop) EXPECT_TRUE(contains(gen.code, {0x41, 0xBF, 5, 0, 0, 0}));  // mov $5, %r15d
+        RegionFrame f;
+        int clobbers = 0;
+        gen.call(&f, &clobbers);
+        EXPECT_EQ(clobbers, 0);
+        EXPECT_EQ(f.start[0], 0u);
+        EXPECT_GT(f.end[0], 0u);
+        EXPECT_LT(f.end[0], u64(1) << 40);
+    }
+    Vec<ReadGroup> many;
+    ReadGroup& big = many.emplace();
+    for (u32 i = 0; i <= kNoMemReads; ++i) big.reads.push(CounterRead{});
+    RegionSpec s;
+    s.group = &big;
+    s.no_mem = true;
+    Vec<u8> out;
+    Result<RegionLayout> r = emit_region(s, &out);
+    ASSERT_FALSE(r.ok());
+    EXPECT_STREQ(r.error().msg,
+                 "--no-mem keeps the counter values in R8-R13: at most 6 reads per run, this group has 7 (measure "
+                 "fewer events)");
 }

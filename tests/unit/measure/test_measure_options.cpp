@@ -104,7 +104,7 @@ TEST(RunOptions, AllIsEveryKernelAndOptional) {
 }
 
 TEST(RunOptions, EveryErrorSaysWhatIsWrong) {
-    EXPECT_EQ(err(""), std::string("run: --bench is required; kernels: ") + kNames);
+    EXPECT_EQ(err(""), std::string("run: --code HEX or --bench NAME is required; kernels: ") + kNames);
     EXPECT_EQ(err("--bench foo"), std::string("--bench: unknown kernel 'foo'; kernels: ") + kNames);
     EXPECT_EQ(err("--bench nop,foo,add_chain"), std::string("--bench: unknown kernel 'foo'; kernels: ") + kNames);
     EXPECT_EQ(err("--bench nop,,add_chain"), "--bench: empty item in 'nop,,add_chain'");

@@ -1,0 +1,149 @@
+"""QEMU boots of `run --code`: user machine code through the measurement engine.
+
+The oracle (see test_qemu_measure.py): under -icount shift=7 the TSC advances
+exactly 128 per guest instruction with interrupts masked, so code of N
+instructions measures exactly 128 x N per iteration, on the BSP and on an AP,
+whatever the options around it (init blocks, --loop, --basic, --align-offset,
+--drain-frontend, --initial-warmup, a taken jump, multi-byte NOPs, an AVX2
+instruction under -cpu max). Faults in user code are reported with the vector and
+the place, and the campaign goes on.
+"""
+
+import os
+import subprocess
+import tempfile
+
+from pmulab_test import ROOT, run_qemu
+
+QEMU = True
+
+TICK = 128
+EXACT_BSP = ("per_iteration", "min", "median", "avg", "trimmed", "max")
+EXACT_AP = ("per_iteration", "min", "median")
+
+# (label, options, instructions per iteration)
+EXACT = [
+    ("add", "--code 4801d8", 1),
+    ("imul", "--code 480fafc0", 1),
+    ("nop5", "--code 0f1f440000", 1),
+    ("nop9", "--code 660f1f840000000000", 1),
+    ("two", "--code 4801d8_4801d9", 2),        # '_', ' ' and ':' may separate bytes
+    ("jmp", "--code eb00", 1),                  # a taken jump to the next instruction
+    ("jmpover", "--code eb019090", 2),          # jmp over one nop, then a nop
+    ("loop", "--code 4801d8 --loop 10 --unroll 20", 1),
+    ("basic", "--code 4801d8 --basic", 1),
+    ("init", "--code 480fafc0 --init 48c7c00100000048c7c302000000", 1),
+    ("late", "--code 4801d8 --late-init 4831c04831db --init 90", 1),
+    ("once", "--code 4801d8 --one-time-init 4831c0", 1),
+    ("align", "--code 4801d8 --align-offset 5", 1),
+    ("drain", "--code 4801d8 --drain-frontend --initial-warmup 2", 1),
+    ("all", "--code 4801d8 --init 90 --late-init 90 --loop 3 --basic --align-offset 63 --drain-frontend", 1),
+    ("nomem", "--code 4801d8 --no-mem", 1),
+    ("nomemall", "--code 4801d8eb00 --no-mem --loop 7 --basic --late-init 4831c0 --align-offset 9", 2),
+    ("avx2", "--code c5f5fec2", 1),             # vpaddd ymm0, ymm1, ymm2
+    ("stack", "--code 5058", 2),                # push rax; pop rax on the private stack
+    ("scratch", "--code 49890e48890f48890e48894d00", 4),  # stores through R14, RDI, RSI, RBP
+]
+
+# (label, options, vector, place)
+FAULTS = [
+    ("ud2", "--code 0f0b", 6, "offset 0 of the body (copy 1 of 100)"),
+    ("div0", "--code 4831c948f7f1", 0, "offset 3 of the body (copy 1 of 100)"),
+    ("wrmsr", "--code b9e1060000ba010000000f30", 13, "offset 10 of the body (copy 1 of 100)"),
+    ("noncanon", "--code 48b80000000000000080488b00", 13, "offset 10 of the body (copy 1 of 100)"),
+    ("pf", "--code 48b80000000000700000488b00", 14, "offset 10 of the body (copy 1 of 100)"),
+    ("bp", "--code 90cc", 3, "offset 0 of the body (copy 2 of 100)"),  # int3 is a trap: RIP is after it
+    ("initud", "--code 90 --init 90900f0b", 6, "offset 2 of the init block"),
+    ("lateud", "--code 90 --late-init 0f0b", 6, "offset 0 of the late-init block"),
+    ("onceud", "--code 90 --one-time-init 900f0b", 6, "offset 1 of the one-time-init block"),
+]
+
+
+def _campaign(lines, cpu=None):
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+        path = f.name
+    try:
+        return run_qemu(config=path, icount=7, smp=2, timeout=300, cpu=cpu)
+    finally:
+        os.unlink(path)
+
+
+def test_qemu_user_code_is_exact_on_bsp_and_ap():
+    lines = [f"run {opts} --name {label} --cpu all --json" for label, opts, _ in EXACT]
+    r = _campaign(["info --json"] + lines)
+    assert r.rc == 0, r
+    # `info` says which vector extensions user code can use (-cpu max: up to AVX2).
+    for c in r.records("cpu"):
+        assert {"sse2", "avx", "avx2"} <= set(c["vector_extensions"]), c
+        assert "avx512f" not in c["vector_extensions"], c
+    got = {}
+    for rec in r.records("result"):
+        got[(rec["bench"], rec["cpu"])] = rec
+    for label, opts, n in EXACT:
+        for cpu in (0, 1):
+            rec = got.get((label, cpu))
+            assert rec, f"{label} on CPU {cpu} missing: {r}"
+            want = TICK * n
+            for k in EXACT_BSP if cpu == 0 else EXACT_AP:
+                assert rec[k] == want, f"{label} CPU {cpu}: {k} = {rec[k]}, want {want}: {rec}"
+            assert rec["fraction"] == [want, 1], rec
+            assert rec["code"] == label and "instructions_per_iteration" not in rec, rec
+            assert rec["r14_size"] == 1 << 20 and rec["r14"] > 0 and rec["r14"] % 4096 == 0, rec
+    add = got[("add", 0)]
+    assert add["code_bytes"] == 3 and add["code_fnv1a64"] == "48f39c19cd4acf2e", add
+    assert got[("init", 0)]["init_bytes"] == 14 and got[("late", 1)]["late_init_bytes"] == 6
+    assert got[("once", 0)]["one_time_init_bytes"] == 3
+    assert got[("align", 0)]["align_offset"] == 5 and got[("drain", 0)]["drain_frontend"] is True
+    assert got[("loop", 0)]["iterations"] == 200 and got[("basic", 0)]["iterations"] == 100
+
+
+def test_qemu_faults_in_user_code_are_reported_and_survived():
+    lines = [f"run {opts} --name {label} --cpu all --json" for label, opts, _, _ in FAULTS]
+    lines.append("run --code 4801d8 --name after --cpu all --json")
+    r = _campaign(lines)
+    assert r.rc == 2, r  # the first failure decides: code faults are the user's error (usage)
+    errors = [e["message"] for e in r.records("error")]
+    for label, _, vector, place in FAULTS:
+        for cpu in (0, 1):
+            hits = [e for e in errors if f"{label} on CPU {cpu} (run 0): code raised" in e]
+            assert len(hits) == 1, (label, cpu, errors)
+            assert f"(vector {vector}) at {place}" in hits[0], hits[0]
+    assert any("error code 0x0" in e for e in errors if "wrmsr on CPU" in e), errors
+    assert all("CR2 0x700000000000" in e for e in errors if "pf on CPU" in e), errors
+    assert all("a trap: the place is the instruction after" in e for e in errors if "bp on CPU" in e), errors
+    after = [rec for rec in r.records("result") if rec["bench"] == "after"]
+    assert sorted(rec["cpu"] for rec in after) == [0, 1], r
+    for rec in after:
+        assert rec["median"] == TICK, rec
+
+
+def test_qemu_code_file_and_usage_errors():
+    with tempfile.TemporaryDirectory() as td:
+        chain = os.path.join(td, "chain.bin")
+        with open(chain, "wb") as f:
+            f.write(bytes.fromhex("480fafc04801d8"))  # imul rax, rax; add rax, rbx
+        init = os.path.join(td, "init.bin")
+        with open(init, "wb") as f:
+            f.write(bytes.fromhex("48c7c001000000"))
+        cfg = os.path.join(td, "pmulab.cfg")
+        with open(cfg, "w") as f:
+            f.write("run --code-file \\pmulab\\code\\chain.bin --init-file /pmulab/code/init.bin --name chain "
+                    "--cpu all --json\n"
+                    "run --code-file \\pmulab\\code\\missing.bin --json\n"
+                    "run --code 4801dz --json\n"
+                    "--shutdown\n")
+        img = os.path.join(td, "pmulab.img")
+        subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, os.path.join(ROOT, "build", "pmulab.efi"),
+                        cfg, f"{chain}=::/pmulab/code/chain.bin", f"{init}=::/pmulab/code/init.bin"],
+                       check=True, stdout=subprocess.DEVNULL)
+        r = run_qemu(smp=2, icount=7, image=img, timeout=200)
+    assert r.rc == 2, r
+    res = r.records("result")
+    assert sorted(x["cpu"] for x in res) == [0, 1], r
+    for x in res:
+        assert x["bench"] == "chain" and x["code_bytes"] == 7 and x["init_bytes"] == 7, x
+        assert x["median"] == 2 * TICK and x["min"] == 2 * TICK, x
+    errors = [e["message"] for e in r.records("error")]
+    assert any("--code-file \\pmulab\\code\\missing.bin:" in e for e in errors), errors
+    assert any("--code: 'z' at position 6 is not a hex digit" in e for e in errors), errors

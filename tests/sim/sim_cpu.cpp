@@ -156,7 +156,10 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         L.gp_mask = u32(width_mask(L.amd_counters));
         L.gp_width = 48;
         L.amd_irperf = emax >= 0x80000008 && ((s.get(0x80000008).ebx >> 1) & 1);
+        u32 model = ((l1.eax >> 4) & 0xf) | (base_family == 0xf ? ((l1.eax >> 16) & 0xf) << 4 : 0);
+        L.amd_irperf_erratum1054 = L.amd_irperf && family == 0x17 && model <= 0x2f;
         L.amd_efffreq = max >= 6 && (s.get(6).ecx & 1);
+        L.amd_efffreq_ro = emax >= 0x80000007 && ((s.get(0x80000007).edx >> 10) & 1);
         return L;
     }
 
@@ -275,8 +278,8 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
         if (L.amd_efffreq) {
             if (m == reg::APERF) return {K::aperf, 0};
             if (m == reg::MPERF) return {K::mperf, 0};
-            if (m == reg::AMD_APERF_RO) return {K::aperf_ro, 0};
-            if (m == reg::AMD_MPERF_RO) return {K::mperf_ro, 0};
+            if (m == reg::AMD_APERF_RO && L.amd_efffreq_ro) return {K::aperf_ro, 0};
+            if (m == reg::AMD_MPERF_RO && L.amd_efffreq_ro) return {K::mperf_ro, 0};
         }
     }
     return {K::none, 0};
@@ -649,7 +652,7 @@ void SimCpu::deliver(u16 event, u16 umask, u64 n) {
     if (!n || layout_.kind == PmuLayout::Kind::none) return;
     // IRPerfCount: every retired instruction, every CPL, while HWCR.IRPerfEn.
     if (layout_.amd_irperf && event == 0xC0 && umask == 0 && ((hwcr_ >> 30) & 1))
-        irperf_ = (irperf_ + n) & width_mask(48);
+        irperf_ = (irperf_ + n + (layout_.amd_irperf_erratum1054 ? n / 8 : 0)) & width_mask(48);
     for (u32 i = 0; i < 32; ++i)
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, event, umask)) add_gp(i, gp_increment(gp_[i], 1, n));
     for (u32 i = 0; i < 16; ++i)
@@ -674,7 +677,9 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (layout_.amd_irperf)
         for (const Occurrence& o : each)
             if (o.event == 0xC0 && o.umask == 0 && ((hwcr_ >> 30) & 1))
-                irperf_ = (irperf_ + o.per_cycle * cycles) & width_mask(48);
+                irperf_ = (irperf_ + o.per_cycle * cycles +
+                           (layout_.amd_irperf_erratum1054 ? o.per_cycle * cycles / 8 : 0)) &
+                          width_mask(48);
     for (u32 i = 0; i < 32; ++i) {
         if (!layout_.gp(i) || !gp_enabled(i)) continue;
         u64 c = gp_matches(i, 0x3C, 0x00) ? 1 : 0;
@@ -1171,7 +1176,7 @@ namespace {
 // An AMD machine from the leaves that matter: signature, 8000_0001H:ECX, optional
 // 8000_0022H, IRPerfCount and EffFreq.
 SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs leaf22, bool irperf, bool efffreq,
-                       const char* brand, u32 emax) {
+                       const char* brand, u32 emax, u32 ext7_edx) {
     std::vector<CpuSpec> specs;
     TopoSpec t{1, n, 1};
     for (u32 i = 0; i < n; ++i) {
@@ -1185,6 +1190,7 @@ SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs le
         set_brand(s, brand);
         s.set(0x80000000, 0, {emax, kAmdEbx, kAmdEcx, kAmdEdx});
         s.set(0x80000001, 0, {signature, 0, ext1_ecx, 0x2fd3fbff});
+        if (emax >= 0x80000007) s.set(0x80000007, 0, {0, 0, 0, ext7_edx});
         s.set(0x80000008, 0, {0x3030, irperf ? 0x2u : 0u, 0, 0});
         if (v2) s.set(0x80000022, 0, leaf22);
         specs.push_back(c);
@@ -1194,23 +1200,30 @@ SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs le
 
 }  // namespace
 
+SimMachine amd_zen1(u32 n) {
+    // Family 17h model 01h (Ryzen 7 1800X): PerfCtrExtCore, IRPerfCount enumerated
+    // (erratum 1054), 8000_0007H:EDX = 0x6799 (EffFreqRO bit 10 set).
+    return amd_machine(n, 0x00800F11, 0x35C233FF, false, {}, true, true, "AMD Ryzen 7 1800X Eight-Core Processor",
+                       0x8000001F, 0x6799);
+}
+
 SimMachine amd_zen3(u32 n) {
     // Family 19h model 21h (Ryzen 5000): maximum extended leaf 8000_0020H, so no PerfMonV2.
     return amd_machine(n, 0x00A20F10, 0x75C237FF, false, {}, true, true, "AMD Ryzen 7 5800X 8-Core Processor",
-                       0x80000020);
+                       0x80000020, 0x6799);
 }
 
 SimMachine amd_zen4(u32 n) {
     // Family 19h model 61h (Ryzen 7000): 8000_0022H EAX[0] PerfMonV2, EBX[3:0] = 6 core
     // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters.
     return amd_machine(n, 0x00A60F12, 0x75C237FF, true, {0x3, 0x00004106, 0, 0}, true, true,
-                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028);
+                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028, 0x6799);
 }
 
 SimMachine amd_k10(u32 n) {
     // Family 10h (Phenom II): legacy PerfEvtSel0-3 only; no IRPerfCount.
     return amd_machine(n, 0x00100F42, 0x000037FF, false, {}, false, true, "AMD Phenom(tm) II X4 940 Processor",
-                       0x8000001B);
+                       0x8000001B, 0x1F9);
 }
 
 }  // namespace sim

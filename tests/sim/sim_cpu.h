@@ -203,8 +203,12 @@ struct PmuLayout {
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
     bool amd_v2 = false;        // global control MSRs C000_0300..0303
     u32 amd_counters = 0;
-    bool amd_irperf = false;   // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
-    bool amd_efffreq = false;  // MPERF/APERF (CPUID 06H:ECX[0]) and the C000_00E7/E8 aliases
+    bool amd_irperf = false;  // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
+    // Family 17h models 00h-2Fh: erratum 1054, IRPerfCount "may be inaccurate"; the
+    // simulator makes it over-count by 1/8 so that code trusting it gets wrong counts.
+    bool amd_irperf_erratum1054 = false;
+    bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
+    bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -533,7 +537,11 @@ SimMachine amd_zen(u32 ncpus = 2, bool perfmon_v2 = true);
 // tests/data/cpuid): Zen 3 (family 19h model 21h, Vermeer: PerfCtrExtCore, no leaf
 // 8000_0022H), Zen 4 (family 19h model 61h, Raphael: PerfMonV2 with 6 core counters),
 // both with IRPerfCount (8000_0008H:EBX[1]) and EffFreq (06H:ECX[0]); and a family 10h
-// K10 (4 legacy counters only, no IRPerfCount).
+// K10 (4 legacy counters only, no IRPerfCount; EffFreq without the EffFreqRO aliases).
+// Zen 3/4 enumerate EffFreqRO (8000_0007H:EDX[10]). Zen 1 (family 17h model 01h, Summit
+// Ridge): PerfCtrExtCore, IRPerfCount enumerated but hit by erratum 1054 (the simulated
+// IRPerfCount over-counts).
+SimMachine amd_zen1(u32 ncpus = 2);
 SimMachine amd_zen3(u32 ncpus = 2);
 SimMachine amd_zen4(u32 ncpus = 2);
 SimMachine amd_k10(u32 ncpus = 2);

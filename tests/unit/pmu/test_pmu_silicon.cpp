@@ -1,0 +1,139 @@
+// Issue 11 ("Counts you can trust on real silicon"): behaviours of real hardware that the
+// code and the simulators used to get wrong together. Each test failed before its fix.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "pmu/session.h"
+#include "sim/sim_cpu.h"
+#include "support/test_platform.h"
+
+using namespace pmulab;
+using sim::SimCpu;
+using sim::SimMachine;
+
+namespace {
+
+Vec<Event> ev(const char* list, EventDialect d) {
+    Vec<Event> v;
+    Status s = parse_event_list(StrView(list), &v, d);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().msg);
+    return v;
+}
+
+// Counts `list` over `run` on CPU 0 of m through a session; returns the counts in order.
+template <typename Run> std::vector<u64> count(SimMachine& m, const char* list, Run&& run) {
+    SimCpu& c = m.cpu(0);
+    PmuSession s;
+    s.open(m);
+    EXPECT_NE(s.backend(), nullptr);
+    if (!s.backend()) return {};
+    PmuSession* b = &s;
+    Vec<Event> e = ev(list, s.info().dialect);
+    Allocation a;
+    Status st = b->allocate(e.data(), e.size(), &a);
+    EXPECT_TRUE(st.ok()) << (st.ok() ? "" : st.error().msg);
+    if (!st.ok()) return {};
+    EXPECT_EQ(a.groups.size(), 1u);
+    EXPECT_TRUE(b->save(touch_set(e.data(), e.size(), a).value()).ok());
+    EXPECT_TRUE(b->program(e.data(), a.groups[0]).ok());
+    EXPECT_TRUE(b->start().ok());
+    run(c);
+    EXPECT_TRUE(b->stop().ok());
+    std::vector<u64> out;
+    for (usize i = 0; i < e.size(); ++i) {
+        const Assignment* as = a.find(u32(i));
+        Result<u64> r = b->read(as->kind, as->index);
+        EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().msg);
+        out.push_back(r.ok() ? r.value() : ~0ull);
+    }
+    EXPECT_TRUE(s.close().ok());
+    EXPECT_TRUE(c.violations().empty());
+    return out;
+}
+
+// ---- 2. Zen 1 / Zen+: erratum 1054, IRPerfCount is not used for `instructions`.
+
+TEST(Silicon, Zen1InstructionsAvoidIrPerfCount) {
+    SimMachine m = sim::amd_zen1(1);
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_TRUE(p.caps.amd_irperf_enumerated);
+    EXPECT_TRUE(p.caps.amd_irperf_erratum1054);
+    EXPECT_FALSE(p.caps.amd_irperf);
+    EXPECT_EQ(p.fixed_mask, 0x6u);  // APERF, MPERF; no IRPerfCount
+    StrBuf b;
+    put_pmu_summary(b, p);
+    EXPECT_STREQ(b.c_str(), "AMD core PMU (PerfCtrExtCore): PMC0-5 (48 bits), fixed-like APERF,MPERF (IRPerfCount "
+                            "unused: erratum 1054; instructions on PMCx0C0), reads with RDPMC");
+    std::vector<u64> n = count(m, "instructions", [](SimCpu& c) { c.instructions(8000); });
+    EXPECT_EQ(n, std::vector<u64>{8000});  // the simulated IRPerfCount would say 9000
+}
+
+TEST(Silicon, Zen1ErratumOnlyOnFamily17hModels00To2F) {
+    // Zen 2 (family 17h model 71h) and Zen 3 keep IRPerfCount.
+    SimMachine z3 = sim::amd_zen3(1);
+    PmuInfo p;
+    pmu_detect(z3, &p);
+    EXPECT_TRUE(p.caps.amd_irperf);
+    EXPECT_FALSE(p.caps.amd_irperf_erratum1054);
+    CpuidSnapshot z = z3.cpu(0).snapshot();
+    CpuidRegs l1 = z.get(1);
+    l1.eax = 0x00870F10;  // family 17h model 71h (Matisse)
+    z.set(1, 0, l1);
+    EXPECT_TRUE(decode_cpuid(z).pmu.amd_irperf);
+    l1.eax = 0x00800F82;  // family 17h model 08h (Pinnacle Ridge, Zen+)
+    z.set(1, 0, l1);
+    EXPECT_FALSE(decode_cpuid(z).pmu.amd_irperf);
+    EXPECT_TRUE(decode_cpuid(z).pmu.amd_irperf_erratum1054);
+    l1.eax = 0x00820F01;  // family 17h model 20h (Dali/Raven 2)
+    z.set(1, 0, l1);
+    EXPECT_TRUE(decode_cpuid(z).pmu.amd_irperf_erratum1054);
+    l1.eax = 0x00830F10;  // family 17h model 31h (Rome): not affected
+    z.set(1, 0, l1);
+    EXPECT_FALSE(decode_cpuid(z).pmu.amd_irperf_erratum1054);
+}
+
+// ---- 4. AMD APERF/MPERF: the C000_00E7/E8 aliases only with EffFreqRO.
+
+TEST(Silicon, K10ReadsAperfMperfAtTheArchitecturalMsrs) {
+    SimMachine m = sim::amd_k10(1);
+    EXPECT_FALSE(m.cpu(0).msr_exists(0xC00000E8));  // no EffFreqRO on family 10h
+    EXPECT_TRUE(m.cpu(0).msr_exists(0xE8));
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_TRUE(p.caps.amd_efffreq);
+    EXPECT_FALSE(p.caps.amd_efffreq_ro);
+    std::vector<u64> n = count(m, "aperf;mperf", [](SimCpu& c) { c.run(1000, {}); });
+    EXPECT_EQ(n, (std::vector<u64>{1000, 1000}));
+}
+
+TEST(Silicon, Zen3ReadsTheReadOnlyAliases) {
+    SimMachine m = sim::amd_zen3(1);
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_TRUE(p.caps.amd_efffreq_ro);
+    PmuSession s;
+    s.open(m);
+    ASSERT_NE(s.backend(), nullptr);
+    EXPECT_EQ(s.access(CounterKind::fixed, regs::amd::kFixedAperf).index, 0xC00000E8u);
+    EXPECT_EQ(s.access(CounterKind::fixed, regs::amd::kFixedMperf).index, 0xC00000E7u);
+    SimMachine k = sim::amd_k10(1);
+    PmuSession t;
+    t.open(k);
+    ASSERT_NE(t.backend(), nullptr);
+    EXPECT_EQ(t.access(CounterKind::fixed, regs::amd::kFixedAperf).index, 0xE8u);
+    EXPECT_EQ(t.access(CounterKind::fixed, regs::amd::kFixedMperf).index, 0xE7u);
+}
+
+TEST(Silicon, GraniteRidgeDumpEnumeratesEffFreqRo) {
+    SimMachine m = pmutest::dump_machine("AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt");
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_TRUE(p.caps.amd_efffreq_ro);  // 8000_0007H:EDX = 0x6599, bit 10
+    EXPECT_TRUE(p.caps.amd_irperf);
+}
+
+}  // namespace

@@ -181,6 +181,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         CpuidRegs s0 = s.get(0x23, 0);
         L.leaf23 = true;
         L.umask2 = s0.ebx & 1;
+        L.rdpmc_user_disable = (s0.ebx >> 2) & 1;
         L.eq = (s0.ebx >> 1) & 1;
         if ((s0.eax >> 1) & 1) {
             CpuidRegs s1 = s.get(0x23, 1);
@@ -303,9 +304,16 @@ u64 SimCpu::evtsel_writable_mask() const {
 }
 
 u64 SimCpu::fixed_ctrl_writable_mask() const {
+    // OS/USR/AnyThread/PMI groups exist for fixed counters 0-7 only; bits 32+4i and 33+4i
+    // are FIXED_CTRi's adaptive-PEBS (PERF_CAPABILITIES[14] PEBS baseline) and RDPMC
+    // user-disable (CPUID.23H.0:EBX[2]) bits. Counters >= 8 have no enable here.
     u64 m = 0;
-    for (u32 i = 0; i < 16; ++i)
-        if (layout_.fixed(i)) m |= u64(layout_.anythread_writable ? 0xf : 0xb) << (4 * i);
+    for (u32 i = 0; i < 8; ++i) {
+        if (!layout_.fixed(i)) continue;
+        m |= u64(layout_.anythread_writable ? 0xf : 0xb) << (4 * i);
+        if ((layout_.perf_caps >> 14) & 1) m |= u64(1) << (32 + 4 * i);
+        if (layout_.rdpmc_user_disable) m |= u64(1) << (33 + 4 * i);
+    }
     return m;
 }
 
@@ -336,7 +344,7 @@ u64 SimCpu::inuse() const {
             if (gp_[i].ctl & 0xff) v |= bit(i);
             pmi |= (gp_[i].ctl & evtsel::INT) != 0;
         }
-    for (u32 i = 0; i < 16; ++i)
+    for (u32 i = 0; i < 8; ++i)
         if (layout_.fixed(i)) {
             if ((fixed_ctrl_ >> (4 * i)) & 3) v |= bit(32 + i);
             pmi |= ((fixed_ctrl_ >> (4 * i + 3)) & 1) != 0;
@@ -600,6 +608,7 @@ bool SimCpu::gp_matches(u32 i, u16 event, u16 umask) const {
 }
 
 bool SimCpu::fixed_enabled(u32 i) const {
+    if (i >= 8) return false;  // no enable field in FIXED_CTR_CTRL
     u64 field = (fixed_ctrl_ >> (4 * i)) & 3;
     if (!(field & (cpl_ == 0 ? 1 : 2))) return false;
     return (global_ctrl_ >> (32 + i)) & 1;
@@ -645,7 +654,7 @@ void SimCpu::add_fixed(u32 i, u64 inc) {
     fixed_ctr_[i] = (old + inc) & mask;
     if (!ovf) return;
     global_status_ |= bit(32 + i);
-    if ((fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
+    if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
 }
 
 void SimCpu::deliver(u16 event, u16 umask, u64 n) {

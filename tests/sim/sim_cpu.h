@@ -192,10 +192,11 @@ struct PmuLayout {
     bool anythread_writable = false;  // v3+
     bool anythread_ignored = false;   // CPUID.0AH:EDX[15]
     bool leaf23 = false;
-    bool umask2 = false;        // PERFEVTSEL 47:40 writable
-    bool eq = false;            // PERFEVTSEL 36 writable
-    bool vendor_intel = false;  // GenuineIntel (IA32_MISC_ENABLE exists)
-    bool pdcm = false;          // IA32_PERF_CAPABILITIES exists
+    bool umask2 = false;              // PERFEVTSEL 47:40 writable
+    bool rdpmc_user_disable = false;  // CPUID.23H.0:EBX[2]: FIXED_CTR_CTRL bits 33+4i
+    bool eq = false;                  // PERFEVTSEL 36 writable
+    bool vendor_intel = false;        // GenuineIntel (IA32_MISC_ENABLE exists)
+    bool pdcm = false;                // IA32_PERF_CAPABILITIES exists
     u64 perf_caps = 0;
     bool full_width_writes = false;  // IA32_A_PMCx exist
     // AMD

@@ -137,3 +137,38 @@ TEST(Silicon, GraniteRidgeDumpEnumeratesEffFreqRo) {
 }
 
 }  // namespace
+
+// ---- 6. IA32_FIXED_CTR_CTRL has groups for fixed counters 0-7 only.
+
+namespace {
+
+TEST(Silicon, FixedCountersFromEightAreNotProgrammable) {
+    // A v6 part enumerating fixed counters 0-2 and 8 (leaf 23H.1:EBX): FIXED_CTR8 has no
+    // OS/USR/PMI group (bits 32-35 belong to FIXED_CTR0: adaptive PEBS, RDPMC user disable).
+    SimMachine m = sim::intel_v6(0xff, 0x107, 1);
+    SimCpu& c = m.cpu(0);
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_EQ(p.caps.fixed_counter_mask(), 0x107u);  // what CPUID enumerates
+    EXPECT_EQ(p.fixed_mask, 0x7u);                   // what pmulab programs
+    // The simulator: writing counter 8's would-be group faults or lands on FIXED_CTR0's bits,
+    // and counter 8 never counts through FIXED_CTR_CTRL.
+    EXPECT_FALSE(c.wrmsr(0x38D, 0x3ull << 32).ok());
+    c.clear_log();
+    // Counters 0-2 still work, and FIXED_CTR_CTRL never gets a bit above 11.
+    std::vector<u64> n = count(m, "INST_RETIRED.ANY", [](SimCpu& cpu) { cpu.instructions(100); });
+    EXPECT_EQ(n, std::vector<u64>{100});
+    for (const sim::LogEntry& w : c.writes())
+        if (w.addr == 0x38D) EXPECT_EQ(w.value >> 12, 0u) << std::hex << w.value;
+}
+
+TEST(Silicon, FixedCtrCtrlTypedRegisterStopsAtCounterSeven) {
+    using regs::FixedCtrCtrl;
+    EXPECT_EQ(FixedCtrCtrl().set_os(7).set_usr(7).raw(), 0x3ull << 28);
+    EXPECT_EQ(FixedCtrCtrl().set_os(8).set_usr(8).set_pmi(8).set_any_thread(8).raw(), 0u);
+    EXPECT_EQ(FixedCtrCtrl().set_group(9, 0xF).raw(), 0u);
+    EXPECT_FALSE(FixedCtrCtrl(0x3ull << 32).enabled(8));  // FIXED_CTR0's adaptive/RDPMC bits
+    EXPECT_EQ(FixedCtrCtrl::adaptive_bit(1), 36u);
+}
+
+}  // namespace

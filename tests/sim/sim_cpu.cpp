@@ -671,8 +671,13 @@ void SimCpu::deliver(u16 event, u16 umask, u64 n) {
 void SimCpu::event(u16 event, u16 umask, u64 n) { deliver(event, umask, n); }
 
 void SimCpu::ref_cycles(u64 n) {
-    deliver(0x3C, 0x01, n);
+    // CPU_CLK_UNHALTED.REF_TSC advances at the reference (crystal/bus) clock, by
+    // ref_step_ TSC ticks at a time, whenever the TSC (offset by ref_phase_) crosses a
+    // multiple of ref_step_ (step 1: every tick, the default).
+    u64 before = (tsc_ + ref_phase_) / ref_step_;
     tsc_ += n;
+    u64 after = (tsc_ + ref_phase_) / ref_step_;
+    deliver(0x3C, 0x01, (after - before) * ref_step_);
 }
 
 void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycles, std::vector<Occurrence>(each)); }

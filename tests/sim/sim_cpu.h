@@ -301,6 +301,14 @@ public:
     void set_tsc(u64 v) { tsc_ = v; }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
+    // A coarse reference clock: REF_TSC (fixed counter 2, event 3C.01) advances by `step`
+    // TSC ticks once per reference-clock tick (e.g. 100 for a 2.4 GHz TSC and a 24 MHz
+    // crystal), `phase` ticks into the first period, as real parts do (perfmon: "the
+    // counter update is done at a lower clock rate then the core clock").
+    void set_ref_clock(u64 step, u64 phase = 0) {
+        ref_step_ = step ? step : 1;
+        ref_phase_ = phase;
+    }
 
     // ---- direct state access for tests: no log, no faults ----
     bool msr_exists(u32 msr) const;
@@ -408,6 +416,7 @@ private:
     bool pce_ = false;
     u64 tsc_ = 0;
     u64 rdtsc_step_ = 0;
+    u64 ref_step_ = 1, ref_phase_ = 0;
     u64 pmis_ = 0;
     Gp gp_[32];
     u64 fixed_ctr_[16] = {};

@@ -83,6 +83,19 @@ public:
 };
 static_assert(Hwcr::ir_perf_en_field::mask == 1ull << 30);
 
+// DE_CFG (C001_1029h), "Decode Configuration" (family 10h and later; AMD's software
+// techniques for managing speculation, 2018): bit 1 LfenceSerializing makes LFENCE
+// dispatch-serialising. Linux sets it at boot (amd_set_dispatch_serializing / init_amd);
+// firmware may leave it clear, and then LFENCE does not order RDPMC/RDTSC.
+class DeCfg : public RegValue<DeCfg> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FLAG(DeCfg, lfence_serializing, 1)
+};
+static_assert(DeCfg::lfence_serializing_field::mask == 1ull << 1);
+// DE_CFG exists from family 10h on (Linux reads it for family >= 10h).
+constexpr bool has_de_cfg(u32 family) { return family >= 0x10; }
+
 // IRPerfCount (C000_00E9h): InstRetCnt[47:0] (PPR), 48 bits; counts every retired
 // instruction at every privilege level once HWCR.IRPerfEn is set (no USR/OS filter).
 inline constexpr unsigned kIrPerfWidth = 48;

@@ -159,6 +159,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         u32 model = ((l1.eax >> 4) & 0xf) | (base_family == 0xf ? ((l1.eax >> 16) & 0xf) << 4 : 0);
         L.amd_irperf_erratum1054 = L.amd_irperf && family == 0x17 && model <= 0x2f;
         L.amd_efffreq = max >= 6 && (s.get(6).ecx & 1);
+        L.amd_de_cfg = family >= 0x10;
         L.amd_efffreq_ro = emax >= 0x80000007 && ((s.get(0x80000007).edx >> 10) & 1);
         return L;
     }
@@ -275,6 +276,7 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
     if (m == reg::MISC_ENABLE && L.vendor_intel) return {K::misc_enable, 0};
     if (L.kind == PmuLayout::Kind::amd) {
         if (m == reg::AMD_HWCR) return {K::amd_hwcr, 0};
+        if (m == reg::AMD_DE_CFG && L.amd_de_cfg) return {K::amd_de_cfg, 0};
         if (m == reg::AMD_IRPERF && L.amd_irperf) return {K::amd_irperf, 0};
         if (L.amd_efffreq) {
             if (m == reg::APERF) return {K::aperf, 0};
@@ -377,6 +379,7 @@ u64 SimCpu::read_slot(Slot s) const {
         case Kind::pkrs: return pkrs_;
         case Kind::misc_enable: return misc_enable_;
         case Kind::amd_hwcr: return hwcr_;
+        case Kind::amd_de_cfg: return de_cfg_;
         case Kind::amd_irperf: return irperf_;
         case Kind::aperf:
         case Kind::aperf_ro: return aperf_;
@@ -452,6 +455,7 @@ u8 SimCpu::write_slot(Slot s, u64 v) {
             return 0;
         case Kind::misc_enable: misc_enable_ = (v & ~kMiscReadOnly) | (misc_enable_ & kMiscReadOnly); return 0;
         case Kind::amd_hwcr: hwcr_ = v; return 0;  // only IRPerfEn (bit 30) has an effect here
+        case Kind::amd_de_cfg: de_cfg_ = v; return 0;
         case Kind::amd_irperf:
             if (v >> 48) return kVectorGP;  // InstRetCnt[47:0]; 63:48 reserved
             irperf_ = v;
@@ -746,6 +750,7 @@ void SimCpu::poke(u32 msr, u64 v) {
         case Kind::pkrs: pkrs_ = v; return;
         case Kind::misc_enable: misc_enable_ = v; return;
         case Kind::amd_hwcr: hwcr_ = v; return;
+        case Kind::amd_de_cfg: de_cfg_ = v; return;
         case Kind::amd_irperf: irperf_ = v & width_mask(48); return;
         case Kind::aperf:
         case Kind::aperf_ro: aperf_ = v; return;

@@ -107,6 +107,7 @@ inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
 inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
 inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
 inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
+inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
 inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
 inline constexpr u32 MPERF = 0xE7;
 inline constexpr u32 APERF = 0xE8;
@@ -210,6 +211,7 @@ struct PmuLayout {
     bool amd_irperf_erratum1054 = false;
     bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
     bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
+    bool amd_de_cfg = false;      // DE_CFG C001_1029 (family >= 10h)
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -367,6 +369,7 @@ private:
         amd_gclr,
         amd_gset,
         amd_hwcr,
+        amd_de_cfg,
         amd_irperf,
         aperf,
         mperf,
@@ -426,6 +429,8 @@ private:
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
     u64 hwcr_ = 0, irperf_ = 0, aperf_ = 0, mperf_ = 0;
+    // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
+    u64 de_cfg_ = 0;
     std::map<u32, Extra> extra_;
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;

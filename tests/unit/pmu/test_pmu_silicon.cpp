@@ -172,3 +172,46 @@ TEST(Silicon, FixedCtrCtrlTypedRegisterStopsAtCounterSeven) {
 }
 
 }  // namespace
+
+// ---- 5. AMD LFENCE: dispatch-serialising only with DE_CFG[1].
+
+namespace {
+
+TEST(Silicon, AmdLfenceSerialisationIsProbedFromDeCfg) {
+    // Firmware left DE_CFG[1] clear: LFENCE does not serialise; the measurement must set
+    // it (and restore it) or use CPUID.
+    SimMachine m = sim::amd_zen3(1);
+    m.cpu(0).poke(0xC0011029, 0x1000);
+    PmuInfo p;
+    pmu_detect(m, &p);
+    EXPECT_EQ(p.lfence, LfenceSerializing::no);
+    EXPECT_EQ(p.de_cfg, 0x1000u);
+    EXPECT_EQ(serialize_choice(p), SerializeWith::lfence_after_de_cfg);
+    EXPECT_EQ(de_cfg_for_measurement(p.de_cfg), 0x1002u);
+    EXPECT_STREQ(serialize_name(serialize_choice(p)), "lfence_after_de_cfg");
+    // Only a read: detection writes nothing.
+    for (const sim::LogEntry& w : m.cpu(0).writes()) EXPECT_NE(w.addr, 0xC0011029u);
+    // As Linux leaves it: LFENCE serialises.
+    m.cpu(0).poke(0xC0011029, 0x1002);
+    pmu_detect(m, &p);
+    EXPECT_EQ(p.lfence, LfenceSerializing::yes);
+    EXPECT_EQ(serialize_choice(p), SerializeWith::lfence);
+}
+
+TEST(Silicon, LfenceChoiceElsewhere) {
+    // Intel: LFENCE is serialising as it is; no DE_CFG read.
+    SimMachine i = sim::intel_v4_goldmont_plus(1);
+    PmuInfo p;
+    pmu_detect(i, &p);
+    EXPECT_EQ(p.lfence, LfenceSerializing::not_amd);
+    EXPECT_EQ(serialize_choice(p), SerializeWith::lfence);
+    for (const sim::LogEntry& e : i.cpu(0).log()) EXPECT_NE(e.addr, 0xC0011029u);
+    // AMD where DE_CFG is not readable (QEMU's family 0Fh model: none; a hypervisor may
+    // #GP): CPUID serialisation.
+    SimMachine k8 = sim::qemu_tcg(1);
+    pmu_detect(k8, &p);
+    EXPECT_EQ(p.lfence, LfenceSerializing::unknown);
+    EXPECT_EQ(serialize_choice(p), SerializeWith::cpuid);
+}
+
+}  // namespace

@@ -688,6 +688,13 @@ void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycle
 
 void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (!cycles || layout_.kind == PmuLayout::Kind::none) return;
+    // An SMI during every smi_every_-th run: the SMM handler's instructions and cycles are
+    // counted like the measured code's (no FREEZE_WHILE_SMM in this model).
+    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) {
+        in_smi_ = true;
+        run(smi_extra_, {{0xC0, 0x00, 1}});
+        in_smi_ = false;
+    }
     if (layout_.amd_efffreq) {
         aperf_ += cycles;
         mperf_ += cycles;

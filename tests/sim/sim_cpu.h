@@ -303,6 +303,12 @@ public:
     void set_tsc(u64 v) { tsc_ = v; }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
+    // System-management interrupts: every `every`-th call of run() first runs `extra`
+    // cycles of SMM code retiring one instruction per cycle, counted by the PMU.
+    void set_smi(u64 every, u64 extra) {
+        smi_every_ = every;
+        smi_extra_ = extra;
+    }
     // A coarse reference clock: REF_TSC (fixed counter 2, event 3C.01) advances by `step`
     // TSC ticks once per reference-clock tick (e.g. 100 for a 2.4 GHz TSC and a 24 MHz
     // crystal), `phase` ticks into the first period, as real parts do (perfmon: "the
@@ -420,6 +426,8 @@ private:
     u64 tsc_ = 0;
     u64 rdtsc_step_ = 0;
     u64 ref_step_ = 1, ref_phase_ = 0;
+    u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
+    bool in_smi_ = false;
     u64 pmis_ = 0;
     Gp gp_[32];
     u64 fixed_ctr_[16] = {};

@@ -152,3 +152,22 @@ TEST(SelftestSilicon, EveryCpuSkipsFirmwareDisabledProcessors) {
         << c.out;
     EXPECT_EQ(c.status, 0) << c.out;
 }
+
+// An SMI in a few of the 11 runs adds the handler's instructions to that run: the wrap
+// check must judge the runs robustly (median, a minority of outliers reported) instead of
+// requiring all 11 within 1% (issue 11, item 8).
+TEST(SelftestSilicon, OneDisturbedRunDoesNotFailTheWrapCheck) {
+    SimMachine m = intel_v4_goldmont_plus(1);
+    m.cpu(0).set_rdtsc_step(3);
+    SimPlatform p(m);
+    m.cpu(0).set_smi(0, 0);
+    // The wrap check's runs come after the earlier checks; an SMI every 23rd run() hits
+    // some of its runs but not most.
+    m.cpu(0).set_smi(23, 500);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_TRUE(has_prefix_line(c.out, "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS "
+                                       "[CPU 0]: preset 2^48-4000 (GP), 2^48-4000 (fixed): FIXED_CTR0 8.00 per "
+                                       "iteration, wrapping run 8004 vs 8004..8504 (median 8004; 2 of 11 runs "
+                                       "disturbed, beyond 1% of it)"))
+        << c.out;
+}

@@ -61,6 +61,12 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
     if (id.hybrid)
         out.printf("  core type        : %s (0x%02x), native model id 0x%06x\n", core_type_name(id.core_type),
                    id.core_type, id.native_model_id);
+    else if (id.leaf_1a)
+        // CPUID.1AH exists on non-hybrid parts too (an Atom-only SoC reports 0x20, some
+        // server parts 0x40); 0 means the part reports no core type.
+        out.printf("  core type        : %s (0x%02x from CPUID.1AH), native model id 0x%06x\n",
+                   id.leaf_1a_core_type ? core_type_name(id.leaf_1a_core_type) : "not reported", id.leaf_1a_core_type,
+                   id.native_model_id);
     bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
     if (amd) {
         if (!p.amd_core_counters) {
@@ -357,6 +363,11 @@ void census_json(const CpuRecord& r, StrBuf& out) {
     w.field_b("hybrid", id.hybrid);
     w.field("core_type", core_type_name(id.core_type));
     w.field_u("core_type_id", id.core_type);
+    w.field_b("leaf_1a", id.leaf_1a);
+    if (id.leaf_1a) {
+        w.field_u("leaf_1a_core_type_id", id.leaf_1a_core_type);
+        w.field_hex("native_model_id", id.native_model_id);
+    }
     w.field_b("pdcm", id.pdcm);
     w.field_hex("max_leaf", id.max_leaf);
     // Vector extensions `run --code` can use: CPUID.01H and 07H feature flags (SDM Vol. 2A

@@ -147,7 +147,9 @@ Status parse_table_token(StrView tok, const char* path, u32 line, Event* e) {
 bool EventTableMatch::matches(const CpuIdentity& id) const {
     if (!str_eq(vendor, id.vendor_string) || family != id.family || model != id.model) return false;
     if (has_stepping && (id.stepping < stepping_min || id.stepping > stepping_max)) return false;
-    if (has_core_type && id.core_type != core_type) return false;
+    // The raw CPUID.1AH core type: also on non-hybrid parts (an Atom-only SoC reports 0x20).
+    u8 ct = id.core_type != kCoreTypeNone ? id.core_type : id.leaf_1a_core_type;
+    if (has_core_type && ct != core_type) return false;
     if (has_native && id.native_model_id != native_model_id) return false;
     return true;
 }

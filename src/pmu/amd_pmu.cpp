@@ -58,6 +58,8 @@ void put_amd_summary(StrBuf& out, const PmuInfo& p) {
             out.printf("%s%s", first ? "" : ",", regs::amd::fixed_like_name(i));
             first = false;
         }
+    if (c.amd_irperf_erratum1054) out.put(" (IRPerfCount unused: erratum 1054; instructions on PMCx0C0)");
+    if (c.amd_efffreq && !c.amd_efffreq_ro) out.put(" (APERF/MPERF read at E8H/E7H: no EffFreqRO aliases)");
     out.printf(", reads with %s", p.method == CounterMethod::rdpmc ? "RDPMC" : "RDMSR");
 }
 
@@ -90,9 +92,10 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
                 if (!e.gp_equivalent)
                     return event_unsupported(e, "needs %s, which this CPU does not have (%s)",
                                              regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
-                                             e.fixed_counter == regs::amd::kFixedIrPerf
-                                                 ? "CPUID 8000_0008H:EBX[1] = 0"
-                                                 : "CPUID 06H:ECX[0] EffFreq = 0");
+                                             e.fixed_counter != regs::amd::kFixedIrPerf ? "CPUID 06H:ECX[0] EffFreq = 0"
+                                             : info.caps.amd_irperf_erratum1054
+                                                 ? "disabled on family 17h models 00h-2Fh by erratum 1054"
+                                                 : "CPUID 8000_0008H:EBX[1] = 0");
                 return event_unsupported(e,
                                          "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
                                          have.c_str());
@@ -140,7 +143,7 @@ CounterAccess AmdPmu::access(CounterKind kind, u8 index) const {
         a.width = info_.gp_width;
     } else if (kind == CounterKind::fixed) {
         a.kind = CounterAccess::rdmsr;
-        a.index = regs::amd::fixed_like_msr(index);
+        a.index = regs::amd::fixed_like_msr(index, info_.caps.amd_efffreq_ro);
         a.width = index == regs::amd::kFixedIrPerf ? regs::amd::kIrPerfWidth : regs::amd::kAperfMperfWidth;
     } else {
         a.kind = CounterAccess::rdtsc;

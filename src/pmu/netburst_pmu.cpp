@@ -261,6 +261,7 @@ Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u6
         if (!st.ok()) return fail(st);
     }
     programmed_ = true;
+    started_here_ = false;
     return ok_status();
 }
 
@@ -277,6 +278,7 @@ Status NetBurstPmu::start() {
     if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
     for (unsigned i = 0; i < kN; ++i)
         if (has(group_, i)) PMULAB_TRY(write_keep_ovf(i, Cccr(group_cccr_[i]).set_enable().raw()));
+    started_here_ = true;
     return ok_status();
 }
 
@@ -292,9 +294,14 @@ Result<u64> NetBurstPmu::read(CounterKind kind, u8 index) {
     return perform_read(*hw_, access(kind, index));
 }
 
+// Generated code counts with the plain WRMSRs of control_writes (it cannot read-modify-
+// write): its start and stop writes of the CCCR replace OVF, so after such a run a clear
+// OVF proves nothing. The overflow is known only when start()/stop() (which keep OVF) did
+// the counting since program(); otherwise it is reported unknown (a set OVF, which only
+// the hardware can have set since, is still reported in gp).
 Result<OverflowState> NetBurstPmu::overflow() {
     OverflowState o;
-    o.known = true;
+    o.known = started_here_;
     for (unsigned i = 0; i < kN; ++i) {
         if (!has(group_, i)) continue;
         Result<u64> r = hw_->rdmsr(netburst::cccr_msr(i));

@@ -66,6 +66,7 @@ private:
     PmuInfo info_;
     unsigned thread_ = 0;
     bool programmed_ = false;
+    bool started_here_ = false;  // start() ran since program(): CCCR.OVF was kept (overflow())
     // Every register save() read, what pmulab wrote since, and the restore order.
     FixedMsrLedger<kLedger> ledger_;
     u32 touched_ = 0, group_ = 0;

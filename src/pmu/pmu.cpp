@@ -20,7 +20,7 @@ const char* counter_method_name(CounterMethod m) { return m == CounterMethod::rd
 bool PmuInfo::same_pmu(const PmuInfo& o) const {
     return kind == o.kind && vendor == o.vendor && core_type == o.core_type && caps == o.caps &&
            perf_caps_fault == o.perf_caps_fault && method == o.method && gp_mask == o.gp_mask &&
-           fixed_mask == o.fixed_mask && gp_width == o.gp_width && fixed_width == o.fixed_width;
+           fixed_mask == o.fixed_mask && gp_width == o.gp_width && fixed_width == o.fixed_width && lfence == o.lfence;
 }
 
 namespace {
@@ -119,15 +119,44 @@ void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc) {
     // the ESCR/CCCR counters exist only when the firmware left bit 7 set.
     if (d.pmu.netburst) pr.misc_enable.set(hw.rdmsr(netburst::IA32_MISC_ENABLE));
     if (rdpmc == ProbeRdpmc::skip) return;
+    bool amd = d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon;
+    if (amd && regs::amd::has_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo p;
     decode_counters(pr, d, &p);
     pr.rdpmc_index = rdpmc_probe_index(p);
     pr.rdpmc.set(hw.rdpmc(pr.rdpmc_index));
 }
 
+const char* serialize_name(SerializeWith s) {
+    switch (s) {
+        case SerializeWith::lfence: return "lfence";
+        case SerializeWith::lfence_after_de_cfg: return "lfence_after_de_cfg";
+        case SerializeWith::cpuid: return "cpuid";
+    }
+    return "cpuid";
+}
+
+SerializeWith serialize_choice(const PmuInfo& p) {
+    if (p.vendor != Vendor::amd && p.vendor != Vendor::hygon) return SerializeWith::lfence;
+    switch (p.lfence) {
+        case LfenceSerializing::yes: return SerializeWith::lfence;
+        case LfenceSerializing::no: return SerializeWith::lfence_after_de_cfg;
+        default: return SerializeWith::cpuid;
+    }
+}
+
+u64 de_cfg_for_measurement(u64 de_cfg) { return regs::amd::DeCfg(de_cfg).set_lfence_serializing(true).raw(); }
+
 void pmu_decode(const CpuProbe& probe, PmuInfo* out) {
     decode_counters(probe, decode_cpuid(probe.cpuid), out);
     PmuInfo& p = *out;
+    if (probe.de_cfg.ok) {
+        p.de_cfg = probe.de_cfg.value;
+        p.lfence = regs::amd::DeCfg(probe.de_cfg.value).lfence_serializing() ? LfenceSerializing::yes
+                                                                             : LfenceSerializing::no;
+    } else if (p.vendor == Vendor::amd || p.vendor == Vendor::hygon) {
+        p.lfence = LfenceSerializing::unknown;  // not probed (census, family < 10H) or faulted
+    }
     if (probe.rdpmc.ok && p.kind != PmuKind::none) {
         p.method = CounterMethod::rdpmc;
     } else {

@@ -93,6 +93,27 @@ struct PmuWriteList {
     }
 };
 
+// AMD LFENCE (issue 11, item 5): dispatch-serialising only when DE_CFG[1] is set, which
+// Linux does at boot and firmware may not.
+enum class LfenceSerializing : u8 {
+    not_amd,  // Intel and others: LFENCE waits for all prior instructions (SDM LFENCE)
+    yes,      // AMD, DE_CFG[1] = 1
+    no,       // AMD, DE_CFG[1] = 0 (firmware left it clear)
+    unknown,  // AMD, DE_CFG not probed (census, family < 10H) or its RDMSR faulted (a hypervisor)
+};
+// How a measurement must serialise around its counter reads on this CPU:
+//   lfence               LFENCE is dispatch-serialising as it is;
+//   lfence_after_de_cfg  set DE_CFG[1] for the measurement (WRMSR de_cfg_for_measurement(
+//                        info.de_cfg)) and write info.de_cfg back afterwards, as the OS would;
+//   cpuid                DE_CFG is not usable: serialise with CPUID instead of LFENCE.
+// The engine records the choice (serialize_name) in its meta record.
+enum class SerializeWith : u8 { lfence, lfence_after_de_cfg, cpuid };
+const char* serialize_name(SerializeWith s);  // "lfence", "lfence_after_de_cfg", "cpuid"
+struct PmuInfo;
+SerializeWith serialize_choice(const PmuInfo& info);
+// DE_CFG with LfenceSerializing (bit 1) set, the other bits as read.
+u64 de_cfg_for_measurement(u64 de_cfg);
+
 // What one logical processor has: pmu_decode of a probe taken on that processor.
 struct PmuInfo {
     PmuKind kind = PmuKind::none;
@@ -122,6 +143,11 @@ struct PmuInfo {
     // kind == none: why there are no counters, e.g. "no architectural performance
     // monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)".
     char absent[200] = {};
+
+    // AMD: whether LFENCE is dispatch-serialising (DE_CFG C001_1029H[1], read by
+    // pmu_probe on family >= 10H; not_amd elsewhere, where LFENCE is). See serialize_choice.
+    LfenceSerializing lfence = LfenceSerializing::not_amd;
+    u64 de_cfg = 0;  // the value read (lfence yes/no)
 
     // The same PMU in every respect that matters for planning (caps, widths, core type,
     // read method): CPUs that agree can share one plan and one generated region.

@@ -83,6 +83,19 @@ public:
 };
 static_assert(Hwcr::ir_perf_en_field::mask == 1ull << 30);
 
+// DE_CFG (C001_1029h), "Decode Configuration" (family 10h and later; AMD's software
+// techniques for managing speculation, 2018): bit 1 LfenceSerializing makes LFENCE
+// dispatch-serialising. Linux sets it at boot (amd_set_dispatch_serializing / init_amd);
+// firmware may leave it clear, and then LFENCE does not order RDPMC/RDTSC.
+class DeCfg : public RegValue<DeCfg> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FLAG(DeCfg, lfence_serializing, 1)
+};
+static_assert(DeCfg::lfence_serializing_field::mask == 1ull << 1);
+// DE_CFG exists from family 10h on (Linux reads it for family >= 10h).
+constexpr bool has_de_cfg(u32 family) { return family >= 0x10; }
+
 // IRPerfCount (C000_00E9h): InstRetCnt[47:0] (PPR), 48 bits; counts every retired
 // instruction at every privilege level once HWCR.IRPerfEn is set (no USR/OS filter).
 inline constexpr unsigned kIrPerfWidth = 48;
@@ -108,11 +121,16 @@ enum FixedLike : u8 {
     kFixedMperf = 2,   // MPERF: P0-frequency clocks in C0
     kFixedLikeCount = 3,
 };
-// MSR read for each fixed-like counter (the read-only aliases for APERF/MPERF, which
-// writes cannot disturb).
-constexpr u32 fixed_like_msr(unsigned i) {
-    return i == kFixedIrPerf ? msr::AMD_IRPERF_COUNT : i == kFixedAperf ? msr::AMD_APERF_RO : msr::AMD_MPERF_RO;
+// MSR read for each fixed-like counter: for APERF/MPERF the read-only aliases
+// C000_00E8H/E7H where CPUID Fn8000_0007_EDX[10] EffFreqRO enumerates them (writes cannot
+// disturb them), else the architectural E8H/E7H (Fn0000_0006_ECX[0] EffFreq; K8-K10 have
+// no aliases).
+constexpr u32 fixed_like_msr(unsigned i, bool efffreq_ro) {
+    if (i == kFixedIrPerf) return msr::AMD_IRPERF_COUNT;
+    if (i == kFixedAperf) return efffreq_ro ? msr::AMD_APERF_RO : msr::IA32_APERF;
+    return efffreq_ro ? msr::AMD_MPERF_RO : msr::IA32_MPERF;
 }
+static_assert(fixed_like_msr(kFixedAperf, false) == 0xE8 && fixed_like_msr(kFixedMperf, true) == 0xC00000E7);
 const char* fixed_like_name(unsigned i);  // "IRPerfCount", "APERF", "MPERF"
 
 }  // namespace pmulab::regs::amd

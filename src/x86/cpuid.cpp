@@ -71,7 +71,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         out->set(leaf, sub, r);
         return r;
     };
-    bool hybrid = false, ext23 = false;
+    bool ext23 = false;
     // AMD APM Vol. 3 App. E: "AuthenticAMD" / "HygonGenuine" (EBX "Auth" / "Hygo").
     bool amd_like = l0.ebx == 0x68747541u || l0.ebx == 0x6F677948u;
     CpuidRegs l1;
@@ -79,7 +79,6 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
     if (max >= 6 && amd_like) take(6, 0);
     if (max >= 7) {
         CpuidRegs r7 = take(7, 0);
-        hybrid = bit(r7.edx, kLeaf7EdxHybrid);
         if (r7.eax >= 1) ext23 = bit(take(7, 1).eax, kLeaf71EaxArchPerfmonExt);
     }
     if (max >= 0xA) take(0xA, 0);
@@ -87,7 +86,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         take(0xB, 0);
         take(0xB, 1);
     }
-    if (max >= 0x1A && hybrid) take(0x1A, 0);
+    if (max >= 0x1A) take(0x1A, 0);
     if (max >= 0x23 && ext23) {
         CpuidRegs s0 = take(0x23, 0);
         for (u32 sub = 1; sub < 6; ++sub)
@@ -102,6 +101,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         if (emax >= 0x80000001) take(0x80000001, 0);
         if (emax >= 0x80000004)
             for (u32 l = 0x80000002; l <= 0x80000004; ++l) take(l, 0);
+        if (emax >= 0x80000007 && amd_like) take(0x80000007, 0);
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
         if (emax >= 0x80000022) take(0x80000022, 0);
     }
@@ -128,6 +128,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000002:
         case 0x80000003:
         case 0x80000004:
+        case 0x80000007:
         case 0x80000008:
         case 0x80000022: return true;
         default: return false;
@@ -229,6 +230,7 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            amd_core_counters == o.amd_core_counters && amd_lbr_v2 == o.amd_lbr_v2 &&
            amd_lbr_stack_size == o.amd_lbr_stack_size && amd_nb_counters == o.amd_nb_counters &&
            rdpmc_user_disable == o.rdpmc_user_disable && amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq &&
+           amd_efffreq_ro == o.amd_efffreq_ro && amd_irperf_erratum1054 == o.amd_irperf_erratum1054 &&
            netburst == o.netburst && netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
            topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
@@ -275,10 +277,12 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         id.hybrid = bit(l7.edx, kLeaf7EdxHybrid);
         if (l7.eax >= 1) id.arch_perfmon_ext = bit(s.get(7, 1).eax, kLeaf71EaxArchPerfmonExt);
     }
-    if (id.max_leaf >= 0x1A && id.hybrid) {
+    if (id.max_leaf >= 0x1A) {
         CpuidRegs r = s.get(0x1A);
-        id.core_type = u8(bits(r.eax, 31, 24));
+        id.leaf_1a = true;
+        id.leaf_1a_core_type = u8(bits(r.eax, 31, 24));
         id.native_model_id = bits(r.eax, 23, 0);
+        if (id.hybrid) id.core_type = id.leaf_1a_core_type;
     }
 
     // Architectural performance monitoring leaf (SDM Vol. 3B §20.2).
@@ -358,8 +362,13 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         // (PerfCtrExtCore, PerfMonV2) are reported there.
         p.amd_core_counters = p.amd_perfctr_core ? 6 : (id.family >= 6 && !id.hypervisor ? 4 : 0);
     }
-    if (amd_like && id.max_ext_leaf >= 0x80000008) p.amd_irperf = bit(s.get(0x80000008).ebx, 1);
+    if (amd_like && id.max_ext_leaf >= 0x80000008) p.amd_irperf_enumerated = bit(s.get(0x80000008).ebx, 1);
+    // Erratum 1054 (Revision Guide for AMD Family 17h Models 00h-0Fh; Linux init_amd_zen1
+    // covers models 00h-2Fh): IRPerfCount may be inaccurate.
+    p.amd_irperf_erratum1054 = p.amd_irperf_enumerated && id.family == 0x17 && id.model <= 0x2F;
+    p.amd_irperf = p.amd_irperf_enumerated && !p.amd_irperf_erratum1054;
     if (amd_like && id.max_leaf >= 6) p.amd_efffreq = bit(s.get(6).ecx, 0);
+    if (amd_like && id.max_ext_leaf >= 0x80000007) p.amd_efffreq_ro = bit(s.get(0x80000007).edx, 10);
     // NetBurst: Intel family 0FH without architectural performance monitoring (every
     // Pentium 4 / NetBurst Xeon; the last ones (models 3/4/6, CPUID max leaf 5 or 6) have
     // no leaf 0AH). SDM Vol. 3B §20.15.

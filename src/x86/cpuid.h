@@ -88,8 +88,15 @@ struct CpuIdentity {
     bool pdcm = false;                        // CPUID.01H:ECX[15]
     bool hybrid = false;                      // CPUID.(07H,0):EDX[15]
     bool arch_perfmon_ext = false;            // CPUID.(07H,1):EAX[8] (leaf 23H exists)
-    u8 core_type = kCoreTypeNone;             // CPUID.1AH:EAX[31:24]
-    u32 native_model_id = 0;                  // CPUID.1AH:EAX[23:0]
+    // CPUID.1AH (Native Model ID Enumeration Leaf, SDM Vol. 2A): read whenever the leaf
+    // exists (max leaf >= 1AH), also on non-hybrid parts (an Atom-only SoC reports core
+    // type 0x20, some server parts 0x40). core_type is the hybrid PMU's core type and stays
+    // kCoreTypeNone on non-hybrid parts (their PMU is not per core type); leaf_1a_core_type
+    // is the raw value either way.
+    bool leaf_1a = false;                  // leaf read (max leaf >= 1AH)
+    u8 leaf_1a_core_type = kCoreTypeNone;  // CPUID.1AH:EAX[31:24], raw
+    u8 core_type = kCoreTypeNone;          // CPUID.1AH:EAX[31:24] on hybrid parts
+    u32 native_model_id = 0;               // CPUID.1AH:EAX[23:0]
 };
 
 // Intel architectural performance monitoring (CPUID.0AH, 23H) and the AMD core PMU.
@@ -132,8 +139,18 @@ struct PmuCaps {
     u8 amd_core_counters = 0;       // Fn8000_0022_EBX[3:0] (v2), else 6 or 4
     u8 amd_lbr_stack_size = 0;      // Fn8000_0022_EBX[9:4]
     u8 amd_nb_counters = 0;         // Fn8000_0022_EBX[15:10]
-    bool amd_irperf = false;        // Fn8000_0008_EBX[1] InstRetCntMsr: IRPerfCount (C000_00E9H)
-    bool amd_efffreq = false;       // Fn0000_0006_ECX[0] EffFreq: MPERF/APERF (E7H/E8H, C000_00E7H/E8H)
+    // IRPerfCount (C000_00E9H): Fn8000_0008_EBX[1] InstRetCntMsr, except on family 17h
+    // models 00h-2Fh (Zen 1 / Zen+), where erratum 1054 ("Instructions Retired Performance
+    // Counter May Be Inaccurate") makes it unusable: Linux's init_amd_zen1 clears
+    // HWCR.IRPerfEn and the capability there, and so does pmulab (PMCx0C0 counts instead).
+    bool amd_irperf = false;
+    bool amd_irperf_enumerated = false;   // Fn8000_0008_EBX[1] as read
+    bool amd_irperf_erratum1054 = false;  // enumerated but disabled by erratum 1054
+    // Fn0000_0006_ECX[0] EffFreq: the architectural MPERF/APERF (E7H/E8H).
+    bool amd_efffreq = false;
+    // Fn8000_0007_EDX[10] EffFreqRO: the read-only aliases MPERF_RO/APERF_RO
+    // (C000_00E7H/C000_00E8H), which only exist where it is set (not on K8-K10, for one).
+    bool amd_efffreq_ro = false;
 
     // Intel NetBurst (family 0FH without architectural perfmon): the ESCR/CCCR PMU
     // (SDM Vol. 3B §20.15). Its presence is confirmed at run time by

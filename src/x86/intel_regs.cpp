@@ -52,7 +52,11 @@ Error missing(const PmuCaps& c, u32 m, const char* why) {
 
 u32 gp_counters(const PmuCaps& c) { return c.version >= 1 ? c.gp_counter_mask() & kGpClip : 0; }
 
-u32 fixed_counters(const PmuCaps& c) { return c.version >= 2 ? c.fixed_counter_mask() & kFixedClip : 0; }
+// Fixed counters >= 8 have no control group in IA32_FIXED_CTR_CTRL (see FixedCtrCtrl):
+// not programmable, so not offered.
+u32 fixed_counters(const PmuCaps& c) {
+    return c.version >= 2 ? c.fixed_counter_mask() & kFixedClip & u32(low_mask(FixedCtrCtrl::kGroups)) : 0;
+}
 
 unsigned gp_counter_width(const PmuCaps& c) { return gp_counters(c) ? c.gp_width : 0; }
 

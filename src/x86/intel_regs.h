@@ -73,40 +73,57 @@ static_assert(PerfEvtSel().set_event_select(0x0E).set_umask(0x01).set_usr(true).
 static_assert(PerfEvtSel().set_event_select(0x08).set_umask(0x01).set_usr().set_os().raw() == 0x00030108);
 static_assert(PerfEvtSel().set_event_select(0x08).set_umask(0x01).set_usr().set_os().set_en().raw() == 0x00430108);
 
-// IA32_FIXED_CTR_CTRL (0x38D): 4 bits per fixed counter i at 4i. SDM Vol. 3B §20.2.2
-// "Version 2" (OS, USR, PMI), §20.2.3 "Version 3" (AnyThread).
+// IA32_FIXED_CTR_CTRL (0x38D): 4 bits per fixed counter i at 4i, for counters 0-7 only.
+// SDM Vol. 3B §20.2.2 "Version 2" (OS, USR, PMI), §20.2.3 "Version 3" (AnyThread). Bits
+// 32+4i and 33+4i are not the groups of counters 8+: they are FIXED_CTRi's adaptive-PEBS
+// enable and RDPMC user-disable bits (Linux INTEL_FIXED_0_ADAPTIVE, bit 32, and
+// INTEL_FIXED_0_RDPMC_USER_DISABLE, bit 33), so fixed counters >= 8 have no enable here
+// and pmulab never programs them (regs::fixed_counters clips them).
 class FixedCtrCtrl : public RegValue<FixedCtrCtrl> {
 public:
     using RegValue::RegValue;
     static constexpr unsigned kStride = 4;
+    static constexpr unsigned kGroups = 8;  // counters with an OS/USR/AnyThread/PMI group
     // Bit positions inside one counter's 4-bit group.
     static constexpr unsigned kOs = 0, kUsr = 1, kAnyThread = 2, kPmi = 3;
     // The ENi field: bits [1:0] of the group (0 off, 1 OS, 2 USR, 3 all rings).
     static constexpr u64 kEnField = 0x3;
+    static constexpr bool has_group(unsigned counter) { return counter < kGroups; }
     static constexpr unsigned bit(unsigned counter, unsigned which) { return counter * kStride + which; }
-    // All four bits of counter i in place.
+    // All four bits of counter i in place (0 for counters without a group).
     static constexpr u64 group_mask(unsigned counter) {
-        return counter < kMaxFixedCounters ? u64(0xF) << (counter * kStride) : 0;
+        return has_group(counter) ? u64(0xF) << (counter * kStride) : 0;
     }
+    // FIXED_CTRi's adaptive-PEBS and RDPMC user-disable bits (i < 8).
+    static constexpr unsigned adaptive_bit(unsigned counter) { return 32 + counter * kStride; }
+    static constexpr unsigned rdpmc_user_disable_bit(unsigned counter) { return 33 + counter * kStride; }
 
-    constexpr bool os(unsigned i) const { return get_bit(bit(i, kOs)); }
-    constexpr bool usr(unsigned i) const { return get_bit(bit(i, kUsr)); }
-    constexpr bool any_thread(unsigned i) const { return get_bit(bit(i, kAnyThread)); }
-    constexpr bool pmi(unsigned i) const { return get_bit(bit(i, kPmi)); }
-    constexpr FixedCtrCtrl& set_os(unsigned i, bool v = true) { return set_bit(bit(i, kOs), v); }
-    constexpr FixedCtrCtrl& set_usr(unsigned i, bool v = true) { return set_bit(bit(i, kUsr), v); }
-    constexpr FixedCtrCtrl& set_any_thread(unsigned i, bool v = true) { return set_bit(bit(i, kAnyThread), v); }
-    constexpr FixedCtrCtrl& set_pmi(unsigned i, bool v = true) { return set_bit(bit(i, kPmi), v); }
+    constexpr bool os(unsigned i) const { return has_group(i) && get_bit(bit(i, kOs)); }
+    constexpr bool usr(unsigned i) const { return has_group(i) && get_bit(bit(i, kUsr)); }
+    constexpr bool any_thread(unsigned i) const { return has_group(i) && get_bit(bit(i, kAnyThread)); }
+    constexpr bool pmi(unsigned i) const { return has_group(i) && get_bit(bit(i, kPmi)); }
+    constexpr FixedCtrCtrl& set_os(unsigned i, bool v = true) { return set_in_group(i, kOs, v); }
+    constexpr FixedCtrCtrl& set_usr(unsigned i, bool v = true) { return set_in_group(i, kUsr, v); }
+    constexpr FixedCtrCtrl& set_any_thread(unsigned i, bool v = true) { return set_in_group(i, kAnyThread, v); }
+    constexpr FixedCtrCtrl& set_pmi(unsigned i, bool v = true) { return set_in_group(i, kPmi, v); }
     // The 2-bit enable field of counter i.
-    constexpr u64 en(unsigned i) const { return i < kMaxFixedCounters ? (raw_ >> (i * kStride)) & kEnField : 0; }
+    constexpr u64 en(unsigned i) const { return has_group(i) ? (raw_ >> (i * kStride)) & kEnField : 0; }
     constexpr bool enabled(unsigned i) const { return en(i) != 0; }
     // Whole 4-bit group of counter i (value 0..15).
-    constexpr u64 group(unsigned i) const { return i < kMaxFixedCounters ? (raw_ >> (i * kStride)) & 0xF : 0; }
+    constexpr u64 group(unsigned i) const { return has_group(i) ? (raw_ >> (i * kStride)) & 0xF : 0; }
     constexpr FixedCtrCtrl& set_group(unsigned i, u64 v) {
-        if (i < kMaxFixedCounters) raw_ = (raw_ & ~group_mask(i)) | ((v & 0xF) << (i * kStride));
+        if (has_group(i)) raw_ = (raw_ & ~group_mask(i)) | ((v & 0xF) << (i * kStride));
         return *this;
     }
+
+private:
+    constexpr FixedCtrCtrl& set_in_group(unsigned i, unsigned which, bool v) {
+        return has_group(i) ? set_bit(bit(i, which), v) : *this;
+    }
 };
+// Counter 8 has no group: its "OS" bit would be FIXED_CTR0's adaptive-PEBS bit.
+static_assert(FixedCtrCtrl().set_os(8).set_usr(8).set_pmi(9).raw() == 0 && FixedCtrCtrl::group_mask(8) == 0);
+static_assert(FixedCtrCtrl::adaptive_bit(0) == 32 && FixedCtrCtrl::rdpmc_user_disable_bit(1) == 37);
 static_assert(FixedCtrCtrl::bit(0, FixedCtrCtrl::kOs) == 0 && FixedCtrCtrl::bit(0, FixedCtrCtrl::kUsr) == 1);
 static_assert(FixedCtrCtrl::bit(0, FixedCtrCtrl::kAnyThread) == 2 && FixedCtrCtrl::bit(0, FixedCtrCtrl::kPmi) == 3);
 static_assert(FixedCtrCtrl::bit(2, FixedCtrCtrl::kOs) == 8 && FixedCtrCtrl::group_mask(1) == 0xF0);

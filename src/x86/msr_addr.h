@@ -41,6 +41,7 @@ inline constexpr u32 AMD_PERF_CNTR_GLOBAL_CTL = 0xC0000301;
 inline constexpr u32 AMD_PERF_CNTR_GLOBAL_STATUS_CLR = 0xC0000302;
 inline constexpr u32 AMD_PERF_CNTR_GLOBAL_STATUS_SET = 0xC0000303;
 inline constexpr u32 AMD_HWCR = 0xC0010015;
+inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // decode configuration (LFENCE serialising, bit 1)
 inline constexpr u32 AMD_IRPERF_COUNT = 0xC00000E9;
 inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;
 inline constexpr u32 AMD_APERF_RO = 0xC00000E8;

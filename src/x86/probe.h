@@ -33,6 +33,9 @@ struct CpuProbe {
     // IA32_MISC_ENABLE, read only on NetBurst: bit 7 (Performance Monitoring Available)
     // says whether the ESCR/CCCR counters exist.
     ProbeRead misc_enable;
+    // DE_CFG (C001_1029H), read on AMD/Hygon family >= 10H by the measurement's probe
+    // (not by the census): bit 1 says whether LFENCE is dispatch-serialising.
+    ProbeRead de_cfg;
     // RDPMC of an existing counter (ECX = 0 when there is none): works, or #UD/#GP.
     u32 rdpmc_index = 0;
     ProbeRead rdpmc;

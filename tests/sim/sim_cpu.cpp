@@ -156,7 +156,11 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         L.gp_mask = u32(width_mask(L.amd_counters));
         L.gp_width = 48;
         L.amd_irperf = emax >= 0x80000008 && ((s.get(0x80000008).ebx >> 1) & 1);
+        u32 model = ((l1.eax >> 4) & 0xf) | (base_family == 0xf ? ((l1.eax >> 16) & 0xf) << 4 : 0);
+        L.amd_irperf_erratum1054 = L.amd_irperf && family == 0x17 && model <= 0x2f;
         L.amd_efffreq = max >= 6 && (s.get(6).ecx & 1);
+        L.amd_de_cfg = family >= 0x10;
+        L.amd_efffreq_ro = emax >= 0x80000007 && ((s.get(0x80000007).edx >> 10) & 1);
         return L;
     }
 
@@ -178,6 +182,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         CpuidRegs s0 = s.get(0x23, 0);
         L.leaf23 = true;
         L.umask2 = s0.ebx & 1;
+        L.rdpmc_user_disable = (s0.ebx >> 2) & 1;
         L.eq = (s0.ebx >> 1) & 1;
         if ((s0.eax >> 1) & 1) {
             CpuidRegs s1 = s.get(0x23, 1);
@@ -271,12 +276,13 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
     if (m == reg::MISC_ENABLE && L.vendor_intel) return {K::misc_enable, 0};
     if (L.kind == PmuLayout::Kind::amd) {
         if (m == reg::AMD_HWCR) return {K::amd_hwcr, 0};
+        if (m == reg::AMD_DE_CFG && L.amd_de_cfg) return {K::amd_de_cfg, 0};
         if (m == reg::AMD_IRPERF && L.amd_irperf) return {K::amd_irperf, 0};
         if (L.amd_efffreq) {
             if (m == reg::APERF) return {K::aperf, 0};
             if (m == reg::MPERF) return {K::mperf, 0};
-            if (m == reg::AMD_APERF_RO) return {K::aperf_ro, 0};
-            if (m == reg::AMD_MPERF_RO) return {K::mperf_ro, 0};
+            if (m == reg::AMD_APERF_RO && L.amd_efffreq_ro) return {K::aperf_ro, 0};
+            if (m == reg::AMD_MPERF_RO && L.amd_efffreq_ro) return {K::mperf_ro, 0};
         }
     }
     return {K::none, 0};
@@ -300,9 +306,16 @@ u64 SimCpu::evtsel_writable_mask() const {
 }
 
 u64 SimCpu::fixed_ctrl_writable_mask() const {
+    // OS/USR/AnyThread/PMI groups exist for fixed counters 0-7 only; bits 32+4i and 33+4i
+    // are FIXED_CTRi's adaptive-PEBS (PERF_CAPABILITIES[14] PEBS baseline) and RDPMC
+    // user-disable (CPUID.23H.0:EBX[2]) bits. Counters >= 8 have no enable here.
     u64 m = 0;
-    for (u32 i = 0; i < 16; ++i)
-        if (layout_.fixed(i)) m |= u64(layout_.anythread_writable ? 0xf : 0xb) << (4 * i);
+    for (u32 i = 0; i < 8; ++i) {
+        if (!layout_.fixed(i)) continue;
+        m |= u64(layout_.anythread_writable ? 0xf : 0xb) << (4 * i);
+        if ((layout_.perf_caps >> 14) & 1) m |= u64(1) << (32 + 4 * i);
+        if (layout_.rdpmc_user_disable) m |= u64(1) << (33 + 4 * i);
+    }
     return m;
 }
 
@@ -333,7 +346,7 @@ u64 SimCpu::inuse() const {
             if (gp_[i].ctl & 0xff) v |= bit(i);
             pmi |= (gp_[i].ctl & evtsel::INT) != 0;
         }
-    for (u32 i = 0; i < 16; ++i)
+    for (u32 i = 0; i < 8; ++i)
         if (layout_.fixed(i)) {
             if ((fixed_ctrl_ >> (4 * i)) & 3) v |= bit(32 + i);
             pmi |= ((fixed_ctrl_ >> (4 * i + 3)) & 1) != 0;
@@ -366,6 +379,7 @@ u64 SimCpu::read_slot(Slot s) const {
         case Kind::pkrs: return pkrs_;
         case Kind::misc_enable: return misc_enable_;
         case Kind::amd_hwcr: return hwcr_;
+        case Kind::amd_de_cfg: return de_cfg_;
         case Kind::amd_irperf: return irperf_;
         case Kind::aperf:
         case Kind::aperf_ro: return aperf_;
@@ -441,6 +455,7 @@ u8 SimCpu::write_slot(Slot s, u64 v) {
             return 0;
         case Kind::misc_enable: misc_enable_ = (v & ~kMiscReadOnly) | (misc_enable_ & kMiscReadOnly); return 0;
         case Kind::amd_hwcr: hwcr_ = v; return 0;  // only IRPerfEn (bit 30) has an effect here
+        case Kind::amd_de_cfg: de_cfg_ = v; return 0;
         case Kind::amd_irperf:
             if (v >> 48) return kVectorGP;  // InstRetCnt[47:0]; 63:48 reserved
             irperf_ = v;
@@ -597,6 +612,7 @@ bool SimCpu::gp_matches(u32 i, u16 event, u16 umask) const {
 }
 
 bool SimCpu::fixed_enabled(u32 i) const {
+    if (i >= 8) return false;  // no enable field in FIXED_CTR_CTRL
     u64 field = (fixed_ctrl_ >> (4 * i)) & 3;
     if (!(field & (cpl_ == 0 ? 1 : 2))) return false;
     return (global_ctrl_ >> (32 + i)) & 1;
@@ -642,14 +658,14 @@ void SimCpu::add_fixed(u32 i, u64 inc) {
     fixed_ctr_[i] = (old + inc) & mask;
     if (!ovf) return;
     global_status_ |= bit(32 + i);
-    if ((fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
+    if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
 }
 
 void SimCpu::deliver(u16 event, u16 umask, u64 n) {
     if (!n || layout_.kind == PmuLayout::Kind::none) return;
     // IRPerfCount: every retired instruction, every CPL, while HWCR.IRPerfEn.
     if (layout_.amd_irperf && event == 0xC0 && umask == 0 && ((hwcr_ >> 30) & 1))
-        irperf_ = (irperf_ + n) & width_mask(48);
+        irperf_ = (irperf_ + n + (layout_.amd_irperf_erratum1054 ? n / 8 : 0)) & width_mask(48);
     for (u32 i = 0; i < 32; ++i)
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, event, umask)) add_gp(i, gp_increment(gp_[i], 1, n));
     for (u32 i = 0; i < 16; ++i)
@@ -659,14 +675,26 @@ void SimCpu::deliver(u16 event, u16 umask, u64 n) {
 void SimCpu::event(u16 event, u16 umask, u64 n) { deliver(event, umask, n); }
 
 void SimCpu::ref_cycles(u64 n) {
-    deliver(0x3C, 0x01, n);
+    // CPU_CLK_UNHALTED.REF_TSC advances at the reference (crystal/bus) clock, by
+    // ref_step_ TSC ticks at a time, whenever the TSC (offset by ref_phase_) crosses a
+    // multiple of ref_step_ (step 1: every tick, the default).
+    u64 before = (tsc_ + ref_phase_) / ref_step_;
     tsc_ += n;
+    u64 after = (tsc_ + ref_phase_) / ref_step_;
+    deliver(0x3C, 0x01, (after - before) * ref_step_);
 }
 
 void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycles, std::vector<Occurrence>(each)); }
 
 void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (!cycles || layout_.kind == PmuLayout::Kind::none) return;
+    // An SMI during every smi_every_-th run: the SMM handler's instructions and cycles are
+    // counted like the measured code's (no FREEZE_WHILE_SMM in this model).
+    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) {
+        in_smi_ = true;
+        run(smi_extra_, {{0xC0, 0x00, 1}});
+        in_smi_ = false;
+    }
     if (layout_.amd_efffreq) {
         aperf_ += cycles;
         mperf_ += cycles;
@@ -674,7 +702,9 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
     if (layout_.amd_irperf)
         for (const Occurrence& o : each)
             if (o.event == 0xC0 && o.umask == 0 && ((hwcr_ >> 30) & 1))
-                irperf_ = (irperf_ + o.per_cycle * cycles) & width_mask(48);
+                irperf_ = (irperf_ + o.per_cycle * cycles +
+                           (layout_.amd_irperf_erratum1054 ? o.per_cycle * cycles / 8 : 0)) &
+                          width_mask(48);
     for (u32 i = 0; i < 32; ++i) {
         if (!layout_.gp(i) || !gp_enabled(i)) continue;
         u64 c = gp_matches(i, 0x3C, 0x00) ? 1 : 0;
@@ -727,6 +757,7 @@ void SimCpu::poke(u32 msr, u64 v) {
         case Kind::pkrs: pkrs_ = v; return;
         case Kind::misc_enable: misc_enable_ = v; return;
         case Kind::amd_hwcr: hwcr_ = v; return;
+        case Kind::amd_de_cfg: de_cfg_ = v; return;
         case Kind::amd_irperf: irperf_ = v & width_mask(48); return;
         case Kind::aperf:
         case Kind::aperf_ro: aperf_ = v; return;
@@ -1171,7 +1202,7 @@ namespace {
 // An AMD machine from the leaves that matter: signature, 8000_0001H:ECX, optional
 // 8000_0022H, IRPerfCount and EffFreq.
 SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs leaf22, bool irperf, bool efffreq,
-                       const char* brand, u32 emax) {
+                       const char* brand, u32 emax, u32 ext7_edx) {
     std::vector<CpuSpec> specs;
     TopoSpec t{1, n, 1};
     for (u32 i = 0; i < n; ++i) {
@@ -1185,6 +1216,7 @@ SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs le
         set_brand(s, brand);
         s.set(0x80000000, 0, {emax, kAmdEbx, kAmdEcx, kAmdEdx});
         s.set(0x80000001, 0, {signature, 0, ext1_ecx, 0x2fd3fbff});
+        if (emax >= 0x80000007) s.set(0x80000007, 0, {0, 0, 0, ext7_edx});
         s.set(0x80000008, 0, {0x3030, irperf ? 0x2u : 0u, 0, 0});
         if (v2) s.set(0x80000022, 0, leaf22);
         specs.push_back(c);
@@ -1194,23 +1226,30 @@ SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs le
 
 }  // namespace
 
+SimMachine amd_zen1(u32 n) {
+    // Family 17h model 01h (Ryzen 7 1800X): PerfCtrExtCore, IRPerfCount enumerated
+    // (erratum 1054), 8000_0007H:EDX = 0x6799 (EffFreqRO bit 10 set).
+    return amd_machine(n, 0x00800F11, 0x35C233FF, false, {}, true, true, "AMD Ryzen 7 1800X Eight-Core Processor",
+                       0x8000001F, 0x6799);
+}
+
 SimMachine amd_zen3(u32 n) {
     // Family 19h model 21h (Ryzen 5000): maximum extended leaf 8000_0020H, so no PerfMonV2.
     return amd_machine(n, 0x00A20F10, 0x75C237FF, false, {}, true, true, "AMD Ryzen 7 5800X 8-Core Processor",
-                       0x80000020);
+                       0x80000020, 0x6799);
 }
 
 SimMachine amd_zen4(u32 n) {
     // Family 19h model 61h (Ryzen 7000): 8000_0022H EAX[0] PerfMonV2, EBX[3:0] = 6 core
     // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters.
     return amd_machine(n, 0x00A60F12, 0x75C237FF, true, {0x3, 0x00004106, 0, 0}, true, true,
-                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028);
+                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028, 0x6799);
 }
 
 SimMachine amd_k10(u32 n) {
     // Family 10h (Phenom II): legacy PerfEvtSel0-3 only; no IRPerfCount.
     return amd_machine(n, 0x00100F42, 0x000037FF, false, {}, false, true, "AMD Phenom(tm) II X4 940 Processor",
-                       0x8000001B);
+                       0x8000001B, 0x1F9);
 }
 
 }  // namespace sim

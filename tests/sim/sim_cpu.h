@@ -107,6 +107,7 @@ inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
 inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
 inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
 inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
+inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
 inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
 inline constexpr u32 MPERF = 0xE7;
 inline constexpr u32 APERF = 0xE8;
@@ -192,10 +193,11 @@ struct PmuLayout {
     bool anythread_writable = false;  // v3+
     bool anythread_ignored = false;   // CPUID.0AH:EDX[15]
     bool leaf23 = false;
-    bool umask2 = false;        // PERFEVTSEL 47:40 writable
-    bool eq = false;            // PERFEVTSEL 36 writable
-    bool vendor_intel = false;  // GenuineIntel (IA32_MISC_ENABLE exists)
-    bool pdcm = false;          // IA32_PERF_CAPABILITIES exists
+    bool umask2 = false;              // PERFEVTSEL 47:40 writable
+    bool rdpmc_user_disable = false;  // CPUID.23H.0:EBX[2]: FIXED_CTR_CTRL bits 33+4i
+    bool eq = false;                  // PERFEVTSEL 36 writable
+    bool vendor_intel = false;        // GenuineIntel (IA32_MISC_ENABLE exists)
+    bool pdcm = false;                // IA32_PERF_CAPABILITIES exists
     u64 perf_caps = 0;
     bool full_width_writes = false;  // IA32_A_PMCx exist
     // AMD
@@ -203,8 +205,13 @@ struct PmuLayout {
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
     bool amd_v2 = false;        // global control MSRs C000_0300..0303
     u32 amd_counters = 0;
-    bool amd_irperf = false;   // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
-    bool amd_efffreq = false;  // MPERF/APERF (CPUID 06H:ECX[0]) and the C000_00E7/E8 aliases
+    bool amd_irperf = false;  // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
+    // Family 17h models 00h-2Fh: erratum 1054, IRPerfCount "may be inaccurate"; the
+    // simulator makes it over-count by 1/8 so that code trusting it gets wrong counts.
+    bool amd_irperf_erratum1054 = false;
+    bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
+    bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
+    bool amd_de_cfg = false;      // DE_CFG C001_1029 (family >= 10h)
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -296,6 +303,20 @@ public:
     void set_tsc(u64 v) { tsc_ = v; }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
+    // System-management interrupts: every `every`-th call of run() first runs `extra`
+    // cycles of SMM code retiring one instruction per cycle, counted by the PMU.
+    void set_smi(u64 every, u64 extra) {
+        smi_every_ = every;
+        smi_extra_ = extra;
+    }
+    // A coarse reference clock: REF_TSC (fixed counter 2, event 3C.01) advances by `step`
+    // TSC ticks once per reference-clock tick (e.g. 100 for a 2.4 GHz TSC and a 24 MHz
+    // crystal), `phase` ticks into the first period, as real parts do (perfmon: "the
+    // counter update is done at a lower clock rate then the core clock").
+    void set_ref_clock(u64 step, u64 phase = 0) {
+        ref_step_ = step ? step : 1;
+        ref_phase_ = phase;
+    }
 
     // ---- direct state access for tests: no log, no faults ----
     bool msr_exists(u32 msr) const;
@@ -354,6 +375,7 @@ private:
         amd_gclr,
         amd_gset,
         amd_hwcr,
+        amd_de_cfg,
         amd_irperf,
         aperf,
         mperf,
@@ -403,6 +425,9 @@ private:
     bool pce_ = false;
     u64 tsc_ = 0;
     u64 rdtsc_step_ = 0;
+    u64 ref_step_ = 1, ref_phase_ = 0;
+    u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
+    bool in_smi_ = false;
     u64 pmis_ = 0;
     Gp gp_[32];
     u64 fixed_ctr_[16] = {};
@@ -412,6 +437,8 @@ private:
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
     u64 hwcr_ = 0, irperf_ = 0, aperf_ = 0, mperf_ = 0;
+    // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
+    u64 de_cfg_ = 0;
     std::map<u32, Extra> extra_;
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;
@@ -533,7 +560,11 @@ SimMachine amd_zen(u32 ncpus = 2, bool perfmon_v2 = true);
 // tests/data/cpuid): Zen 3 (family 19h model 21h, Vermeer: PerfCtrExtCore, no leaf
 // 8000_0022H), Zen 4 (family 19h model 61h, Raphael: PerfMonV2 with 6 core counters),
 // both with IRPerfCount (8000_0008H:EBX[1]) and EffFreq (06H:ECX[0]); and a family 10h
-// K10 (4 legacy counters only, no IRPerfCount).
+// K10 (4 legacy counters only, no IRPerfCount; EffFreq without the EffFreqRO aliases).
+// Zen 3/4 enumerate EffFreqRO (8000_0007H:EDX[10]). Zen 1 (family 17h model 01h, Summit
+// Ridge): PerfCtrExtCore, IRPerfCount enumerated but hit by erratum 1054 (the simulated
+// IRPerfCount over-counts).
+SimMachine amd_zen1(u32 ncpus = 2);
 SimMachine amd_zen3(u32 ncpus = 2);
 SimMachine amd_zen4(u32 ncpus = 2);
 SimMachine amd_k10(u32 ncpus = 2);

@@ -775,3 +775,38 @@ TEST(PmuNetBurstCommands, EventsCheckAllocatesNetBurstNames) {
               0u)
         << r.out;
 }
+
+// ---------------------------------------------------------------- overflow after generated code
+
+// Generated code starts and stops counting with the plain WRMSRs of control_writes: the
+// stop write of the CCCR replaces the sticky OVF the hardware set (the simulator models
+// that), so after such a run the overflow is unknowable and must be reported so, never
+// as "no overflow" (issue 11, item 7).
+TEST(PmuNetBurst, OverflowAfterGeneratedCodeIsUnknown) {
+    SimMachine m = sim::netburst_p4();
+    SimCpu& c = m.cpu(0);
+    Session t;
+    t.open(m, "instr_retired");
+    const CounterGroup& g = t.a.groups[0];
+    u64 preset = (u64(1) << 40) - 10;
+    ASSERT_TRUE(t.b->program(t.e.data(), g, &preset).ok());
+    PmuWriteList start, stop;
+    t.s.control_writes(t.e.data(), g, &start, &stop);
+    for (unsigned k = 0; k < start.count; ++k) ASSERT_TRUE(c.wrmsr(start.w[k].msr, start.w[k].value).ok());
+    sim::nb_event(c, nb::kInstrRetired, nb::NBOGUSNTAG, 20);  // wraps: the hardware sets OVF
+    for (unsigned k = 0; k < stop.count; ++k) ASSERT_TRUE(c.wrmsr(stop.w[k].msr, stop.w[k].value).ok());
+    EXPECT_EQ(t.read(0), 10u);
+    Result<OverflowState> o = t.b->overflow();
+    ASSERT_TRUE(o.ok());
+    EXPECT_FALSE(o.value().known);  // the stop write cleared OVF: "none" would be a lie
+    // Through the backend's start()/stop() (read-modify-write keeping OVF) it is known.
+    ASSERT_TRUE(t.b->program(t.e.data(), g, &preset).ok());
+    ASSERT_TRUE(t.b->start().ok());
+    sim::nb_event(c, nb::kInstrRetired, nb::NBOGUSNTAG, 20);
+    ASSERT_TRUE(t.b->stop().ok());
+    o = t.b->overflow();
+    ASSERT_TRUE(o.ok());
+    EXPECT_TRUE(o.value().known);
+    EXPECT_EQ(o.value().gp, 1u << g.events[0].index);
+    ASSERT_TRUE(t.s.close().ok());
+}

@@ -456,8 +456,10 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
     EXPECT_EQ(s.count, 21u);  // 14 leaves + 7.1 + 0B.1 + 23H.1-5
     EXPECT_FALSE(cpuid_leaf_is_captured(4));
     EXPECT_FALSE(cpuid_leaf_is_captured(0x40000001));
-    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000007));
-    // 06H and 8000_0008H (EffFreq, IRPerfCount) are read on AMD/Hygon only.
+    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000006));
+    // 06H, 8000_0007H and 8000_0008H (EffFreq, EffFreqRO, IRPerfCount) are read on AMD/Hygon only.
+    EXPECT_TRUE(cpuid_leaf_is_captured(0x80000007));
+    EXPECT_FALSE(s.has(0x80000007, 0));
     EXPECT_TRUE(cpuid_leaf_is_captured(0x80000008));
     EXPECT_TRUE(cpuid_leaf_is_captured(6));
     EXPECT_FALSE(s.has(0x80000008, 0));

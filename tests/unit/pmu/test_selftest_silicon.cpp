@@ -1,0 +1,173 @@
+// `pmulab selftest` PMU checks against behaviours of real silicon (issue 11): a coarse
+// reference clock behind CPU_CLK_UNHALTED.REF_TSC, and PMU kinds without checks.
+#include <gtest/gtest.h>
+
+#include "measure/pmu_plan.h"
+#include "support/sim_measure.h"
+#include "support/test_platform.h"
+
+using namespace pmulab;
+using namespace sim;
+using simm::SimPlatform;
+
+namespace {
+
+struct Cmd {
+    int status = -1;
+    std::string out;
+};
+
+Cmd run_line(SimPlatform& p, const std::string& line) {
+    p.out.clear();
+    ArgVec av;
+    Status s = split_command_line(StrView(line.c_str()), &av);
+    EXPECT_TRUE(s.ok());
+    GlobalOptions g;
+    Cmd c;
+    c.status = app_run(p, av.argc(), av.argv.data(), &g);
+    c.out = p.out;
+    return c;
+}
+
+bool has_prefix_line(const std::string& out, const std::string& prefix) {
+    return ("\n" + out).find("\n" + prefix) != std::string::npos;
+}
+
+}  // namespace
+
+// REF_TSC counts in steps of the reference clock: 100 TSC ticks per 24 MHz crystal tick at
+// 2.4 GHz, at an arbitrary phase. A window of a few hundred ticks is then off by a whole
+// step: the check must use a long window and allow a few steps, never FAIL a healthy part.
+TEST(SelftestSilicon, CoarseReferenceClockDoesNotFailTheRefCyclesCheck) {
+    for (u64 step : {25u, 100u, 208u}) {
+        SimMachine m = intel_v4_goldmont_plus(1);
+        m.cpu(0).set_rdtsc_step(3);
+        m.cpu(0).set_ref_clock(step, step / 3);
+        SimPlatform p(m);
+        Cmd c = run_line(p, "selftest");
+        EXPECT_TRUE(has_prefix_line(c.out, "PASS: reference cycles: fixed counter 2 vs the TSC [CPU 0]")) << c.out;
+        EXPECT_TRUE(has_prefix_line(c.out, "PASS: each counter counts individually (instructions retired on every GP "
+                                           "counter): FIXED_CTR2 [CPU 0]"))
+            << c.out;
+        EXPECT_EQ(c.status, 0) << "step " << step << "\n" << c.out;
+    }
+}
+
+namespace {
+std::string pmu_lines(const std::string& out) {
+    std::string r, line;
+    for (char ch : out) {
+        if (ch != '\n') {
+            line += ch;
+            continue;
+        }
+        if (line.find("retired") != std::string::npos || line.find("wraps") != std::string::npos ||
+            line.find("gated") != std::string::npos || line.find("overflow") != std::string::npos ||
+            line.find("IRPerf") != std::string::npos || line.rfind("SUMMARY", 0) == 0)
+            r += line + "\n";
+        line.clear();
+    }
+    return r;
+}
+}  // namespace
+
+// AMD: checks equivalent to the Intel ones, and they FAIL on a broken PMU.
+TEST(SelftestSilicon, AmdPmuIsChecked) {
+    SimMachine m = amd_zen4(1);
+    m.cpu(0).set_rdtsc_step(3);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 0) << c.out;
+    std::string want;
+    for (int i = 0; i < 6; ++i)
+        want += "PASS: instructions retired on each counter vs the kernel's count: PERF_CTR" + std::to_string(i) +
+                " (PMCx0C0) [CPU 0]: 0C0.00.CTR=" + std::to_string(i) +
+                ": 8.00 per iteration of add_indep (expected 8, tolerance 1%)\n";
+    want += "PASS: IRPerfCount vs PMCx0C0 (instructions retired) [CPU 0]: instructions,0C0.00: 8.00, 8.00 per "
+            "iteration of add_indep (expected 8, tolerance 1%)\n"
+            "PASS: counter wraps at the enumerated width [CPU 0]: 0C0.00 preset 2^48-4000: 8.00 per iteration, "
+            "wrapping run 8003 vs 8003..8003; PerfMonV2 GLOBAL_STATUS overflow flag set\n"
+            "PASS: counting is gated by the enable controls [CPU 0]: with PerfMonV2 GLOBAL_CTL = 0 (PERF_CTL.EN set) "
+            "the largest count of any run is 0\n"
+            "SUMMARY: 21 tests, 0 failures, 0 skipped\n";
+    EXPECT_EQ(pmu_lines(c.out), want) << c.out;
+}
+
+TEST(SelftestSilicon, ABrokenAmdPmuFails) {
+    // PERF_CTR3 (C001_0207) rejects writes: that counter's check FAILs and the command fails
+    // (before issue 11 the selftest skipped every PMU check on AMD and exited 0).
+    SimMachine m = amd_zen3(1);
+    m.cpu(0).set_rdtsc_step(3);
+    m.cpu(0).fail_wrmsr_to(0xC0010207);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 1) << c.out;
+    EXPECT_TRUE(has_prefix_line(c.out, "FAIL: instructions retired on each counter vs the kernel's count: PERF_CTR3 "
+                                       "(PMCx0C0) [CPU 0]: "))
+        << c.out;
+    EXPECT_TRUE(has_prefix_line(c.out, "SUMMARY: 21 tests, 1 failures, 0 skipped")) << c.out;
+}
+
+TEST(SelftestSilicon, NetBurstPmuIsChecked) {
+    SimMachine m = netburst_p4(1);
+    m.cpu(0).set_rdtsc_step(3);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(pmu_lines(c.out),
+              "PASS: instructions retired on each counter vs the kernel's count: instr_retired on an IQ counter [CPU "
+              "0]: instr_retired: 8.00 per iteration of add_indep (expected 8, tolerance 1%)\n"
+              "PASS: counter wraps at the enumerated width [CPU 0]: instr_retired preset 2^40-4000: 8.00 per "
+              "iteration, wrapping run 8003 vs 8003..8003\n"
+              "PASS: counting is gated by the enable controls [CPU 0]: with CCCR.Enable clear the largest count of "
+              "any run is 0\n"
+              "NOT VERIFIED: overflow flag after a wrap [CPU 0]: CCCR.OVF is cleared by the stop write of generated "
+              "code: overflow is reported unknown on NetBurst\n"
+              "SUMMARY: 16 tests, 0 failures, 0 skipped, 1 not verified\n")
+        << c.out;
+}
+
+TEST(SelftestSilicon, ABrokenNetBurstPmuFails) {
+    SimMachine m = netburst_p4(1);
+    m.cpu(0).set_rdtsc_step(3);
+    m.cpu(0).fail_wrmsr_to(0x3B8);  // CRU_ESCR0, which instr_retired needs
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_EQ(c.status, 1) << c.out;
+    EXPECT_TRUE(has_prefix_line(c.out, "FAIL: instructions retired on each counter vs the kernel's count: "
+                                       "instr_retired on an IQ counter [CPU 0]: "))
+        << c.out;
+}
+
+// A processor the firmware reports disabled cannot run code: check_every_cpu skips it
+// (issue 11, item 8) instead of failing the selftest on a healthy machine.
+TEST(SelftestSilicon, EveryCpuSkipsFirmwareDisabledProcessors) {
+    SimMachine m = intel_v4_goldmont_plus(3);
+    for (u32 i = 0; i < m.size(); ++i) m.cpu(i).set_rdtsc_step(3);
+    m.cpu(2).set_enabled(false);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_TRUE(has_prefix_line(c.out, "PASS: every CPU measures the nop kernel: 2 of 2 CPUs (1 disabled by the "
+                                       "firmware, skipped)\n"))
+        << c.out;
+    EXPECT_EQ(c.status, 0) << c.out;
+}
+
+// An SMI in a few of the 11 runs adds the handler's instructions to that run: the wrap
+// check must judge the runs robustly (median, a minority of outliers reported) instead of
+// requiring all 11 within 1% (issue 11, item 8).
+TEST(SelftestSilicon, OneDisturbedRunDoesNotFailTheWrapCheck) {
+    SimMachine m = intel_v4_goldmont_plus(1);
+    m.cpu(0).set_rdtsc_step(3);
+    SimPlatform p(m);
+    m.cpu(0).set_smi(0, 0);
+    // The wrap check's runs come after the earlier checks; an SMI every 23rd run() hits
+    // some of its runs but not most.
+    m.cpu(0).set_smi(23, 500);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_TRUE(has_prefix_line(c.out, "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS "
+                                       "[CPU 0]: preset 2^48-4000 (GP), 2^48-4000 (fixed): FIXED_CTR0 8.00 per "
+                                       "iteration, wrapping run 8004 vs 8004..8504 (median 8004; 2 of 11 runs "
+                                       "disturbed, beyond 1% of it)"))
+        << c.out;
+}

@@ -281,9 +281,9 @@ namespace pmulab {
 [[noreturn]] void panic(const char* msg) {
     using namespace efi;
     if (g_platform) {
-        g_platform->write(StrView("pmulab: fatal: "));
-        g_platform->write(StrView(msg));
-        g_platform->write(StrView("\n"));
+        char line[Error::kMsgMax + 32];  // one diagnostic line (stderr under run-qemu.sh)
+        format_to(line, sizeof line, "pmulab: fatal: %s\n", msg);
+        g_platform->write_diag(StrView(line));
         char marker[48];
         format_to(marker, sizeof marker, "\n@@pmulab-exit %d@@\n", int(kExitInternal));
         g_platform->write_debugcon(StrView(marker));

@@ -133,3 +133,19 @@ def test_qemu_event_file_with_unusable_name_is_named():
         assert len(warns) == 2 and all(w.endswith(tail) for w in warns), r
         assert any(w.startswith("pmulab: warning: \\pmulab\\events\\sk\\u") for w in warns), warns
         assert f"pmulab: warning: \\pmulab\\events\\{long_name}{tail}" in warns, warns
+
+
+def test_qemu_large_file_reads_in_linear_time():
+    # A 12 MiB --events-file (comments, then tsc): 4 minutes when every 4 KiB chunk
+    # reallocated the buffer to size + 4 KiB, ~15 s (boot included) with geometric growth.
+    with tempfile.TemporaryDirectory() as td:
+        big = os.path.join(td, "big.cfg")
+        line = "# " + "x" * 78 + "\n"
+        with open(big, "w") as f:
+            f.write(line * (12 * 1024 * 1024 // len(line)) + "tsc\n")
+        img = _image(td, "run --bench nop --events-file \\pmulab\\big.cfg --reps 3\n--shutdown\n",
+                     f"{big}=::/pmulab/big.cfg")
+        r = run_qemu(smp=1, image=img, timeout=90)
+        assert r.rc == 0, r
+        rows = [l.split()[:3] for l in r.out.splitlines() if l.startswith("nop ")]
+        assert rows == [["nop", "-", "tsc"]], r

@@ -113,9 +113,12 @@ Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
     out->clear();
     StrView s(v);
     if (s.empty()) return Error::make(Errc::invalid_argument, "%s needs a value", opt);
+    // Event lists also take ';' (the explicit separator, as repeated --events are joined).
+    const bool events = str_eq(opt, "--events");
     usize pos = 0;
     while (true) {
         usize c = s.find(',', pos);
+        if (events) c = min_of(c, s.find(';', pos));
         StrView item = s.sub(pos, c - pos).trim();
         if (item.empty()) return Error::make(Errc::invalid_argument, "%s: empty item in '%s'", opt, v);
         out->push(item);
@@ -126,6 +129,14 @@ Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
 }
 
 }  // namespace
+
+// A repeated list option: the values so far and this one, joined by `sep`; the result
+// lives in `buf` (owned by the RunOptions), so views into it stay valid.
+static const char* accumulate(StrBuf* buf, const char* v, char sep) {
+    if (buf->size()) buf->put(sep);
+    buf->put(StrView(v));
+    return buf->c_str();
+}
 
 Status parse_run_options(Args& args, RunOptions* o) {
     const char* bench = nullptr;
@@ -192,11 +203,11 @@ Status parse_run_options(Args& args, RunOptions* o) {
             o->cfg.no_mem = true;
         } else if (args.option("--bench", &v, &err)) {
             PMULAB_TRY(err);
-            bench = v;
+            bench = accumulate(&o->bench_joined, v, ',');
         } else if (args.option("--events", &v, &err)) {
             PMULAB_TRY(err);
-            events = v;
-            o->events_arg = v;
+            events = accumulate(&o->events_joined, v, ';');
+            o->events_arg = events;
             events_given = true;
         } else if (args.option("--events-file", &v, &err)) {
             PMULAB_TRY(err);
@@ -235,7 +246,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
             else return Error::make(Errc::invalid_argument, "--serialize: '%s' is not 'lfence' or 'cpuid'", v);
         } else if (args.option("--size", &v, &err)) {
             PMULAB_TRY(err);
-            sizes = v;
+            sizes = accumulate(&o->sizes_joined, v, ',');
         } else if (args.option("--seed", &v, &err)) {
             PMULAB_TRY(err);
             PMULAB_TRY(num("--seed", 1, ~u64(0), &o->cfg.seed));
@@ -295,6 +306,9 @@ Status parse_run_options(Args& args, RunOptions* o) {
         PMULAB_TRY(split_list("--size", sizes, &items));
         for (StrView it : items) {
             char buf[40];
+            if (it.len >= sizeof buf)  // never truncate: '0000...4KJUNK' must not read as 4K
+                return Error::make(Errc::invalid_argument, "--size: '%.*s' is not a size (e.g. 4K, 64K, 1M)",
+                                   int(it.len), it.ptr);
             format_to(buf, sizeof buf, "%.*s", int(it.len), it.ptr);
             Result<u64> r = parse_num("--size", buf, 1, ~u64(0), true);
             if (!r.ok()) return r.error();

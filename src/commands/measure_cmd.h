@@ -11,10 +11,13 @@ namespace pmulab {
 
 // `pmulab run` options, parsed but not yet bound to a machine.
 struct RunOptions {
-    MeasureConfig cfg;                  // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
-    CpuSelection cpu;                   // expanded into cfg.cpus by the command
-    Vec<StrView> events;                // the --events specs split at ',' (default: tsc)
-    const char* events_arg = "tsc";     // the --events value as given (PMU specs: parse_event_list)
+    MeasureConfig cfg;               // benches, unroll, loop, reps, warmup, agg, basic, irq, serialize, seed
+    CpuSelection cpu;                // expanded into cfg.cpus by the command
+    Vec<StrView> events;             // the --events specs split at ',' (default: tsc)
+    const char* events_arg = "tsc";  // the --events value as given (PMU specs: parse_event_list)
+    // Repeated --bench, --events and --size accumulate (as perf's -e a -e b): the values
+    // joined here (',' for kernels and sizes, ';' for events, whose perf terms use ',').
+    StrBuf bench_joined, events_joined, sizes_joined;
     const char* events_file = nullptr;  // --events-file PATH (events/event_files.h), or null
     Vec<u64> sizes;                     // --size list (default: kBufferDefault)
     bool sizes_given = false;

@@ -181,7 +181,7 @@ BAD = [
     ("run --bench nop --irq nmi", "--irq: 'nmi' is not 'cli' or 'lvt'"),
     ("run --bench nop --serialize mfence", "--serialize: 'mfence' is not 'lfence' or 'cpuid'"),
     ("run --bench nop --cpu 9", "--cpu 9: there are only 2 logical processors (0..1)"),
-    ("run --bench nop --cpu two", "--cpu: 'two' is not a CPU index, 'all' or 'bsp'"),
+    ("run --bench nop --cpu two", "--cpu: 'two' is not a CPU index, list or range (0,2 or 1-3), 'all', 'bsp', 'core' or 'atom'"),
     ("run --bench nop --size 4K", "--size: none of the chosen kernels uses a buffer"),
     ("run --bench pointer_chase --size 3000", "--size 3000: pointer_chase needs a multiple of 4K between 4K and 256M"),
     ("run --bench pointer_chase --size 512M", "--size 536870912: pointer_chase needs a multiple of 4K between 4K"),
@@ -256,3 +256,18 @@ def test_qemu_selftest_under_tcg():
     summary = r.records("summary")
     assert len(summary) == 1 and summary[0]["failed"] == 0, summary
     assert summary[0]["tests"] == len(checks)
+
+
+def test_qemu_cpu_lists_and_repeated_options():
+    """--cpu 0-1 measures both CPUs; repeated --bench and --events add up (exact under -icount 7)."""
+    r = run_qemu("run", "--bench", "nop", "--bench", "add_chain", "--events", "tsc", "--cpu", "0-1", "--unroll", "10",
+                 "--reps", "3", "--warmup", "1", smp=2, icount=7, json_mode=True, timeout=200)
+    assert r.rc == 0, r
+    res = r.records("result")
+    got = sorted((x["bench"], x["cpu"]) for x in res)
+    assert got == [("add_chain", 0), ("add_chain", 1), ("nop", 0), ("nop", 1)], r
+    for x in res:
+        assert x["median"] == TICK and x["min"] == TICK, x  # nop and add_chain: one instruction each
+    r = run_qemu("run", "--bench", "nop", "--cpu", "atom", smp=2, timeout=120)
+    assert r.rc == 3, r  # QEMU's CPU has no core types
+    assert any("--cpu atom: no logical processor reports that core type" in l for l in r.diag()), r

@@ -441,7 +441,9 @@ TEST(MsrSim, BadCpuIndexIsAUsageError) {
     EXPECT_EQ(r.status, 2);
     r = run(m, {"msr", "read", "0x38f", "--cpu", "seven"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: --cpu: 'seven' is not a CPU index, 'all' or 'bsp'\n");
+    EXPECT_EQ(r.out,
+              "pmulab: error: --cpu: 'seven' is not a CPU index, list or range (0,2 or 1-3), 'all', 'bsp', 'core' "
+              "or 'atom'\n");
     EXPECT_TRUE(m.log_all().empty());
 }
 

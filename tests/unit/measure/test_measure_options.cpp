@@ -127,7 +127,8 @@ TEST(RunOptions, EveryErrorSaysWhatIsWrong) {
     EXPECT_EQ(err("--bench nop --serialize mfence"), "--serialize: 'mfence' is not 'lfence' or 'cpuid'");
     EXPECT_EQ(err("--bench nop --seed 0"), "--seed: 0 is out of range 1..18446744073709551615");
     EXPECT_EQ(err("--bench nop --decimals 10"), "--decimals: 10 is out of range 0..9");
-    EXPECT_EQ(err("--bench nop --cpu two"), "--cpu: 'two' is not a CPU index, 'all' or 'bsp'");
+    EXPECT_EQ(err("--bench nop --cpu two"),
+              "--cpu: 'two' is not a CPU index, list or range (0,2 or 1-3), 'all', 'bsp', 'core' or 'atom'");
     EXPECT_EQ(err("--bench nop --frobnicate"), "run: unknown option '--frobnicate' (see 'pmulab help run')");
     EXPECT_EQ(err("--bench nop extra"), "run: unexpected argument 'extra' (see 'pmulab help run')");
     EXPECT_EQ(err("--bench nop --events tsc,"), "--events: empty item in 'tsc,'");
@@ -345,4 +346,43 @@ TEST(Selftest, LinearityToleranceIsAQuarterTickPlusTenPercent) {
                       verdict, double(d) / 1000, double(d) / 2000);
         EXPECT_NE(r.p.out.find(want), std::string::npos) << want << "\n" << r.p.out;
     }
+}
+
+TEST(RunOptions, RepeatedListOptionsAccumulate) {
+    Parsed p;
+    parse("--bench nop --bench add_chain --events tsc --events cycles:u --size 4K --size 64K --bench pointer_chase",
+          &p);
+    ASSERT_TRUE(p.status.ok()) << p.status.error().msg;
+    const MeasureConfig& c = p.o.cfg;
+    // nop, add_chain, then pointer_chase once per size.
+    ASSERT_EQ(c.benches.size(), 4u);
+    EXPECT_STREQ(c.benches[0].kernel->name, "nop");
+    EXPECT_STREQ(c.benches[1].kernel->name, "add_chain");
+    EXPECT_STREQ(c.benches[2].kernel->name, "pointer_chase");
+    EXPECT_EQ(c.benches[2].size, 4096u);
+    EXPECT_EQ(c.benches[3].size, 64u * 1024);
+    ASSERT_EQ(p.o.events.size(), 2u);
+    EXPECT_TRUE(p.o.events[0].eq(StrView("tsc")));
+    EXPECT_TRUE(p.o.events[1].eq(StrView("cycles:u")));
+    EXPECT_STREQ(p.o.events_arg, "tsc;cycles:u");
+}
+
+TEST(RunOptions, SizeIsNeverReadFromATruncatedCopy) {
+    Parsed p;
+    parse("--bench pointer_chase --size 00000000000000000000000000000000000000004KJUNK", &p);
+    ASSERT_FALSE(p.status.ok());
+    EXPECT_EQ(p.status.error().code, Errc::invalid_argument);
+    EXPECT_NE(std::string(p.status.error().msg).find("is not a size"), std::string::npos) << p.status.error().msg;
+}
+
+TEST(RunOptions, CpuListsAndCoreTypes) {
+    Parsed p;
+    parse("--bench nop --cpu 0,2-3", &p);
+    ASSERT_TRUE(p.status.ok()) << p.status.error().msg;
+    EXPECT_EQ(p.o.cpu.nranges, 2u);
+    EXPECT_EQ(p.o.cpu.index, 0u);
+    Parsed q;
+    parse("--bench nop --cpu atom", &q);
+    ASSERT_TRUE(q.status.ok()) << q.status.error().msg;
+    EXPECT_EQ(q.o.cpu.core_type, kCoreTypeAtom);
 }

@@ -295,6 +295,13 @@ void write_netburst_json(JsonWriter& j, const netburst::EventDef& d, const PmuIn
     j.end_array();
 }
 
+// The AVAILABLE cell of a listing row: "yes", "yes: note" or "no: reason".
+void put_available(StrBuf& b, const EventLine& l) {
+    if (!l.available) b.printf("no: %s", l.reason);
+    else if (l.reason[0]) b.printf("yes: %s", l.reason);
+    else b.put("yes");
+}
+
 // AMD and NetBurst text: EVENT, CODE (12-bit event select and unit mask; NetBurst: the
 // ESCR event select), COUNTER, AVAILABLE, then indented lines with the description, the
 // aliases and (NetBurst) the event-mask bits and ESCR/counter pairs.
@@ -308,9 +315,7 @@ void put_vendor_table(StrBuf& b, const PmuInfo& info, const Vec<EventLine>& line
         b.pad_to(col, 36);
         b.put(l.available ? l.counter : "-");
         b.pad_to(col, 53);
-        if (!l.available) b.printf("no: %s", l.reason);
-        else if (l.reason[0]) b.printf("yes: %s", l.reason);
-        else b.put("yes");
+        put_available(b, l);
         b.put('\n');
         if (l.description[0]) b.printf("      %s\n", l.description);
         if (l.alias[0]) b.printf("      also: %s\n", l.alias);
@@ -412,9 +417,7 @@ void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
             b.pad_to(col, 63);
             b.put(l.available ? l.counter : "-");
             b.pad_to(col, 78);
-            if (!l.available) b.printf("no: %s", l.reason);
-            else if (l.reason[0]) b.printf("yes: %s", l.reason);
-            else b.put("yes");
+            put_available(b, l);
             // pad_to leaves trailing spaces only before text, never at the end
             b.put('\n');
         }

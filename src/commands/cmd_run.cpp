@@ -109,16 +109,16 @@ Result<u64> parse_num(const char* opt, const char* v, u64 min, u64 max, bool suf
 }
 
 // Splits "a,b,c" into views; empty elements are an error naming the option.
-Status split_list(const char* opt, const char* v, Vec<StrView>* out) {
+// Splits a list option's value at ',' (and, for event lists, also at ';', the explicit
+// separator that repeated --events are joined with).
+Status split_list(const char* opt, const char* v, Vec<StrView>* out, bool semicolons = false) {
     out->clear();
     StrView s(v);
     if (s.empty()) return Error::make(Errc::invalid_argument, "%s needs a value", opt);
-    // Event lists also take ';' (the explicit separator, as repeated --events are joined).
-    const bool events = str_eq(opt, "--events");
     usize pos = 0;
     while (true) {
         usize c = s.find(',', pos);
-        if (events) c = min_of(c, s.find(';', pos));
+        if (semicolons) c = min_of(c, s.find(';', pos));
         StrView item = s.sub(pos, c - pos).trim();
         if (item.empty()) return Error::make(Errc::invalid_argument, "%s: empty item in '%s'", opt, v);
         out->push(item);
@@ -282,7 +282,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
         o->cfg.benches.clear();
         BenchInstance& b = o->cfg.benches.emplace();
         b.user = &o->user;
-        PMULAB_TRY(split_list("--events", events, &o->events));
+        PMULAB_TRY(split_list("--events", events, &o->events, true));
         if (o->events_file && !events_given) {
             o->events.clear();
             o->events_arg = nullptr;
@@ -365,7 +365,7 @@ Status parse_run_options(Args& args, RunOptions* o) {
                            "load_stream do)");
 
     // --events list (planned by the command: unsupported events are exit status 3).
-    PMULAB_TRY(split_list("--events", events, &o->events));
+    PMULAB_TRY(split_list("--events", events, &o->events, true));
     if (o->events_file && !events_given) {  // the file's events only, not the default tsc
         o->events.clear();
         o->events_arg = nullptr;

@@ -20,7 +20,9 @@ CORE_HDRS := $(sort $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.h)))
 EFI_SRCS  := $(sort $(wildcard src/efi/*.cpp))
 EFI_ASM   := $(sort $(wildcard src/efi/*.S)) src/measure/kernel_bodies.S
 HOST_LIB_SRCS := $(sort $(wildcard src/host/lib/*.cpp))
-TEST_SRCS := $(sort $(wildcard tests/unit/*/*.cpp tests/sim/*.cpp tests/support/*.cpp))
+# The simulated CPUs (src/sim) are host-only: host tools and tests link them, the EFI binary never.
+SIM_SRCS  := $(sort $(wildcard src/sim/*.cpp))
+TEST_SRCS := $(sort $(wildcard tests/unit/*/*.cpp tests/support/*.cpp))
 
 WARN := -Wall -Wextra -Wno-unused-parameter -Werror=return-type -Werror=format
 COMMON_CXXFLAGS := -std=c++20 -fno-exceptions -fno-rtti -Isrc -Iinclude -I$(BUILD)/gen $(WARN)
@@ -39,8 +41,8 @@ TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
 
 EFI_OBJS  := $(patsubst src/%.cpp,$(BUILD)/efi/%.o,$(CORE_SRCS) $(EFI_SRCS)) \
 	$(patsubst src/%.S,$(BUILD)/efi/%.o,$(EFI_ASM))
-HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS))
-TEST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/test/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS))
+HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS) $(SIM_SRCS))
+TEST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/test/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS) $(SIM_SRCS))
 TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 
 # Every src/host/NAME.cpp is a host tool build/host/NAME (underscores become dashes).
@@ -179,8 +181,8 @@ fuzz: $(BUILD)/fuzz/fuzz_events $(BUILD)/fuzz/fuzz_inputs
 		-artifact_prefix=tests/fuzz/crashers/inputs- $(BUILD)/fuzz/corpus-inputs tests/fuzz/corpus/inputs
 
 # Formats the C++ tree with .clang-format (tests/py/test_layers.py checks it is formatted).
-FORMAT_FILES = $(shell git ls-files 'src/*.cpp' 'src/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' 'tests/sim/*.cpp' \
-	'tests/sim/*.h' 'tests/support/*.cpp' 'tests/support/*.h' 'tests/fuzz/*.cpp' 'tests/fuzz/*.h' 'tests/bench/*.cpp')
+FORMAT_FILES = $(shell git ls-files 'src/*.cpp' 'src/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' \
+	'tests/support/*.cpp' 'tests/support/*.h' 'tests/fuzz/*.cpp' 'tests/fuzz/*.h' 'tests/bench/*.cpp')
 format:
 	clang-format -i $(FORMAT_FILES)
 

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Checks pmulab's layering: includes flow down the stack, never up or sideways.
 
-    base -> x86 -> events -> pmu -> {measure, census} -> app -> commands -> {efi, host}
+    base -> x86 -> events -> pmu -> {measure, census} -> {app, sim} -> commands -> {efi, host}
+
+sim (the simulated CPUs, host-only) sits beside app: it may use census and the
+layers below, and host tools and tests use it.
 
 A file in src/LAYER/ may include headers of its own folder and of the layers below
 it; measure and census are peers (neither includes the other), and so are efi and
@@ -25,6 +28,7 @@ LAYERS = {
     "measure": 4,
     "census": 4,
     "app": 5,
+    "sim": 5,
     "commands": 6,
     "efi": 7,
     "host": 7,

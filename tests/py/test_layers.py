@@ -58,7 +58,7 @@ def test_layers_checker_accepts_clean_tree():
         assert "4 files" in r.stdout, r.stdout
 
 
-FORMAT_GLOBS = ["src/*.cpp", "src/*.h", "tests/unit/*.cpp", "tests/unit/*.h", "tests/sim/*.cpp", "tests/sim/*.h",
+FORMAT_GLOBS = ["src/*.cpp", "src/*.h", "tests/unit/*.cpp", "tests/unit/*.h",
                 "tests/support/*.cpp", "tests/support/*.h", "tests/fuzz/*.cpp", "tests/fuzz/*.h",
                 "tests/bench/*.cpp"]
 

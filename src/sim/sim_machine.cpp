@@ -1,0 +1,435 @@
+// The simulated machine (the Hw seam over several SimCpus) and the builders of
+// the documented synthetic machines. See sim_cpu.h.
+#include <cstdio>
+
+#include "sim/sim_internal.h"
+#include "sim/sim_netburst.h"
+
+namespace sim {
+
+// ---------------------------------------------------------------------------
+// SimMachine
+
+SimMachine::SimMachine(const std::vector<CpuSpec>& cpus) : shared_(std::make_shared<Shared>()) {
+    if (cpus.empty()) die("a machine needs at least one CPU");
+    cpus_.reserve(cpus.size());
+    for (u32 i = 0; i < cpus.size(); ++i) cpus_.emplace_back(i, cpus[i], shared_);
+    bsp_ = 0;
+    for (u32 i = 0; i < cpus_.size(); ++i)
+        if (cpus_[i].topology().bsp) {
+            bsp_ = i;
+            break;
+        }
+    current_ = bsp_;
+}
+
+SimMachine SimMachine::from_snapshots(const std::vector<CpuidSnapshot>& snaps, u64 perf_caps) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < snaps.size(); ++i) {
+        CpuSpec c;
+        c.cpuid = snaps[i];
+        c.perf_capabilities = perf_caps;
+        const CpuidSnapshot& s = snaps[i];
+        u32 max = s.get(0).eax;
+        CpuidRegs b0, b1;
+        u32 apic = (s.get(1).ebx >> 24) & 0xff;
+        u32 smt_shift = 0, core_shift = 0;
+        if (max >= 0xB && s.find(0xB, 0, &b0) && (b0.ebx & 0xffff)) {
+            apic = b0.edx;
+            smt_shift = b0.eax & 0x1f;
+            core_shift = s.find(0xB, 1, &b1) ? (b1.eax & 0x1f) : smt_shift;
+        } else {
+            // Without leaf 0BH: one thread per core, the APIC ID is the core number.
+            core_shift = 8;
+        }
+        c.topo.apic_id = apic;
+        c.topo.thread = apic & u32(width_mask(smt_shift));
+        c.topo.core = (apic >> smt_shift) & u32(width_mask(core_shift - smt_shift));
+        c.topo.package = core_shift >= 32 ? 0 : apic >> core_shift;
+        c.topo.bsp = i == 0;
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+SimMachine SimMachine::from_records(const pmulab::Vec<pmulab::CpuRecord>& recs, u64 perf_caps) {
+    std::vector<CpuidSnapshot> snaps;
+    for (const pmulab::CpuRecord& r : recs) snaps.push_back(r.raw);
+    SimMachine m = from_snapshots(snaps, perf_caps);
+    for (u32 i = 0; i < recs.size(); ++i) {
+        CpuTopology& t = m.cpu(i).topology();
+        t.apic_id = recs[i].topo.apic_id;
+        if (recs[i].topology_known) {
+            t.package = recs[i].topo.package;
+            t.core = recs[i].topo.core;
+            t.thread = recs[i].topo.thread;
+        }
+    }
+    return m;
+}
+
+void SimMachine::set_bsp(u32 i) {
+    for (u32 k = 0; k < size(); ++k) cpus_[k].topology().bsp = k == i;
+    bsp_ = current_ = i;
+}
+
+void SimMachine::fail_nth_wrmsr(u64 k, u8 vector) {
+    shared_->nth_wrmsr = k;
+    shared_->nth_vector = vector;
+}
+
+std::vector<LogEntry> SimMachine::log_all() const {
+    std::vector<LogEntry> all;
+    for (const SimCpu& c : cpus_) all.insert(all.end(), c.log().begin(), c.log().end());
+    std::sort(all.begin(), all.end(), [](const LogEntry& a, const LogEntry& b) { return a.seq < b.seq; });
+    return all;
+}
+
+void SimMachine::clear_logs() {
+    for (SimCpu& c : cpus_) c.clear_log();
+}
+
+CpuidRegs SimMachine::cpuid(u32 leaf, u32 sub) { return cpus_[current_].cpuid(leaf, sub); }
+Result<u64> SimMachine::rdmsr(u32 msr) { return cpus_[current_].rdmsr(msr); }
+Status SimMachine::wrmsr(u32 msr, u64 v) { return cpus_[current_].wrmsr(msr, v); }
+Result<u64> SimMachine::rdpmc(u32 index) { return cpus_[current_].rdpmc(index); }
+u64 SimMachine::rdtsc() { return cpus_[current_].rdtsc(); }
+
+Result<CpuTopology> SimMachine::topology(u32 cpu) {
+    if (cpu >= size()) return Error::make(pmulab::Errc::invalid_argument, "no logical processor %u", cpu);
+    return cpus_[cpu].topology();
+}
+
+Status SimMachine::run_on_cpu(u32 cpu, pmulab::CpuFn fn, void* ctx) {
+    using pmulab::Errc;
+    ++run_calls_;
+    // The same checks, in the same order and words, as the EFI implementation.
+    if (cpu >= size())
+        return Error::make(Errc::invalid_argument, "no logical processor %u (there are %u)", cpu, size());
+    if (in_ap_)
+        return Error::make(Errc::internal,
+                           "run_on_cpu(%u) called on CPU %u: MP Services may only be used "
+                           "from the BSP",
+                           cpu, current_);
+    if (cpu == current_) {
+        fn(ctx);
+        return pmulab::ok_status();
+    }
+    SimCpu& c = cpus_[cpu];
+    if (!c.topology().enabled)
+        return Error::make(Errc::unsupported, "logical processor %u is disabled by the firmware", cpu);
+    if (c.unreachable())
+        return Error::make(Errc::io, "MP Services StartupThisAP(CPU %u) failed: %s", cpu,
+                           c.unreachable_status().c_str());
+    u32 saved = current_;
+    current_ = cpu;
+    in_ap_ = true;
+    fn(ctx);
+    in_ap_ = false;
+    current_ = saved;
+    return pmulab::ok_status();
+}
+
+// ---------------------------------------------------------------------------
+// Builders
+
+namespace {
+
+u32 ceil_log2(u32 n) {
+    u32 b = 0;
+    while ((1u << b) < n) ++b;
+    return b;
+}
+
+void set_vendor(CpuidSnapshot& s, u32 max_leaf, u32 ebx, u32 edx, u32 ecx) { s.set(0, 0, {max_leaf, ebx, ecx, edx}); }
+
+void set_brand(CpuidSnapshot& s, const char* brand) {
+    char b[48] = {};
+    for (int i = 0; i < 47 && brand[i]; ++i) b[i] = brand[i];
+    for (u32 l = 0; l < 3; ++l) {
+        u32 r[4];
+        for (u32 k = 0; k < 4; ++k) {
+            const unsigned char* p = reinterpret_cast<const unsigned char*>(b + 16 * l + 4 * k);
+            r[k] = u32(p[0]) | (u32(p[1]) << 8) | (u32(p[2]) << 16) | (u32(p[3]) << 24);
+        }
+        s.set(0x80000002 + l, 0, {r[0], r[1], r[2], r[3]});
+    }
+}
+
+// Leaf 0BH, sub-leaves 0 (SMT) and 1 (core).
+void set_leaf_0b(CpuidSnapshot& s, u32 apic, const TopoSpec& t) {
+    u32 tbits = ceil_log2(t.threads), cbits = ceil_log2(t.cores);
+    s.set(0xB, 0, {tbits, t.threads, 0x100, apic});
+    s.set(0xB, 1, {tbits + cbits, t.threads * t.cores, 0x201, apic});
+}
+
+u32 apic_of(u32 idx, const TopoSpec& t, CpuTopology* topo) {
+    u32 tbits = ceil_log2(t.threads), cbits = ceil_log2(t.cores);
+    u32 thread = idx % t.threads, core = (idx / t.threads) % t.cores, pkg = idx / (t.threads * t.cores);
+    if (topo) {
+        topo->thread = thread;
+        topo->core = core;
+        topo->package = pkg;
+        topo->bsp = idx == 0;
+    }
+    u32 apic = (pkg << (tbits + cbits)) | (core << tbits) | thread;
+    if (topo) topo->apic_id = apic;
+    return apic;
+}
+
+}  // namespace
+
+CpuidSnapshot intel_snapshot(const IntelCpuidSpec& sp, u32 apic, const TopoSpec& t) {
+    CpuidSnapshot s;
+    set_vendor(s, sp.max_leaf, kIntelEbx, kIntelEdx, kIntelEcx);
+    u32 per_pkg = 1u << ceil_log2(t.cores * t.threads);
+    u32 ebx1 = ((apic & 0xff) << 24) | ((per_pkg & 0xff) << 16) | 0x0800;
+    u32 ecx1 = (0x0000e3bd & ~(1u << 15)) | (sp.pdcm ? 1u << 15 : 0) | (sp.hypervisor ? 1u << 31 : 0);
+    s.set(1, 0, {sp.signature, ebx1, ecx1, 0xbfebfbff});
+    if (sp.max_leaf >= 7) {
+        s.set(7, 0, {sp.leaf_23 ? 1u : 0u, 0, 0, sp.hybrid ? 1u << 15 : 0u});
+        if (sp.leaf_23) s.set(7, 1, {1u << 8, 0, 0, 0});
+    }
+    if (sp.max_leaf >= 0xA) s.set(0xA, 0, sp.leaf_0a);
+    if (sp.max_leaf >= 0xB) set_leaf_0b(s, apic, t);
+    if (sp.max_leaf >= 0x1A && sp.hybrid) s.set(0x1A, 0, {sp.leaf_1a_eax, 0, 0, 0});
+    if (sp.max_leaf >= 0x23 && sp.leaf_23)
+        for (u32 i = 0; i < 4; ++i)
+            if (i == 0 || ((sp.leaf_23_sub[0].eax >> i) & 1)) s.set(0x23, i, sp.leaf_23_sub[i]);
+    s.set(0x80000000, 0, {0x80000008, 0, 0, 0});
+    s.set(0x80000001, 0, {0, 0, 0x121, 0x2c100800});
+    set_brand(s, sp.brand);
+    return s;
+}
+
+SimMachine intel_machine(const IntelCpuidSpec& sp, const TopoSpec& t, u64 caps, const PmuOverrides& ov) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < t.count(); ++i) {
+        CpuSpec c;
+        u32 apic = apic_of(i, t, &c.topo);
+        c.cpuid = intel_snapshot(sp, apic, t);
+        c.perf_capabilities = caps;
+        c.pmu = ov;
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+SimMachine intel_v1(u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0xA;
+    sp.signature = 0x000006E8;  // Core Duo (Yonah)
+    sp.pdcm = false;
+    sp.brand = "Genuine Intel(R) CPU T2400 @ 1.83GHz";
+    sp.leaf_0a = {0x07280201, 0, 0, 0};
+    return intel_machine(sp, {1, n, 1});
+}
+
+SimMachine intel_v2(u32 n, u64 caps) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0xD;
+    sp.signature = 0x00010676;  // Core 2 (Penryn)
+    sp.brand = "Intel(R) Core(TM)2 Duo CPU E8400 @ 3.00GHz";
+    sp.leaf_0a = {0x07280202, 0, 0, 0x00000503};
+    return intel_machine(sp, {1, n, 1}, caps);
+}
+
+SimMachine intel_v2_conroe(u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0xA;
+    sp.signature = 0x000006F4;  // Core 2 (Conroe)
+    sp.brand = "Intel(R) Core(TM)2 CPU 6400 @ 2.13GHz";
+    sp.leaf_0a = {0x07280202, 0, 0, 0};
+    PmuOverrides ov;
+    ov.fixed_count = 3;
+    ov.fixed_width = 40;
+    return intel_machine(sp, {1, n, 1}, 0, ov);
+}
+
+SimMachine intel_v3(u32 n, u64 caps) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0xD;
+    sp.signature = 0x000206A7;  // Sandy Bridge
+    sp.brand = "Intel(R) Core(TM) i7-2600 CPU @ 3.40GHz";
+    sp.leaf_0a = {0x07300403, 0, 0, 0x00000603};
+    return intel_machine(sp, {1, std::max<u32>(1, n / 2), n >= 2 ? 2u : 1u}, caps);
+}
+
+SimMachine intel_v4_goldmont_plus(u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0x18;
+    sp.signature = 0x000706A8;
+    sp.brand = "Intel(R) Pentium(R) Silver N5030 CPU @ 1.10GHz";
+    sp.leaf_0a = {0x07300404, 0, 0, 0x00008603};
+    return intel_machine(sp, {1, n, 1}, kGoldmontPlusPerfCaps);
+}
+
+SimMachine intel_v5(u32 ecx_mask, u32 edx_count, u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0x20;
+    sp.signature = 0x000A0671;  // Rocket Lake
+    sp.brand = "pmulab simulated v5 CPU";
+    sp.leaf_0a = {0x07300405, 0, ecx_mask, (edx_count & 0x1f) | (48u << 5) | (1u << 15)};
+    return intel_machine(sp, {1, n, 1}, 0x2000);
+}
+
+SimMachine intel_v6(u32 gp_bitmap, u32 fixed_bitmap, u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0x23;
+    sp.signature = 0x000C0652;  // Arrow Lake
+    sp.brand = "pmulab simulated v6 CPU";
+    sp.leaf_0a = {0x07300806, 0, 0x7, 0x00008603};
+    sp.leaf_23 = true;
+    sp.leaf_23_sub[0] = {0x3, 0x3, 0x8, 0};  // sub-leaves 0-1; UMASK2, EQ; 8 slots/cycle
+    sp.leaf_23_sub[1] = {gp_bitmap, fixed_bitmap, 0, 0};
+    return intel_machine(sp, {1, n, 1}, 0x2000);
+}
+
+SimMachine intel_hybrid() {
+    IntelCpuidSpec p;
+    p.max_leaf = 0x20;
+    p.signature = 0x00090672;  // Alder Lake
+    p.brand = "12th Gen Intel(R) Core(TM) i5-12600K";
+    p.hybrid = true;
+    p.leaf_1a_eax = 0x40000001;
+    p.leaf_0a = {0x08300805, 0, 0xf, 0x00008604};
+    IntelCpuidSpec e = p;
+    e.leaf_1a_eax = 0x20000001;
+    e.leaf_0a = {0x07300605, 0, 0x7, 0x00008603};
+    // APIC IDs: P core c thread t -> 2c + t; E core k -> 8 + 2k.
+    TopoSpec t{1, 8, 2};
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < 8; ++i) {
+        CpuSpec c;
+        bool pcore = i < 4;
+        u32 core = pcore ? i / 2 : 4 + (i - 4);
+        u32 thread = pcore ? i % 2 : 0;
+        c.topo.apic_id = core * 2 + thread;
+        c.topo.core = core;
+        c.topo.thread = thread;
+        c.topo.bsp = i == 0;
+        c.cpuid = intel_snapshot(pcore ? p : e, u32(c.topo.apic_id), t);
+        c.perf_capabilities = 0x33c5;
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+namespace {
+
+CpuSpec tcg_spec(u32 i, u32 n, bool intel) {
+    CpuSpec c;
+    TopoSpec t{1, n, 1};
+    u32 apic = apic_of(i, t, &c.topo);
+    CpuidSnapshot& s = c.cpuid;
+    if (intel) {
+        set_vendor(s, 0xD, kIntelEbx, kIntelEdx, kIntelEcx);
+        s.set(1, 0, {0x000506E3, (apic << 24) | 0x0800, 0xfffa3203, 0x0f8bfbff});  // Skylake-Client
+        s.set(7, 0, {0, 0x029c6fbb, 0, 0});
+        s.set(0xA, 0, {0, 0, 0, 0});
+        set_brand(s, "Intel Core Processor (Skylake)");
+        s.set(0x80000000, 0, {0x80000008, 0, 0, 0});
+        s.set(0x80000001, 0, {0, 0, 0x121, 0x2c100800});
+    } else {
+        set_vendor(s, 0xD, kAmdEbx, kAmdEdx, kAmdEcx);
+        s.set(1, 0, {0x00060FB1, (apic << 24) | 0x0800, 0x80002001, 0x078bfbfd});  // qemu64: family 0Fh model 6Bh
+        set_brand(s, "QEMU Virtual CPU version 2.5+");
+        s.set(0x80000000, 0, {0x8000000A, kAmdEbx, kAmdEcx, kAmdEdx});
+        s.set(0x80000001, 0, {0x00060FB1, 0, 0x00000065, 0x2fd3fbff});
+    }
+    set_leaf_0b(s, apic, t);
+    c.pmu.none = true;
+    c.unknown = UnknownMsr::read_zero;
+    c.rdpmc_ud = true;
+    return c;
+}
+
+}  // namespace
+
+SimMachine qemu_tcg(u32 n) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < n; ++i) specs.push_back(tcg_spec(i, n, false));
+    return SimMachine(specs);
+}
+
+SimMachine qemu_tcg_intel(u32 n) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < n; ++i) specs.push_back(tcg_spec(i, n, true));
+    return SimMachine(specs);
+}
+
+SimMachine amd_zen(u32 n, bool v2) {
+    std::vector<CpuSpec> specs;
+    TopoSpec t{1, n, 1};
+    for (u32 i = 0; i < n; ++i) {
+        CpuSpec c;
+        u32 apic = apic_of(i, t, &c.topo);
+        CpuidSnapshot& s = c.cpuid;
+        set_vendor(s, 0x10, kAmdEbx, kAmdEdx, kAmdEcx);
+        s.set(1, 0, {0x00B40F40, (apic << 24) | 0x0800, 0x7ed8320b, 0x178bfbff});  // family 1Ah (Zen 5)
+        set_leaf_0b(s, apic, t);
+        set_brand(s, v2 ? "AMD Ryzen 9 9950X 16-Core Processor" : "AMD Ryzen (no PerfMonV2)");
+        s.set(0x80000000, 0, {0x80000028, kAmdEbx, kAmdEcx, kAmdEdx});
+        s.set(0x80000001, 0, {0x00B40F40, 0, 0x75c237ff, 0x2fd3fbff});  // ECX[23] PerfCtrExtCore
+        if (v2) s.set(0x80000022, 0, {0x7, 0x00084106, 0x3, 0});
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+namespace {
+
+// An AMD machine from the leaves that matter: signature, 8000_0001H:ECX, optional
+// 8000_0022H, IRPerfCount and EffFreq.
+SimMachine amd_machine(u32 n, u32 signature, u32 ext1_ecx, bool v2, CpuidRegs leaf22, bool irperf, bool efffreq,
+                       const char* brand, u32 emax, u32 ext7_edx) {
+    std::vector<CpuSpec> specs;
+    TopoSpec t{1, n, 1};
+    for (u32 i = 0; i < n; ++i) {
+        CpuSpec c;
+        u32 apic = apic_of(i, t, &c.topo);
+        CpuidSnapshot& s = c.cpuid;
+        set_vendor(s, 0x10, kAmdEbx, kAmdEdx, kAmdEcx);
+        s.set(1, 0, {signature, (apic << 24) | 0x0800, 0x7ed8320b, 0x178bfbff});
+        s.set(6, 0, {0x4, 0, efffreq ? 1u : 0u, 0});
+        set_leaf_0b(s, apic, t);
+        set_brand(s, brand);
+        s.set(0x80000000, 0, {emax, kAmdEbx, kAmdEcx, kAmdEdx});
+        s.set(0x80000001, 0, {signature, 0, ext1_ecx, 0x2fd3fbff});
+        if (emax >= 0x80000007) s.set(0x80000007, 0, {0, 0, 0, ext7_edx});
+        s.set(0x80000008, 0, {0x3030, irperf ? 0x2u : 0u, 0, 0});
+        if (v2) s.set(0x80000022, 0, leaf22);
+        specs.push_back(c);
+    }
+    return SimMachine(specs);
+}
+
+}  // namespace
+
+SimMachine amd_zen1(u32 n) {
+    // Family 17h model 01h (Ryzen 7 1800X): PerfCtrExtCore, IRPerfCount enumerated
+    // (erratum 1054), 8000_0007H:EDX = 0x6799 (EffFreqRO bit 10 set).
+    return amd_machine(n, 0x00800F11, 0x35C233FF, false, {}, true, true, "AMD Ryzen 7 1800X Eight-Core Processor",
+                       0x8000001F, 0x6799);
+}
+
+SimMachine amd_zen3(u32 n) {
+    // Family 19h model 21h (Ryzen 5000): maximum extended leaf 8000_0020H, so no PerfMonV2.
+    return amd_machine(n, 0x00A20F10, 0x75C237FF, false, {}, true, true, "AMD Ryzen 7 5800X 8-Core Processor",
+                       0x80000020, 0x6799);
+}
+
+SimMachine amd_zen4(u32 n) {
+    // Family 19h model 61h (Ryzen 7000): 8000_0022H EAX[0] PerfMonV2, EBX[3:0] = 6 core
+    // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters.
+    return amd_machine(n, 0x00A60F12, 0x75C237FF, true, {0x3, 0x00004106, 0, 0}, true, true,
+                       "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028, 0x6799);
+}
+
+SimMachine amd_k10(u32 n) {
+    // Family 10h (Phenom II): legacy PerfEvtSel0-3 only; no IRPerfCount.
+    return amd_machine(n, 0x00100F42, 0x000037FF, false, {}, false, true, "AMD Phenom(tm) II X4 940 Processor",
+                       0x8000001B, 0x1F9);
+}
+
+}  // namespace sim

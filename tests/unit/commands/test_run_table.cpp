@@ -52,17 +52,14 @@ TEST(RunTable, LabelsUnitsAndSpread) {
     EXPECT_EQ(l[0],
               "pmulab run: 100 and 200 copies (U/2U), loop 1, 5 reps + 0 warm-up, aggregate median, interrupts cli, "
               "serialise lfence");
-    EXPECT_EQ(l[1],
-              "per iteration: median = median(long runs) - median(short runs), over the iterations; q1..q3 = the "
-              "interquartile range of the 5 per-run differences (the spread);");
+    EXPECT_EQ(l[1], "per iteration: median = median(long runs) - median(short runs), over the iterations; q1..q3 = the "
+                    "interquartile range of the 5 per-run differences (the spread);");
     EXPECT_EQ(l[2],
               "  est(min), est(max) = the same estimate from the min and from the max of each version (not a range)");
-    EXPECT_EQ(l[3],
-              "bench            size event      counter   cpu  apic  run       median           q1           q3"
-              "     est(min)     est(max)  unit");
-    EXPECT_EQ(l[4],
-              "nop                 - tsc        TSC         0     0    0       130.00       129.00       131.00"
-              "       128.00       132.00  TSC ticks / iteration");
+    EXPECT_EQ(l[3], "bench            size event      counter   cpu  apic  run       median           q1           q3"
+                    "     est(min)     est(max)  unit");
+    EXPECT_EQ(l[4], "nop                 - tsc        TSC         0     0    0       130.00       129.00       131.00"
+                    "       128.00       132.00  TSC ticks / iteration");
 }
 
 TEST(RunTable, JsonCarriesSpreadAndUnit) {
@@ -95,9 +92,8 @@ TEST(RunTable, SmallValuesKeepTheirDigits) {
     ASSERT_EQ(r.run("run --bench nop --reps 3 --warmup 0 --unroll 1000"), 0) << r.p.out;
     std::vector<std::string> l = lines_of(r.p.out);
     ASSERT_EQ(l.size(), 5u) << r.p.out;
-    EXPECT_EQ(l[4],
-              "nop                 - tsc        TSC         0     0    0        0.004        0.004        0.004"
-              "        0.004        0.004  TSC ticks / iteration");
+    EXPECT_EQ(l[4], "nop                 - tsc        TSC         0     0    0        0.004        0.004        0.004"
+                    "        0.004        0.004  TSC ticks / iteration");
     // A third: 1/3 keeps six significant digits in JSON, three in the table.
     r.mp.noise = {0, 0, 0, 1, 1, 1};
     r.mp.cost = {128};
@@ -165,10 +161,13 @@ TEST(RunTable, LongEventNamesWidenTheirColumn) {
     }
     std::vector<std::string> v = lines_of(out.c_str());
     ASSERT_EQ(v.size(), 6u) << out.c_str();
-    EXPECT_EQ(v[3], "bench            size event                       counter   cpu  apic  run       median           q1"
-                    "           q3     est(min)     est(max)  unit");
-    EXPECT_EQ(v[4], "nop                 - UOPS_DISPATCHED.PORT_2_3_10 PMC3        0     0    0         2.50         2.50"
-                    "         2.50         2.50         2.50  counts / iteration");
-    EXPECT_EQ(v[5], "nop                 - tsc                         TSC         0     0    0         2.50         2.50"
-                    "         2.50         2.50         2.50  TSC ticks / iteration");
+    EXPECT_EQ(v[3],
+              "bench            size event                       counter   cpu  apic  run       median           q1"
+              "           q3     est(min)     est(max)  unit");
+    EXPECT_EQ(v[4],
+              "nop                 - UOPS_DISPATCHED.PORT_2_3_10 PMC3        0     0    0         2.50         2.50"
+              "         2.50         2.50         2.50  counts / iteration");
+    EXPECT_EQ(v[5],
+              "nop                 - tsc                         TSC         0     0    0         2.50         2.50"
+              "         2.50         2.50         2.50  TSC ticks / iteration");
 }

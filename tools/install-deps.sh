@@ -33,6 +33,13 @@ done
 if ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.asan-x86_64.a >/dev/null 2>&1; then
   missing+=("libclang-rt-dev")
 fi
+# LAVA's standalone dispatcher for the LAVA tests (tests/py/test_lava.py): unpacked
+# into build/lava/ (10 MB), not installed (the lava-dispatcher package would be 1.46 GB).
+lava_run="$(cd "$(dirname "$0")/.." && pwd)/build/lava/lava-run"
+if [[ ! -x $lava_run ]]; then
+  "$(dirname "$0")/lava/get-lava-run.sh" ||
+    echo "pmulab: warning: could not fetch lava-run (tools/lava/get-lava-run.sh); the LAVA tests will fail" >&2
+fi
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 # Unique, sorted.

@@ -11,7 +11,9 @@ and returns as its own.
 --asm TEXT, --asm-init, --asm-late-init, --asm-one-time-init (and --att) in pmulab's
 command line or in the --config campaign are assembled here (tools/pmulab_asm.py) into
 --code/--init/--late-init/--one-time-init HEX before the boot; bad assembly exits with
-status 2 naming the statement, without booting.
+status 2 naming the statement, without booting. A --config campaign is then checked
+with build/host/pmulab-check (as `make image` and pmulab-lab do): errors FILE:LINE,
+status 2, nothing booted.
 
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal),
 or 124 timeout, 125 QEMU/firmware failure (pmulab never reported a status),
@@ -161,6 +163,9 @@ def parse_args(argv):
     p.add_argument("--keep", metavar="DIR", help="keep the disk image, serial log and firmware "
                    "variables in DIR (locked while this run uses it)")
     p.add_argument("--no-build", action="store_true", help="do not run make first")
+    p.add_argument("--no-check", action="store_true",
+                   help="boot a --config campaign without the host check first (to see pmulab's own check on the "
+                        "target)")
     p.add_argument("--readonly-disk", action="store_true",
                    help="attach the disk read-only (pmulab reports that it cannot write results)")
     p.add_argument("--serial-log", metavar="FILE", help="write the firmware serial console to FILE")
@@ -293,9 +298,32 @@ def ensure_deps():
 
 
 def build():
-    r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
+    r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi", "build/host/pmulab-check"], stdout=sys.stderr)
     if r.returncode != 0:
         raise Exit(EXIT_DEPS, "error: build failed")
+
+
+def check_campaign(args):
+    """pmulab's own campaign check (build/host/pmulab-check, as `make image` and
+    pmulab-lab run it) on the --config campaign as it will reach the target (--asm
+    assembled): a typo costs no boot. Its messages name the file as given; the status
+    is pmulab's for a bad campaign (2)."""
+    tool = os.path.join(ROOT, "build", "host", "pmulab-check")
+    if not os.path.isfile(tool):
+        r = subprocess.run(["make", "-s", "-C", ROOT, "build/host/pmulab-check"], stdout=sys.stderr)
+        if r.returncode != 0 or not os.path.isfile(tool):
+            raise Exit(EXIT_DEPS, f"error: {tool} is missing and could not be built (run make)")
+    with tempfile.TemporaryDirectory(prefix="pmulab-check-") as td:
+        tmp = os.path.join(td, "campaign.cfg")
+        with open(tmp, "wb") as f:
+            f.write(args.config_bytes)
+        r = subprocess.run([tool, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    if r.returncode == 0:
+        return
+    text = (r.stdout + r.stderr).replace(tmp, args.config)
+    sys.stderr.write(text if not text or text.endswith("\n") else text + "\n")
+    raise Exit(r.returncode if r.returncode in (2, 3, 4) else EXIT_USAGE,
+               f"error: --config {args.config} has errors; nothing was booted (pmulab would refuse it)")
 
 
 def kvm_usable():
@@ -437,6 +465,8 @@ def boot(args, app):
     code, vars_template = ensure_deps()
     if not args.no_build and not args.image:
         build()
+    if args.config_bytes is not None and not args.no_check:
+        check_campaign(args)
     efi = os.path.join(ROOT, "build", "pmulab.efi")
     if not args.image and not os.path.exists(efi):
         raise Exit(EXIT_DEPS, f"error: {efi} is missing (run make)")

@@ -9,6 +9,7 @@ namespace pmulab {
 // Global options that apply to the whole invocation.
 struct GlobalOptions {
     bool json = false;
+    bool lava = false;  // --lava: LAVA test-case lines (app/lava.h)
     bool shutdown = false;
     bool help = false;
 };

@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 
+#include "app/lava.h"
 #include "base/json.h"
 
 namespace pmulab {
@@ -24,6 +25,11 @@ void Out::text(const char* fmt, ...) {
     b.vprintf(fmt, ap);
     va_end(ap);
     p_.write(b.view());
+}
+
+void Out::lava_record(StrView line) {
+    StrBuf b;
+    if (lava_line_for_record(line, &b)) p_.write(b.view());
 }
 
 void Out::error(const Error& e) {

@@ -49,7 +49,11 @@ public:
     void record(const StrBuf& line) {
         if (sink_) sink_->record(line.view());
         if (json_) p_.write(line.view());
+        if (lava_) lava_record(line.view());
     }
+    // --lava: results and checks also as LAVA test-case lines on the console (app/lava.h).
+    void set_lava(bool on) { lava_ = on; }
+    bool lava() const { return lava_; }
     void set_sink(RecordSink* s) { sink_ = s; }
     // Prefix for errors and warnings, e.g. "\pmulab\pmulab.cfg:3" (null: none).
     void set_context(const char* c) { context_ = c; }
@@ -67,7 +71,10 @@ public:
 
 private:
     Platform& p_;
+    void lava_record(StrView line);
+
     bool json_;
+    bool lava_ = false;
     RecordSink* sink_ = nullptr;
     const char* context_ = nullptr;
     Outcome outcome_;

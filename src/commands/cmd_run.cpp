@@ -66,7 +66,7 @@ const char kRunHelp[] =
     "  --size BYTES      buffer size of pointer_chase, store_stream, load_stream (default 4K;\n"
     "                    4K..256M, suffixes K/M/G; a list measures each size)\n"
     "  --seed N          seed of the pointer-chase permutation and branch_random (nonzero)\n"
-    "  --decimals D      digits after the point in per-iteration values (default 2, 0..9)\n"
+    "  --decimals D      at least D digits after the point (default 2, 0..9); small values get more\n"
     "  --raw             add each repetition's counts to the records\n"
     "  --progress        progress lines (text) or {\"type\":\"progress\"} records (--json)\n"
     "\n"
@@ -519,6 +519,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     }
     StrBuf head;
     for (const PmuPlan* pl : plans) {
+        result_table_fit(o, pl->groups);
         head.put("pmulab run: ");
         put_cpu_list(head, pl->cpus);
         head.printf(": %u event%s in %u run%s per benchmark on ", unsigned(pl->events.size()),
@@ -581,6 +582,7 @@ Status cmd_run(Out& out, Args& args) {
     if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
     PMULAB_TRY(expand_cpu_selection(p.hw(), o.cpu, &o.cfg.cpus));
     StrBuf head;
+    result_table_fit(o, groups);
     result_table_header(o, &head);
     out.text_buf(head);
     RunSink sink(out, o);

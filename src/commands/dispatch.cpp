@@ -3,6 +3,7 @@
 #include "app/args.h"
 #include "census/census.h"
 #include "commands/commands.h"
+#include "app/lava.h"
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "base/version.h"
@@ -15,7 +16,7 @@ namespace {
 const char kHelpText[] =
     "pmulab " PMULAB_VERSION " - CPU performance-monitoring lab (UEFI)\n"
     "\n"
-    "usage: pmulab [--json] [--shutdown] COMMAND [options]\n"
+    "usage: pmulab [--json] [--lava] [--shutdown] COMMAND [options]\n"
     "\n"
     "commands:\n"
     "  info                 census of every logical processor's PMU (default)\n"
@@ -32,6 +33,7 @@ const char kHelpText[] =
     "\n"
     "global options:\n"
     "  --json               JSON Lines output: one object per line, nothing else\n"
+    "  --lava               also LAVA test-case lines (<LAVA_SIGNAL_TESTCASE ...>) for checks and results\n"
     "  --shutdown           power off when done (what run-qemu.sh passes)\n"
     "  --help, -h           help for the command\n"
     "\n"
@@ -138,7 +140,9 @@ const char* command_help(const char* name) {
 Status app_check(int argc, const char* const* argv) {
     for (int i = 0; i < argc; ++i) {
         const char* a = argv[i];
-        if (str_eq(a, "--json") || str_eq(a, "--shutdown") || str_eq(a, "--help") || str_eq(a, "-h")) continue;
+        if (str_eq(a, "--json") || str_eq(a, "--lava") || str_eq(a, "--shutdown") || str_eq(a, "--help") ||
+            str_eq(a, "-h"))
+            continue;
         if (str_eq(a, "--")) continue;
         if (!find_command(a)) return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
         return ok_status();
@@ -158,12 +162,14 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
             continue;
         }
         if (!dashdash && str_eq(a, "--json")) g.json = true;
+        else if (!dashdash && str_eq(a, "--lava")) g.lava = true;
         else if (!dashdash && str_eq(a, "--shutdown")) g.shutdown = true;
         else if (!dashdash && (str_eq(a, "--help") || str_eq(a, "-h"))) g.help = true;
         else rest.push(a);
     }
     if (opts) *opts = g;
     Out out(p, g.json);
+    out.set_lava(g.lava);
     out.set_context(origin);
     const char* name = rest.empty() ? "info" : rest[0];
     const Command* c = find_command(name);
@@ -191,6 +197,11 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
             out.set_sink(sink);
         }
     }
+    if (g.lava) {
+        StrBuf b;
+        lava_begin_line(c->name, &b);
+        p.write(b.view());
+    }
     // The exit status is computed here, once, from everything the command reported.
     Status s = c->run(out, args);
     if (!s.ok()) out.error(s.error());
@@ -198,7 +209,13 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
         out.set_sink(nullptr);
         sink->end();
     }
-    return out.outcome().exit_status();
+    int status = out.outcome().exit_status();
+    if (g.lava) {
+        StrBuf b;
+        lava_end_lines(c->name, status, &b);
+        p.write(b.view());
+    }
+    return status;
 }
 
 }  // namespace pmulab

@@ -23,7 +23,9 @@ struct RunOptions {
     bool sizes_given = false;
     bool raw = false;       // --raw: per-repetition counts in the records
     bool progress = false;  // --progress: progress lines / records
-    unsigned decimals = 2;  // --decimals
+    unsigned decimals = 2;  // --decimals: at least this many (run_records.cpp: more for small values)
+    // Text-table column widths, widened by result_table_fit to the longest names.
+    u32 bench_width = 14, event_width = 10, counter_width = 8;
     // User code (`--code HEX` / `--code-file PATH` and the init blocks): hex is parsed
     // into `user` by parse_run_options, files are read by the command (boot volume).
     UserCode user;
@@ -49,7 +51,12 @@ Status parse_run_options(Args& args, RunOptions* out);
 
 // One result as a JSON line ({"type":"result",...}, newline-terminated).
 void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line);
-// The human table: the header once, then one row per result.
+// The human table: result_table_fit for every set of groups that will be measured (the
+// columns widen to the longest benchmark, event and counter names), the header once,
+// then one row per result. Columns: the per-iteration value (the chosen aggregate), the
+// quartiles of the per-run differences (the spread), the estimates from the min and the
+// max, and the unit.
+void result_table_fit(RunOptions& o, const Vec<ReadGroup>& groups);
 void result_table_header(const RunOptions& o, StrBuf* out);
 void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* out);
 

@@ -5,6 +5,86 @@
 
 namespace pmulab {
 
+namespace {
+
+// Significant digits a value keeps beyond --decimals: JSON records are read by programs
+// (six, as printf's %g), the table by people (three). An exact value stops earlier.
+constexpr unsigned kJsonDigits = 6;
+constexpr unsigned kTableDigits = 3;
+constexpr unsigned kMaxDecimals = 18;
+
+// Decimal places for f: at least `min_dec`, then more until the expansion ends or
+// `digits` significant digits are shown (so 1/250 is 0.004, not 0.00; 1/3 is 0.333333).
+unsigned decimals_for(Frac f, unsigned min_dec, unsigned digits) {
+    if (f.den == 0) return min_dec;
+    u64 mag = f.num < 0 ? u64(0) - u64(f.num) : u64(f.num);
+    u64 den = f.den;
+    while (den > (u64(1) << 59)) {  // as put_fixed: keep rem * 10 within 64 bits
+        den >>= 1;
+        mag >>= 1;
+    }
+    u64 ip = mag / den, rem = mag % den;
+    unsigned sig = 0;
+    for (u64 x = ip; x; x /= 10) ++sig;
+    for (unsigned d = 0;; ++d) {
+        if (d >= min_dec && (rem == 0 || sig >= digits)) return d;
+        if (d == kMaxDecimals) return d;
+        rem *= 10;
+        u64 digit = rem / den;
+        rem %= den;
+        if (sig || digit) ++sig;
+    }
+}
+
+void put_value(StrBuf& b, Frac f, unsigned min_dec, unsigned digits) {
+    put_frac(b, f, decimals_for(f, min_dec, digits));
+}
+
+// The spread: the quartiles of the per-run differences (long run i - short run i) per
+// iteration, by linear interpolation between order statistics (h = (n - 1) q, as
+// numpy's default and Python's statistics.quantiles(method='inclusive')). Exact.
+struct Spread {
+    bool ok = false;
+    Frac q1, q3;
+};
+
+Spread run_spread(const MeasureConfig& c, const MeasureResult& r) {
+    Spread s;
+    u32 n = c.reps;
+    if (!n || !r.short_raw || !r.long_raw || !r.iterations) return s;
+    Vec<i64> d;
+    d.resize(n);
+    for (u32 i = 0; i < n; ++i)
+        if (__builtin_sub_overflow(r.long_raw[i], r.short_raw[i], &d[i])) return s;
+    sort_i64(d.data(), n);
+    for (int q = 1; q <= 3; q += 2) {
+        u64 h4 = u64(n - 1) * u64(q);  // h in quarters
+        u64 lo = h4 / 4, part = h4 % 4;
+        i64 hi_v = lo + 1 < n ? d[lo + 1] : d[lo];
+        i64 step, scaled, base, num;
+        if (__builtin_sub_overflow(hi_v, d[lo], &step) || __builtin_mul_overflow(step, i64(part), &scaled) ||
+            __builtin_mul_overflow(d[lo], i64(4), &base) || __builtin_add_overflow(base, scaled, &num))
+            return s;
+        Result<Frac> v = frac_sub_div(Frac{num, 4}, Frac{0, 1}, r.iterations);
+        if (!v.ok()) return s;
+        (q == 1 ? s.q1 : s.q3) = v.value();
+    }
+    s.ok = true;
+    return s;
+}
+
+const char* unit_of(const CounterRead& read) {
+    return read.kind == CounterAccess::rdtsc ? "TSC ticks / iteration" : "counts / iteration";
+}
+
+u32 len_of(const char* s) {
+    u32 n = 0;
+    while (s[n]) ++n;
+    return n;
+}
+
+}  // namespace
+
 void put_size_suffix(StrBuf& b, u64 bytes) {
     if (bytes && bytes % (u64(1) << 30) == 0) b.printf("%lluG", (unsigned long long)(bytes >> 30));
     else if (bytes && bytes % (u64(1) << 20) == 0) b.printf("%lluM", (unsigned long long)(bytes >> 20));
@@ -44,14 +124,20 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
     if (k) w.field_u("instructions_per_iteration", k->instructions);
     w.field_u("iterations", r.iterations);
+    auto value = [&](const char* key, Frac f) {
+        w.key(key).fixed(f.num, f.den, decimals_for(f, o.decimals, kJsonDigits));
+    };
     Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
-    w.key("per_iteration").fixed(pi.num, pi.den, o.decimals);
+    value("per_iteration", pi);
     w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
     static constexpr Agg order[] = {Agg::min, Agg::median, Agg::avg, Agg::trimmed, Agg::max};
-    for (Agg a : order) {
-        Frac f = r.per_iter[unsigned(a)];
-        w.key(agg_name(a)).fixed(f.num, f.den, o.decimals);
+    for (Agg a : order) value(agg_name(a), r.per_iter[unsigned(a)]);
+    Spread sp = run_spread(c, r);
+    if (sp.ok) {
+        value("q1", sp.q1);
+        value("q3", sp.q3);
     }
+    w.field("unit", unit_of(*r.read));
     if (o.raw) {
         for (int which = 0; which < 2; ++which) {
             w.key(which ? "long" : "short").begin_object();
@@ -66,6 +152,20 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     line->put('\n');
 }
 
+void result_table_fit(RunOptions& o, const Vec<ReadGroup>& groups) {
+    auto widen = [](u32* w, const char* name) {
+        u32 n = len_of(name);
+        if (n > *w) *w = n;
+    };
+    for (const BenchInstance& b : o.cfg.benches) widen(&o.bench_width, bench_name(b));
+    for (const ReadGroup& g : groups) {
+        for (const CounterRead& rd : g.reads) {
+            widen(&o.event_width, rd.event);
+            widen(&o.counter_width, rd.counter);
+        }
+    }
+}
+
 void result_table_header(const RunOptions& o, StrBuf* b) {
     const MeasureConfig& c = o.cfg;
     b->printf("pmulab run: %llu and %llu copies (%s), loop %llu, %u reps + %u warm-up, aggregate %s, "
@@ -73,8 +173,14 @@ void result_table_header(const RunOptions& o, StrBuf* b) {
               (unsigned long long)(c.basic ? 0 : c.unroll), (unsigned long long)(c.basic ? c.unroll : 2 * c.unroll),
               c.basic ? "basic mode" : "U/2U", (unsigned long long)c.loop, c.reps, c.warmup, agg_name(c.agg),
               irq_mode_name(c.irq), serialize_name(c.serialize));
-    b->printf("%-14s %6s %-10s %-8s %4s %5s %4s %12s %12s %12s %12s\n", "bench", "size", "event", "counter", "cpu",
-              "apic", "run", "per-iter", "min", "median", "max");
+    const char* agg = agg_name(c.agg);
+    b->printf("per iteration: %s = %s(long runs) - %s(short runs), over the iterations; q1..q3 = the interquartile "
+              "range of the %u per-run differences (the spread);\n",
+              agg, agg, agg, c.reps);
+    b->put("  est(min), est(max) = the same estimate from the min and from the max of each version (not a range)\n");
+    b->printf("%-*s %6s %-*s %-*s %4s %5s %4s %12s %12s %12s %12s %12s  unit\n", int(o.bench_width), "bench", "size",
+              int(o.event_width), "event", int(o.counter_width), "counter", "cpu", "apic", "run", agg, "q1", "q3",
+              "est(min)", "est(max)");
 }
 
 void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
@@ -82,16 +188,19 @@ void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
     StrBuf size;
     if (k && k->buffer != KernelBuffer::none) put_size_suffix(size, r.bench->size);
     else size.put('-');
-    b->printf("%-14s %6s %-10s %-8s %4u %5llu %4u", bench_name(*r.bench), size.c_str(), r.read->event, r.read->counter,
-              r.cpu, (unsigned long long)r.apic_id, r.run);
-    Frac cols[4] = {r.per_iter[unsigned(o.cfg.agg)], r.per_iter[unsigned(Agg::min)], r.per_iter[unsigned(Agg::median)],
-                    r.per_iter[unsigned(Agg::max)]};
-    for (Frac f : cols) {
+    b->printf("%-*s %6s %-*s %-*s %4u %5llu %4u", int(o.bench_width), bench_name(*r.bench), size.c_str(),
+              int(o.event_width), r.read->event, int(o.counter_width), r.read->counter, r.cpu,
+              (unsigned long long)r.apic_id, r.run);
+    Spread sp = run_spread(o.cfg, r);
+    const Frac* cols[5] = {&r.per_iter[unsigned(o.cfg.agg)], sp.ok ? &sp.q1 : nullptr, sp.ok ? &sp.q3 : nullptr,
+                           &r.per_iter[unsigned(Agg::min)], &r.per_iter[unsigned(Agg::max)]};
+    for (const Frac* f : cols) {
         StrBuf v;
-        put_frac(v, f, o.decimals);
+        if (f) put_value(v, *f, o.decimals, kTableDigits);
+        else v.put('-');
         b->printf(" %12s", v.c_str());
     }
-    b->put('\n');
+    b->printf("  %s\n", unit_of(*r.read));
 }
 
 }  // namespace pmulab

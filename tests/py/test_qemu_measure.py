@@ -220,8 +220,9 @@ def test_qemu_bad_arguments_are_usage_errors():
         assert e["message"].startswith(prefix), (cmd, e)
         assert e["message"][len(prefix):].startswith(want), (cmd, want, e)
     table = [l.split() for l in lines if l.startswith(("nop ", "empty "))]
-    assert table == [["nop", "-", "tsc", "TSC", "0", "0", "0", "128.00", "128.00", "128.00", "128.00"],
-                     ["empty", "-", "tsc", "TSC", "0", "0", "0", "0.00", "0.00", "0.00", "0.00"]], r
+    unit = ["TSC", "ticks", "/", "iteration"]
+    assert table == [["nop", "-", "tsc", "TSC", "0", "0", "0", "128.00", "128.00", "128.00", "128.00", "128.00", *unit],
+                     ["empty", "-", "tsc", "TSC", "0", "0", "0", "0.00", "0.00", "0.00", "0.00", "0.00", *unit]], r
     for cmd, want in BAD_OPTIONS:
         r = run_qemu(*cmd.split(), "--json", smp=2, timeout=60)
         assert r.rc == 2, r

@@ -126,7 +126,7 @@ def test_qemu_no_arguments_no_config_prints_census_help_and_waits_for_a_key():
         # It waits for a person to press a key: run-qemu.sh gives up after the timeout.
         assert r.rc == 124, r
         assert r.out.startswith("pmulab census: 2 logical processors\n"), r
-        assert "usage: pmulab [--json] [--shutdown] COMMAND [options]" in r.out, r
+        assert "usage: pmulab [--json] [--lava] [--shutdown] COMMAND [options]" in r.out, r
         assert r.out.rstrip().endswith("Press any key to return to the firmware."), r
 
 

@@ -240,3 +240,23 @@ def test_qemu_sigterm_and_sigint_stop_qemu_and_remove_the_temp_folder():
                 if p.poll() is None:
                     p.kill()
                     p.wait()
+
+
+def test_run_qemu_config_is_checked_before_booting():
+    # --config runs pmulab's campaign check (build/host/pmulab-check) on the host, on the
+    # campaign as it will reach the target (--asm assembled): a typo costs no boot. The
+    # status is pmulab's own for a bad campaign, 2; the message names the file and line.
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "typo.cfg")
+        with open(cfg, "wb") as f:
+            f.write(b"info\r\nrun --asm \"nop\" --bench-typo\r\nfrobnicate\r\n")
+        t0 = time.monotonic()
+        p = _run("--config", cfg, timeout=60)
+        assert p.returncode == 2 and p.stdout == "", p
+        assert "Traceback" not in p.stderr, p.stderr
+        assert p.stderr.splitlines() == [
+            f"{cfg}:2: run: unknown option '--bench-typo' (see 'pmulab help run')",
+            f"{cfg}:3: unknown command 'frobnicate' (try 'pmulab help')",
+            f"run-qemu: error: --config {cfg} has errors; nothing was booted (pmulab would refuse it)",
+        ], p.stderr
+        assert time.monotonic() - t0 < 30  # no boot

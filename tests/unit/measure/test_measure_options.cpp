@@ -178,7 +178,7 @@ TEST(RunCommand, JsonRecordHasEveryField) {
         "\"run\":0,\"runs\":1,\"unroll\":100,\"loop\":1,\"reps\":3,\"warmup\":1,\"basic\":false,\"agg\":\"median\","
         "\"irq\":\"cli\",\"serialize\":\"lfence\",\"instructions_per_iteration\":1,\"iterations\":100,"
         "\"per_iteration\":128.00,\"fraction\":[128,1],\"min\":128.00,\"median\":128.00,\"avg\":128.00,"
-        "\"trimmed\":128.00,\"max\":128.00}\n");
+        "\"trimmed\":128.00,\"max\":128.00,\"q1\":128.00,\"q3\":128.00,\"unit\":\"TSC ticks / iteration\"}\n");
 }
 
 TEST(RunCommand, JsonRawSizeAndFractions) {
@@ -208,16 +208,19 @@ TEST(RunCommand, TextTable) {
     EXPECT_EQ(r.p.out,
               "pmulab run: 100 and 200 copies (U/2U), loop 1, 11 reps + 3 warm-up, aggregate median, interrupts cli, "
               "serialise lfence\n"
-              "bench            size event      counter   cpu  apic  run     per-iter          min       median"
-              "          max\n"
+              "per iteration: median = median(long runs) - median(short runs), over the iterations; q1..q3 = the "
+              "interquartile range of the 11 per-run differences (the spread);\n"
+              "  est(min), est(max) = the same estimate from the min and from the max of each version (not a range)\n"
+              "bench            size event      counter   cpu  apic  run       median           q1           q3"
+              "     est(min)     est(max)  unit\n"
               "nop                 - tsc        TSC         0     0    0       128.00       128.00       128.00"
-              "       128.00\n"
+              "       128.00       128.00  TSC ticks / iteration\n"
               "nop                 - tsc        TSC         1     2    0       128.00       128.00       128.00"
-              "       128.00\n"
+              "       128.00       128.00  TSC ticks / iteration\n"
               "pointer_chase      4K tsc        TSC         0     0    0       128.00       128.00       128.00"
-              "       128.00\n"
+              "       128.00       128.00  TSC ticks / iteration\n"
               "pointer_chase      4K tsc        TSC         1     2    0       128.00       128.00       128.00"
-              "       128.00\n");
+              "       128.00       128.00  TSC ticks / iteration\n");
 }
 
 TEST(RunCommand, ExitStatuses) {

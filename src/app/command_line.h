@@ -11,6 +11,7 @@ struct GlobalOptions {
     bool json = false;
     bool shutdown = false;
     bool help = false;
+    bool trace_msr = false;  // --trace-msr
 };
 
 // Splits a command line into words: whitespace-separated, double quotes group,

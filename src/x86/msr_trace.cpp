@@ -147,6 +147,13 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
 }
 
 void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
+    bool selector = (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters) || is_amd_ctl(m) ||
+                    (n.pmu.netburst && ((m >= netburst::kCccrBase && m < netburst::kCccrBase + netburst::kCounters) ||
+                                        netburst::escr_index(m) >= 0));
+    if (selector && v == 0) {
+        out.put("clear");
+        return;
+    }
     if (n.pmu.netburst) {
         using namespace netburst;
         if (m >= kCccrBase && m < kCccrBase + kCounters) {

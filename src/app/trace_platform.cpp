@@ -87,8 +87,8 @@ void TracePlatform::trace(const TraceEntry& e) {
 
 void TracePlatform::trace_dropped(u64 n) {
     if (out_)
-        out_->warn("--trace-msr: %llu accesses not shown: more than %u in one call on one CPU",
-                   (unsigned long long)n, MsrTrace::kDefaultCapacity);
+        out_->warn("--trace-msr: %llu accesses not shown: more than %u in one call on one CPU", (unsigned long long)n,
+                   MsrTrace::kDefaultCapacity);
 }
 
 }  // namespace pmulab

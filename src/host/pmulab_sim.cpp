@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
             else if (a == "--config") config = v;
             else if (a == "--format") {
                 if (!parse_dump_format(StrView(v), &o.format))
-                    return usage_error(std::string("unknown dump format '") + v + "' (expected auto, cpuid-r or aida64)");
+                    return usage_error(std::string("unknown dump format '") + v +
+                                       "' (expected auto, cpuid-r or aida64)");
             } else if (a == "--perf-capabilities") {
                 if (!parse_u64(v, &o.perf_caps))
                     return usage_error(std::string("--perf-capabilities: '") + v + "' is not a number (e.g. 0x33c5)");

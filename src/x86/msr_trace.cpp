@@ -269,7 +269,10 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
 // ---------------------------------------------------------------- the tracer
 
 MsrTrace::MsrTrace(Hw& inner, TraceSink& sink, u32 capacity)
-    : inner_(inner), sink_(sink), buf_(new TraceEntry[capacity ? capacity : 1]), cap_(capacity ? capacity : 1),
+    : inner_(inner),
+      sink_(sink),
+      buf_(new TraceEntry[capacity ? capacity : 1]),
+      cap_(capacity ? capacity : 1),
       bsp_(inner.current_cpu()) {}
 
 MsrTrace::~MsrTrace() { delete[] buf_; }
@@ -308,8 +311,8 @@ Status MsrTrace::wrmsr(u32 msr, u64 value) {
 
 Result<u64> MsrTrace::rdpmc(u32 index) {
     Result<u64> r = inner_.rdpmc(index);
-    record(TraceOp::rdpmc, index, r.ok() ? r.value() : 0, r.ok() ? 0 : (r.error().vector ? r.error().vector : kVectorGP),
-           false);
+    record(TraceOp::rdpmc, index, r.ok() ? r.value() : 0,
+           r.ok() ? 0 : (r.error().vector ? r.error().vector : kVectorGP), false);
     return r;
 }
 
@@ -332,7 +335,8 @@ bool MsrTrace::same_run(u32 a, u32 b, u32 len) const {
     for (u32 i = 0; i < len; ++i) {
         const TraceEntry& x = buf_[a + i];
         const TraceEntry& y = buf_[b + i];
-        if (x.cpu != y.cpu || x.op != y.op || x.addr != y.addr || x.vector != y.vector || x.code != y.code) return false;
+        if (x.cpu != y.cpu || x.op != y.op || x.addr != y.addr || x.vector != y.vector || x.code != y.code)
+            return false;
         if (x.op == TraceOp::wrmsr && x.value != y.value) return false;
     }
     return true;

@@ -27,8 +27,8 @@ const char* trace_op_name(TraceOp op);  // "RDMSR", "WRMSR", "RDPMC"
 struct TraceEntry {
     u32 cpu = 0;
     TraceOp op = TraceOp::rdmsr;
-    u8 vector = 0;      // 0: completed; else the fault (kVectorGP, kVectorUD)
-    bool code = false;  // performed by generated code (value unknown for reads)
+    u8 vector = 0;             // 0: completed; else the fault (kVectorGP, kVectorUD)
+    bool code = false;         // performed by generated code (value unknown for reads)
     bool block_first = false;  // first access of a run block (runs valid)
     u32 addr = 0;              // MSR address, or RDPMC's ECX
     u64 value = 0;             // written value, or the value read (0 when faulted)

@@ -10,8 +10,8 @@ namespace pmulab {
 
 namespace {
 
-constexpr u8 kInsn = 0xCC;    // one kernel instruction
-constexpr u8 kBranch = 0xCB;  // one kernel branch instruction
+constexpr u8 kInsn = 0xCC;         // one kernel instruction
+constexpr u8 kBranch = 0xCB;       // one kernel branch instruction
 constexpr u8 kUnfollowable = 255;  // fault vector of code the executor cannot follow
 
 // Branches per iteration of a built-in kernel, from its AT&T text: the conditional jumps
@@ -104,7 +104,8 @@ bool SimExec::count_body(const u8* body, usize len, BodyCount* out) {
                 ++out->branches;
                 if (target < i64(next) || target > i64(len)) {
                     out->bad_offset = at;
-                    out->why = "a JMP backwards or out of the body (the simulator follows forward jumps inside it only)";
+                    out->why =
+                        "a JMP backwards or out of the body (the simulator follows forward jumps inside it only)";
                     return false;
                 }
                 at = usize(target);
@@ -136,8 +137,7 @@ void SimExec::retire(sim::SimCpu& cpu, u64 instructions, u64 branches) {
     u64 plain = instructions - branches;
     if (cpu.netburst()) {
         namespace nb = sim::nb;
-        if (plain)
-            sim::nb_run(cpu, plain, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 1}});
+        if (plain) sim::nb_run(cpu, plain, {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 1}});
         if (branches)
             sim::nb_run(cpu, branches,
                         {{nb::kInstrRetired, nb::NBOGUSNTAG, 1},

@@ -26,21 +26,21 @@ SimExec::BodyCount count(std::vector<u8> b, bool* ok) {
 }  // namespace
 
 TEST(X86Length, DecodesCommonEncodings) {
-    EXPECT_EQ(len_of({0x48, 0x01, 0xC0}), 3u);                                      // add rax, rax
-    EXPECT_EQ(len_of({0x48, 0x8B, 0x04, 0x25, 0, 0, 0, 0}), 8u);                     // mov rax, [abs32]
-    EXPECT_EQ(len_of({0x48, 0x8B, 0x44, 0x24, 0x08}), 5u);                           // mov rax, [rsp+8]
-    EXPECT_EQ(len_of({0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}), 10u);                    // mov rax, imm64
-    EXPECT_EQ(len_of({0x66, 0x05, 1, 2}), 4u);                                       // add ax, imm16
-    EXPECT_EQ(len_of({0x0F, 0x1F, 0x44, 0x00, 0x00}), 5u);                           // nopl 0(rax,rax)
-    EXPECT_EQ(len_of({0x66, 0x0F, 0x3A, 0x0F, 0xC1, 0x08}), 6u);                     // palignr xmm0, xmm1, 8
-    EXPECT_EQ(len_of({0xC4, 0xE2, 0x7D, 0x58, 0xC0}), 5u);                           // vpbroadcastd ymm0, xmm0
-    EXPECT_EQ(len_of({0xC5, 0xFD, 0xFE, 0xC1}), 4u);                                 // vpaddd ymm0, ymm0, ymm1
-    EXPECT_EQ(len_of({0x62, 0xF1, 0x7D, 0x48, 0xFE, 0xC1}), 6u);                     // vpaddd zmm0, zmm0, zmm1
-    EXPECT_EQ(len_of({0xF7, 0xC0, 1, 0, 0, 0}), 6u);                                 // test eax, imm32
-    EXPECT_EQ(len_of({0xF7, 0xE0}), 2u);                                             // mul eax
-    EXPECT_EQ(len_of({0x0F, 0x31}), 2u);                                             // rdtsc
-    EXPECT_EQ(len_of({0x48, 0x8B}), 0u);  // cut off
-    EXPECT_EQ(len_of({0x06}), 0u);        // push es: invalid in 64-bit mode
+    EXPECT_EQ(len_of({0x48, 0x01, 0xC0}), 3u);                     // add rax, rax
+    EXPECT_EQ(len_of({0x48, 0x8B, 0x04, 0x25, 0, 0, 0, 0}), 8u);   // mov rax, [abs32]
+    EXPECT_EQ(len_of({0x48, 0x8B, 0x44, 0x24, 0x08}), 5u);         // mov rax, [rsp+8]
+    EXPECT_EQ(len_of({0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}), 10u);  // mov rax, imm64
+    EXPECT_EQ(len_of({0x66, 0x05, 1, 2}), 4u);                     // add ax, imm16
+    EXPECT_EQ(len_of({0x0F, 0x1F, 0x44, 0x00, 0x00}), 5u);         // nopl 0(rax,rax)
+    EXPECT_EQ(len_of({0x66, 0x0F, 0x3A, 0x0F, 0xC1, 0x08}), 6u);   // palignr xmm0, xmm1, 8
+    EXPECT_EQ(len_of({0xC4, 0xE2, 0x7D, 0x58, 0xC0}), 5u);         // vpbroadcastd ymm0, xmm0
+    EXPECT_EQ(len_of({0xC5, 0xFD, 0xFE, 0xC1}), 4u);               // vpaddd ymm0, ymm0, ymm1
+    EXPECT_EQ(len_of({0x62, 0xF1, 0x7D, 0x48, 0xFE, 0xC1}), 6u);   // vpaddd zmm0, zmm0, zmm1
+    EXPECT_EQ(len_of({0xF7, 0xC0, 1, 0, 0, 0}), 6u);               // test eax, imm32
+    EXPECT_EQ(len_of({0xF7, 0xE0}), 2u);                           // mul eax
+    EXPECT_EQ(len_of({0x0F, 0x31}), 2u);                           // rdtsc
+    EXPECT_EQ(len_of({0x48, 0x8B}), 0u);                           // cut off
+    EXPECT_EQ(len_of({0x06}), 0u);                                 // push es: invalid in 64-bit mode
 }
 
 TEST(SimExec, CountsStraightCodeAndFollowsForwardJumps) {

@@ -80,7 +80,8 @@ TEST(MsrTrace, DecodesControlRegisters) {
     EXPECT_EQ(fields(amd, 0xC0010015, 1ull << 30), "IRPerfEn=1");
     TraceNames p4 = names_for(Vendor::intel, 0, true);
     EXPECT_EQ(fields(p4, 0x370, 0x39000), "escr_select=4 active_thread=3 enable");
-    EXPECT_EQ(fields(p4, 0x3B8, (u64(2) << 25) | (u64(1) << 9) | 0xC), "event_select=0x02 event_mask=0x0001 t0_os t0_usr");
+    EXPECT_EQ(fields(p4, 0x3B8, (u64(2) << 25) | (u64(1) << 9) | 0xC),
+              "event_select=0x02 event_mask=0x0001 t0_os t0_usr");
 }
 
 TEST(MsrTrace, BspAccessesAreImmediateApAccessesWaitForTheBsp) {

@@ -35,3 +35,34 @@ def test_qemu_trace_msr_json_records_the_gp_on_both_cpus():
     ], t
     assert all(x["generated_code"] is False and x["runs"] == 0 for x in t), t
     assert len(r.records("error")) == 2, r
+
+
+def test_qemu_trace_msr_programming_and_restore_without_the_hypervisor_bit():
+    # With CPUID.01H:ECX[31] cleared, QEMU's `max` model is a bare-metal AMD family >= 10h to
+    # pmulab, which then assumes the 4 legacy counters; TCG reads them as 0 and drops the
+    # writes, so the counts are 0 but the whole programming sequence and its restore run.
+    # Without the hypervisor bit pmulab does not use the debug port: its output is on the
+    # serial console only, and run-qemu.sh cannot see its exit status (125).
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as td:
+        log = os.path.join(td, "serial.log")
+        r = run_qemu("--trace-msr", "run", "--bench", "nop", "--events", "instructions", "--reps", "2",
+                     "--warmup", "1", smp=1, cpu="max,-hypervisor", extra=("--serial-log", log), timeout=120)
+        with open(log, "rb") as f:
+            text = f.read().decode("latin-1")
+    trace = [l.strip() for l in text.splitlines() if l.strip().startswith("msr: ")]
+    assert trace, (r, text[-2000:])
+    i_save = trace.index("msr: CPU 0 RDMSR PerfEvtSel0 (0xc0010000) -> 0x0: clear")
+    i_ctr = trace.index("msr: CPU 0 WRMSR PerfCtr0 (0xc0010004) <- 0x0")
+    i_sel = trace.index("msr: CPU 0 WRMSR PerfEvtSel0 (0xc0010000) <- 0x300c0: event=0x0c0 umask=0x00 usr os")
+    i_runs = trace.index("msr: CPU 0: each of 6 runs of the region (interrupts masked):")
+    # Saved first, the counter written while EN is clear, EN set only by the generated code.
+    assert i_save < i_ctr < i_sel < i_runs, trace
+    assert trace[i_runs + 1] == ("msr: CPU 0   WRMSR PerfEvtSel0 (0xc0010000) <- 0x4300c0 [generated code]: "
+                                 "event=0x0c0 umask=0x00 usr os en"), trace
+    # The restore, last: the counter and then the select back to what was saved.
+    assert trace[-2:] == ["msr: CPU 0 WRMSR PerfCtr0 (0xc0010004) <- 0x0",
+                          "msr: CPU 0 WRMSR PerfEvtSel0 (0xc0010000) <- 0x0: clear"], trace
+    assert any(l.strip().startswith("nop ") and " instructions " in l for l in text.splitlines()), text[-2000:]

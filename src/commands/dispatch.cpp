@@ -16,7 +16,7 @@ namespace {
 const char kHelpText[] =
     "pmulab " PMULAB_VERSION " - CPU performance-monitoring lab (UEFI)\n"
     "\n"
-    "usage: pmulab [--json] [--shutdown] [--trace-msr] COMMAND [options]\n"
+    "usage: pmulab [--json] [--shutdown] COMMAND [options]\n"
     "\n"
     "commands:\n"
     "  info                 census of every logical processor's PMU (default)\n"

@@ -222,12 +222,15 @@ def test_trace_msr_text_folds_runs_and_decodes_fields():
 def test_campaign_file_runs_every_line():
     import tempfile
     with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
-        f.write("# two commands\nevents --check instructions,cycles\nrun --bench nop --events instructions\n")
+        f.write("# three commands\nevents --check instructions,cycles\nrun --bench nop --events instructions\n"
+                "--trace-msr msr read 0xC0010200\n")
         path = f.name
     try:
         r = _sim("--model", "zen3", "--config", path)
         assert r.rc == 0, r
         assert "nop " in r.out and "instructions" in r.out, r
+        # --trace-msr is a global option on a campaign line too.
+        assert "msr: CPU 0 RDMSR PERF_CTL0 (0xc0010200) -> 0x0: clear" in r.out.splitlines(), r
         with open(path, "w") as f:
             f.write("frobnicate\n")
         r = _sim("--model", "zen3", "--config", path)

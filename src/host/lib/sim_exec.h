@@ -7,6 +7,7 @@
 //   B9 imm32 0F 33 / 0F 32              mov $imm, %ecx; rdpmc / rdmsr
 //   B9 imm32 B8 imm32 BA imm32 0F 30    mov $msr, %ecx; mov $lo, %eax; mov $hi, %edx; wrmsr
 //   0F 31                               rdtsc
+//   0F AE E8                            lfence (the serialisation: one instruction)
 // and these are performed on the simulated CPU (reads fill RegionFrame::start/end). The
 // user blocks (init, late-init) and the body are skipped there: the body is counted.
 //

@@ -12,6 +12,7 @@ struct GlobalOptions {
     bool lava = false;  // --lava: LAVA test-case lines (app/lava.h)
     bool shutdown = false;
     bool help = false;
+    bool trace_msr = false;  // --trace-msr
 };
 
 // Splits a command line into words: whitespace-separated, double quotes group,

@@ -35,6 +35,9 @@ public:
     virtual RecordSink* record_sink() { return nullptr; }
     // Files on pmulab's boot volume (event files, event lists); null when there are none.
     virtual FileSource* files() { return nullptr; }
+    // Null on real hardware; on a simulated machine (pmulab-sim) what it was built from,
+    // e.g. "dump tests/data/cpuid/X.txt": the meta record then says "simulated": true.
+    virtual const char* simulated() { return nullptr; }
 
 protected:
     ~Platform() = default;

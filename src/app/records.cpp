@@ -260,6 +260,9 @@ void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
     w.field("counter_method", counter_method_name(pmu.method));
     w.field_b("hypervisor", d.id.hypervisor);
     w.field_u("cpus", hw.cpu_count());
+    // pmulab-sim: a simulated machine, so that nobody mistakes its records for a measurement.
+    w.field_b("simulated", p.simulated() != nullptr);
+    if (p.simulated()) w.field("simulated_machine", p.simulated());
     w.end_object();
     line->put('\n');
 }

@@ -15,8 +15,8 @@ bool is_word_char(char c) {
 }
 
 bool is_global(const char* w) {
-    return str_eq(w, "--json") || str_eq(w, "--lava") || str_eq(w, "--shutdown") || str_eq(w, "--help") ||
-           str_eq(w, "-h");
+    return str_eq(w, "--json") || str_eq(w, "--lava") || str_eq(w, "--shutdown") || str_eq(w, "--trace-msr") ||
+           str_eq(w, "--help") || str_eq(w, "-h");
 }
 
 void problem(CampaignCheck* out, const char* name, u32 line, const char* fmt, ...)

@@ -1,6 +1,7 @@
 #include "app/out.h"
 
 #include "app/args.h"
+#include "app/trace_platform.h"
 #include "census/census.h"
 #include "commands/commands.h"
 #include "app/lava.h"
@@ -35,6 +36,7 @@ const char kHelpText[] =
     "  --json               JSON Lines output: one object per line, nothing else\n"
     "  --lava               also LAVA test-case lines (<LAVA_SIGNAL_TESTCASE ...>) for checks and results\n"
     "  --shutdown           power off when done (what run-qemu.sh passes)\n"
+    "  --trace-msr          print every RDMSR/WRMSR/RDPMC pmulab performs, in order, decoded\n"
     "  --help, -h           help for the command\n"
     "\n"
     "exit status: 0 ok, 1 command failed, 2 usage error, 3 unsupported here, 4 internal error\n";
@@ -140,8 +142,8 @@ const char* command_help(const char* name) {
 Status app_check(int argc, const char* const* argv) {
     for (int i = 0; i < argc; ++i) {
         const char* a = argv[i];
-        if (str_eq(a, "--json") || str_eq(a, "--lava") || str_eq(a, "--shutdown") || str_eq(a, "--help") ||
-            str_eq(a, "-h"))
+        if (str_eq(a, "--json") || str_eq(a, "--lava") || str_eq(a, "--shutdown") || str_eq(a, "--trace-msr") ||
+            str_eq(a, "--help") || str_eq(a, "-h"))
             continue;
         if (str_eq(a, "--")) continue;
         if (!find_command(a)) return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
@@ -149,6 +151,11 @@ Status app_check(int argc, const char* const* argv) {
     }
     return ok_status();
 }
+
+namespace {
+int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest, const GlobalOptions& g, int argc,
+                const char* const* argv, const char* origin);
+}  // namespace
 
 int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin) {
     // Pull the global options out wherever they stand.
@@ -164,12 +171,25 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
         if (!dashdash && str_eq(a, "--json")) g.json = true;
         else if (!dashdash && str_eq(a, "--lava")) g.lava = true;
         else if (!dashdash && str_eq(a, "--shutdown")) g.shutdown = true;
+        else if (!dashdash && str_eq(a, "--trace-msr")) g.trace_msr = true;
         else if (!dashdash && (str_eq(a, "--help") || str_eq(a, "-h"))) g.help = true;
         else rest.push(a);
     }
     if (opts) *opts = g;
+    if (g.trace_msr) {
+        TracePlatform tp(p);
+        return run_command(tp, &tp, rest, g, argc, argv, origin);
+    }
+    return run_command(p, nullptr, rest, g, argc, argv, origin);
+}
+
+namespace {
+
+int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest, const GlobalOptions& g, int argc,
+                const char* const* argv, const char* origin) {
     Out out(p, g.json);
     out.set_lava(g.lava);
+    if (trace) trace->set_out(&out);
     out.set_context(origin);
     const char* name = rest.empty() ? "info" : rest[0];
     const Command* c = find_command(name);
@@ -204,6 +224,7 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
     }
     // The exit status is computed here, once, from everything the command reported.
     Status s = c->run(out, args);
+    if (trace) trace->flush();
     if (!s.ok()) out.error(s.error());
     if (sink) {
         out.set_sink(nullptr);
@@ -217,5 +238,7 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
     }
     return status;
 }
+
+}  // namespace
 
 }  // namespace pmulab

@@ -4,6 +4,7 @@
 
 #include "base/fmt.h"
 #include "x86/msr_addr.h"
+#include "x86/msr_trace.h"
 
 namespace pmulab {
 
@@ -157,8 +158,21 @@ Error fault_error(const Region& r, const RegionFrame& f) {
                        (unsigned long long)f.fault_rip, extra.c_str());
 }
 
+// --trace-msr: the accesses the region performs itself, in its order (codegen.cpp):
+// the start writes and the start reads, or the end reads and the stop writes.
+void trace_region(MsrTrace* t, const ReadGroup& g, bool end) {
+    if (!end)
+        for (const MsrValue& w : g.start_writes) t->code(TraceOp::wrmsr, w.msr, w.value);
+    for (const CounterRead& r : g.reads) {
+        if (r.kind == CounterAccess::rdpmc) t->code(TraceOp::rdpmc, r.index, 0);
+        else if (r.kind == CounterAccess::rdmsr) t->code(TraceOp::rdmsr, r.index, 0);
+    }
+    if (end)
+        for (const MsrValue& w : g.stop_writes) t->code(TraceOp::wrmsr, w.msr, w.value);
+}
+
 // One run of a region with interrupts masked and the group's start/stop hooks.
-Status run_once(WorkerState* c, const Region& region) {
+Status run_once_traced(WorkerState* c, const Region& region, MsrTrace* trace) {
     const GroupHooks& h = c->group->hooks;
     Hw& hw = *c->hw;
     for (unsigned r = 0; r < kGprCount; ++r)
@@ -172,13 +186,27 @@ Status run_once(WorkerState* c, const Region& region) {
     Status s = c->mp->vector_enter(&vs);
     bool vec = s.ok();
     if (s.ok() && h.start) s = h.start(hw, h.ctx);
-    if (s.ok()) c->mp->execute(region, c->frame);
+    if (s.ok()) {
+        bool reads = trace && region.block != CodeBlock::one_time_init;
+        if (reads) trace_region(trace, *c->group, false);
+        c->mp->execute(region, c->frame);
+        if (reads) trace_region(trace, *c->group, true);
+    }
     if (s.ok() && h.stop) s = h.stop(hw, h.ctx);
     if (vec) c->mp->vector_leave(vs);
     c->mp->irq_restore(saved);
     PMULAB_TRY(s);
     if (c->frame->faulted) return fault_error(region, *c->frame);
     return ok_status();
+}
+
+// One run, bracketed for --trace-msr (identical runs are shown once, with their count).
+Status run_once(WorkerState* c, const Region& region) {
+    MsrTrace* trace = c->hw->msr_trace();
+    if (trace) trace->run_begin();
+    Status s = run_once_traced(c, region, trace);
+    if (trace) trace->run_end();
+    return s;
 }
 
 // The warm-up and measured runs of both versions.

@@ -243,6 +243,8 @@ public:
 
     u32 index() const { return index_; }
     const CpuidSnapshot& snapshot() const { return spec_.cpuid; }
+    // What the CPU was built from (to rebuild a machine from some of its CPUs).
+    const CpuSpec& spec() const { return spec_; }
     const PmuLayout& pmu() const { return layout_; }
     // The NetBurst register file (null unless the CPU has one) and the thread number.
     NetBurstModel* netburst() const { return spec_.netburst.get(); }

@@ -1,6 +1,7 @@
 // The hardware seam. Everything in the portable core that touches the CPU does it
 // through this interface; the EFI build implements it with inline assembly and MP
-// Services, the host tests with a simulated CPU (tests/unit/sim_cpu.*).
+// Services, the host tests with a simulated CPU (src/sim/sim_cpu.*);
+// --trace-msr wraps either in MsrTrace (x86/msr_trace.h).
 //
 // Operations other than run_on_cpu act on the logical processor the caller is
 // running on. run_on_cpu(i, fn) runs fn on logical processor i and returns when
@@ -41,6 +42,8 @@ struct MsrValue {
 
 using CpuFn = void (*)(void* ctx);
 
+class MsrTrace;  // x86/msr_trace.h
+
 class Hw {
 public:
     virtual CpuidRegs cpuid(u32 leaf, u32 subleaf) = 0;
@@ -55,6 +58,9 @@ public:
     virtual u32 current_cpu() = 0;
     virtual Result<CpuTopology> topology(u32 cpu) = 0;
     virtual Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) = 0;
+    // The --trace-msr layer when this Hw is one (msr_trace.h), else null: the engine
+    // tells it what generated code does and where each run begins and ends.
+    virtual MsrTrace* msr_trace() { return nullptr; }
 
 protected:
     ~Hw() = default;

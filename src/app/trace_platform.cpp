@@ -1,0 +1,94 @@
+#include "app/trace_platform.h"
+
+#include "base/json.h"
+
+namespace pmulab {
+
+// The measurement services of the inner platform; run_on_cpu prints what the AP
+// recorded once the BSP has it back (EfiMeasure starts APs without Hw::run_on_cpu).
+class TracePlatform::Measure final : public MeasurePlatform {
+public:
+    Measure(MeasurePlatform& inner, MsrTrace& trace) : inner_(inner), trace_(trace) {}
+    Result<void*> alloc_pages(usize bytes, bool executable) override { return inner_.alloc_pages(bytes, executable); }
+    void free_pages(void* p, usize bytes) override { inner_.free_pages(p, bytes); }
+    CodeSpan kernel_body(KernelId id) override { return inner_.kernel_body(id); }
+    Status irq_mask(IrqMode mode, IrqSaved* saved) override { return inner_.irq_mask(mode, saved); }
+    void irq_restore(const IrqSaved& saved) override { inner_.irq_restore(saved); }
+    void serialize() override { inner_.serialize(); }
+    void execute(const Region& region, RegionFrame* frame) override { inner_.execute(region, frame); }
+    Status vector_enter(VectorSaved* v) override { return inner_.vector_enter(v); }
+    void vector_leave(const VectorSaved& v) override { inner_.vector_leave(v); }
+    Status prepare() override { return inner_.prepare(); }
+    Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override {
+        Status s = inner_.run_on_cpu(hw, cpu, fn, ctx);
+        trace_.flush();
+        return s;
+    }
+
+private:
+    MeasurePlatform& inner_;
+    MsrTrace& trace_;
+};
+
+namespace {
+TraceNames names_of(Hw& hw) {
+    CpuidSnapshot snap;
+    capture_cpuid(hw, &snap);
+    return trace_names(decode_cpuid(snap));
+}
+}  // namespace
+
+TracePlatform::TracePlatform(Platform& inner)
+    : inner_(inner), trace_(inner.hw(), *this), names_(names_of(inner.hw())) {}
+
+TracePlatform::~TracePlatform() { delete measure_; }
+
+MeasurePlatform* TracePlatform::measure() {
+    MeasurePlatform* m = inner_.measure();
+    if (!m) return nullptr;
+    if (!measure_) measure_ = new Measure(*m, trace_);
+    return measure_;
+}
+
+void TracePlatform::trace(const TraceEntry& e) {
+    if (!out_) return;
+    StrBuf name, fields;
+    trace_reg_name(names_, e.op, e.addr, name);
+    bool have_value = !e.code || e.op == TraceOp::wrmsr;
+    if (e.op != TraceOp::rdpmc && have_value && !e.vector) trace_fields(names_, e.addr, e.value, fields);
+    const char* result = e.vector == kVectorGP ? "#GP" : e.vector == kVectorUD ? "#UD" : e.vector ? "fault" : "ok";
+    StrBuf line;
+    if (out_->json()) {
+        JsonWriter w(line);
+        w.begin_object().field("type", "msr_trace").field_u("cpu", e.cpu);
+        w.field("op", e.op == TraceOp::rdmsr ? "rdmsr" : e.op == TraceOp::wrmsr ? "wrmsr" : "rdpmc");
+        w.field_hex(e.op == TraceOp::rdpmc ? "ecx" : "msr", e.addr).field("register", name.view());
+        if (have_value && !(e.vector && e.op != TraceOp::wrmsr)) w.field_hex("value", e.value);
+        else w.key("value").null();
+        w.field("fields", fields.view()).field("result", result);
+        w.field_b("generated_code", e.code).field_u("runs", e.runs);
+        w.end_object();
+        line.put('\n');
+        out_->record(line);
+        return;
+    }
+    if (e.runs && e.block_first)
+        line.printf("msr: CPU %u: each of %u run%s of the region (interrupts masked):\n", e.cpu, e.runs,
+                    e.runs == 1 ? "" : "s");
+    line.printf("msr: CPU %u %s%s %s (0x%x)", e.cpu, e.runs ? "  " : "", trace_op_name(e.op), name.c_str(), e.addr);
+    if (e.op == TraceOp::wrmsr) line.printf(" <- 0x%llx", (unsigned long long)e.value);
+    else if (!e.code && !e.vector) line.printf(" -> 0x%llx", (unsigned long long)e.value);
+    if (e.code) line.put(" [generated code]");
+    if (e.vector) line.printf(": %s", vector_name(e.vector));
+    else if (fields.size()) line.printf(": %s", fields.c_str());
+    line.put('\n');
+    out_->text_buf(line);
+}
+
+void TracePlatform::trace_dropped(u64 n) {
+    if (out_)
+        out_->warn("--trace-msr: %llu accesses not shown: more than %u in one call on one CPU", (unsigned long long)n,
+                   MsrTrace::kDefaultCapacity);
+}
+
+}  // namespace pmulab

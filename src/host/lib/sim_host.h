@@ -1,0 +1,62 @@
+// What pmulab-sim runs commands on (and what tests can use): a simulated machine built
+// from a CPUID dump or a named synthetic model (src/sim), and a Platform over it with the
+// simulator's executor (sim_exec.h), writing to stdout/stderr or capturing its output.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "app/platform.h"
+#include "census/cpuid_dump.h"
+#include "sim_exec.h"
+#include "sim/sim_cpu.h"
+
+namespace pmulab {
+
+struct SimMachineOptions {
+    std::string dump;   // a CPUID dump (the formats pmulab-cpuid reads)
+    std::string model;  // or a synthetic model (sim_model_names())
+    std::string cpus;   // "0,2", "0-3": the dump's CPUs to keep (empty: all)
+    DumpFormat format = DumpFormat::automatic;
+    bool have_perf_caps = false;
+    u64 perf_caps = 0;  // IA32_PERF_CAPABILITIES of every CPU (where PDCM makes it exist)
+    bool have_misc_enable = false;
+    u64 misc_enable = 0;  // IA32_MISC_ENABLE of every Intel CPU
+};
+
+// The synthetic models --model takes, with a one-line description each.
+struct SimModel {
+    const char* name;
+    const char* what;
+};
+const std::vector<SimModel>& sim_models();
+
+// Builds the machine. Errors: Errc::io when the dump cannot be read (exit 1), else
+// invalid_argument (a malformed dump "FILE:LINE: reason", an unknown model, a bad --cpus
+// list; exit 2). *what describes the machine ("dump FILE (N CPUs)" / "model NAME").
+Status build_sim_machine(const SimMachineOptions& o, std::unique_ptr<sim::SimMachine>* out, std::string* what);
+
+// A Platform over a SimMachine: console text to stdout (or a string), diagnostics to
+// stderr (or the same string), the executor as measurement services, marked simulated.
+class SimHostPlatform final : public Platform {
+public:
+    SimHostPlatform(sim::SimMachine& m, std::string what, bool capture = false);
+    Hw& hw() override { return m_; }
+    void write(StrView text) override;
+    void write_diag(StrView text) override;
+    const char* firmware_vendor() override { return "pmulab-sim"; }
+    MeasurePlatform* measure() override { return &exec_; }
+    const char* simulated() override { return what_.c_str(); }
+    SimExec& exec() { return exec_; }
+    // Captured output (capture = true).
+    std::string out;
+
+private:
+    sim::SimMachine& m_;
+    std::string what_;
+    bool capture_;
+    SimExec exec_;
+};
+
+}  // namespace pmulab

@@ -1,0 +1,374 @@
+#include "x86/msr_trace.h"
+
+#include "x86/amd_regs.h"
+#include "x86/intel_regs.h"
+#include "x86/netburst_regs.h"
+
+namespace pmulab {
+
+const char* trace_op_name(TraceOp op) {
+    switch (op) {
+        case TraceOp::rdmsr: return "RDMSR";
+        case TraceOp::wrmsr: return "WRMSR";
+        case TraceOp::rdpmc: return "RDPMC";
+    }
+    return "?";
+}
+
+TraceNames trace_names(const CpuDecoded& d) {
+    TraceNames n;
+    n.vendor = d.id.vendor;
+    n.pmu = d.pmu;
+    return n;
+}
+
+namespace {
+
+bool amd_like(const TraceNames& n) { return n.vendor == Vendor::amd || n.vendor == Vendor::hygon; }
+
+// Names outside the architectural PMU tables (SDM Vol. 4 Table 2-2; APM Vol. 2 §13.2; PPRs).
+const char* other_name(const TraceNames& n, u32 m) {
+    switch (m) {
+        case msr::IA32_TIME_STAMP_COUNTER: return "IA32_TIME_STAMP_COUNTER";
+        case msr::IA32_APIC_BASE: return "IA32_APIC_BASE";
+        case msr::IA32_BIOS_SIGN_ID: return amd_like(n) ? "PATCH_LEVEL" : "IA32_BIOS_SIGN_ID";
+        case msr::IA32_MPERF: return "IA32_MPERF";
+        case msr::IA32_APERF: return "IA32_APERF";
+        case msr::IA32_MISC_ENABLE: return "IA32_MISC_ENABLE";
+        case msr::IA32_DEBUGCTL: return "IA32_DEBUGCTL";
+        case msr::IA32_PEBS_ENABLE: return "IA32_PEBS_ENABLE";
+        case msr::IA32_PKRS: return "IA32_PKRS";
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS: return "PerfCntrGlobalStatus";
+        case msr::AMD_PERF_CNTR_GLOBAL_CTL: return "PerfCntrGlobalCtl";
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR: return "PerfCntrGlobalStatusClr";
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET: return "PerfCntrGlobalStatusSet";
+        case msr::AMD_HWCR: return "HWCR";
+        case msr::AMD_DE_CFG: return "DE_CFG";
+        case msr::AMD_IRPERF_COUNT: return "IRPerfCount";
+        case msr::AMD_MPERF_RO: return "MPERF_RO";
+        case msr::AMD_APERF_RO: return "APERF_RO";
+        default: return nullptr;
+    }
+}
+
+bool netburst_name(u32 m, StrBuf& out) {
+    using namespace netburst;
+    if (m >= kCounterBase && m < kCounterBase + kCounters) {
+        out.printf("MSR_%s", kCounterDefs[m - kCounterBase].name);
+        return true;
+    }
+    if (m >= kCccrBase && m < kCccrBase + kCounters) {
+        out.printf("MSR_%s", kCounterDefs[m - kCccrBase].cccr_name);
+        return true;
+    }
+    int e = escr_index(m);
+    if (e >= 0) {
+        out.printf("MSR_%s", kEscrs[e].name);
+        return true;
+    }
+    return false;
+}
+
+bool amd_name(u32 m, StrBuf& out) {
+    using namespace regs::amd;
+    if (m >= msr::AMD_PERF_EVT_SEL0 && m < msr::AMD_PERF_EVT_SEL0 + kLegacyCounters) {
+        out.printf("PerfEvtSel%u", m - msr::AMD_PERF_EVT_SEL0);
+        return true;
+    }
+    if (m >= msr::AMD_PERF_CTR0 && m < msr::AMD_PERF_CTR0 + kLegacyCounters) {
+        out.printf("PerfCtr%u", m - msr::AMD_PERF_CTR0);
+        return true;
+    }
+    if (m >= msr::AMD_PERF_CTL_EXT0 && m < msr::AMD_PERF_CTL_EXT0 + 2 * kMaxCounters) {
+        unsigned i = (m - msr::AMD_PERF_CTL_EXT0) / 2;
+        out.printf("%s%u", (m - msr::AMD_PERF_CTL_EXT0) % 2 ? "PERF_CTR" : "PERF_CTL", i);
+        return true;
+    }
+    return false;
+}
+
+bool is_amd_ctl(u32 m) {
+    using namespace regs::amd;
+    if (m >= msr::AMD_PERF_EVT_SEL0 && m < msr::AMD_PERF_EVT_SEL0 + kLegacyCounters) return true;
+    return m >= msr::AMD_PERF_CTL_EXT0 && m < msr::AMD_PERF_CTL_EXT0 + 2 * kMaxCounters &&
+           (m - msr::AMD_PERF_CTL_EXT0) % 2 == 0;
+}
+
+void flag(StrBuf& out, bool on, const char* name) {
+    if (on) out.printf(" %s", name);
+}
+
+// Intel GLOBAL_CTRL / STATUS / OVF_CTRL / INUSE: the counter bits (SDM §20.2.2, Figure 20-3).
+void intel_counter_bits(u64 v, StrBuf& out) {
+    regs::PerfGlobalCtrl g(v);
+    u32 gp = u32(g.pmc_enables()), fx = u32(g.fixed_enables());
+    if (!gp && !fx) {
+        out.put("none");
+    } else {
+        if (gp) regs::put_counter_set(out, gp, "PMC");
+        if (gp && fx) out.put(',');
+        if (fx) regs::put_counter_set(out, fx, "FIXED_CTR");
+    }
+    u64 rest = v & ~(regs::PerfGlobalCtrl::pmc_enables_field::mask | regs::PerfGlobalCtrl::fixed_enables_field::mask);
+    if (rest) out.printf(" other=0x%llx", (unsigned long long)rest);
+}
+
+}  // namespace
+
+void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
+    if (op == TraceOp::rdpmc) {
+        if (n.pmu.netburst) {
+            u32 i = addr & 0x1F;
+            if (i < netburst::kCounters) out.printf("MSR_%s", netburst::kCounterDefs[i].name);
+            else out.printf("counter %u", i);
+            if (addr & netburst::kRdpmcFast) out.put(" (fast read)");
+        } else if (amd_like(n)) {
+            out.printf("PERF_CTR%u", addr);
+        } else if (addr & (1u << 30)) {
+            out.printf("FIXED_CTR%u", addr & ~(1u << 30));
+        } else {
+            out.printf("PMC%u", addr);
+        }
+        return;
+    }
+    if (n.pmu.netburst && netburst_name(addr, out)) return;
+    if (amd_name(addr, out)) return;
+    const char* o = other_name(n, addr);
+    if (o) {
+        out.put(o);
+        return;
+    }
+    StrBuf tmp;
+    if (!n.pmu.netburst && regs::pmu_msr_name(n.pmu, addr, tmp)) {
+        out.put(tmp.view());
+        return;
+    }
+    out.printf("MSR 0x%x", addr);
+}
+
+void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
+    bool selector = (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters) || is_amd_ctl(m) ||
+                    (n.pmu.netburst && ((m >= netburst::kCccrBase && m < netburst::kCccrBase + netburst::kCounters) ||
+                                        netburst::escr_index(m) >= 0));
+    if (selector && v == 0) {
+        out.put("clear");
+        return;
+    }
+    if (n.pmu.netburst) {
+        using namespace netburst;
+        if (m >= kCccrBase && m < kCccrBase + kCounters) {
+            Cccr c(v);  // SDM Vol. 3B §20.15.3
+            out.printf("escr_select=%llu active_thread=%llu", (unsigned long long)c.escr_select(),
+                       (unsigned long long)c.active_thread());
+            if (c.threshold()) out.printf(" threshold=%llu", (unsigned long long)c.threshold());
+            flag(out, c.compare(), "compare");
+            flag(out, c.complement(), "complement");
+            flag(out, c.edge(), "edge");
+            flag(out, c.force_ovf(), "force_ovf");
+            flag(out, c.ovf_pmi(), "ovf_pmi");
+            flag(out, c.ovf_pmi_t1(), "ovf_pmi_t1");
+            flag(out, c.cascade(), "cascade");
+            flag(out, c.ovf(), "ovf");
+            flag(out, c.enable(), "enable");
+            return;
+        }
+        if (escr_index(m) >= 0) {
+            Escr e(v);  // SDM Vol. 3B §20.15.1
+            out.printf("event_select=0x%02llx event_mask=0x%04llx", (unsigned long long)e.event_select(),
+                       (unsigned long long)e.event_mask());
+            if (e.tag_enable()) out.printf(" tag=%llu", (unsigned long long)e.tag_value());
+            flag(out, e.t0_os(), "t0_os");
+            flag(out, e.t0_usr(), "t0_usr");
+            flag(out, e.t1_os(), "t1_os");
+            flag(out, e.t1_usr(), "t1_usr");
+            return;
+        }
+        return;
+    }
+    if (is_amd_ctl(m)) {
+        regs::amd::PerfEvtSel s(v);  // APM Vol. 2 §13.2.1 Figure 13-7
+        out.printf("event=0x%03llx umask=0x%02llx", (unsigned long long)s.event_select(),
+                   (unsigned long long)s.umask());
+        if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
+        flag(out, s.usr(), "usr");
+        flag(out, s.os(), "os");
+        flag(out, s.edge(), "edge");
+        flag(out, s.intr(), "int");
+        flag(out, s.inv(), "inv");
+        flag(out, s.guest_only(), "guest");
+        flag(out, s.host_only(), "host");
+        flag(out, s.en(), "en");
+        return;
+    }
+    switch (m) {
+        case msr::AMD_PERF_CNTR_GLOBAL_CTL:
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS:
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR:
+        case msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET: {
+            regs::amd::GlobalCtl g(v);  // APM Vol. 2 §13.2.2
+            regs::put_counter_set(out, u32(g.counters()), "PERF_CTR");
+            u64 rest = v & ~regs::amd::GlobalCtl::counters_field::mask;
+            if (rest) out.printf(" other=0x%llx", (unsigned long long)rest);
+            return;
+        }
+        case msr::AMD_HWCR: out.printf("IRPerfEn=%d", regs::amd::Hwcr(v).ir_perf_en() ? 1 : 0); return;
+        case msr::AMD_DE_CFG:
+            out.printf("LfenceSerializing=%d", regs::amd::DeCfg(v).lfence_serializing() ? 1 : 0);
+            return;
+        default: break;
+    }
+    if (amd_like(n)) return;
+    if (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters) {
+        regs::PerfEvtSel s(v);  // SDM Vol. 3B §20.2.1.1 Figure 20-1
+        out.printf("event=0x%02llx umask=0x%02llx", (unsigned long long)s.event_select(),
+                   (unsigned long long)s.umask());
+        if (s.umask2()) out.printf(" umask2=0x%02llx", (unsigned long long)s.umask2());
+        if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
+        flag(out, s.usr(), "usr");
+        flag(out, s.os(), "os");
+        flag(out, s.edge(), "edge");
+        flag(out, s.pc(), "pc");
+        flag(out, s.intr(), "int");
+        flag(out, s.any_thread(), "any");
+        flag(out, s.inv(), "inv");
+        flag(out, s.eq(), "eq");
+        flag(out, s.en(), "en");
+        return;
+    }
+    switch (m) {
+        case msr::IA32_FIXED_CTR_CTRL: {
+            regs::FixedCtrCtrl c(v);  // SDM Vol. 3B §20.2.2 Figure 20-2
+            bool any = false;
+            for (unsigned i = 0; i < regs::FixedCtrCtrl::kGroups; ++i) {
+                if (!c.group(i)) continue;
+                out.printf("%sFIXED_CTR%u=", any ? " " : "", i);
+                any = true;
+                bool first = true;
+                auto put = [&](bool on, const char* name) {
+                    if (!on) return;
+                    out.printf("%s%s", first ? "" : "+", name);
+                    first = false;
+                };
+                put(c.os(i), "os");
+                put(c.usr(i), "usr");
+                put(c.any_thread(i), "any");
+                put(c.pmi(i), "pmi");
+            }
+            if (!any) out.put("none");
+            return;
+        }
+        case msr::IA32_PERF_GLOBAL_CTRL:
+        case msr::IA32_PERF_GLOBAL_STATUS:
+        case msr::IA32_PERF_GLOBAL_OVF_CTRL:
+        case msr::IA32_PERF_GLOBAL_STATUS_SET:
+        case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
+        default: return;
+    }
+}
+
+// ---------------------------------------------------------------- the tracer
+
+MsrTrace::MsrTrace(Hw& inner, TraceSink& sink, u32 capacity)
+    : inner_(inner),
+      sink_(sink),
+      buf_(new TraceEntry[capacity ? capacity : 1]),
+      cap_(capacity ? capacity : 1),
+      bsp_(inner.current_cpu()) {}
+
+MsrTrace::~MsrTrace() { delete[] buf_; }
+
+void MsrTrace::record(TraceOp op, u32 addr, u64 value, u8 vector, bool code) {
+    u32 cpu = inner_.current_cpu();
+    if (count_ >= cap_) {
+        ++dropped_;
+    } else {
+        TraceEntry& e = buf_[count_++];
+        e = TraceEntry();
+        e.cpu = cpu;
+        e.op = op;
+        e.addr = addr;
+        e.value = value;
+        e.vector = vector;
+        e.code = code;
+    }
+    // The BSP outside any run_on_cpu: print now, so that the trace stays next to the
+    // output it belongs to.
+    if (depth_ == 0 && !in_run_ && cpu == bsp_) flush();
+}
+
+Result<u64> MsrTrace::rdmsr(u32 msr) {
+    Result<u64> r = inner_.rdmsr(msr);
+    record(TraceOp::rdmsr, msr, r.ok() ? r.value() : 0, r.ok() ? 0 : (r.error().vector ? r.error().vector : kVectorGP),
+           false);
+    return r;
+}
+
+Status MsrTrace::wrmsr(u32 msr, u64 value) {
+    Status s = inner_.wrmsr(msr, value);
+    record(TraceOp::wrmsr, msr, value, s.ok() ? 0 : (s.error().vector ? s.error().vector : kVectorGP), false);
+    return s;
+}
+
+Result<u64> MsrTrace::rdpmc(u32 index) {
+    Result<u64> r = inner_.rdpmc(index);
+    record(TraceOp::rdpmc, index, r.ok() ? r.value() : 0,
+           r.ok() ? 0 : (r.error().vector ? r.error().vector : kVectorGP), false);
+    return r;
+}
+
+Status MsrTrace::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
+    ++depth_;
+    Status s = inner_.run_on_cpu(cpu, fn, ctx);
+    --depth_;
+    if (depth_ == 0 && inner_.current_cpu() == bsp_) flush();
+    return s;
+}
+
+void MsrTrace::code(TraceOp op, u32 addr, u64 value) { record(op, addr, op == TraceOp::wrmsr ? value : 0, 0, true); }
+
+void MsrTrace::run_begin() {
+    in_run_ = true;
+    run_start_ = count_;
+}
+
+bool MsrTrace::same_run(u32 a, u32 b, u32 len) const {
+    for (u32 i = 0; i < len; ++i) {
+        const TraceEntry& x = buf_[a + i];
+        const TraceEntry& y = buf_[b + i];
+        if (x.cpu != y.cpu || x.op != y.op || x.addr != y.addr || x.vector != y.vector || x.code != y.code)
+            return false;
+        if (x.op == TraceOp::wrmsr && x.value != y.value) return false;
+    }
+    return true;
+}
+
+void MsrTrace::run_end() {
+    in_run_ = false;
+    if (run_start_ > count_ || dropped_) return;
+    u32 len = count_ - run_start_;
+    if (len == 0) return;
+    if (have_block_ && block_len_ == len && block_start_ + block_len_ == run_start_ &&
+        same_run(block_start_, run_start_, len)) {
+        for (u32 i = 0; i < len; ++i) ++buf_[block_start_ + i].runs;
+        count_ = run_start_;  // the repeat is only counted
+        return;
+    }
+    have_block_ = true;
+    block_start_ = run_start_;
+    block_len_ = len;
+    for (u32 i = 0; i < len; ++i) buf_[run_start_ + i].runs = 1;
+    buf_[run_start_].block_first = true;
+}
+
+void MsrTrace::flush() {
+    if (in_run_) return;
+    u32 n = count_;
+    u64 dropped = dropped_;
+    count_ = 0;
+    dropped_ = 0;
+    have_block_ = false;
+    for (u32 i = 0; i < n; ++i) sink_.trace(buf_[i]);
+    if (dropped) sink_.trace_dropped(dropped);
+}
+
+}  // namespace pmulab

@@ -1,0 +1,171 @@
+// --trace-msr (x86/msr_trace.h): register names and decoded fields, buffering on APs,
+// folding of identical runs, faults and a full buffer; and the global option end to end.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "support/test_platform.h"
+#include "x86/msr_trace.h"
+
+using namespace pmulab;
+
+namespace {
+
+TraceNames names_for(Vendor v, u8 version = 4, bool netburst = false) {
+    TraceNames n;
+    n.vendor = v;
+    n.pmu.version = version;
+    n.pmu.netburst = netburst;
+    return n;
+}
+
+std::string name(const TraceNames& n, TraceOp op, u32 addr) {
+    StrBuf b;
+    trace_reg_name(n, op, addr, b);
+    return b.c_str();
+}
+
+std::string fields(const TraceNames& n, u32 msr, u64 v) {
+    StrBuf b;
+    trace_fields(n, msr, v, b);
+    return b.c_str();
+}
+
+struct Sink final : TraceSink {
+    std::vector<TraceEntry> got;
+    u64 dropped = 0;
+    void trace(const TraceEntry& e) override { got.push_back(e); }
+    void trace_dropped(u64 n) override { dropped += n; }
+};
+
+}  // namespace
+
+TEST(MsrTrace, NamesRegistersOfEveryVendor) {
+    TraceNames intel = names_for(Vendor::intel), v3 = names_for(Vendor::intel, 3);
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x186), "IA32_PERFEVTSEL0");
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x38F), "IA32_PERF_GLOBAL_CTRL");
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x390), "IA32_PERF_GLOBAL_STATUS_RESET");
+    EXPECT_EQ(name(v3, TraceOp::wrmsr, 0x390), "IA32_PERF_GLOBAL_OVF_CTRL");
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x4C2), "IA32_A_PMC1");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1A0), "IA32_MISC_ENABLE");
+    EXPECT_EQ(name(intel, TraceOp::rdpmc, 0x40000001), "FIXED_CTR1");
+    EXPECT_EQ(name(intel, TraceOp::rdpmc, 2), "PMC2");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x12345), "MSR 0x12345");
+    TraceNames amd = names_for(Vendor::amd, 0);
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010204), "PERF_CTL2");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010205), "PERF_CTR2");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010001), "PerfEvtSel1");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0000301), "PerfCntrGlobalCtl");
+    EXPECT_EQ(name(amd, TraceOp::rdpmc, 3), "PERF_CTR3");
+    TraceNames p4 = names_for(Vendor::intel, 0, true);
+    EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x36C), "MSR_IQ_CCCR0");
+    EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x309), "MSR_FLAME_COUNTER1");  // not IA32_FIXED_CTR0 here
+    EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x3B8), "MSR_CRU_ESCR0");
+    EXPECT_EQ(name(p4, TraceOp::rdpmc, 0x8000000C), "MSR_IQ_COUNTER0 (fast read)");
+}
+
+TEST(MsrTrace, DecodesControlRegisters) {
+    TraceNames intel = names_for(Vendor::intel);
+    EXPECT_EQ(fields(intel, 0x186, 0x0041010E), "event=0x0e umask=0x01 usr en");
+    EXPECT_EQ(fields(intel, 0x187, 0x01C300C0), "event=0xc0 umask=0x00 cmask=1 usr os inv en");
+    EXPECT_EQ(fields(intel, 0x186, 0), "clear");
+    EXPECT_EQ(fields(intel, 0x38D, 0x0B3), "FIXED_CTR0=os+usr FIXED_CTR1=os+usr+pmi");
+    EXPECT_EQ(fields(intel, 0x38F, 0x70000000Full), "PMC0-3,FIXED_CTR0-2");
+    EXPECT_EQ(fields(intel, 0x38F, 0), "none");
+    EXPECT_EQ(fields(intel, 0xC1, 1234), "");  // counters have no fields
+    TraceNames amd = names_for(Vendor::amd, 0);
+    EXPECT_EQ(fields(amd, 0xC0010200, 0x201004301C1ull), "event=0x1c1 umask=0x01 usr os host en");
+    EXPECT_EQ(fields(amd, 0xC0000301, 0x21), "PERF_CTR0,5");
+    EXPECT_EQ(fields(amd, 0xC0010015, 1ull << 30), "IRPerfEn=1");
+    TraceNames p4 = names_for(Vendor::intel, 0, true);
+    EXPECT_EQ(fields(p4, 0x370, 0x39000), "escr_select=4 active_thread=3 enable");
+    EXPECT_EQ(fields(p4, 0x3B8, (u64(2) << 25) | (u64(1) << 9) | 0xC),
+              "event_select=0x02 event_mask=0x0001 t0_os t0_usr");
+}
+
+TEST(MsrTrace, BspAccessesAreImmediateApAccessesWaitForTheBsp) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    Sink sink;
+    MsrTrace t(m, sink);
+    ASSERT_TRUE(t.rdmsr(0x186).ok());
+    ASSERT_EQ(sink.got.size(), 1u);  // the BSP outside run_on_cpu: delivered at once
+    size_t during = 99;
+    Status s = run_on(t, 1, [&] {
+        EXPECT_TRUE(t.wrmsr(0x186, 0x43003C).ok());
+        EXPECT_FALSE(t.rdmsr(0x12345).ok());
+        during = sink.got.size();  // nothing delivered while on the AP
+    });
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(during, 1u);
+    ASSERT_EQ(sink.got.size(), 3u);
+    EXPECT_EQ(sink.got[1].cpu, 1u);
+    EXPECT_EQ(sink.got[1].op, TraceOp::wrmsr);
+    EXPECT_EQ(sink.got[1].value, 0x43003Cu);
+    EXPECT_EQ(sink.got[1].vector, 0);
+    EXPECT_EQ(sink.got[2].vector, kVectorGP);
+    EXPECT_EQ(m.cpu(1).peek(0x186), 0x43003Cu);  // the write went through to the CPU
+}
+
+TEST(MsrTrace, IdenticalRunsAreFoldedWithTheirCount) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    Sink sink;
+    MsrTrace t(m, sink);
+    Status s = run_on(t, 1, [&] {
+        for (int i = 0; i < 5; ++i) {
+            t.run_begin();
+            t.code(TraceOp::wrmsr, 0x38F, 1);
+            EXPECT_TRUE(t.rdpmc(0).ok());  // values differ from run to run: still the same run
+            t.code(TraceOp::wrmsr, 0x38F, 0);
+            t.run_end();
+        }
+        t.run_begin();
+        t.code(TraceOp::wrmsr, 0x38F, 3);  // a different value: a new block
+        t.run_end();
+    });
+    ASSERT_TRUE(s.ok());
+    ASSERT_EQ(sink.got.size(), 4u);
+    EXPECT_TRUE(sink.got[0].block_first);
+    EXPECT_EQ(sink.got[0].runs, 5u);
+    EXPECT_TRUE(sink.got[0].code);
+    EXPECT_EQ(sink.got[1].op, TraceOp::rdpmc);
+    EXPECT_FALSE(sink.got[1].code);
+    EXPECT_EQ(sink.got[2].runs, 5u);
+    EXPECT_TRUE(sink.got[3].block_first);
+    EXPECT_EQ(sink.got[3].runs, 1u);
+    EXPECT_EQ(sink.got[3].value, 3u);
+}
+
+TEST(MsrTrace, AFullBufferIsReportedNotOverrun) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    Sink sink;
+    MsrTrace t(m, sink, 4);
+    Status s = run_on(t, 1, [&] {
+        for (int i = 0; i < 10; ++i) (void)t.rdmsr(0x186);
+    });
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(sink.got.size(), 4u);
+    EXPECT_EQ(sink.dropped, 6u);
+}
+
+TEST(MsrTrace, GlobalOptionTracesACommandInTextAndJson) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    pmutest::RunResult r = pmutest::run(m, {"--trace-msr", "msr", "write", "0x186", "0x43003c", "--cpu", "1"});
+    ASSERT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(r.has_line("msr: CPU 1 WRMSR IA32_PERFEVTSEL0 (0x186) <- 0x43003c: event=0x3c umask=0x00 usr os en"))
+        << r.out;
+    EXPECT_TRUE(r.opts.trace_msr);
+    r = pmutest::run(m, {"--json", "--trace-msr", "msr", "read", "0x12345", "--cpu", "0"});
+    bool found = false;
+    for (const pmutest::Json& j : pmutest::parse_json_lines(r.out)) {
+        if (j["type"].s() != "msr_trace" || j["msr"].s() != "0x12345") continue;
+        found = true;
+        EXPECT_EQ(j["result"].s(), "#GP");
+        EXPECT_EQ(j["op"].s(), "rdmsr");
+        EXPECT_TRUE(j["value"].is_null());
+    }
+    EXPECT_TRUE(found) << r.out;
+    // Without the option nothing is traced.
+    r = pmutest::run(m, {"msr", "read", "0x186"});
+    EXPECT_EQ(r.out.find("msr: CPU"), std::string::npos) << r.out;
+}

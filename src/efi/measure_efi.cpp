@@ -87,54 +87,7 @@ private:
     u64 mmio_;
 };
 
-EFI_GUID kMpGuid = PMULAB_MP_SERVICES_GUID;
-
-struct ApCall {
-    CpuFn fn;
-    void* ctx;
-};
-
-// Runs on the AP: pmulab's IDT (fault-safe MSR/PMC access), the work, the old IDT.
-VOID EFIAPI ap_entry(VOID* arg) {
-    auto* call = static_cast<ApCall*>(arg);
-    SavedIdtr saved = fault_layer_enter();
-    call->fn(call->ctx);
-    fault_layer_leave(saved);
-}
-
 }  // namespace
-
-Status EfiMeasure::run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) {
-    if (cpu >= hw.cpu_count() || cpu == hw.current_cpu()) return hw.run_on_cpu(cpu, fn, ctx);
-    if (!mp_located_) {
-        mp_located_ = true;
-        if (gBS->LocateProtocol(&kMpGuid, nullptr, &mp_) != EFI_SUCCESS) mp_ = nullptr;
-    }
-    Result<CpuTopology> t = hw.topology(cpu);
-    if (!mp_ || !t.ok() || !t.value().enabled) return hw.run_on_cpu(cpu, fn, ctx);
-    // Non-blocking StartupThisAP, and the BSP halts in WaitForEvent until MP
-    // Services sees the AP finish. In blocking mode the BSP spins (PAUSE) for the
-    // whole measurement; under QEMU TCG with -icount, whose vCPUs share one thread
-    // and one instruction clock, that spinning starved the measuring AP and
-    // perturbed its TSC.
-    EFI_EVENT done = nullptr;
-    EFI_STATUS st = gBS->CreateEvent(0, 0, nullptr, nullptr, &done);
-    if (st != EFI_SUCCESS) return hw.run_on_cpu(cpu, fn, ctx);
-    auto* mp = static_cast<EfiMpServicesProtocol*>(mp_);
-    ApCall call{fn, ctx};
-    st = mp->StartupThisAP(mp, ap_entry, UINTN(cpu), done, 0, &call, nullptr);
-    if (st != EFI_SUCCESS) {
-        gBS->CloseEvent(done);
-        return Error::make(Errc::io, "MP Services StartupThisAP(CPU %u) failed: %s", cpu, status_name(st));
-    }
-    UINTN index = 0;
-    st = gBS->WaitForEvent(1, &done, &index);
-    gBS->CloseEvent(done);
-    if (st != EFI_SUCCESS)
-        return Error::make(Errc::io, "waiting for CPU %u failed: %s (the AP may still be running)", cpu,
-                           status_name(st));
-    return ok_status();
-}
 
 Result<void*> EfiMeasure::alloc_pages(usize bytes, bool executable) {
     EFI_PHYSICAL_ADDRESS addr = 0;

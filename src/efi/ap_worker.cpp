@@ -104,8 +104,8 @@ u64 guard_end(u64 before) {
 // The BSP writes seq, cmd, fn and ctx; the AP writes done (in another cache line:
 // pool memory is 8-byte aligned, so the padding is a full line).
 struct ApMailbox {
-    volatile u64 seq = 0;   // BSP: the last command posted
-    volatile u32 cmd = 0;   // kCmdRun, kCmdExit
+    volatile u64 seq = 0;  // BSP: the last command posted
+    volatile u32 cmd = 0;  // kCmdRun, kCmdExit
     volatile u32 state = kOff;
     CpuFn fn = nullptr;
     void* ctx = nullptr;
@@ -115,8 +115,8 @@ struct ApMailbox {
     // What the BSP sees, for the AP to compare with its own APIC.
     u64 bsp_x2apic = 0, bsp_mmio = 0;
     u8 pad[64] = {};
-    volatile u64 done = 0;  // AP: the last command finished
-    volatile u32 wake_ipi = 0;          // AP: it halts between jobs and wants the wake IPI
+    volatile u64 done = 0;      // AP: the last command finished
+    volatile u32 wake_ipi = 0;  // AP: it halts between jobs and wants the wake IPI
 };
 
 namespace {
@@ -289,7 +289,9 @@ Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_1
     u64 allocs_before = __atomic_load_n(&g_guard_count, __ATOMIC_ACQUIRE);
     guard_begin();
     store_release(m.seq, seq);
-    if (m.wake_ipi) send_ipi(x2apic_, apic_mmio_, m.apic_id, ApicIcr().set_vector(kApWakeVector).set_delivery_mode(kDeliveryFixed).set_level_assert());
+    if (m.wake_ipi)
+        send_ipi(x2apic_, apic_mmio_, m.apic_id,
+                 ApicIcr().set_vector(kApWakeVector).set_delivery_mode(kDeliveryFixed).set_level_assert());
     bool finished = spin_until(m.done, seq, timer_);
     u64 allocs = guard_end(allocs_before);
     if (!finished) {

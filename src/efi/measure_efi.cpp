@@ -224,20 +224,24 @@ Status EfiMeasure::vector_enter(VectorSaved* s) {
     if (!xsave_) return ok_status();
     if (!(s->word[0] & kCr4Osxsave)) write_cr4(s->word[0] | kCr4Osxsave);
     s->word[1] = xgetbv0();
-    // The firmware's state of the components it had enabled (the header's XSTATE_BV
-    // must be clear in fresh areas: zeroed once in prepare, XSAVE keeps it valid).
-    u64 mask = s->word[1];
-    asm volatile("xsave64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+    // Every component the CPU has is saved and restored, not only those the firmware
+    // enabled: with the firmware's XCR0 = 1 (x87 only), XSAVE would leave MXCSR and the
+    // XMM registers out, and code that unmasks SIMD exceptions (--init with LDMXCSR)
+    // would leave them unmasked for the firmware. (The header's XSTATE_BV must be clear
+    // in a fresh area: zeroed once in prepare, XSAVE keeps it valid.)
     if (xcr0_all_ != s->word[1]) xsetbv0(xcr0_all_);
+    u64 mask = xcr0_all_;
+    asm volatile("xsave64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
     s->word[2] = 1;
     return ok_status();
 }
 
 void EfiMeasure::vector_leave(const VectorSaved& s) {
     if (s.word[2]) {
-        if (xgetbv0() != s.word[1]) xsetbv0(s.word[1]);
-        u64 mask = s.word[1];
+        if (xgetbv0() != xcr0_all_) xsetbv0(xcr0_all_);
+        u64 mask = xcr0_all_;
         asm volatile("xrstor64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+        if (s.word[1] != xcr0_all_) xsetbv0(s.word[1]);
     }
     if (read_cr4() != s.word[0]) write_cr4(s.word[0]);
 }

@@ -10,7 +10,10 @@ Prints:
   - wall time per measurement repetition (one U run + one 2U run of `nop`);
   - cost of the results files, flushed after every record (a kill loses at most the
     record being written): the same campaign of many small records on a writable image
-    and on a read-only one (no files written), per record and as a ratio.
+    and on a read-only one (no files written), per record and as a ratio;
+  - AP dispatch: the added cost of a job on an AP instead of the BSP (goal <= 1 ms), from
+    one boot that alternates 30 pairs of commands of 10 jobs between CPU 0 and CPU 1: the
+    time between consecutive result records, median per command, paired differences.
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -38,6 +41,38 @@ def boot(args, smp=4, image=None, extra=()):
     if p.returncode != 0:
         sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
     return dt, p.stdout
+
+
+def ap_dispatch_cost(td, jobs=10, pairs=30):
+    """ms per job on CPU 0 and on CPU 1 and the added cost of the AP, timed between
+    result records as they stream out of one boot (read-only disk: no results files).
+    Commands alternate between the CPUs; each pair's difference of medians cancels the
+    slow drift of a shared host's load, and the median over pairs is the figure."""
+    sizes = ",".join(f"{4 * (i + 1)}K" for i in range(jobs))  # one pointer_chase job per size
+    cfg = os.path.join(td, "dispatch.cfg")
+    with open(cfg, "w") as f:
+        for _ in range(pairs):
+            for cpu in (0, 1):
+                f.write(f"run --bench pointer_chase --size {sizes} --reps 1 --warmup 0 --unroll 1 "
+                        f"--cpu {cpu} --json\n")
+    cmd = [RUN, "--no-build", "--smp", "2", "--readonly-disk", "--config", cfg]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1)
+    runs = []  # (cpu, [arrival times of its records]), in order
+    for line in p.stdout:
+        t = time.monotonic()
+        if '"type":"result"' not in line:
+            continue
+        cpu = json.loads(line)["cpu"]
+        if not runs or runs[-1][0] != cpu or len(runs[-1][1]) == jobs:
+            runs.append((cpu, []))
+        runs[-1][1].append(t)
+    err = p.stderr.read()
+    if p.wait() != 0 or len(runs) != 2 * pairs:
+        sys.exit(f"bench: {' '.join(cmd)} failed ({p.returncode}, {len(runs)} commands):\n{err[-2000:]}")
+    per = [statistics.median(1000 * (b - a) for a, b in zip(ts, ts[1:])) for _, ts in runs]
+    bsp, ap = per[0::2], per[1::2]
+    added = statistics.median(a - b for a, b in zip(ap, bsp))
+    return statistics.median(bsp), statistics.median(ap), added, pairs * (jobs - 1)
 
 
 def median_time(fn, n=3):
@@ -89,6 +124,11 @@ def main():
         print(f"  results files ({records} records, flushed one by one): writable image {t_rw:6.2f} s, "
               f"read-only (no files) {t_ro:6.2f} s, ratio {t_rw / t_ro:5.2f}, "
               f"{1000 * (t_rw - t_ro) / records:6.2f} ms per record under TCG")
+
+        bsp, ap, added, n = ap_dispatch_cost(td)
+        print(f"  AP dispatch ({n} jobs each way, one boot): BSP {bsp:6.2f} ms per job, AP {ap:6.2f} ms per job, "
+              f"ratio {ap / bsp:5.2f}, added {added:+6.2f} ms per AP job (goal <= 1 ms; ~100 ms before "
+              f"pmulab's AP workers)")
     return 0
 
 

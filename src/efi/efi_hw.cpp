@@ -7,19 +7,6 @@ namespace {
 
 EFI_GUID kMpServicesGuid = PMULAB_MP_SERVICES_GUID;
 
-struct ApCall {
-    CpuFn fn;
-    void* ctx;
-};
-
-// Runs on the AP: load pmulab's IDT so MSR faults are caught, run, restore.
-VOID EFIAPI ap_trampoline(VOID* arg) {
-    auto* call = static_cast<ApCall*>(arg);
-    SavedIdtr saved = fault_layer_enter();
-    call->fn(call->ctx);
-    fault_layer_leave(saved);
-}
-
 }  // namespace
 
 const char* status_name(EFI_STATUS s) {
@@ -95,6 +82,9 @@ Status EfiHw::init() {
         }
         if (t.bsp) bsp_ = i;
     }
+    Vec<u64> apic_ids;
+    for (u32 i = 0; i < count_; ++i) apic_ids.push(topo_[i].apic_id);
+    workers_.init(mp_, count_, apic_ids.data());
     return ok_status();
 }
 
@@ -145,18 +135,17 @@ Result<CpuTopology> EfiHw::topology(u32 cpu) {
 Status EfiHw::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
     if (cpu >= count_)
         return Error::make(Errc::invalid_argument, "no logical processor %u (there are %u)", cpu, count_);
-    if (cpu == current_cpu()) {
+    u32 self = current_cpu();
+    if (cpu == self) {
         // The BSP runs with pmulab's IDT loaded for the whole session.
         fn(ctx);
         return ok_status();
     }
+    if (self != bsp_)
+        return Error::make(Errc::internal, "CPU %u cannot hand a job to CPU %u: only the BSP dispatches", self, cpu);
     if (!topo_[cpu].enabled)
         return Error::make(Errc::unsupported, "logical processor %u is disabled by the firmware", cpu);
-    ApCall call{fn, ctx};
-    EFI_STATUS st = mp_->StartupThisAP(mp_, ap_trampoline, UINTN(cpu), nullptr, 0, &call, nullptr);
-    if (st != EFI_SUCCESS)
-        return Error::make(Errc::io, "MP Services StartupThisAP(CPU %u) failed: %s", cpu, status_name(st));
-    return ok_status();
+    return workers_.run(cpu, fn, ctx);
 }
 
 }  // namespace pmulab::efi

@@ -263,6 +263,7 @@ int efi_run() {
             status = kExitFailure;
         }
     }
+    p.efi_hw().shutdown_workers();  // they use the exception tables freed next
     fault_layer_leave(saved_idt);
     fault_layer_fini();
 

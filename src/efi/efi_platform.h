@@ -1,6 +1,7 @@
 // The EFI implementation of the hardware seam and the platform services.
 #pragma once
 
+#include "ap_worker.h"
 #include "efi_defs.h"
 #include "efi_files.h"
 #include "measure_efi.h"
@@ -21,10 +22,14 @@ public:
     u32 cpu_count() override { return count_; }
     u32 current_cpu() override;
     Result<CpuTopology> topology(u32 cpu) override;
+    // On an AP through pmulab's worker there (ap_worker.h).
     Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override;
+    // Sends the AP workers back to MP Services (before pmulab returns to the firmware).
+    void shutdown_workers() { workers_.shutdown(); }
 
 private:
     EfiMpServicesProtocol* mp_ = nullptr;
+    ApWorkers workers_;
     u32 count_ = 1;
     u32 bsp_ = 0;
     Vec<CpuTopology> topo_;

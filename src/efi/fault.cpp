@@ -1,5 +1,6 @@
 #include "fault.h"
 
+#include "ap_worker.h"
 #include "efi_defs.h"
 #include "x86/hw.h"
 
@@ -21,6 +22,7 @@ PMULAB_EXC(16)
 PMULAB_EXC(17)
 PMULAB_EXC(19)
 #undef PMULAB_EXC
+void pmulab_ap_wake();
 extern pmulab::u64 pmulab_prev_exc[32];
 extern pmulab::u64 pmulab_gen_lo, pmulab_gen_hi, pmulab_gen_exit;
 extern pmulab::u64 pmulab_gen_fault[5];
@@ -44,6 +46,7 @@ static_assert(sizeof(IdtGate) == 16, "IDT gate is 16 bytes in IA-32e mode");
 constexpr u8 kInterruptGatePresentDpl0 = 0x8E;
 
 IdtGate* g_idt = nullptr;
+IdtGate* g_ap_idt = nullptr;  // g_idt plus the AP workers' wake vector
 u16 g_idt_limit = 0;
 
 u64 gate_offset(const IdtGate& g) { return u64(g.offset_lo) | (u64(g.offset_mid) << 16) | (u64(g.offset_hi) << 32); }
@@ -96,7 +99,27 @@ Status fault_layer_init() {
         pmulab_prev_exc[h.vector] = gate_offset(src[h.vector]);
         set_gate(g_idt[h.vector], u64(reinterpret_cast<uintptr_t>(h.stub)), src[h.vector].selector);
     }
+    // The AP workers' copy: the same, plus their wake IPI.
+    if (kApWakeVector < entries) {
+        if (gBS->AllocatePool(EfiLoaderData, usize(cur.limit) + 1, &mem) != EFI_SUCCESS)
+            return Error::make(Errc::io, "cannot allocate the AP exception table");
+        g_ap_idt = static_cast<IdtGate*>(mem);
+        for (usize i = 0; i < entries; ++i) g_ap_idt[i] = g_idt[i];
+        u16 cs;
+        asm volatile("mov %%cs, %0" : "=r"(cs));
+        set_gate(g_ap_idt[kApWakeVector], u64(reinterpret_cast<uintptr_t>(pmulab_ap_wake)), cs);
+    }
     return ok_status();
+}
+
+SavedIdtr fault_layer_enter_ap() {
+    SavedIdtr prev = read_idtr();
+    IdtGate* t = g_ap_idt ? g_ap_idt : g_idt;
+    if (t) {
+        SavedIdtr mine{g_idt_limit, u64(reinterpret_cast<uintptr_t>(t))};
+        load_idtr(mine);
+    }
+    return prev;
 }
 
 SavedIdtr fault_layer_enter() {
@@ -125,9 +148,15 @@ bool generated_code_leave(u64 out[4]) {
     return pmulab_gen_fault[0] != 0;
 }
 
+void generated_code_reset() {
+    pmulab_gen_lo = pmulab_gen_hi = 0;
+    asm volatile("" ::: "memory");
+}
+
 void fault_layer_fini() {
     if (g_idt) gBS->FreePool(g_idt);
-    g_idt = nullptr;
+    if (g_ap_idt) gBS->FreePool(g_ap_idt);
+    g_idt = g_ap_idt = nullptr;
 }
 
 }  // namespace pmulab::efi

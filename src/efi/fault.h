@@ -22,6 +22,9 @@ struct SavedIdtr {
 Status fault_layer_init();
 // Loads pmulab's IDT on the calling CPU (any CPU) and returns the previous IDTR.
 SavedIdtr fault_layer_enter();
+// The same on an AP worker: pmulab's table plus the workers' wake vector
+// (ap_worker.h, kApWakeVector).
+SavedIdtr fault_layer_enter_ap();
 // Restores the IDTR returned by fault_layer_enter.
 void fault_layer_leave(const SavedIdtr& saved);
 // Generated code at [lo, lo + code_size) is about to run on this CPU: a fault inside
@@ -29,6 +32,8 @@ void fault_layer_leave(const SavedIdtr& saved);
 void generated_code_enter(const void* lo, usize code_size, usize exit_offset);
 // After the call: true when it faulted, with vector, RIP, error code, CR2 in out.
 bool generated_code_leave(u64 out[4]);
+// Forgets the running generated code without reading the record (an AP stopped in it).
+void generated_code_reset();
 // Frees the IDT copy (after every CPU has left).
 void fault_layer_fini();
 

@@ -181,6 +181,34 @@ exc_common:
 3:  xor %eax, %eax
     ret
 
+/*
+ * The wake IPI of pmulab's AP workers (ap_worker.cpp; vector kApWakeVector, in the AP
+ * exception table only). A halted worker only needs to leave HLT: the stub signals
+ * end of interrupt to the local APIC (SDM Vol. 3A "Signaling Interrupt Servicing
+ * Completion": a write of 0 to the EOI register, MMIO offset 0xB0, or MSR 0x80B in
+ * x2APIC mode) and returns.
+ */
+    .globl pmulab_ap_wake
+    .type pmulab_ap_wake, @function
+pmulab_ap_wake:
+    push %rax
+    push %rcx
+    push %rdx
+    mov pmulab_wake_eoi_mmio(%rip), %rax
+    test %rax, %rax
+    jz 1f
+    movl $0, 0xB0(%rax)
+    jmp 2f
+1:  mov $0x80B, %ecx
+    xor %eax, %eax
+    xor %edx, %edx
+    wrmsr
+2:  pop %rdx
+    pop %rcx
+    pop %rax
+    iretq
+    .size pmulab_ap_wake, .-pmulab_ap_wake
+
     .data
     .balign 8
     .globl pmulab_prev_exc
@@ -198,5 +226,8 @@ pmulab_gen_exit:
     .globl pmulab_gen_fault
 pmulab_gen_fault:           /* faulted, vector, RIP, error code, CR2 */
     .fill 5, 8, 0
+    .globl pmulab_wake_eoi_mmio
+pmulab_wake_eoi_mmio:       /* xAPIC MMIO base, or 0: x2APIC */
+    .quad 0
 
     .section .note.GNU-stack,"",@progbits

@@ -87,54 +87,7 @@ private:
     u64 mmio_;
 };
 
-EFI_GUID kMpGuid = PMULAB_MP_SERVICES_GUID;
-
-struct ApCall {
-    CpuFn fn;
-    void* ctx;
-};
-
-// Runs on the AP: pmulab's IDT (fault-safe MSR/PMC access), the work, the old IDT.
-VOID EFIAPI ap_entry(VOID* arg) {
-    auto* call = static_cast<ApCall*>(arg);
-    SavedIdtr saved = fault_layer_enter();
-    call->fn(call->ctx);
-    fault_layer_leave(saved);
-}
-
 }  // namespace
-
-Status EfiMeasure::run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) {
-    if (cpu >= hw.cpu_count() || cpu == hw.current_cpu()) return hw.run_on_cpu(cpu, fn, ctx);
-    if (!mp_located_) {
-        mp_located_ = true;
-        if (gBS->LocateProtocol(&kMpGuid, nullptr, &mp_) != EFI_SUCCESS) mp_ = nullptr;
-    }
-    Result<CpuTopology> t = hw.topology(cpu);
-    if (!mp_ || !t.ok() || !t.value().enabled) return hw.run_on_cpu(cpu, fn, ctx);
-    // Non-blocking StartupThisAP, and the BSP halts in WaitForEvent until MP
-    // Services sees the AP finish. In blocking mode the BSP spins (PAUSE) for the
-    // whole measurement; under QEMU TCG with -icount, whose vCPUs share one thread
-    // and one instruction clock, that spinning starved the measuring AP and
-    // perturbed its TSC.
-    EFI_EVENT done = nullptr;
-    EFI_STATUS st = gBS->CreateEvent(0, 0, nullptr, nullptr, &done);
-    if (st != EFI_SUCCESS) return hw.run_on_cpu(cpu, fn, ctx);
-    auto* mp = static_cast<EfiMpServicesProtocol*>(mp_);
-    ApCall call{fn, ctx};
-    st = mp->StartupThisAP(mp, ap_entry, UINTN(cpu), done, 0, &call, nullptr);
-    if (st != EFI_SUCCESS) {
-        gBS->CloseEvent(done);
-        return Error::make(Errc::io, "MP Services StartupThisAP(CPU %u) failed: %s", cpu, status_name(st));
-    }
-    UINTN index = 0;
-    st = gBS->WaitForEvent(1, &done, &index);
-    gBS->CloseEvent(done);
-    if (st != EFI_SUCCESS)
-        return Error::make(Errc::io, "waiting for CPU %u failed: %s (the AP may still be running)", cpu,
-                           status_name(st));
-    return ok_status();
-}
 
 Result<void*> EfiMeasure::alloc_pages(usize bytes, bool executable) {
     EFI_PHYSICAL_ADDRESS addr = 0;
@@ -271,20 +224,24 @@ Status EfiMeasure::vector_enter(VectorSaved* s) {
     if (!xsave_) return ok_status();
     if (!(s->word[0] & kCr4Osxsave)) write_cr4(s->word[0] | kCr4Osxsave);
     s->word[1] = xgetbv0();
-    // The firmware's state of the components it had enabled (the header's XSTATE_BV
-    // must be clear in fresh areas: zeroed once in prepare, XSAVE keeps it valid).
-    u64 mask = s->word[1];
-    asm volatile("xsave64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+    // Every component the CPU has is saved and restored, not only those the firmware
+    // enabled: with the firmware's XCR0 = 1 (x87 only), XSAVE would leave MXCSR and the
+    // XMM registers out, and code that unmasks SIMD exceptions (--init with LDMXCSR)
+    // would leave them unmasked for the firmware. (The header's XSTATE_BV must be clear
+    // in a fresh area: zeroed once in prepare, XSAVE keeps it valid.)
     if (xcr0_all_ != s->word[1]) xsetbv0(xcr0_all_);
+    u64 mask = xcr0_all_;
+    asm volatile("xsave64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
     s->word[2] = 1;
     return ok_status();
 }
 
 void EfiMeasure::vector_leave(const VectorSaved& s) {
     if (s.word[2]) {
-        if (xgetbv0() != s.word[1]) xsetbv0(s.word[1]);
-        u64 mask = s.word[1];
+        if (xgetbv0() != xcr0_all_) xsetbv0(xcr0_all_);
+        u64 mask = xcr0_all_;
         asm volatile("xrstor64 (%0)" ::"r"(xsave_area_), "a"(u32(mask)), "d"(u32(mask >> 32)) : "memory");
+        if (s.word[1] != xcr0_all_) xsetbv0(s.word[1]);
     }
     if (read_cr4() != s.word[0]) write_cr4(s.word[0]);
 }

@@ -17,7 +17,6 @@ public:
     void irq_restore(const IrqSaved& saved) override;
     void serialize() override;
     void execute(const Region& region, RegionFrame* frame) override;
-    Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
     Status prepare() override;
     Status vector_enter(VectorSaved* saved) override;
     void vector_leave(const VectorSaved& saved) override;
@@ -27,8 +26,6 @@ private:
     bool xsave_ = false;        // CPUID.01H:ECX.XSAVE[bit 26]
     u64 xcr0_all_ = 0;          // CPUID.(0DH,0):EDX:EAX, the XCR0 bits the CPU supports
     u8* xsave_area_ = nullptr;  // 64-byte aligned, CPUID.(0DH,0).ECX bytes (one CPU at a time)
-    void* mp_ = nullptr;        // EFI_MP_SERVICES_PROTOCOL, located on first use
-    bool mp_located_ = false;
 };
 
 }  // namespace pmulab::efi

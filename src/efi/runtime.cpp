@@ -2,6 +2,7 @@
 // compiler may emit calls to, operator new/delete over boot-services pool, and
 // the pure-virtual trap. No global constructors exist in pmulab (the linker
 // script asserts .init_array is empty).
+#include "ap_worker.h"
 #include "efi_defs.h"
 #include "base/base.h"
 #include "efi_platform.h"
@@ -46,15 +47,18 @@ void __cxa_pure_virtual() { pmulab::panic("pure virtual function called"); }
 
 }  // extern "C"
 
+// While the BSP waits for a job on an AP, allocations come from the AP guard's
+// reserve and are counted (ap_worker.h): the pool allocator is the BSP's alone.
 void* operator new(size_t n) {
-    void* p = nullptr;
+    void* p = pmulab::efi::ap_guard_alloc(n);
+    if (p) return p;
     if (pmulab::efi::gBS->AllocatePool(EfiLoaderData, n ? n : 1, &p) != EFI_SUCCESS || !p)
         pmulab::panic("out of memory (boot-services pool)");
     return p;
 }
 void* operator new[](size_t n) { return operator new(n); }
 void operator delete(void* p) noexcept {
-    if (p) pmulab::efi::gBS->FreePool(p);
+    if (p && !pmulab::efi::ap_guard_owns(p)) pmulab::efi::gBS->FreePool(p);
 }
 void operator delete[](void* p) noexcept { operator delete(p); }
 void operator delete(void* p, size_t) noexcept { operator delete(p); }

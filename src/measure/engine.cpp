@@ -133,29 +133,37 @@ const char* vector_name(u64 v) {
     }
 }
 
-// The error for a region that faulted (frame->faulted).
+// The error for a region that faulted (frame->faulted). It is built on the measuring
+// CPU, often an AP, so it formats into fixed buffers: allocating there would call the
+// firmware's pool allocator from an AP, which changes the BSP's TPL behind its back.
 Error fault_error(const Region& r, const RegionFrame& f) {
     u64 code = u64(reinterpret_cast<uintptr_t>(r.code));
     usize off = usize(f.fault_rip - code);
     FaultPlace p = locate_fault(r, off);
-    StrBuf where;
+    char where[96];
     if (p.block == CodeBlock::body)
-        where.printf("offset %llu of the body (copy %llu of %llu)", (unsigned long long)p.offset,
-                     (unsigned long long)(p.copy + 1), (unsigned long long)r.copies);
+        format_to(where, sizeof where, "offset %llu of the body (copy %llu of %llu)", (unsigned long long)p.offset,
+                  (unsigned long long)(p.copy + 1), (unsigned long long)r.copies);
     else if (p.block == CodeBlock::harness)
-        where.printf("offset %llu of the generated harness", (unsigned long long)off);
-    else where.printf("offset %llu of the %s block", (unsigned long long)p.offset, code_block_name(p.block));
-    StrBuf extra;
+        format_to(where, sizeof where, "offset %llu of the generated harness", (unsigned long long)off);
+    else
+        format_to(where, sizeof where, "offset %llu of the %s block", (unsigned long long)p.offset,
+                  code_block_name(p.block));
+    char extra[160];
+    usize n = 0;
+    extra[0] = 0;
     // Traps (SDM Vol. 3A §6.5): the saved RIP is the instruction after the one that trapped.
     if (f.fault_vector == 1 || f.fault_vector == 3 || f.fault_vector == 4)
-        extra.put(", a trap: the place is the instruction after the one that raised it");
-    if (f.fault_vector == 14) extra.printf(", CR2 0x%llx", (unsigned long long)f.fault_cr2);
+        n += format_to(extra + n, sizeof extra - n,
+                       ", a trap: the place is the instruction after the one that raised it");
+    if (f.fault_vector == 14)
+        n += format_to(extra + n, sizeof extra - n, ", CR2 0x%llx", (unsigned long long)f.fault_cr2);
     if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
         f.fault_vector == 14 || f.fault_vector == 17)
-        extra.printf(", error code 0x%llx", (unsigned long long)f.fault_error);
+        n += format_to(extra + n, sizeof extra - n, ", error code 0x%llx", (unsigned long long)f.fault_error);
     return Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
-                       vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where.c_str(),
-                       (unsigned long long)f.fault_rip, extra.c_str());
+                       vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where,
+                       (unsigned long long)f.fault_rip, extra);
 }
 
 // --trace-msr: the accesses the region performs itself, in its order (codegen.cpp):

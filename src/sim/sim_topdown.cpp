@@ -38,20 +38,18 @@ void SimCpu::set_topdown_body(const TopdownBudget& b) {
     td_body_set_ = true;
 }
 
-bool SimCpu::metrics_counting() const {
-    return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1);
-}
+bool SimCpu::metrics_counting() const { return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1); }
 
 const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
                                                       std::vector<Occurrence>* buf) {
     const TopdownBudget& b = in_body_ && td_body_set_ ? td_body_ : td_base_;
     if (!b.slots_per_cycle) return each;
     *buf = each;
-    buf->push_back({0xA4, 0x01, b.slots_per_cycle});       // TOPDOWN.SLOTS
-    buf->push_back({0xA4, 0x02, b.be_bound});              // topdown backend bound (arch)
-    buf->push_back({0x73, 0x00, b.bad_spec});              // TOPDOWN_BAD_SPECULATION
-    buf->push_back({0x9C, 0x01, b.fe_bound});              // TOPDOWN_FE_BOUND / IDQ_UOPS_NOT_DELIVERED.CORE
-    buf->push_back({0xC2, 0x02, b.retiring});              // TOPDOWN_RETIRING / UOPS_RETIRED.RETIRE_SLOTS
+    buf->push_back({0xA4, 0x01, b.slots_per_cycle});        // TOPDOWN.SLOTS
+    buf->push_back({0xA4, 0x02, b.be_bound});               // topdown backend bound (arch)
+    buf->push_back({0x73, 0x00, b.bad_spec});               // TOPDOWN_BAD_SPECULATION
+    buf->push_back({0x9C, 0x01, b.fe_bound});               // TOPDOWN_FE_BOUND / IDQ_UOPS_NOT_DELIVERED.CORE
+    buf->push_back({0xC2, 0x02, b.retiring});               // TOPDOWN_RETIRING / UOPS_RETIRED.RETIRE_SLOTS
     buf->push_back({0x0E, 0x01, b.retiring + b.bad_spec});  // UOPS_ISSUED.ANY
     if (metrics_counting())
         for (unsigned i = 0; i < 8; ++i) td_[i] += b.part(i) * cycles;

@@ -85,5 +85,4 @@ Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* set
     return ok_status();
 }
 
-
 }  // namespace pmulab

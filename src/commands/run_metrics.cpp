@@ -18,7 +18,8 @@ bool take_metric_options(Args& args, RunOptions* o, Status* err) {
     }
     if (args.option("--metrics", &v, err)) {
         if (!err->ok()) return true;
-        if (!v[0]) *err = Error::make(Errc::invalid_argument, "--metrics needs metric or group names, e.g. IPC,TopdownL1");
+        if (!v[0])
+            *err = Error::make(Errc::invalid_argument, "--metrics needs metric or group names, e.g. IPC,TopdownL1");
         o->metrics_arg = v;
         return true;
     }
@@ -154,7 +155,8 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
     for (usize i = 0; i < items.size(); ++i) {
         // The first item of each (bench, CPU).
         bool first = true;
-        for (usize j = 0; j < i && first; ++j) first = !(items[j].cpu == items[i].cpu && items[j].bench == items[i].bench);
+        for (usize j = 0; j < i && first; ++j)
+            first = !(items[j].cpu == items[i].cpu && items[j].bench == items[i].bench);
         if (!first) continue;
         ItemInputs in;
         in.c = this;

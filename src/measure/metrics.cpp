@@ -275,7 +275,8 @@ bool list_has(const char* list, StrView item) {
 }
 
 Status field_copy(char* dst, usize cap, StrView v, const char* key) {
-    if (v.len >= cap) return Error::make(Errc::invalid_argument, "%s is longer than %u characters", key, unsigned(cap - 1));
+    if (v.len >= cap)
+        return Error::make(Errc::invalid_argument, "%s is longer than %u characters", key, unsigned(cap - 1));
     format_to(dst, cap, "%.*s", int(v.len), v.ptr);
     return ok_status();
 }
@@ -289,7 +290,8 @@ Status parse_def(StrView line, MetricDef* d) {
         pos = semi >= line.len ? line.len : semi + 1;
         if (field.empty()) continue;
         usize eq = field.find('=', 0);
-        if (eq >= field.len) return Error::make(Errc::invalid_argument, "'%.*s' is not key=value", int(field.len), field.ptr);
+        if (eq >= field.len)
+            return Error::make(Errc::invalid_argument, "'%.*s' is not key=value", int(field.len), field.ptr);
         StrView k = field.sub(0, eq).trim(), v = field.sub(eq + 1, field.len - eq - 1).trim();
         any = true;
         if (k.eq(StrView("name"))) {
@@ -390,7 +392,8 @@ Status select_metrics(const MetricSet& set, StrView list, Vec<StrView>* names) {
     while (pos <= list.len) {
         usize c = list.find(',', pos);
         StrView item = list.sub(pos, c - pos).trim();
-        if (item.empty()) return Error::make(Errc::invalid_argument, "--metrics: empty item in '%.*s'", int(list.len), list.ptr);
+        if (item.empty())
+            return Error::make(Errc::invalid_argument, "--metrics: empty item in '%.*s'", int(list.len), list.ptr);
         if (!metric_or_group_known(set, item)) {
             StrBuf known;
             for (const MetricDef& d : set.defs) {
@@ -495,8 +498,8 @@ void validate_metrics(Vec<MetricValue>* values) {
             put_frac(s, sum, 4);
             for (MetricValue& v : *values)
                 if (v.ok && v.def && v.def->level == 1 && !v.violation[0])
-                    format_to(v.violation, sizeof v.violation,
-                              "the level-1 parts sum to %s, not 1 (tolerance 0.01)", s.c_str());
+                    format_to(v.violation, sizeof v.violation, "the level-1 parts sum to %s, not 1 (tolerance 0.01)",
+                              s.c_str());
         }
     }
     // Level 2 <= its parent.

@@ -20,7 +20,8 @@ bool in(u32 model, const u8* list, usize n) {
 // Golden Cove and later P cores: PERF_METRICS bytes 4-7 (Linux intel_pmu_init_glc:
 // num_topdown_events = 8): Sapphire/Emerald/Granite Rapids, Alder/Raptor/Meteor/Arrow/
 // Lunar/Panther Lake.
-constexpr u8 kLevel2Models[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xC5, 0xC6, 0xBD, 0xCC};
+constexpr u8 kLevel2Models[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA,
+                                0xBF, 0xAA, 0xAC, 0xC5, 0xC6, 0xBD, 0xCC};
 // Skylake-class client and server cores (4 slots per cycle, Intel's TMA formulas over
 // IDQ_UOPS_NOT_DELIVERED / UOPS_ISSUED / UOPS_RETIRED / INT_MISC): Skylake, Kaby/Coffee/
 // Whiskey/Comet Lake, Skylake-SP/Cascade Lake/Cooper Lake.

@@ -44,10 +44,10 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id);
 void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs);
 
 // The labels of the PERF_METRICS reads (Intel's metrics-JSON names), by byte.
-inline constexpr const char* kPerfMetricsNames[8] = {
-    "PERF_METRICS.RETIRING",          "PERF_METRICS.BAD_SPECULATION", "PERF_METRICS.FRONTEND_BOUND",
-    "PERF_METRICS.BACKEND_BOUND",     "PERF_METRICS.HEAVY_OPERATIONS", "PERF_METRICS.BRANCH_MISPREDICTS",
-    "PERF_METRICS.FETCH_LATENCY",     "PERF_METRICS.MEMORY_BOUND"};
+inline constexpr const char* kPerfMetricsNames[8] = {"PERF_METRICS.RETIRING",         "PERF_METRICS.BAD_SPECULATION",
+                                                     "PERF_METRICS.FRONTEND_BOUND",   "PERF_METRICS.BACKEND_BOUND",
+                                                     "PERF_METRICS.HEAVY_OPERATIONS", "PERF_METRICS.BRANCH_MISPREDICTS",
+                                                     "PERF_METRICS.FETCH_LATENCY",    "PERF_METRICS.MEMORY_BOUND"};
 
 // perf_metrics: appends the PERF_METRICS reads of `level` (4 or 8, RDPMC ECX = 2000_0000H
 // or RDMSR 0x329 as the plan reads counters) to the group that reads TOPDOWN.SLOTS on

@@ -53,21 +53,7 @@
 //    counter, CCCR and ESCR addresses and RDPMC from it (sim_netburst.h, shared by the
 //    two logical processors of a Hyper-Threading package).
 //
-//  * TopDown (sim_topdown.cpp): with a slot budget (set_topdown) every cycle of run()
-//    also issues TOPDOWN.SLOTS (A4H/01H, fixed counter 3) and the level-1 category
-//    events (architectural A4H/02H, 73H/00H, 9CH/01H, C2H/02H: fixed counters 4-6 where
-//    they exist; UOPS_ISSUED.ANY 0EH/01H = retiring + bad speculation slots, Skylake's
-//    formula inputs). IA32_PERF_METRICS (0x329, SDM Vol. 3B "Performance Metrics";
-//    exists with PERF_CAPABILITIES[15] and fixed counter 3) accumulates the budget's
-//    categories while FIXED_CTR3 counts and GLOBAL_CTRL[48] (EN_PERF_METRICS) is set,
-//    and reads as 8-bit fractions of their sum: level 1 (bytes 0-3) by largest
-//    remainder so that they sum to 0xFF; level 2 (bytes 4-7: heavy operations, branch
-//    mispredicts, fetch latency, memory bound; Golden Cove and later, or
-//    PmuOverrides::topdown_l2) rounded and never above their level-1 parent. A WRMSR of
-//    0 to PERF_METRICS or to FIXED_CTR3 resets the internal counts; a nonzero write
-//    sets them to its bytes (a restore reads back what was written). RDPMC ECX =
-//    2000_0000H (ECX[29]) reads PERF_METRICS. GLOBAL_STATUS[48] (PERF_METRICS_OVF) is
-//    set when FIXED_CTR3 overflows while metrics count; STATUS_RESET[48] clears it.
+//  * TopDown: slot budgets and IA32_PERF_METRICS, see sim_topdown.h.
 //
 // Not modelled: PEBS, LBR, freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
@@ -196,18 +182,12 @@ struct PmuOverrides {
     int fixed_count = -1;  // >= 0: the hardware has this many fixed counters
     int fixed_width = -1;  // >= 0: ... of this width
     bool none = false;     // no PMU whatever CPUID says (QEMU TCG)
-    // PERF_METRICS level-2 bytes: -1 from the model (Golden Cove and later P cores),
-    // 0 never, 1 always (where PERF_METRICS exists).
-    int topdown_l2 = -1;
+    int topdown_l2 = -1;   // PERF_METRICS bytes 4-7: -1 by model (Golden Cove+), 0 no, 1 yes
 };
 
-// Where the issue slots of every cycle go (TopDown, SDM Vol. 3B "Top-down
-// Microarchitecture Analysis"): slots_per_cycle = retiring + bad_spec + fe_bound +
-// be_bound; the level-2 parts are slots of their parent (heavy_ops <= retiring,
-// br_mispredict <= bad_spec, fetch_lat <= fe_bound, mem_bound <= be_bound).
+// Slots of every cycle (sim_topdown.h): level 1 sums to slots_per_cycle, level 2 <= parent.
 struct TopdownBudget {
-    u64 slots_per_cycle = 0;  // 0: no TopDown events at all
-    u64 retiring = 0, bad_spec = 0, fe_bound = 0, be_bound = 0;
+    u64 slots_per_cycle = 0, retiring = 0, bad_spec = 0, fe_bound = 0, be_bound = 0;
     u64 heavy_ops = 0, br_mispredict = 0, fetch_lat = 0, mem_bound = 0;
     u64 part(unsigned i) const;  // 0..7 in PERF_METRICS byte order
 };
@@ -332,13 +312,10 @@ public:
     void slots(u64 n) { event(0xA4, 0x01, n); }
     u64 pmi_count() const { return pmis_; }
 
-    // ---- TopDown (sim_topdown.cpp) ----
-    // The slot budget of every cycle run() models; set_topdown_body's budget replaces it
-    // while set_in_body(true) (the kernel copies, so that harness and body differ).
+    // ---- TopDown (sim_topdown.h): the budget of run()'s cycles; the body budget while in body ----
     void set_topdown(const TopdownBudget& b);
     void set_topdown_body(const TopdownBudget& b);
     void set_in_body(bool on) { in_body_ = on; }
-    // PERF_METRICS's internal slot counts (0..7 in byte order) and its value as read.
     u64 topdown_count(unsigned i) const { return i < 8 ? td_[i] : 0; }
     u64 perf_metrics_value() const;
 
@@ -459,8 +436,7 @@ private:
     void add_fixed(u32 i, u64 inc);
     void deliver(u16 event_select, u16 umask, u64 n);
     void record(Access kind, u32 addr, u64 value, u8 vector, bool injected);
-    // TopDown: the budget of this cycle's occurrences appended to `each` (into *buf when
-    // a budget is active), PERF_METRICS accumulated.
+    // TopDown: `each` plus the budget's events (in *buf), PERF_METRICS accumulated.
     const std::vector<Occurrence>& topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
                                                   std::vector<Occurrence>* buf);
     u8 write_perf_metrics(u64 v);
@@ -602,15 +578,6 @@ SimMachine intel_v6(u32 gp_bitmap = 0x3ff, u32 fixed_bitmap = 0x77, u32 ncpus = 
 // Hybrid (Alder Lake-like): CPUs 0-3 are 2 P cores x 2 threads (8 GP, fixed 0-3),
 // CPUs 4-7 are 4 E cores (6 GP, fixed 0-2).
 SimMachine intel_hybrid();
-// TopDown-era parts (CPUID values from the SDM/perfmon tables; PERF_CAPABILITIES[15] where
-// the part has PERF_METRICS): Ice Lake client (06_7EH, v5, 8 GP, fixed 0-3, level 1),
-// Sapphire Rapids (06_8FH, also level 2), Skylake client (06_5EH, v4, 4 GP, fixed 0-2,
-// no PERF_METRICS), and Alder Lake as intel_hybrid() with PERF_METRICS on the P cores.
-inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
-SimMachine intel_icelake(u32 ncpus = 2);
-SimMachine intel_sapphire_rapids(u32 ncpus = 2);
-SimMachine intel_skylake(u32 ncpus = 2);
-SimMachine intel_alder_lake();
 // QEMU TCG with the default qemu64 model: AuthenticAMD family 0Fh, no PMU,
 // unknown MSRs read 0 and drop writes, RDPMC #UD, IA32_PKRS #GP with EDX != 0.
 SimMachine qemu_tcg(u32 ncpus = 4);

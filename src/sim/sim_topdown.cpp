@@ -1,5 +1,6 @@
 // The simulated CPU, TopDown: slot budgets, the category events they issue, and
 // IA32_PERF_METRICS (0x329). See sim_cpu.h "TopDown" for the rules and their sources.
+#include "sim/sim_topdown.h"
 #include "sim/sim_internal.h"
 
 namespace sim {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "measure/metrics.h"
+#include "sim/sim_topdown.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -67,6 +68,7 @@ TEST(Topdown, IceLakeLevel1ExactFromPerfMetrics) {
     Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1") + kFast);
     ASSERT_EQ(c.status, 0) << c.out;
     std::vector<pmutest::Json> res = of_type(c, "result");
-    for (auto& r : res) std::printf("%s %s %s\n", r["event"].s().c_str(), r["counter"].s().c_str(), r["per_iteration"].s().c_str());
+    for (auto& r : res)
+        std::printf("%s %s %s\n", r["event"].s().c_str(), r["counter"].s().c_str(), r["per_iteration"].s().c_str());
     std::printf("%s\n", c.out.c_str());
 }

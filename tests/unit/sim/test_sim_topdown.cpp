@@ -2,7 +2,7 @@
 // the SDM describes them, stated as exact register values.
 #include <gtest/gtest.h>
 
-#include "sim/sim_cpu.h"
+#include "sim/sim_topdown.h"
 
 using namespace sim;
 using pmulab::kVectorGP;

@@ -210,9 +210,8 @@ struct PmuLayout {
     bool vendor_intel = false;        // GenuineIntel (IA32_MISC_ENABLE exists)
     bool pdcm = false;                // IA32_PERF_CAPABILITIES exists
     u64 perf_caps = 0;
-    bool full_width_writes = false;  // IA32_A_PMCx exist
-    bool perf_metrics = false;       // IA32_PERF_METRICS: PERF_CAPABILITIES[15] and fixed counter 3
-    bool perf_metrics_l2 = false;    // its bytes 4-7
+    bool full_width_writes = false;                      // IA32_A_PMCx exist
+    bool perf_metrics = false, perf_metrics_l2 = false;  // IA32_PERF_METRICS (bytes 4-7: l2)
     // AMD
     bool amd_legacy = false;    // PERF_CTL/CTR0-3 at C001_0000/C001_0004
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i

@@ -35,9 +35,10 @@ struct RunOptions {
     unsigned topdown = 0;
     const char* metrics_arg = nullptr;
     const char* metrics_file = nullptr;
-    MetricSet metric_set;       // built-in + --metrics-file, loaded by load_run_metrics
-    Vec<StrView> metric_names;  // what --topdown/--metrics select
-    StrBuf metric_list;         // the selection as one list (views point into it)
+    MetricSet metric_set;         // built-in + --metrics-file, loaded by load_run_metrics
+    Vec<StrView> metric_names;    // what --topdown/--metrics select
+    bool topdown_wanted = false;  // --topdown, or a selected metric is a TopDown one
+    StrBuf metric_list;           // the selection as one list (views point into it)
 };
 
 // ---- derived metrics (run_metrics.cpp) ----

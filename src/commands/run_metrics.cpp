@@ -54,21 +54,23 @@ Status load_run_metrics(Out& out, RunOptions& o) {
         o.metric_list.put(StrView(o.metrics_arg));
     }
     if (!o.metric_list.size()) return ok_status();
-    return select_metrics(o.metric_set, o.metric_list.view(), &o.metric_names);
+    PMULAB_TRY(select_metrics(o.metric_set, o.metric_list.view(), &o.metric_names));
+    o.topdown_wanted = o.topdown > 0;
+    for (StrView name : o.metric_names)
+        for (const MetricDef& d : o.metric_set.defs)
+            if (name.eq_nocase(StrView(d.name)) && d.method != TopdownMethod::none) o.topdown_wanted = true;
+    return ok_status();
 }
 
 void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdentity& id, TopdownSupport* td,
                         StrBuf* specs, StrBuf* why) {
     *td = topdown_support(info, id);
-    bool topdown_wanted = o.topdown > 0;
+    bool topdown_wanted = o.topdown_wanted;
     Vec<StrView> inputs;
     for (StrView name : o.metric_names)
         for (const MetricDef& d : o.metric_set.defs) {
             if (!name.eq_nocase(StrView(d.name))) continue;
-            if (d.method != TopdownMethod::none) {
-                topdown_wanted = true;  // a TopDown variant: its events come from the method
-                continue;
-            }
+            if (d.method != TopdownMethod::none) continue;  // TopDown: events from the method
             (void)formula_inputs(StrView(d.formula), &inputs);
             break;
         }
@@ -94,7 +96,7 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
 }
 
 Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCpus>& sets) {
-    if (!wants_metrics(o)) return ok_status();
+    if (!o.topdown_wanted) return ok_status();
     usize with = 0;
     for (const EventsForCpus& set : sets) with += set.topdown.method != TopdownMethod::none;
     for (const EventsForCpus& set : sets) {
@@ -102,7 +104,7 @@ Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCp
         StrBuf where;
         put_cpu_list(where, set.cpus);
         bool none = set.topdown.method == TopdownMethod::none;
-        if (none && with == 0 && o.topdown)
+        if (none && with == 0)
             return Error::make(Errc::unsupported, "--topdown: %s: %s", where.c_str(), set.topdown_why);
         out.warn("--topdown: %s: %s%s", where.c_str(), set.topdown_why,
                  none ? "; the other events are measured there without TopDown" : "");
@@ -111,7 +113,7 @@ Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCp
 }
 
 Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<PmuPlan*>* plans) {
-    if (!wants_metrics(o) || set.topdown.method != TopdownMethod::perf_metrics) return ok_status();
+    if (!o.topdown_wanted || set.topdown.method != TopdownMethod::perf_metrics) return ok_status();
     unsigned level = o.topdown ? o.topdown : set.topdown.max_level;
     if (level > set.topdown.max_level) level = set.topdown.max_level;
     for (PmuPlan* pl : *plans) PMULAB_TRY(add_topdown_reads(pl, level));
@@ -167,6 +169,7 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         const BenchInstance& b = *items[i].bench;
         const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
         for (const MetricValue& mv : vals) {
+            if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
             const MetricDef& d = *mv.def;
             StrBuf line;
             JsonWriter w(line);

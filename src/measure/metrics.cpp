@@ -454,6 +454,7 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
                     mv.def = &d;
                     break;
                 }
+            mv.no_variant = true;
             format_to(mv.why, sizeof mv.why, "no definition for this CPU (TopDown method %s)",
                       topdown_method_name(method));
         } else {
@@ -470,14 +471,17 @@ void validate_metrics(Vec<MetricValue>* values) {
         const MetricDef& d = *v.def;
         StrBuf val;
         put_frac(val, v.value, 4);
-        if (d.has_lo && frac_cmp(v.value, d.lo) < 0) {
+        Result<Frac> lo_t = f_add(d.lo, kMetricTolerance, true), hi_t = f_add(d.hi, kMetricTolerance, false);
+        if (d.has_lo && lo_t.ok() && frac_cmp(v.value, lo_t.value()) < 0) {
             StrBuf lo;
             put_frac(lo, d.lo, 4);
-            format_to(v.violation, sizeof v.violation, "%s is below its range (minimum %s)", val.c_str(), lo.c_str());
-        } else if (d.has_hi && frac_cmp(v.value, d.hi) > 0) {
+            format_to(v.violation, sizeof v.violation, "%s is below its range (minimum %s, tolerance 0.01)",
+                      val.c_str(), lo.c_str());
+        } else if (d.has_hi && hi_t.ok() && frac_cmp(v.value, hi_t.value()) > 0) {
             StrBuf hi;
             put_frac(hi, d.hi, 4);
-            format_to(v.violation, sizeof v.violation, "%s is above its range (maximum %s)", val.c_str(), hi.c_str());
+            format_to(v.violation, sizeof v.violation, "%s is above its range (maximum %s, tolerance 0.01)",
+                      val.c_str(), hi.c_str());
         }
     }
     // Level 1 parts sum to 1.

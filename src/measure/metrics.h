@@ -76,11 +76,13 @@ struct MetricValue {
     bool ok = false;  // evaluated; else `why`
     Frac value;
     char why[160] = {};
+    bool no_variant = false;  // no definition for this CPU's TopDown method
     // Validation (perf's rules): range, level-1 sum, level-2 <= parent. Flagged, never hidden.
     char violation[200] = {};
 };
-// Tolerance of the validation rules: 1/100 (|sum of level 1 - 1| <= 0.01, level 2 <=
-// parent + 0.01): PERF_METRICS bytes are 1/255 steps; see docs/metrics.md.
+// Tolerance of the validation rules: 1/100 (ranges widened by 0.01 on each side,
+// |sum of level 1 - 1| <= 0.01, level 2 <= parent + 0.01): PERF_METRICS bytes are 1/255
+// steps, and differencing two reads adds their errors; see docs/metrics.md.
 inline constexpr Frac kMetricTolerance{1, 100};
 
 // Evaluates `names` for one (benchmark, CPU): for each, the first definition whose method

@@ -111,7 +111,7 @@ TEST(Topdown, IceLakeLevel1ExactFromPerfMetrics) {
         EXPECT_EQ(met[i]["fraction"].u_list(), (std::vector<u64>{num[i], 5})) << mn[i];
         EXPECT_EQ(met[i]["level"].u(), 1u);
         EXPECT_EQ(met[i]["method"].s(), "perf_metrics");
-        EXPECT_EQ(met[i]["valid"].s(), "true");
+        EXPECT_TRUE(met[i]["valid"].b);
         EXPECT_FALSE(met[i].has("violation"));
         EXPECT_EQ(met[i]["inputs"]["TOPDOWN.SLOTS"].s(), "40.00");
     }
@@ -158,7 +158,7 @@ TEST(Topdown, HarnessSlotsCancelBetweenUAnd2U) {
     EXPECT_NEAR(per_iter(*find(res, "event", "PERF_METRICS.FRONTEND_BOUND")), 0.0, 0.5);
     std::vector<pmutest::Json> met = of_type(c, "metric");
     ASSERT_EQ(met.size(), 4u);
-    for (const pmutest::Json& j : met) EXPECT_EQ(j["valid"].s(), "true") << j["metric"].s();
+    for (const pmutest::Json& j : met) EXPECT_TRUE(j["valid"].b) << c.out;
 }
 
 TEST(Topdown, SapphireRapidsLevel2) {
@@ -177,14 +177,14 @@ TEST(Topdown, SapphireRapidsLevel2) {
     struct W {
         const char* name;
         u64 num, den;
-    } want[] = {{"tma_retiring", 2, 5},          {"tma_heavy_operations", 1, 5},   {"tma_light_operations", 1, 5},
-                {"tma_branch_mispredicts", 1, 5}, {"tma_machine_clears", 0, 1},     {"tma_fetch_latency", 0, 1},
-                {"tma_fetch_bandwidth", 1, 5},   {"tma_memory_bound", 1, 5},       {"tma_core_bound", 0, 1}};
+    } want[] = {{"tma_retiring", 2, 5},           {"tma_heavy_operations", 1, 5}, {"tma_light_operations", 1, 5},
+                {"tma_branch_mispredicts", 1, 5}, {"tma_machine_clears", 0, 1},   {"tma_fetch_latency", 0, 1},
+                {"tma_fetch_bandwidth", 1, 5},    {"tma_memory_bound", 1, 5},     {"tma_core_bound", 0, 1}};
     for (const W& x : want) {
         const pmutest::Json* j = find(met, "metric", x.name);
         ASSERT_NE(j, nullptr) << x.name;
         EXPECT_EQ((*j)["fraction"].u_list(), (std::vector<u64>{x.num, x.den})) << x.name;
-        EXPECT_EQ((*j)["valid"].s(), "true") << x.name;
+        EXPECT_TRUE((*j)["valid"].b) << x.name;
     }
     EXPECT_EQ((*find(met, "metric", "tma_heavy_operations"))["parent"].s(), "tma_retiring");
     EXPECT_EQ((*find(met, "metric", "tma_heavy_operations"))["level"].u(), 2u);
@@ -208,8 +208,8 @@ TEST(Topdown, SkylakeFromGpEventsMultiplexedByRerun) {
     SimMachine m = intel_skylake(1);
     m.cpu(0).set_topdown(budget(4, 2, 1, 1, 0));
     SimPlatform p(m);
-    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1 --events branches,branch-misses") +
-                            kFast);
+    Cmd c = run_line(p,
+                     std::string("run --json --bench add_indep --topdown 1 --events branches,branch-misses") + kFast);
     ASSERT_EQ(c.status, 0) << c.out;
     std::vector<pmutest::Json> res = of_type(c, "result");
     ASSERT_FALSE(res.empty());
@@ -223,7 +223,7 @@ TEST(Topdown, SkylakeFromGpEventsMultiplexedByRerun) {
         ASSERT_NE(j, nullptr) << mn[i];
         EXPECT_EQ((*j)["method"].s(), "skylake_events");
         EXPECT_EQ((*j)["fraction"].u_list(), want[i]) << mn[i];
-        EXPECT_EQ((*j)["valid"].s(), "true");
+        EXPECT_TRUE((*j)["valid"].b);
     }
     EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(), "[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)");
 }
@@ -275,7 +275,7 @@ TEST(Metrics, IpcAndCpiExact) {
     Cmd c = run_line(p, std::string("run --json --bench add_indep --metrics IPC,CPI,frequency_ratio") + kFast);
     ASSERT_EQ(c.status, 0) << c.out;
     std::vector<pmutest::Json> met = of_type(c, "metric");
-    ASSERT_EQ(met.size(), 3u);
+    ASSERT_EQ(met.size(), 3u) << c.out;
     EXPECT_EQ(met[0]["metric"].s(), "IPC");
     EXPECT_EQ(met[0]["fraction"].u_list(), (std::vector<u64>{1, 1}));
     EXPECT_EQ(met[0]["inputs"]["INST_RETIRED.ANY"].s(), "8.00");

@@ -60,7 +60,7 @@ TEST(MetricFormula, ExactArithmeticAndPrecedence) {
 TEST(MetricFile, ErrorsNameTheFileAndLine) {
     MetricSet s;
     Status st = parse_metric_text(StrView("# ok\nname=a; formula=x / y\nname=b; formula=x / (y\n"), "m.mtr", &s);
-    EXPECT_EQ(err_of(st), "m.mtr:3: formula 'x / (y': ')' is missing at column 8");
+    EXPECT_EQ(err_of(st), "m.mtr:3: formula 'x / (y': ')' is missing at column 7");
     EXPECT_EQ(err_of(parse_metric_text(StrView("name=a\n"), "m.mtr", &s)), "m.mtr:1: metric 'a' needs formula=");
     EXPECT_EQ(err_of(parse_metric_text(StrView("name=a; formula=x; colour=red\n"), "m.mtr", &s)),
               "m.mtr:1: unknown key 'colour' (name, formula, groups, unit, range, level, parent, method, desc)");
@@ -88,23 +88,22 @@ TEST(MetricSelect, GroupsExpandAndUnknownNamesFail) {
 }
 
 TEST(MetricValidate, RangeSumAndParentViolationsAreFlagged) {
-    MetricSet s = parse(
-        "name=r; level=1; range=0..1; formula=R / S\n"
-        "name=b; level=1; range=0..1; formula=B / S\n"
-        "name=f; level=1; range=0..1; formula=F / S\n"
-        "name=k; level=1; range=0..1; formula=K / S\n"
-        "name=h; level=2; parent=r; range=0..1; formula=H / S\n"
-        "name=ipc; range=0..; formula=I / S\n");
+    MetricSet s = parse("name=r; level=1; range=0..1; formula=R / S\n"
+                        "name=b; level=1; range=0..1; formula=B / S\n"
+                        "name=f; level=1; range=0..1; formula=F / S\n"
+                        "name=k; level=1; range=0..1; formula=K / S\n"
+                        "name=h; level=2; parent=r; range=0..1; formula=H / S\n"
+                        "name=ipc; range=0..; formula=I / S\n");
     Vec<StrView> names;
     ASSERT_TRUE(select_metrics(s, StrView("r,b,f,k,h,ipc"), &names).ok());
     MapInputs in;
-    in.v = {{"R", {40, 1}}, {"B", {20, 1}}, {"F", {20, 1}}, {"K", {20, 1}}, {"H", {10, 1}}, {"S", {100, 1}},
-            {"I", {-3, 1}}};
+    in.v = {{"R", {40, 1}}, {"B", {20, 1}},  {"F", {20, 1}}, {"K", {20, 1}},
+            {"H", {10, 1}}, {"S", {100, 1}}, {"I", {-3, 1}}};
     Vec<MetricValue> v;
     evaluate_metrics(s, names, TopdownMethod::none, in, &v);
     ASSERT_EQ(v.size(), 6u);
     for (int i = 0; i < 5; ++i) EXPECT_STREQ(v[i].violation, "") << i;
-    EXPECT_STREQ(v[5].violation, "-0.0300 is below its range (minimum 0.0000)");
+    EXPECT_STREQ(v[5].violation, "-0.0300 is below its range (minimum 0.0000, tolerance 0.01)");
     // Level 1 off by 2/100 (beyond the 1/100 tolerance); level 2 above its parent.
     in.v["K"] = {22, 1};
     in.v["H"] = {42, 1};
@@ -129,11 +128,10 @@ TEST(MetricValidate, RangeSumAndParentViolationsAreFlagged) {
 }
 
 TEST(MetricValidate, VariantsByMethodAndInputs) {
-    MetricSet s = parse(
-        "name=x; method=perf_metrics; formula=P / S\n"
-        "name=x; method=skylake_events; formula=Q / S\n"
-        "name=y; formula=A / S\n"
-        "name=y; formula=B / S\n");
+    MetricSet s = parse("name=x; method=perf_metrics; formula=P / S\n"
+                        "name=x; method=skylake_events; formula=Q / S\n"
+                        "name=y; formula=A / S\n"
+                        "name=y; formula=B / S\n");
     Vec<StrView> names;
     ASSERT_TRUE(select_metrics(s, StrView("x,y"), &names).ok());
     MapInputs in;

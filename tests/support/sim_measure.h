@@ -10,8 +10,8 @@
 //   0F 31                              rdtsc
 //   0F AE E8                           lfence
 // The first half of the reads fill RegionFrame::start, the second half ::end.
-// Kernel bodies are runs of 0xCC bytes, one per documented instruction; the first
-// body byte stands for all copies x loop iterations of the kernel.
+// Kernel bodies are runs of 0xCC bytes, one per documented instruction, starting at
+// Region::body_offset; that first body byte stands for all copies x loop iterations.
 //
 // Cost model (what the simulated PMU sees, on the current CPU):
 //   each decoded instruction: 1 instruction retired (C0.00), 1 core cycle, 1 reference
@@ -94,7 +94,9 @@ public:
             } else if (i + 3 <= n && c[i] == 0x0F && c[i + 1] == 0xAE && c[i + 2] == 0xE8) {
                 ops.push_back({Op::lfence});
                 i += 3;
-            } else if (c[i] == 0xCC) {
+            } else if (c[i] == 0xCC && i == region.body_offset) {
+                // The body starts at body_offset; 0xCC elsewhere is padding or a
+                // displacement byte of the harness (with 12 or more reads), not a body.
                 ops.push_back({Op::body});
                 while (i < n && c[i] == 0xCC) ++i;
             } else {

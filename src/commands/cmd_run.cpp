@@ -15,6 +15,7 @@ const char kRunHelp[] =
     "                  [--agg min|median|avg|trimmed|max]\n"
     "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
+    "                  [--topdown 1|2] [--metrics NAMES] [--metrics-file PATH]\n"
     "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
     "\n"
     "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
@@ -69,6 +70,13 @@ const char kRunHelp[] =
     "  --decimals D      at least D digits after the point (default 2, 0..9); small values get more\n"
     "  --raw             add each repetition's counts to the records\n"
     "  --progress        progress lines (text) or {\"type\":\"progress\"} records (--json)\n"
+    "  --topdown 1|2     TopDown level 1 (retiring, bad speculation, frontend, backend bound)\n"
+    "                    or also level 2, per iteration and as fractions of the slots:\n"
+    "                    IA32_PERF_METRICS where the core has it, Intel's formulas over GP\n"
+    "                    events elsewhere (docs/metrics.md)\n"
+    "  --metrics NAMES   derived metrics or groups: IPC, CPI, branch_miss_rate, llc_miss_ratio,\n"
+    "                    frequency_ratio, uops_per_instruction, TopdownL1, TopdownL2, ...\n"
+    "  --metrics-file P  more metric definitions from P on the boot volume (docs/metrics.md)"
     "\n"
     "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU.\n";
 
@@ -260,6 +268,8 @@ Status parse_run_options(Args& args, RunOptions* o) {
             o->raw = true;
         } else if (args.flag("--progress")) {
             o->progress = true;
+        } else if (take_metric_options(args, o, &err)) {
+            PMULAB_TRY(err);
         } else if (args.at_option()) {
             return Error::make(Errc::invalid_argument, "run: unknown option '%s' (see 'pmulab help run')", args.peek());
         } else {
@@ -377,8 +387,9 @@ namespace {
 
 class RunSink final : public MeasureSink {
 public:
-    RunSink(Out& out, const RunOptions& o) : out_(out), o_(o) {}
+    RunSink(Out& out, const RunOptions& o, MetricCollector* m = nullptr) : out_(out), o_(o), metrics_(m) {}
     void result(const MeasureConfig&, const MeasureResult& r) override {
+        if (metrics_) metrics_->add(o_, r);
         StrBuf line;
         result_json(o_, r, &line);
         out_.record(line);
@@ -416,6 +427,7 @@ public:
 private:
     Out& out_;
     const RunOptions& o_;
+    MetricCollector* metrics_;
 };
 
 }  // namespace
@@ -423,82 +435,10 @@ private:
 namespace {
 
 bool needs_pmu(const RunOptions& o) {
-    if (o.events_file) return true;  // its events are only known once the file is read
+    if (o.events_file || wants_metrics(o)) return true;  // file events: only known once it is read
     for (StrView s : o.events)
         if (!s.eq_nocase(StrView("tsc"))) return true;
     return false;
-}
-
-// ---- event names: each CPU's event file (events/event_files.h) ----
-//
-// --events and --events-file are resolved once per group of CPUs whose identity picks
-// the same event file (hybrid P- and E-cores get their own encodings); names a file
-// does not have fall back to the architectural names. Syntax errors come before any
-// CPU is touched. With one group the messages carry no CPU prefix.
-struct EventsForCpus {
-    Vec<u32> cpus;
-    Vec<ProbedCpu> probed;  // of cpus, in the same order: what planning decodes
-    Vec<Event> events;
-};
-
-Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets) {
-    Platform& p = out.platform();
-    if (o.events_arg) {
-        PMULAB_TRY_CTX(check_event_list_syntax_any(StrView(o.events_arg)), "--events");
-    }
-    // Every CPU is visited once, here: its identity picks the event file, its PMU the plan.
-    Vec<ProbedCpu> probed;
-    probe_cpus(p.hw(), o.cfg.cpus, &probed);
-    EventTables tables(p.files());
-    struct Key {
-        const EventTable* table;
-        CpuIdentity id;
-        EventDialect dialect;
-    };
-    Vec<Key> keys;
-    for (const ProbedCpu& pc : probed) {
-        const u32 cpu = pc.cpu;
-        const Status& s = pc.status;
-        CpuDecoded d = s.ok() ? decode_cpuid(pc.probe.cpuid) : CpuDecoded();
-        Result<const EventTable*> t = s.ok() ? tables.for_cpu(d.id) : Result<const EventTable*>(s.error());
-        if (!s.ok()) {
-            return s.error().with_context("CPU %u", cpu);
-        }
-        if (!t.ok()) return t.error();
-        usize k = 0;
-        for (; k < keys.size(); ++k)
-            if (keys[k].table == t.value() && keys[k].id.signature == d.id.signature &&
-                keys[k].id.core_type == d.id.core_type && keys[k].id.native_model_id == d.id.native_model_id &&
-                str_eq(keys[k].id.vendor_string, d.id.vendor_string))
-                break;
-        if (k == keys.size()) {
-            keys.push(Key{t.value(), d.id, event_dialect_for(d.id, d.pmu)});
-            sets->emplace();
-        }
-        (*sets)[k].cpus.push(cpu);
-        (*sets)[k].probed.push(pc);
-    }
-    for (usize k = 0; k < sets->size(); ++k) {
-        EventsForCpus& set = (*sets)[k];
-        StrBuf where;
-        if (sets->size() > 1) {
-            put_cpu_list(where, set.cpus);
-            where.put(": ");
-        }
-        // Each CPU's own event dialect: AMD 12-bit selects and Zen names, NetBurst names.
-        EventDialect dialect = keys[k].dialect;
-        Status s = o.events_arg ? tables.resolve_list(StrView(o.events_arg), keys[k].id, &set.events, dialect)
-                                : ok_status();
-        if (!s.ok()) return Error::make(s.error().code, "--events: %s%s", where.c_str(), s.error().msg);
-        if (o.events_file) s = tables.resolve_file(o.events_file, keys[k].id, &set.events, dialect);
-        if (!s.ok()) return Error::make(s.error().code, "--events-file: %s%s", where.c_str(), s.error().msg);
-        const Vec<Event>& ev = set.events;
-        for (usize i = 0; i < ev.size(); ++i)
-            for (usize j = 0; j < i; ++j)
-                if (StrView(ev[i].name).eq_nocase(StrView(ev[j].name)))
-                    return Error::make(Errc::invalid_argument, "--events: '%s' is listed twice", ev[i].name);
-    }
-    return ok_status();
 }
 
 // --events with PMU events: planned per class of CPUs with the same PMU, each class
@@ -507,15 +447,18 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Platform& p = out.platform();
     Vec<EventsForCpus> sets;
     PMULAB_TRY(resolve_run_events(out, o, &sets));
+    PMULAB_TRY(check_metric_support(out, o, sets));
     Vec<PmuPlan*> plans;
+    Vec<TopdownMethod> methods;  // of each plan (run_metrics.cpp)
     for (EventsForCpus& set : sets) {
         Vec<PmuPlan*> part;
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
+        if (s.ok()) s = prepare_metric_plans(o, set, &part);
+        for (PmuPlan* pl : part) plans.push(pl), methods.push(set.topdown.method);
         if (!s.ok()) {
             free_pmu_plans(&plans);
             return s.error();
         }
-        for (PmuPlan* pl : part) plans.push(pl);
     }
     StrBuf head;
     for (const PmuPlan* pl : plans) {
@@ -539,12 +482,15 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     }
     result_table_header(o, &head);
     out.text_buf(head);
-    RunSink sink(out, o);
-    for (PmuPlan* pl : plans) {
+    MetricCollector metrics;
+    RunSink sink(out, o, &metrics);
+    for (usize k = 0; k < plans.size(); ++k) {
+        PmuPlan* pl = plans[k];
         o.cfg.cpus.clear();
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
         // Failures were reported through the sink; the outcome also takes the engine's word.
         out.fail(measure_run(p.hw(), mp, o.cfg, pl->groups, sink));
+        metrics.emit(out, o, methods[k]);
         for (const PmuGroupState* st : pl->state) {
             if (st->restore.gp_counters_inexact) {
                 StrBuf c;
@@ -569,6 +515,7 @@ Status cmd_run(Out& out, Args& args) {
     RunOptions o;
     PMULAB_TRY(parse_run_options(args, &o));
     if (o.has_user) PMULAB_TRY(load_user_code(out, o));
+    if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
         if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");

@@ -6,6 +6,8 @@
 #include "app/args.h"
 #include "commands/commands.h"
 #include "measure/measure.h"
+#include "measure/metrics.h"
+#include "measure/pmu_plan.h"
 
 namespace pmulab {
 
@@ -31,6 +33,60 @@ struct RunOptions {
     UserCode user;
     bool has_user = false;
     const char* code_file[4] = {};  // body, init, late-init, one-time-init
+    // --topdown [1|2], --metrics NAMES, --metrics-file PATH (run_metrics.cpp).
+    unsigned topdown = 0;
+    const char* metrics_arg = nullptr;
+    const char* metrics_file = nullptr;
+    MetricSet metric_set;         // built-in + --metrics-file, loaded by load_run_metrics
+    Vec<StrView> metric_names;    // what --topdown/--metrics select
+    bool topdown_wanted = false;  // --topdown, or a selected metric is a TopDown one
+    StrBuf metric_list;           // the selection as one list (views point into it)
+};
+
+// ---- derived metrics (run_metrics.cpp) ----
+// Takes --topdown [N], --metrics LIST, --metrics-file PATH; false when the next argument
+// is none of them.
+bool take_metric_options(Args& args, RunOptions* o, Status* err);
+bool wants_metrics(const RunOptions& o);
+// Loads the built-in definitions and --metrics-file (boot volume) and selects the names.
+Status load_run_metrics(Out& out, RunOptions& o);
+// The event specs a CPU class needs for the selected metrics (';'-separated, appended to
+// *specs), and its TopDown method. *why is set when --topdown is not available there.
+void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdentity& id, TopdownSupport* td,
+                        StrBuf* specs, StrBuf* why);
+// Event names resolved per class of CPUs whose identity picks the same event file
+// (run_events.cpp), with the events --topdown/--metrics need there.
+struct EventsForCpus {
+    Vec<u32> cpus;
+    Vec<ProbedCpu> probed;  // of cpus, in the same order: what planning decodes
+    Vec<Event> events;
+    TopdownSupport topdown;      // the TopDown method of these CPUs
+    char topdown_why[320] = {};  // why --topdown is unavailable (or partly), "" when it is
+};
+Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* sets);
+
+// --topdown where no CPU class offers it: Errc::unsupported with the reason; classes
+// without it are warned about (the other events are still measured there).
+Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCpus>& sets);
+// The PERF_METRICS reads added to a class's plans (perf_metrics method).
+Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<PmuPlan*>* plans);
+
+// Per-iteration values of one plan's results, for the metrics.
+class MetricCollector {
+public:
+    void add(const RunOptions& o, const MeasureResult& r);
+    // Evaluates and emits ({"type":"metric"} records, a text table) every (bench, CPU)
+    // collected, then forgets them. Violations are flagged in the records and warned.
+    void emit(Out& out, const RunOptions& o, TopdownMethod method);
+
+    struct Item {
+        u32 cpu = 0;
+        u64 apic_id = 0;
+        const BenchInstance* bench = nullptr;
+        char label[48] = {};
+        Frac value;
+    };
+    Vec<Item> items;
 };
 
 // Parses machine code given as hex ("4801d8", "48 01 d8", "0x4801d8"); the message

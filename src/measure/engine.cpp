@@ -3,6 +3,7 @@
 #include "measure/measure.h"
 
 #include "base/fmt.h"
+#include "measure/topdown.h"
 #include "x86/msr_addr.h"
 #include "x86/msr_trace.h"
 
@@ -232,6 +233,7 @@ Status run_group(WorkerState* c) {
                 // Modulo the counter width. A difference of 2^63 or more cannot be a
                 // count (a counter that went backwards): it stays visible as negative.
                 u64 d = (c->frame->end[r] - c->frame->start[r]) & low_mask(g.reads[r].width);
+                if (g.reads[r].metric) d = topdown_read_delta(g, r, c->frame->start, c->frame->end);
                 out[r] = i64(d);
             }
         }

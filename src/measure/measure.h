@@ -36,6 +36,11 @@ namespace pmulab {
 struct CounterRead : CounterAccess {
     char event[48] = {};    // label: the event ("tsc", "INST_RETIRED.ANY")
     char counter[16] = {};  // label: the counter ("TSC", "FIXED0", "PMC3")
+    // A read of IA32_PERF_METRICS (measure/topdown.h): 1..8 = its byte metric - 1, turned
+    // into slots at each read with the TOPDOWN.SLOTS value of read slots_read of the same
+    // group (topdown_slots), then differenced like every count.
+    u8 metric = 0;
+    u8 slots_read = 0;
 };
 
 inline constexpr u32 kMaxReads = 16;

@@ -17,6 +17,10 @@ bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
 // u64 with the GLOBAL_* layout (GP i at bit i, fixed i at bit 32 + i).
 u64 global_bits(u32 gp, u32 fixed) { return PerfGlobalStatus().set_pmc_ovf(gp).set_fixed_ovf(fixed).raw(); }
 
+// TOPDOWN.SLOTS on FIXED_CTR3 of a core with IA32_PERF_METRICS: the metrics count with it
+// (IA32_PERF_GLOBAL_CTRL.EN_PERF_METRICS, SDM Vol. 3B "Performance Metrics").
+bool metrics_with(const PmuInfo& info, u32 fixed) { return has(fixed, 3) && regs::has_perf_metrics(info.caps); }
+
 Error in_context(const Error& e, const char* what, const char* event, CounterKind kind, unsigned index) {
     StrBuf ctr;
     put_counter_name(ctr, kind, u8(index));
@@ -87,7 +91,9 @@ void IntelArchPmu::control_writes(const Event* events, const CounterGroup& g, Pm
     start->count = stop->count = 0;
     if (info_.global_ctrl) {
         // v2+: one WRMSR starts and stops every counter of the group (SDM §20.2.2).
-        start->add(msr::IA32_PERF_GLOBAL_CTRL, g.global_ctrl().raw());
+        PerfGlobalCtrl on(g.global_ctrl().raw());
+        if (metrics_with(info_, g.fixed_mask)) on.set_en_perf_metrics();
+        start->add(msr::IA32_PERF_GLOBAL_CTRL, on.raw());
         stop->add(msr::IA32_PERF_GLOBAL_CTRL, 0);
         return;
     }
@@ -142,6 +148,8 @@ Status IntelArchPmu::save(const PmuTouch& t) {
     }
     for (unsigned i = 0; i < kMax; ++i)
         if (has(t.fixed, i)) PMULAB_TRY(ledger_.save(MsrReg::counter(regs::fixed_ctr_msr(i))));
+    // IA32_PERF_METRICS goes with SLOTS: written (reset) with it, restored after it.
+    if (metrics_with(info_, t.fixed)) PMULAB_TRY(ledger_.save(MsrReg::counter(msr::MSR_PERF_METRICS)));
     for (unsigned k = 0; k < t.aux_count && k < PmuTouch::kMaxAux; ++k) {
         Status s = ledger_.save(MsrReg::control(t.aux[k]));
         if (!s.ok()) {
@@ -193,6 +201,7 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
     group_gp_ = g.gp_mask;
     group_fixed_ = g.fixed_mask;
     group_global_ = g.global_ctrl().raw();
+    if (metrics_with(info_, g.fixed_mask)) group_global_ = PerfGlobalCtrl(group_global_).set_en_perf_metrics().raw();
     for (unsigned i = 0; i < kMax; ++i) group_evtsel_[i] = 0;
 
     const u64 en = PerfEvtSel::en_field::mask;
@@ -256,6 +265,11 @@ Status IntelArchPmu::program(const Event* events, const CounterGroup& g, const u
             if (as.kind != CounterKind::fixed) continue;
             st = write(regs::fixed_ctr_msr(as.index), presets ? presets[k] : 0);
             if (!st.ok()) return fail(st, &as);
+        }
+        // SLOTS and PERF_METRICS are reset together (perf's topdown.txt; SDM "Performance Metrics").
+        if (metrics_with(info_, g.fixed_mask)) {
+            st = write(msr::MSR_PERF_METRICS, 0);
+            if (!st.ok()) return fail(st, nullptr);
         }
         u64 want = fixed_ctrl_value(events, g);
         if (want != ledger_.shadow(msr::IA32_FIXED_CTR_CTRL)) {

@@ -37,8 +37,9 @@ public:
 
 private:
     static constexpr unsigned kMax = 16;  // regs::kMaxGpCounters / kMaxFixedCounters
-    // GLOBAL_CTRL, GLOBAL_STATUS, FIXED_CTR_CTRL, PERFEVTSELx + PMCx, FIXED_CTRx, aux MSRs.
-    static constexpr unsigned kLedger = 3 + 2 * kMax + kMax + PmuTouch::kMaxAux;
+    // GLOBAL_CTRL, GLOBAL_STATUS, FIXED_CTR_CTRL, PERFEVTSELx + PMCx, FIXED_CTRx,
+    // IA32_PERF_METRICS (with SLOTS on FIXED_CTR3), aux MSRs.
+    static constexpr unsigned kLedger = 3 + 2 * kMax + kMax + 1 + PmuTouch::kMaxAux;
     Status write(u32 msr, u64 value) { return ledger_.write(msr, value); }
     u64 evtsel_value(const Event& e, bool en) const;
     u64 fixed_ctrl_value(const Event* events, const CounterGroup& g) const;

@@ -74,6 +74,7 @@ void SimCpu::add_fixed(u32 i, u64 inc) {
     fixed_ctr_[i] = (old + inc) & mask;
     if (!ovf) return;
     global_status_ |= bit(32 + i);
+    if (i == 3 && metrics_counting()) global_status_ |= bit(48);  // PERF_METRICS_OVF
     if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
 }
 
@@ -102,8 +103,10 @@ void SimCpu::ref_cycles(u64 n) {
 
 void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycles, std::vector<Occurrence>(each)); }
 
-void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each) {
+void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     if (!cycles || layout_.kind == PmuLayout::Kind::none) return;
+    std::vector<Occurrence> td_buf;
+    const std::vector<Occurrence>& each = topdown_cycles(cycles, each_in, &td_buf);
     // An SMI during every smi_every_-th run: the SMM handler's instructions and cycles are
     // counted like the measured code's (no FREEZE_WHILE_SMM in this model).
     if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) {
@@ -180,6 +183,7 @@ void SimCpu::poke(u32 msr, u64 v) {
         case Kind::mperf:
         case Kind::mperf_ro: mperf_ = v; return;
         case Kind::perf_caps: set_perf_capabilities(v); return;
+        case Kind::perf_metrics: write_perf_metrics(v); return;
         case Kind::extra: extra_.at(msr).value = v; return;
         default: die("poke: CPU %u MSR 0x%x has no state to set", index_, msr);
     }
@@ -223,6 +227,7 @@ PmuState SimCpu::pmu_state() const {
             st[reg::GLOBAL_STATUS] = global_status_;
         }
         if (L.version >= 4) st[reg::GLOBAL_INUSE] = inuse();
+        if (L.perf_metrics) st[reg::PERF_METRICS] = perf_metrics_value();
     } else if (L.kind == PmuLayout::Kind::amd) {
         for (u32 i = 0; i < L.amd_counters && i < 32; ++i) {
             u32 ctl = L.amd_ext_core ? reg::AMD_EXT_CTL0 + 2 * i : reg::AMD_PERF_CTL0 + i;

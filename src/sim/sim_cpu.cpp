@@ -137,6 +137,8 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
     if (ov.fixed_count >= 0) L.fixed_mask = u32(width_mask(u32(std::min(ov.fixed_count, 16))));
     if (ov.fixed_width >= 0) L.fixed_width = u32(ov.fixed_width);
     L.full_width_writes = L.pdcm && ((caps >> 13) & 1);
+    L.perf_metrics = L.pdcm && ((caps >> 15) & 1) && L.fixed(3);
+    L.perf_metrics_l2 = L.perf_metrics && (ov.topdown_l2 >= 0 ? ov.topdown_l2 > 0 : topdown_l2_model(l1.eax));
     return L;
 }
 
@@ -196,6 +198,7 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
             if (m == reg::GLOBAL_CTRL) return {K::global_ctrl, 0};
             if (m == reg::GLOBAL_OVF_CTRL) return {K::ovf_ctrl, 0};
         }
+        if (m == reg::PERF_METRICS && L.perf_metrics) return {K::perf_metrics, 0};
         if (L.version >= 4) {
             if (m == reg::GLOBAL_STATUS_SET) return {K::status_set, 0};
             if (m == reg::GLOBAL_INUSE) return {K::inuse, 0};
@@ -265,7 +268,8 @@ u64 SimCpu::fixed_ctrl_writable_mask() const {
 
 u64 SimCpu::global_ctrl_mask() const {
     if (layout_.kind == PmuLayout::Kind::amd) return layout_.gp_mask;
-    return u64(layout_.gp_mask) | (u64(layout_.fixed_mask) << 32);
+    // Bit 48: EN_PERF_METRICS in GLOBAL_CTRL, PERF_METRICS_OVF in STATUS/RESET/SET.
+    return u64(layout_.gp_mask) | (u64(layout_.fixed_mask) << 32) | (layout_.perf_metrics ? bit(48) : 0);
 }
 
 u64 SimCpu::ovf_ctrl_mask() const {
@@ -318,6 +322,7 @@ u64 SimCpu::read_slot(Slot s) const {
         case Kind::amd_gset: return 0;  // write-only in effect: reads return 0
         case Kind::inuse: return inuse();
         case Kind::perf_caps: return layout_.perf_caps;
+        case Kind::perf_metrics: return perf_metrics_value();
         case Kind::tsc: return tsc_;
         case Kind::bios_sign: return u64(spec_.microcode) << 32;
         case Kind::pkrs: return pkrs_;
@@ -351,7 +356,10 @@ u8 SimCpu::write_slot(Slot s, u64 v) {
             // "Bits beyond the width of the fixed-function counter are reserved" (SDM §20.2.2).
             if (v & ~width_mask(L.fixed_width)) return kVectorGP;
             fixed_ctr_[s.index] = v;
+            // SLOTS and PERF_METRICS are reset together (SDM "Performance Metrics").
+            if (s.index == 3 && v == 0 && L.perf_metrics) write_perf_metrics(0);
             return 0;
+        case Kind::perf_metrics: return write_perf_metrics(v);
         case Kind::evtsel:
         case Kind::amd_ctl:
             if (v & ~evtsel_writable_mask()) return kVectorGP;
@@ -517,8 +525,15 @@ Result<u64> SimCpu::rdpmc(u32 ecx) {
         u32 idx = ecx & 0x3fffffff;
         bool fixed = (ecx >> 30) & 1;
         if (ecx >> 31) return fault(kVectorGP);
-        if (fixed ? !L.fixed(idx) : !L.gp(idx)) return fault(kVectorGP);
-        v = fixed ? fixed_ctr_[idx] : gp_[idx].ctr;
+        // ECX[29] (with ECX[30] clear and index 0): IA32_PERF_METRICS (SDM RDPMC).
+        bool metrics = !fixed && ((ecx >> 29) & 1);
+        if (metrics) {
+            if (!L.perf_metrics || (ecx & ~(u32(1) << 29))) return fault(kVectorGP);
+            v = perf_metrics_value();
+        } else {
+            if (fixed ? !L.fixed(idx) : !L.gp(idx)) return fault(kVectorGP);
+            v = fixed ? fixed_ctr_[idx] : gp_[idx].ctr;
+        }
     } else if (L.kind == PmuLayout::Kind::amd) {
         if (ecx >= L.amd_counters) return fault(kVectorGP);  // NB/L3 counters not modelled
         v = gp_[ecx].ctr;

@@ -53,8 +53,10 @@
 //    counter, CCCR and ESCR addresses and RDPMC from it (sim_netburst.h, shared by the
 //    two logical processors of a Hyper-Threading package).
 //
+//  * TopDown: slot budgets and IA32_PERF_METRICS, see sim_topdown.h.
+//
 // Not modelled: PEBS, LBR, freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
-// #GP here), PERF_METRICS, uncore, sibling-thread (AnyThread) counting,
+// #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
 #pragma once
 
@@ -66,6 +68,7 @@
 #include <vector>
 
 #include "census/census.h"
+#include "sim/sim_regs.h"
 #include "x86/cpuid.h"
 #include "x86/hw.h"
 
@@ -81,64 +84,6 @@ using pmulab::u16;
 using pmulab::u32;
 using pmulab::u64;
 using pmulab::u8;
-
-// The model's own register addresses (SDM Vol. 4 Table 2-2; AMD APM Vol. 2 §13.2).
-namespace reg {
-inline constexpr u32 TSC = 0x10;
-inline constexpr u32 PMC0 = 0xC1;
-inline constexpr u32 BIOS_SIGN_ID = 0x8B;
-inline constexpr u32 PERFEVTSEL0 = 0x186;
-inline constexpr u32 MISC_ENABLE = 0x1A0;
-inline constexpr u32 FIXED_CTR0 = 0x309;
-inline constexpr u32 PERF_CAPABILITIES = 0x345;
-inline constexpr u32 FIXED_CTR_CTRL = 0x38D;
-inline constexpr u32 GLOBAL_STATUS = 0x38E;
-inline constexpr u32 GLOBAL_CTRL = 0x38F;
-inline constexpr u32 GLOBAL_OVF_CTRL = 0x390;  // GLOBAL_STATUS_RESET from v4
-inline constexpr u32 GLOBAL_STATUS_SET = 0x391;
-inline constexpr u32 GLOBAL_INUSE = 0x392;
-inline constexpr u32 A_PMC0 = 0x4C1;
-inline constexpr u32 PKRS = 0x6E1;
-inline constexpr u32 AMD_PERF_CTL0 = 0xC0010000;
-inline constexpr u32 AMD_PERF_CTR0 = 0xC0010004;
-inline constexpr u32 AMD_EXT_CTL0 = 0xC0010200;  // CTL_i = base + 2i, CTR_i = base + 2i + 1
-inline constexpr u32 AMD_GLOBAL_STATUS = 0xC0000300;
-inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
-inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
-inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
-inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
-inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
-inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
-inline constexpr u32 MPERF = 0xE7;
-inline constexpr u32 APERF = 0xE8;
-inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;  // read-only aliases
-inline constexpr u32 AMD_APERF_RO = 0xC00000E8;
-}  // namespace reg
-
-// PERFEVTSEL fields (Intel SDM Figure 20-1/20-6; AMD PERF_CTL has the same low 32 bits).
-namespace evtsel {
-inline constexpr u64 USR = 1ull << 16;
-inline constexpr u64 OS = 1ull << 17;
-inline constexpr u64 EDGE = 1ull << 18;
-inline constexpr u64 PC = 1ull << 19;
-inline constexpr u64 INT = 1ull << 20;
-inline constexpr u64 ANY = 1ull << 21;
-inline constexpr u64 EN = 1ull << 22;
-inline constexpr u64 INV = 1ull << 23;
-inline constexpr u64 EQ = 1ull << 36;
-constexpr u64 cmask(u32 c) { return u64(c & 0xff) << 24; }
-constexpr u64 umask2(u32 u) { return u64(u & 0xff) << 40; }
-// Event select + unit mask + flags: the usual way tests build a PERFEVTSEL value.
-constexpr u64 make(u32 event, u32 umask, u64 flags) { return u64(event & 0xff) | (u64(umask & 0xff) << 8) | flags; }
-}  // namespace evtsel
-
-// Architectural events as (event select, unit mask) — SDM Table 20-1.
-namespace ev {
-inline constexpr u16 kCoreCycles[2] = {0x3C, 0x00};
-inline constexpr u16 kInstructions[2] = {0xC0, 0x00};
-inline constexpr u16 kRefCycles[2] = {0x3C, 0x01};
-inline constexpr u16 kTopdownSlots[2] = {0xA4, 0x01};
-}  // namespace ev
 
 // How a CPU answers MSRs it does not implement.
 enum class UnknownMsr : u8 {
@@ -179,6 +124,14 @@ struct PmuOverrides {
     int fixed_count = -1;  // >= 0: the hardware has this many fixed counters
     int fixed_width = -1;  // >= 0: ... of this width
     bool none = false;     // no PMU whatever CPUID says (QEMU TCG)
+    int topdown_l2 = -1;   // PERF_METRICS bytes 4-7: -1 by model (Golden Cove+), 0 no, 1 yes
+};
+
+// Slots of every cycle (sim_topdown.h): level 1 sums to slots_per_cycle, level 2 <= parent.
+struct TopdownBudget {
+    u64 slots_per_cycle = 0, retiring = 0, bad_spec = 0, fe_bound = 0, be_bound = 0;
+    u64 heavy_ops = 0, br_mispredict = 0, fetch_lat = 0, mem_bound = 0;
+    u64 part(unsigned i) const;  // 0..7 in PERF_METRICS byte order
 };
 
 // The PMU the model derived from CPUID (its own decoding, not pmulab's).
@@ -199,7 +152,8 @@ struct PmuLayout {
     bool vendor_intel = false;        // GenuineIntel (IA32_MISC_ENABLE exists)
     bool pdcm = false;                // IA32_PERF_CAPABILITIES exists
     u64 perf_caps = 0;
-    bool full_width_writes = false;  // IA32_A_PMCx exist
+    bool full_width_writes = false;                      // IA32_A_PMCx exist
+    bool perf_metrics = false, perf_metrics_l2 = false;  // IA32_PERF_METRICS (bytes 4-7: l2)
     // AMD
     bool amd_legacy = false;    // PERF_CTL/CTR0-3 at C001_0000/C001_0004
     bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
@@ -301,6 +255,14 @@ public:
     void slots(u64 n) { event(0xA4, 0x01, n); }
     u64 pmi_count() const { return pmis_; }
 
+    // ---- TopDown (sim_topdown.h): the budget of run()'s cycles; the body budget while in body ----
+    void set_topdown(const TopdownBudget& b);
+    void set_topdown_body(const TopdownBudget& b);
+    void set_in_body(bool on) { in_body_ = on; }
+    bool has_topdown_budget() const { return td_base_.slots_per_cycle != 0; }
+    u64 topdown_count(unsigned i) const { return i < 8 ? td_[i] : 0; }
+    u64 perf_metrics_value() const;
+
     u64 tsc() const { return tsc_; }
     void set_tsc(u64 v) { tsc_ = v; }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
@@ -383,6 +345,7 @@ private:
         mperf,
         aperf_ro,
         mperf_ro,
+        perf_metrics,
         extra,
     };
     struct Slot {
@@ -417,6 +380,11 @@ private:
     void add_fixed(u32 i, u64 inc);
     void deliver(u16 event_select, u16 umask, u64 n);
     void record(Access kind, u32 addr, u64 value, u8 vector, bool injected);
+    // TopDown: `each` plus the budget's events (in *buf), PERF_METRICS accumulated.
+    const std::vector<Occurrence>& topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
+                                                  std::vector<Occurrence>* buf);
+    u8 write_perf_metrics(u64 v);
+    bool metrics_counting() const;
 
     u32 index_;
     CpuSpec spec_;
@@ -442,6 +410,9 @@ private:
     // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
     u64 de_cfg_ = 0;
     std::map<u32, Extra> extra_;
+    TopdownBudget td_base_, td_body_;
+    bool td_body_set_ = false, in_body_ = false;
+    u64 td_[8] = {};
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;
     std::map<u32, u8> fail_wr_, fail_rd_;

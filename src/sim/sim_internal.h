@@ -60,6 +60,10 @@ inline bool fixed_key(u32 i, u16 event, u16 umask) {
 inline constexpr u64 kStatusTopaPmi = bit(55), kStatusLbrFrz = bit(58), kStatusCtrFrz = bit(59), kStatusAsci = bit(60),
                      kStatusUncore = bit(61), kStatusOvfBuf = bit(62), kStatusCondChgd = bit(63);
 
+// Golden Cove and later P cores (family 6): PERF_METRICS has level-2 bytes (Linux
+// intel_pmu_init_glc: num_topdown_events = 8). `eax` is CPUID.01H:EAX.
+bool topdown_l2_model(u32 eax);
+
 // IA32_MISC_ENABLE read-only bits: 7 performance monitoring available,
 // 11 BTS unavailable, 12 PEBS unavailable.
 inline constexpr u64 kMiscPerfmon = bit(7), kMiscBtsUnavail = bit(11), kMiscPebsUnavail = bit(12);

@@ -144,11 +144,17 @@ void SimExec::retire(sim::SimCpu& cpu, u64 instructions, u64 branches) {
         cpu.run(instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
         if (branches) cpu.event(0xC2, 0x00, branches);
     } else {
-        // TOPDOWN.SLOTS (A4H/01H, fixed counter 3): CPUID.23H.0:ECX[7:0] slots per cycle, else 4.
-        u64 slots = 4;
-        CpuidRegs l23;
-        if (cpu.snapshot().find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots = l23.ecx & 0xFF;
-        cpu.run(instructions, {{0xC0, 0x00, 1}, {0xA4, 0x01, slots}});
+        // TOPDOWN.SLOTS (A4H/01H, fixed counter 3): CPUID.23H.0:ECX[7:0] slots per cycle, else 4;
+        // where a test gave the CPU a TopDown slot budget (sim_topdown.h), run() issues the
+        // slots and their categories from it instead.
+        if (cpu.has_topdown_budget()) {
+            cpu.run(instructions, {{0xC0, 0x00, 1}});
+        } else {
+            u64 slots = 4;
+            CpuidRegs l23;
+            if (cpu.snapshot().find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots = l23.ecx & 0xFF;
+            cpu.run(instructions, {{0xC0, 0x00, 1}, {0xA4, 0x01, slots}});
+        }
         if (branches) cpu.event(0xC4, 0x00, branches);
     }
     cpu.ref_cycles(instructions);
@@ -264,7 +270,10 @@ void SimExec::execute(const Region& region, RegionFrame* frame) {
                 // The loop around the copies (dec r15; jnz) is the same in both versions and
                 // cancels; like the rest of the harness outside the decoded accesses, it is
                 // not counted.
+                // The kernel's own TopDown slot budget applies inside it, where a test gave one.
+                cpu.set_in_body(true);
                 retire(cpu, region.copies * loop * body.instructions, region.copies * loop * body.branches);
+                cpu.set_in_body(false);
                 continue;
             }
         }

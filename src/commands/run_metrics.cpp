@@ -1,0 +1,238 @@
+// `pmulab run --topdown [1|2] --metrics NAMES --metrics-file PATH`: the events derived
+// metrics need, and the metrics themselves once a plan has been measured
+// (measure/metrics.h, measure/topdown.h, docs/metrics.md).
+#include "base/json.h"
+#include "commands/measure_cmd.h"
+#include "events/event_files.h"
+
+namespace pmulab {
+
+bool take_metric_options(Args& args, RunOptions* o, Status* err) {
+    const char* v = nullptr;
+    if (args.option("--topdown", &v, err)) {
+        if (!err->ok()) return true;
+        if (str_eq(v, "1")) o->topdown = 1;
+        else if (str_eq(v, "2")) o->topdown = 2;
+        else *err = Error::make(Errc::invalid_argument, "--topdown: '%s' is not a level (1 or 2)", v);
+        return true;
+    }
+    if (args.option("--metrics", &v, err)) {
+        if (!err->ok()) return true;
+        if (!v[0])
+            *err = Error::make(Errc::invalid_argument, "--metrics needs metric or group names, e.g. IPC,TopdownL1");
+        o->metrics_arg = v;
+        return true;
+    }
+    if (args.option("--metrics-file", &v, err)) {
+        if (!err->ok()) return true;
+        if (!v[0]) *err = Error::make(Errc::invalid_argument, "--metrics-file needs a path, e.g. \\pmulab\\my.mtr");
+        o->metrics_file = v;
+        return true;
+    }
+    return false;
+}
+
+bool wants_metrics(const RunOptions& o) { return o.topdown || o.metrics_arg; }
+
+Status load_run_metrics(Out& out, RunOptions& o) {
+    o.metric_set.defs.clear();
+    o.metric_names.clear();
+    PMULAB_TRY(parse_metric_text(StrView(kBuiltinMetrics), "built-in metrics", &o.metric_set));
+    if (o.metrics_file) {
+        FileSource* fs = out.platform().files();
+        if (!fs)
+            return Error::make(Errc::unsupported, "--metrics-file: this platform has no boot volume to read '%s' from",
+                               o.metrics_file);
+        Result<Vec<char>> text = fs->read(o.metrics_file, usize(1) << 20);
+        if (!text.ok()) return text.error().with_context("--metrics-file %s", o.metrics_file);
+        PMULAB_TRY(parse_metric_text(StrView(text.value().data(), text.value().size()), o.metrics_file, &o.metric_set));
+    }
+    o.metric_list.clear();
+    if (o.topdown) o.metric_list.put(StrView(o.topdown >= 2 ? "TopdownL1,TopdownL2" : "TopdownL1"));
+    if (o.metrics_arg) {
+        if (o.metric_list.size()) o.metric_list.put(',');
+        o.metric_list.put(StrView(o.metrics_arg));
+    }
+    if (!o.metric_list.size()) return ok_status();
+    PMULAB_TRY(select_metrics(o.metric_set, o.metric_list.view(), &o.metric_names));
+    o.topdown_wanted = o.topdown > 0;
+    for (StrView name : o.metric_names)
+        for (const MetricDef& d : o.metric_set.defs)
+            if (name.eq_nocase(StrView(d.name)) && d.method != TopdownMethod::none) o.topdown_wanted = true;
+    return ok_status();
+}
+
+void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdentity& id, TopdownSupport* td,
+                        StrBuf* specs, StrBuf* why) {
+    *td = topdown_support(info, id);
+    bool topdown_wanted = o.topdown_wanted;
+    Vec<StrView> inputs;
+    for (StrView name : o.metric_names)
+        for (const MetricDef& d : o.metric_set.defs) {
+            if (!name.eq_nocase(StrView(d.name))) continue;
+            if (d.method != TopdownMethod::none) continue;  // TopDown: events from the method
+            (void)formula_inputs(StrView(d.formula), &inputs);
+            break;
+        }
+    if (topdown_wanted) {
+        if (td->method == TopdownMethod::none) {
+            why->printf("TopDown is unavailable: %s", td->why);
+        } else {
+            if (o.topdown > td->max_level)
+                why->printf("--topdown %u: this core has level %u only (level 2 needs IA32_PERF_METRICS bytes 4-7, "
+                            "Golden Cove and later); level 2 metrics are left out",
+                            o.topdown, td->max_level);
+            StrBuf t;
+            topdown_event_specs(*td, o.topdown, &t);
+            if (specs->size()) specs->put(';');
+            specs->put(t.view());
+        }
+    }
+    for (StrView in : inputs) {
+        if (in.find('.', 0) < in.len && StrView(in).sub(0, 13).eq(StrView("PERF_METRICS."))) continue;
+        if (specs->size()) specs->put(';');
+        specs->put(in);
+    }
+}
+
+Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCpus>& sets) {
+    if (!o.topdown_wanted) return ok_status();
+    usize with = 0;
+    for (const EventsForCpus& set : sets) with += set.topdown.method != TopdownMethod::none;
+    for (const EventsForCpus& set : sets) {
+        if (!set.topdown_why[0]) continue;
+        StrBuf where;
+        put_cpu_list(where, set.cpus);
+        bool none = set.topdown.method == TopdownMethod::none;
+        if (none && with == 0)
+            return Error::make(Errc::unsupported, "--topdown: %s: %s", where.c_str(), set.topdown_why);
+        out.warn("--topdown: %s: %s%s", where.c_str(), set.topdown_why,
+                 none ? "; the other events are measured there without TopDown" : "");
+    }
+    return ok_status();
+}
+
+Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<PmuPlan*>* plans) {
+    if (!o.topdown_wanted || set.topdown.method != TopdownMethod::perf_metrics) return ok_status();
+    unsigned level = o.topdown ? o.topdown : set.topdown.max_level;
+    if (level > set.topdown.max_level) level = set.topdown.max_level;
+    for (PmuPlan* pl : *plans) PMULAB_TRY(add_topdown_reads(pl, level));
+    return ok_status();
+}
+
+void MetricCollector::add(const RunOptions& o, const MeasureResult& r) {
+    Item& it = items.emplace();
+    it.cpu = r.cpu;
+    it.apic_id = r.apic_id;
+    it.bench = r.bench;
+    str_copy(it.label, sizeof it.label, r.read->event);
+    it.value = r.per_iter[unsigned(o.cfg.agg)];
+}
+
+namespace {
+
+struct ItemInputs final : MetricInputs {
+    const MetricCollector* c = nullptr;
+    u32 cpu = 0;
+    const BenchInstance* bench = nullptr;
+    bool get(StrView label, Frac* v) const override {
+        for (const MetricCollector::Item& it : c->items)
+            if (it.cpu == cpu && it.bench == bench && label.eq_nocase(StrView(it.label))) {
+                *v = it.value;
+                return true;
+            }
+        return false;
+    }
+};
+
+}  // namespace
+
+void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) {
+    if (o.metric_names.empty()) {
+        items.clear();
+        return;
+    }
+    StrBuf table;
+    bool header = false;
+    for (usize i = 0; i < items.size(); ++i) {
+        // The first item of each (bench, CPU).
+        bool first = true;
+        for (usize j = 0; j < i && first; ++j)
+            first = !(items[j].cpu == items[i].cpu && items[j].bench == items[i].bench);
+        if (!first) continue;
+        ItemInputs in;
+        in.c = this;
+        in.cpu = items[i].cpu;
+        in.bench = items[i].bench;
+        Vec<MetricValue> vals;
+        evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
+        const BenchInstance& b = *items[i].bench;
+        const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
+        for (const MetricValue& mv : vals) {
+            if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
+            const MetricDef& d = *mv.def;
+            StrBuf line;
+            JsonWriter w(line);
+            w.begin_object().field("type", "metric");
+            w.field_u("cpu", items[i].cpu).field_u("apic_id", items[i].apic_id).field("bench", bench_name(b));
+            if (sized) w.field_u("size", b.size);
+            w.field("metric", d.name);
+            if (d.groups[0]) w.field("groups", d.groups);
+            if (d.level) w.field_u("level", d.level);
+            if (d.parent[0]) w.field("parent", d.parent);
+            if (d.unit[0]) w.field("unit", d.unit);
+            if (d.method != TopdownMethod::none) w.field("method", topdown_method_name(d.method));
+            w.field("formula", d.formula);
+            w.field("agg", agg_name(o.cfg.agg));
+            Frac f = frac_reduce(mv.value);
+            if (mv.ok) {
+                w.key("value").fixed(f.num, f.den, o.decimals < 4 ? 4 : o.decimals);
+                w.key("fraction").begin_array().inum(f.num).num(f.den).end_array();
+            } else {
+                w.key("value").null();
+                w.field("undefined", mv.why);
+            }
+            // Every input the formula reads, with its per-iteration value.
+            Vec<StrView> names;
+            (void)formula_inputs(StrView(d.formula), &names);
+            w.key("inputs").begin_object();
+            for (StrView n : names) {
+                Frac v;
+                StrBuf k;
+                k.put(n);
+                w.key(k.c_str());
+                if (in.get(n, &v)) {
+                    Frac r = frac_reduce(v);
+                    w.fixed(r.num, r.den, o.decimals);
+                } else {
+                    w.null();
+                }
+            }
+            w.end_object();
+            w.field_b("valid", mv.ok && !mv.violation[0]);
+            if (mv.violation[0]) w.field("violation", mv.violation);
+            w.end_object();
+            line.put('\n');
+            out.record(line);
+
+            if (!header) {
+                table.printf("%-14s %6s %4s %-24s %10s  %s\n", "bench", "size", "cpu", "metric", "value", "formula");
+                header = true;
+            }
+            StrBuf size, val;
+            if (sized) put_size_suffix(size, b.size);
+            else size.put('-');
+            if (mv.ok) put_frac(val, mv.value, o.decimals < 4 ? 4 : o.decimals);
+            else val.put(StrView("-"));
+            table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), items[i].cpu, d.name,
+                         val.c_str(), d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
+            if (mv.violation[0])
+                out.warn("CPU %u %s: metric %s: %s (flagged in the record)", items[i].cpu, bench_name(b), d.name,
+                         mv.violation);
+        }
+    }
+    if (table.size()) out.text_buf(table);
+    items.clear();
+}
+
+}  // namespace pmulab

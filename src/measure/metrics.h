@@ -1,0 +1,95 @@
+// Derived metrics: formulas over the per-iteration values of measured events, kept as
+// data (perf stat -M, likwid performance groups, Intel's metrics JSON), with perf-style
+// validation. docs/metrics.md describes the file format and the method.
+//
+// A metric file is text, one definition per line, '#' starts a comment; a definition is
+// ';'-separated key=value fields:
+//     name=IPC; groups=Basic; unit=instructions/cycle; range=0..;
+//         formula=INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD
+// (on one line). Keys: name (required, [A-Za-z0-9_.]+), formula (required), groups
+// (','-separated), unit, range (LO..HI, either side may be empty), level (1 or 2: TopDown
+// levels), parent (the level-1 metric a level-2 one belongs to), method (perf_metrics,
+// skylake_events or arch_events: the variant is used only on CPUs of that TopDown method,
+// topdown.h), desc. Formulas: numbers (decimal, with an optional fraction), event labels
+// as the records name them (letters, digits, '_', '.', ':'; anything else in [brackets]),
+// + - * / and parentheses. A name may have several definitions: the first whose method
+// fits and whose inputs were all measured is used.
+//
+// Arithmetic is exact (Frac, stats.h): no floating point; a step that overflows 64 bits
+// or divides by zero makes the metric undefined, with the reason.
+#pragma once
+
+#include "base/base.h"
+#include "measure/stats.h"
+#include "measure/topdown.h"
+
+namespace pmulab {
+
+struct MetricDef {
+    char name[48] = {};
+    char groups[96] = {};
+    char unit[32] = {};
+    char formula[320] = {};
+    char parent[48] = {};
+    char desc[96] = {};
+    bool has_lo = false, has_hi = false;
+    Frac lo, hi;
+    u8 level = 0;
+    TopdownMethod method = TopdownMethod::none;  // none: every CPU
+};
+
+struct MetricSet {
+    Vec<MetricDef> defs;
+};
+
+// Parses metric definitions; errors name `origin` and the line ("FILE:3: ..."),
+// Errc::invalid_argument. Formulas are checked for syntax here.
+Status parse_metric_text(StrView text, const char* origin, MetricSet* out);
+// The built-in definitions (IPC, CPI, branch-miss rate, uops per instruction, cache miss
+// ratios, frequency ratios, TopDown levels 1 and 2): the same format, compiled in.
+extern const char kBuiltinMetrics[];
+// Whether `name` is a metric or a group of `set` (case-insensitive).
+bool metric_or_group_known(const MetricSet& set, StrView name);
+
+// The event labels a formula reads, appended to *out without duplicates.
+Status formula_inputs(StrView formula, Vec<StrView>* out);
+
+// Per-iteration values of the events measured for one (benchmark, CPU).
+class MetricInputs {
+public:
+    virtual bool get(StrView label, Frac* value) const = 0;
+
+protected:
+    ~MetricInputs() = default;
+};
+// Evaluates a formula; Errc::invalid_argument for syntax, Errc::not_found for a missing
+// input, Errc::unsupported for a division by zero or an overflow (the value is undefined).
+Result<Frac> eval_formula(StrView formula, const MetricInputs& in);
+
+// The metric names a --metrics list selects, in order, without duplicates: each item is
+// a metric name or a group name ("TopdownL1"). Unknown names are Errc::invalid_argument.
+Status select_metrics(const MetricSet& set, StrView list, Vec<StrView>* names);
+
+// One evaluated metric.
+struct MetricValue {
+    const MetricDef* def = nullptr;
+    bool ok = false;  // evaluated; else `why`
+    Frac value;
+    char why[160] = {};
+    bool no_variant = false;  // no definition for this CPU's TopDown method
+    // Validation (perf's rules): range, level-1 sum, level-2 <= parent. Flagged, never hidden.
+    char violation[200] = {};
+};
+// Tolerance of the validation rules: 1/100 (ranges widened by 0.01 on each side,
+// |sum of level 1 - 1| <= 0.01, level 2 <= parent + 0.01): PERF_METRICS bytes are 1/255
+// steps, and differencing two reads adds their errors; see docs/metrics.md.
+inline constexpr Frac kMetricTolerance{1, 100};
+
+// Evaluates `names` for one (benchmark, CPU): for each, the first definition whose method
+// fits `method` and whose inputs all exist. Then validates the whole set.
+void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMethod method, const MetricInputs& in,
+                      Vec<MetricValue>* out);
+// The validation pass alone (evaluate_metrics calls it).
+void validate_metrics(Vec<MetricValue>* values);
+
+}  // namespace pmulab

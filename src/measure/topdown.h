@@ -1,0 +1,64 @@
+// TopDown Microarchitecture Analysis (Yasin, ISPASS 2014; SDM Vol. 3B "Top-down
+// Microarchitecture Analysis", "Performance Metrics"): where the issue slots go.
+//
+// Three ways to the level-1 breakdown (retiring, bad speculation, frontend bound,
+// backend bound), chosen per CPU by topdown_support():
+//   perf_metrics    Ice Lake and later P cores (IA32_PERF_CAPABILITIES[15] and fixed
+//                   counter 3): TOPDOWN.SLOTS on FIXED_CTR3 and IA32_PERF_METRICS (0x329),
+//                   whose bytes are 8-bit fractions of SLOTS (sum 0xFF); level 2 (heavy
+//                   operations, branch mispredicts, fetch latency, memory bound) in bytes
+//                   4-7 on Golden Cove and later. Both are reset together before every run
+//                   (FIXED_CTR3 = 0, PERF_METRICS = 0, inside the generated code), read at
+//                   the start and the end of the measured window, turned into slots at
+//                   each read (floor(byte * SLOTS / 255)) and differenced like every
+//                   counter, so the harness's own slots cancel between U and 2U.
+//   skylake_events  Skylake-class P cores without PERF_METRICS: Intel's formulas over GP
+//                   events (SLOTS = 4 * cycles, IDQ_UOPS_NOT_DELIVERED.CORE, UOPS_ISSUED.ANY,
+//                   UOPS_RETIRED.RETIRE_SLOTS, INT_MISC.RECOVERY_CYCLES); more events than
+//                   counters are measured in successive runs (multiplexing by rerun).
+//   arch_events     cores that enumerate the architectural TopDown events (CPUID.0AH:EBX
+//                   bits 7-11: topdown slots, backend bound, bad speculation, frontend bound,
+//                   retiring) on GP counters.
+// The metrics themselves (fractions of slots, validation) are formulas in metrics.h.
+#pragma once
+
+#include "measure/pmu_plan.h"
+#include "x86/cpuid.h"
+
+namespace pmulab {
+
+enum class TopdownMethod : u8 { none, perf_metrics, skylake_events, arch_events };
+const char* topdown_method_name(TopdownMethod m);
+
+struct TopdownSupport {
+    TopdownMethod method = TopdownMethod::none;
+    unsigned max_level = 0;  // 0 (none), 1 or 2
+    char why[200] = {};      // method none: why, for the user
+};
+// What this CPU offers (its PMU and its identity: the model decides level 2 and
+// Skylake-class formulas).
+TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id);
+
+// The event specs TopDown `level` needs with this method, ';'-separated, e.g.
+// "TOPDOWN.SLOTS" (perf_metrics: the metrics are reads added by add_topdown_reads).
+void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs);
+
+// The labels of the PERF_METRICS reads (Intel's metrics-JSON names), by byte.
+inline constexpr const char* kPerfMetricsNames[8] = {"PERF_METRICS.RETIRING",         "PERF_METRICS.BAD_SPECULATION",
+                                                     "PERF_METRICS.FRONTEND_BOUND",   "PERF_METRICS.BACKEND_BOUND",
+                                                     "PERF_METRICS.HEAVY_OPERATIONS", "PERF_METRICS.BRANCH_MISPREDICTS",
+                                                     "PERF_METRICS.FETCH_LATENCY",    "PERF_METRICS.MEMORY_BOUND"};
+
+// perf_metrics: appends the PERF_METRICS reads of `level` (4 or 8, RDPMC ECX = 2000_0000H
+// or RDMSR 0x329 as the plan reads counters) to the group that reads TOPDOWN.SLOTS on
+// FIXED_CTR3, and the reset writes (FIXED_CTR3 = 0, PERF_METRICS = 0) before its start
+// writes. Errc::internal when no group reads SLOTS on FIXED_CTR3; Errc::invalid_argument
+// when the reads do not fit one run.
+Status add_topdown_reads(PmuPlan* plan, unsigned level);
+
+// Slots of one PERF_METRICS byte at one read: floor(byte * slots / 255).
+u64 topdown_slots(u64 metrics, unsigned byte, u64 slots);
+// The engine's difference for a metric read r of group g (CounterRead::metric).
+u64 topdown_read_delta(const ReadGroup& g, usize r, const u64* start, const u64* end);
+
+}  // namespace pmulab

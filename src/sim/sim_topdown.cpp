@@ -1,0 +1,138 @@
+// The simulated CPU, TopDown: slot budgets, the category events they issue, and
+// IA32_PERF_METRICS (0x329). See sim_cpu.h "TopDown" for the rules and their sources.
+#include "sim/sim_topdown.h"
+#include "sim/sim_internal.h"
+
+namespace sim {
+
+bool topdown_l2_model(u32 eax) {
+    u32 family = (eax >> 8) & 0xf;
+    if (family != 6) return false;
+    u32 model = ((eax >> 4) & 0xf) | (((eax >> 16) & 0xf) << 4);
+    // Sapphire/Emerald/Granite Rapids, Alder/Raptor/Meteor/Arrow/Lunar/Panther Lake.
+    static const u32 k[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xC5, 0xC6, 0xBD, 0xCC};
+    return std::find(std::begin(k), std::end(k), model) != std::end(k);
+}
+
+u64 TopdownBudget::part(unsigned i) const {
+    const u64 v[8] = {retiring, bad_spec, fe_bound, be_bound, heavy_ops, br_mispredict, fetch_lat, mem_bound};
+    return i < 8 ? v[i] : 0;
+}
+
+static void check_budget(const TopdownBudget& b) {
+    if (!b.slots_per_cycle) return;
+    if (b.retiring + b.bad_spec + b.fe_bound + b.be_bound != b.slots_per_cycle)
+        die("TopdownBudget: retiring + bad_spec + fe_bound + be_bound must equal slots_per_cycle (%llu)",
+            (unsigned long long)b.slots_per_cycle);
+    for (unsigned i = 0; i < 4; ++i)
+        if (b.part(4 + i) > b.part(i)) die("TopdownBudget: level-2 part %u exceeds its level-1 parent", i);
+}
+
+void SimCpu::set_topdown(const TopdownBudget& b) {
+    check_budget(b);
+    td_base_ = b;
+}
+
+void SimCpu::set_topdown_body(const TopdownBudget& b) {
+    check_budget(b);
+    td_body_ = b;
+    td_body_set_ = true;
+}
+
+bool SimCpu::metrics_counting() const { return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1); }
+
+const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
+                                                      std::vector<Occurrence>* buf) {
+    const TopdownBudget& b = in_body_ && td_body_set_ ? td_body_ : td_base_;
+    if (!b.slots_per_cycle) return each;
+    *buf = each;
+    buf->push_back({0xA4, 0x01, b.slots_per_cycle});        // TOPDOWN.SLOTS
+    buf->push_back({0xA4, 0x02, b.be_bound});               // topdown backend bound (arch)
+    buf->push_back({0x73, 0x00, b.bad_spec});               // TOPDOWN_BAD_SPECULATION
+    buf->push_back({0x9C, 0x01, b.fe_bound});               // TOPDOWN_FE_BOUND / IDQ_UOPS_NOT_DELIVERED.CORE
+    buf->push_back({0xC2, 0x02, b.retiring});               // TOPDOWN_RETIRING / UOPS_RETIRED.RETIRE_SLOTS
+    buf->push_back({0x0E, 0x01, b.retiring + b.bad_spec});  // UOPS_ISSUED.ANY
+    if (metrics_counting())
+        for (unsigned i = 0; i < 8; ++i) td_[i] += b.part(i) * cycles;
+    return *buf;
+}
+
+u64 SimCpu::perf_metrics_value() const {
+    if (!layout_.perf_metrics) return 0;
+    unsigned __int128 total = 0;
+    for (unsigned i = 0; i < 4; ++i) total += td_[i];
+    if (!total) return 0;
+    // Level 1: floor(255 * c / total), the remaining units to the largest remainders
+    // (lowest byte first on ties), so that the four bytes sum to exactly 0xFF.
+    u64 byte[8] = {};
+    unsigned __int128 rem[4];
+    u64 sum = 0;
+    for (unsigned i = 0; i < 4; ++i) {
+        unsigned __int128 x = (unsigned __int128)td_[i] * 255;
+        byte[i] = u64(x / total);
+        rem[i] = x % total;
+        sum += byte[i];
+    }
+    while (sum < 255) {
+        unsigned best = 0;
+        for (unsigned i = 1; i < 4; ++i)
+            if (rem[i] > rem[best]) best = i;
+        ++byte[best];
+        rem[best] = 0;
+        ++sum;
+    }
+    if (layout_.perf_metrics_l2)
+        for (unsigned i = 4; i < 8; ++i) {
+            u64 v = u64(((unsigned __int128)td_[i] * 255 + total / 2) / total);
+            byte[i] = std::min(v, byte[i - 4]);
+        }
+    u64 v = 0;
+    for (unsigned i = 0; i < 8; ++i) v |= byte[i] << (8 * i);
+    return v;
+}
+
+u8 SimCpu::write_perf_metrics(u64 v) {
+    if (!layout_.perf_metrics_l2 && (v >> 32)) return kVectorGP;  // bytes 4-7 reserved
+    for (unsigned i = 0; i < 8; ++i) td_[i] = (v >> (8 * i)) & 0xff;
+    return 0;
+}
+
+}  // namespace sim
+
+namespace sim {
+
+namespace {
+
+SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
+    IntelCpuidSpec sp;
+    sp.max_leaf = 0x20;
+    sp.signature = signature;
+    sp.brand = brand;
+    sp.leaf_0a = {eax_0a, 0, 0, edx_0a};
+    return intel_machine(sp, {1, n, 1}, caps);
+}
+
+}  // namespace
+
+SimMachine intel_icelake(u32 n) {
+    // v5, 8 GP x 48, 4 fixed x 48 (EDX[4:0] = 4), AnyThread deprecated.
+    return topdown_part(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604,
+                        kIceLakePerfCaps, n);
+}
+
+SimMachine intel_sapphire_rapids(u32 n) {
+    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kIceLakePerfCaps, n);
+}
+
+SimMachine intel_skylake(u32 n) {
+    // v4, 4 GP x 48, 3 fixed x 48; no PERF_METRICS (PERF_CAPABILITIES[15] = 0).
+    return topdown_part(0x000506E3, "Intel(R) Core(TM) i7-6700K CPU @ 4.00GHz", 0x07300404, 0x00000603, 0x33c5, n);
+}
+
+SimMachine intel_alder_lake() {
+    SimMachine m = intel_hybrid();
+    for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores
+    return m;
+}
+
+}  // namespace sim

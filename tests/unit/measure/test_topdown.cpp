@@ -1,0 +1,287 @@
+// `pmulab run --topdown` and `--metrics` end to end on simulated CPUs with known slot
+// budgets (sim_cpu.h TopdownBudget): exact slot-scaled deltas per iteration, the
+// validation rules, reset between runs, GP-event TopDown multiplexed by rerun, hybrid
+// parts with TopDown on the P cores only.
+#include <gtest/gtest.h>
+
+#include "measure/metrics.h"
+#include "sim/sim_topdown.h"
+#include "support/sim_measure.h"
+#include "support/test_platform.h"
+
+using namespace pmulab;
+using namespace sim;
+using simm::SimPlatform;
+
+namespace {
+
+struct Cmd {
+    int status = -1;
+    std::string out;
+    std::vector<pmutest::Json> recs;
+};
+
+Cmd run_line(SimPlatform& p, const std::string& line) {
+    p.out.clear();
+    ArgVec av;
+    Status s = split_command_line(StrView(line.c_str()), &av);
+    EXPECT_TRUE(s.ok());
+    GlobalOptions g;
+    Cmd c;
+    c.status = app_run(p, av.argc(), av.argv.data(), &g);
+    c.out = p.out;
+    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
+    return c;
+}
+
+std::vector<pmutest::Json> of_type(const Cmd& c, const char* type) {
+    std::vector<pmutest::Json> r;
+    for (const pmutest::Json& j : c.recs)
+        if (j["type"].s() == type) r.push_back(j);
+    return r;
+}
+
+const pmutest::Json* find(const std::vector<pmutest::Json>& v, const char* key, const char* value, u64 cpu = 0) {
+    for (const pmutest::Json& j : v)
+        if (j[key].s() == value && j["cpu"].u() == cpu) return &j;
+    return nullptr;
+}
+
+TopdownBudget budget(u64 width, u64 ret, u64 bad, u64 fe, u64 be) {
+    TopdownBudget b;
+    b.slots_per_cycle = width;
+    b.retiring = ret;
+    b.bad_spec = bad;
+    b.fe_bound = fe;
+    b.be_bound = be;
+    return b;
+}
+
+const char kFast[] = " --reps 3 --warmup 1 --unroll 10";
+
+}  // namespace
+
+// The per-iteration value of one result record, as a fraction num/den.
+double per_iter(const pmutest::Json& r) {
+    std::vector<u64> f = r["fraction"].u_list();
+    return f.size() == 2 ? double(f[0]) / double(f[1]) : -1;
+}
+
+struct Snap {
+    std::vector<PmuState> st;
+};
+Snap snap(const SimMachine& m) {
+    Snap s;
+    for (u32 i = 0; i < m.size(); ++i) s.st.push_back(m.cpu(i).pmu_state());
+    return s;
+}
+
+TEST(Topdown, IceLakeLevel1ExactFromPerfMetrics) {
+    SimMachine m = intel_icelake(2);
+    m.cpu(0).set_topdown(budget(5, 2, 1, 1, 1));
+    // What firmware left in the PMU, PERF_METRICS included, must come back.
+    m.cpu(0).poke(reg::PERF_METRICS, 0x11223399);
+    m.cpu(0).poke(reg::FIXED_CTR0 + 3, 12345);
+    Snap before = snap(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    // add_indep: 8 instructions per iteration, one per cycle, 5 slots per cycle.
+    const pmutest::Json* slots = find(res, "event", "TOPDOWN.SLOTS");
+    ASSERT_NE(slots, nullptr);
+    EXPECT_EQ((*slots)["counter"].s(), "FIXED_CTR3");
+    EXPECT_EQ((*slots)["fraction"].u_list(), (std::vector<u64>{40, 1}));
+    const char* names[4] = {"PERF_METRICS.RETIRING", "PERF_METRICS.BAD_SPECULATION", "PERF_METRICS.FRONTEND_BOUND",
+                            "PERF_METRICS.BACKEND_BOUND"};
+    const u64 want[4] = {16, 8, 8, 8};
+    for (int i = 0; i < 4; ++i) {
+        const pmutest::Json* r = find(res, "event", names[i]);
+        ASSERT_NE(r, nullptr) << names[i];
+        EXPECT_EQ((*r)["counter"].s(), "METRICS");
+        EXPECT_EQ((*r)["counter_method"].s(), "rdpmc");
+        EXPECT_EQ((*r)["fraction"].u_list(), (std::vector<u64>{want[i], 1})) << names[i];
+    }
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 4u);
+    const char* mn[4] = {"tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"};
+    const u64 num[4] = {2, 1, 1, 1};
+    for (int i = 0; i < 4; ++i) {
+        EXPECT_EQ(met[i]["metric"].s(), mn[i]);
+        EXPECT_EQ(met[i]["fraction"].u_list(), (std::vector<u64>{num[i], 5})) << mn[i];
+        EXPECT_EQ(met[i]["level"].u(), 1u);
+        EXPECT_EQ(met[i]["method"].s(), "perf_metrics");
+        EXPECT_TRUE(met[i]["valid"].b);
+        EXPECT_FALSE(met[i].has("violation"));
+        EXPECT_EQ(met[i]["inputs"]["TOPDOWN.SLOTS"].s(), "40.00");
+    }
+    EXPECT_EQ(met[0]["formula"].s(), "PERF_METRICS.RETIRING / TOPDOWN.SLOTS");
+    EXPECT_EQ(met[0]["inputs"]["PERF_METRICS.RETIRING"].s(), "16.00");
+    EXPECT_EQ(met[0]["value"].s(), "0.4000");
+    // Restored exactly, PERF_METRICS and SLOTS included.
+    for (u32 i = 0; i < m.size(); ++i) EXPECT_EQ(diff_state(before.st[i], m.cpu(i).pmu_state()), "") << i;
+}
+
+TEST(Topdown, ResetBeforeEveryRunInsideTheRegion) {
+    SimMachine m = intel_icelake(1);
+    m.cpu(0).set_topdown(budget(5, 2, 1, 1, 1));
+    SimPlatform p(m);
+    m.clear_logs();
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    // Every run (3 reps + 1 warm-up, two versions) and the probe: FIXED_CTR3 = 0, then
+    // PERF_METRICS = 0, then GLOBAL_CTRL with EN_PERF_METRICS (bit 48) and FIXED_CTR3 (35).
+    std::vector<LogEntry> w = m.cpu(0).writes();
+    unsigned resets = 0;
+    for (size_t i = 0; i + 2 < w.size(); ++i)
+        if (w[i].addr == reg::FIXED_CTR0 + 3 && w[i].value == 0 && w[i + 1].addr == reg::PERF_METRICS &&
+            w[i + 1].value == 0 && w[i + 2].addr == reg::GLOBAL_CTRL) {
+            EXPECT_EQ(w[i + 2].value & ((1ull << 48) | (1ull << 35)), (1ull << 48) | (1ull << 35));
+            ++resets;
+        }
+    EXPECT_EQ(resets, 2u * (3 + 1) + 1);
+}
+
+TEST(Topdown, HarnessSlotsCancelBetweenUAnd2U) {
+    // The harness (reads, writes, serialisation) is frontend-heavy, the kernel all
+    // retiring: the per-iteration slots are the kernel's, within PERF_METRICS's 1/255
+    // quantisation, although every read's fractions mix both.
+    SimMachine m = intel_icelake(1);
+    m.cpu(0).set_topdown(budget(5, 1, 1, 2, 1));
+    m.cpu(0).set_topdown_body(budget(5, 5, 0, 0, 0));
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench add_indep --topdown 1 --reps 3 --warmup 1 --unroll 100");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    EXPECT_EQ(per_iter(*find(res, "event", "TOPDOWN.SLOTS")), 40.0);
+    EXPECT_NEAR(per_iter(*find(res, "event", "PERF_METRICS.RETIRING")), 40.0, 0.5);
+    EXPECT_NEAR(per_iter(*find(res, "event", "PERF_METRICS.FRONTEND_BOUND")), 0.0, 0.5);
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 4u);
+    for (const pmutest::Json& j : met) EXPECT_TRUE(j["valid"].b) << c.out;
+}
+
+TEST(Topdown, SapphireRapidsLevel2) {
+    SimMachine m = intel_sapphire_rapids(1);
+    TopdownBudget b = budget(5, 2, 1, 1, 1);
+    b.heavy_ops = 1;
+    b.br_mispredict = 1;
+    b.fetch_lat = 0;
+    b.mem_bound = 1;
+    m.cpu(0).set_topdown(b);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 2") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 12u);
+    struct W {
+        const char* name;
+        u64 num, den;
+    } want[] = {{"tma_retiring", 2, 5},           {"tma_heavy_operations", 1, 5}, {"tma_light_operations", 1, 5},
+                {"tma_branch_mispredicts", 1, 5}, {"tma_machine_clears", 0, 1},   {"tma_fetch_latency", 0, 1},
+                {"tma_fetch_bandwidth", 1, 5},    {"tma_memory_bound", 1, 5},     {"tma_core_bound", 0, 1}};
+    for (const W& x : want) {
+        const pmutest::Json* j = find(met, "metric", x.name);
+        ASSERT_NE(j, nullptr) << x.name;
+        EXPECT_EQ((*j)["fraction"].u_list(), (std::vector<u64>{x.num, x.den})) << x.name;
+        EXPECT_TRUE((*j)["valid"].b) << x.name;
+    }
+    EXPECT_EQ((*find(met, "metric", "tma_heavy_operations"))["parent"].s(), "tma_retiring");
+    EXPECT_EQ((*find(met, "metric", "tma_heavy_operations"))["level"].u(), 2u);
+}
+
+TEST(Topdown, IceLakeHasNoLevel2AndSaysSo) {
+    SimMachine m = intel_icelake(1);
+    m.cpu(0).set_topdown(budget(5, 2, 1, 1, 1));
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --bench add_indep --topdown 2") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_NE(c.out.find("this core has level 1 only"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("tma_retiring"), std::string::npos) << c.out;
+    EXPECT_NE(c.out.find("tma_heavy_operations"), std::string::npos) << c.out;  // listed as undefined
+    EXPECT_NE(c.out.find("undefined"), std::string::npos) << c.out;
+}
+
+TEST(Topdown, SkylakeFromGpEventsMultiplexedByRerun) {
+    // Skylake: 4 GP counters; TopDown needs 4 GP events plus cycles, and two more
+    // events make it 6: two runs of the benchmark.
+    SimMachine m = intel_skylake(1);
+    m.cpu(0).set_topdown(budget(4, 2, 1, 1, 0));
+    SimPlatform p(m);
+    Cmd c = run_line(p,
+                     std::string("run --json --bench add_indep --topdown 1 --events branches,branch-misses") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    ASSERT_FALSE(res.empty());
+    EXPECT_EQ(res[0]["runs"].u(), 2u);
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 4u);
+    const char* mn[4] = {"tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"};
+    const std::vector<u64> want[4] = {{1, 2}, {1, 4}, {1, 4}, {0, 1}};
+    for (int i = 0; i < 4; ++i) {
+        const pmutest::Json* j = find(met, "metric", mn[i]);
+        ASSERT_NE(j, nullptr) << mn[i];
+        EXPECT_EQ((*j)["method"].s(), "skylake_events");
+        EXPECT_EQ((*j)["fraction"].u_list(), want[i]) << mn[i];
+        EXPECT_TRUE((*j)["valid"].b);
+    }
+    EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(), "[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)");
+}
+
+TEST(Topdown, HybridTopdownOnPCoresOnly) {
+    SimMachine m = intel_alder_lake();
+    for (u32 i = 0; i < m.size(); ++i) m.cpu(i).set_topdown(budget(5, 2, 1, 1, 1));
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1 --cpu 0,4") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 4u);
+    for (const pmutest::Json& j : met) EXPECT_EQ(j["cpu"].u(), 0u);
+    EXPECT_EQ(find(met, "metric", "tma_retiring")->operator[]("fraction").u_list(), (std::vector<u64>{2, 5}));
+    // The E core was measured (tsc) without TopDown, and the warning says why.
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    EXPECT_NE(find(res, "event", "tsc", 4), nullptr);
+    bool warned = false;
+    for (const pmutest::Json& j : of_type(c, "warning"))
+        warned |= j["message"].s().find("CPU 4") != std::string::npos ||
+                  j["message"].s().find("TopDown is unavailable") != std::string::npos;
+    std::string all = c.out;
+    EXPECT_TRUE(warned || all.find("TopDown is unavailable") != std::string::npos) << c.out;
+}
+
+TEST(Topdown, UnavailableUnderTcgWithTheReason) {
+    SimMachine m = qemu_tcg_intel(2);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --bench add_indep --topdown 1");
+    EXPECT_EQ(c.status, 3) << c.out;
+    EXPECT_NE(c.out.find("--topdown: CPU 0: TopDown is unavailable: no performance counters"), std::string::npos)
+        << c.out;
+}
+
+TEST(Topdown, BadLevelIsAUsageError) {
+    SimMachine m = intel_icelake(1);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --bench add_indep --topdown 3");
+    EXPECT_EQ(c.status, 2);
+    EXPECT_NE(c.out.find("--topdown: '3' is not a level (1 or 2)"), std::string::npos) << c.out;
+    c = run_line(p, "run --bench add_indep --metrics IPC,frobnicate");
+    EXPECT_EQ(c.status, 2);
+    EXPECT_NE(c.out.find("unknown metric or group 'frobnicate'"), std::string::npos) << c.out;
+}
+
+TEST(Metrics, IpcAndCpiExact) {
+    SimMachine m = intel_icelake(1);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --metrics IPC,CPI,frequency_ratio") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 3u) << c.out;
+    EXPECT_EQ(met[0]["metric"].s(), "IPC");
+    EXPECT_EQ(met[0]["fraction"].u_list(), (std::vector<u64>{1, 1}));
+    EXPECT_EQ(met[0]["inputs"]["INST_RETIRED.ANY"].s(), "8.00");
+    EXPECT_EQ(met[0]["inputs"]["CPU_CLK_UNHALTED.THREAD"].s(), "8.00");
+    EXPECT_EQ(met[1]["metric"].s(), "CPI");
+    EXPECT_EQ(met[1]["value"].s(), "1.0000");
+    EXPECT_EQ(met[2]["metric"].s(), "frequency_ratio");
+    EXPECT_EQ(met[2]["fraction"].u_list(), (std::vector<u64>{1, 1}));
+}

@@ -11,6 +11,7 @@ namespace pmulab {
 
 class MeasurePlatform;  // measure/measure.h
 class FileSource;       // events/event_files.h
+class ServeLink;        // app/serve_session.h
 
 class Platform {
 public:
@@ -35,6 +36,10 @@ public:
     virtual RecordSink* record_sink() { return nullptr; }
     // Files on pmulab's boot volume (event files, event lists); null when there are none.
     virtual FileSource* files() { return nullptr; }
+    // The link `pmulab serve` answers on: serial port `port` (-1: the default choice).
+    virtual Result<ServeLink*> open_serve_link(int port) {
+        return Error::make(Errc::unsupported, "serve: this platform has no link to a host");
+    }
 
 protected:
     ~Platform() = default;

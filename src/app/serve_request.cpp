@@ -62,7 +62,8 @@ struct Reader {
                     case 'u': {
                         u64 cp = 0;
                         if (i + 4 > s.len || !parse_hex_u64(s.sub(i, 4), &cp)) return err("%s: bad \\u escape", what);
-                        if (cp == 0 || cp >= 0x80) return err("%s: \\u%04x is not a non-NUL ASCII character", what, unsigned(cp));
+                        if (cp == 0 || cp >= 0x80)
+                            return err("%s: \\u%04x is not a non-NUL ASCII character", what, unsigned(cp));
                         i += 4;
                         c = char(cp);
                         break;
@@ -235,8 +236,8 @@ bool serve_blob_name_ok(StrView name) {
     if (name.empty() || name.len > kServeBlobNameMax) return false;
     for (usize k = 0; k < name.len; ++k) {
         char c = name[k];
-        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                  c == '.' || c == '-';
+        bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                  c == '-';
         if (!ok) return false;
     }
     return true;

@@ -38,9 +38,9 @@ struct ServeRequest {
     // "id":null).
     char id[kServeIdMax + 8] = "null";
     bool has_id = false;
-    StrBuf cmd;                   // kind == command
+    StrBuf cmd;                            // kind == command
     char cancel_id[kServeIdMax + 8] = {};  // kind == cancel: the target's id as JSON text
-    u64 timeout_ms = 0;           // 0: none
+    u64 timeout_ms = 0;                    // 0: none
     Vec<ServeBlob> blobs;
 };
 

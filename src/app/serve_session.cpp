@@ -12,6 +12,44 @@ Status ServeMeasure::run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) {
     return m_->run_on_cpu(hw, cpu, fn, ctx);
 }
 
+Result<void*> ServeMeasure::alloc_pages(usize bytes, bool executable) {
+    for (usize i = 0; i < cache_.size(); ++i) {
+        if (cache_[i].bytes != bytes || cache_[i].exec != executable) continue;
+        Block b = cache_[i];
+        cache_[i] = cache_[cache_.size() - 1];
+        cache_.pop();
+        cached_bytes_ -= b.bytes;
+        live_.push(b);
+        return b.p;
+    }
+    Result<void*> r = m_->alloc_pages(bytes, executable);
+    if (r.ok()) live_.push(Block{r.value(), bytes, executable});
+    return r;
+}
+
+void ServeMeasure::free_pages(void* p, usize bytes) {
+    if (!p) return;
+    for (usize i = 0; i < live_.size(); ++i) {
+        if (live_[i].p != p) continue;
+        Block b = live_[i];
+        live_[i] = live_[live_.size() - 1];
+        live_.pop();
+        if (b.bytes == bytes && cached_bytes_ + bytes <= kServeCacheMax) {
+            cache_.push(b);
+            cached_bytes_ += bytes;
+            return;
+        }
+        break;
+    }
+    m_->free_pages(p, bytes);
+}
+
+void ServeMeasure::release_cache() {
+    for (const Block& b : cache_) m_->free_pages(b.p, b.bytes);
+    cache_.clear();
+    cached_bytes_ = 0;
+}
+
 Result<Vec<char>> ServeFiles::read(const char* path, usize max_bytes) {
     const ServeRequest* r = s_.current();
     if (r) {
@@ -183,10 +221,11 @@ void ServeSession::run_request(ServeRequest& r, ServeRunFn run, void* ctx) {
     if (!s.ok()) return answer_error(id, "invalid argument", s.error().msg, kExitUsage);
     for (char* w : av.argv) {
         if (str_eq(w, "--shutdown"))
-            return answer_error(id, "invalid argument",
-                                "--shutdown is not taken in a request (send {\"id\":...,\"stop\":true}; the agent powers "
-                                "off when 'serve' was started with --shutdown)",
-                                kExitUsage);
+            return answer_error(
+                id, "invalid argument",
+                "--shutdown is not taken in a request (send {\"id\":...,\"stop\":true}; the agent powers "
+                "off when 'serve' was started with --shutdown)",
+                kExitUsage);
         if (str_eq(w, "--unsafe") && !opts_.unsafe)
             return answer_error(id, "invalid argument",
                                 "--unsafe is refused over the wire unless the agent was started with 'serve --unsafe'",

@@ -54,8 +54,13 @@ class ServeMeasure final : public MeasurePlatform {
 public:
     ServeMeasure(ServeSession& s) : s_(s) {}
     void set_inner(MeasurePlatform* m) { m_ = m; }
-    Result<void*> alloc_pages(usize bytes, bool executable) override { return m_->alloc_pages(bytes, executable); }
-    void free_pages(void* p, usize bytes) override { m_->free_pages(p, bytes); }
+    // Pages freed by a request are kept (up to kServeCacheMax bytes) for the next
+    // request that asks for the same size and kind: the firmware's AllocatePages and
+    // FreePages (with their page-table updates) would otherwise dominate a small request.
+    Result<void*> alloc_pages(usize bytes, bool executable) override;
+    void free_pages(void* p, usize bytes) override;
+    // Returns every cached page to the firmware (the session's end).
+    void release_cache();
     CodeSpan kernel_body(KernelId id) override { return m_->kernel_body(id); }
     Status irq_mask(IrqMode mode, IrqSaved* saved) override { return m_->irq_mask(mode, saved); }
     void irq_restore(const IrqSaved& saved) override { m_->irq_restore(saved); }
@@ -67,9 +72,19 @@ public:
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
 
 private:
+    struct Block {
+        void* p;
+        usize bytes;
+        bool exec;
+    };
     ServeSession& s_;
     MeasurePlatform* m_ = nullptr;
+    Vec<Block> live_;   // handed out
+    Vec<Block> cache_;  // freed, kept
+    usize cached_bytes_ = 0;
 };
+
+inline constexpr usize kServeCacheMax = usize(64) << 20;
 
 class ServeFiles final : public FileSource {
 public:
@@ -86,6 +101,7 @@ private:
 class ServeSession final : public Platform {
 public:
     ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o);
+    ~ServeSession() { measure_.release_cache(); }
     // Serves until a stop request (0), the idle time (0) or a broken link (1).
     int serve(ServeRunFn run, void* ctx);
 
@@ -123,7 +139,7 @@ private:
     ServeOptions opts_;
     ServeMeasure measure_;
     ServeFiles files_;
-    Vec<char> in_;         // bytes of the line being received
+    Vec<char> in_;             // bytes of the line being received
     bool discarding_ = false;  // the line being received is too long
     bool link_broken_ = false;
     Vec<Queued> queue_;

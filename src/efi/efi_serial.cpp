@@ -24,8 +24,8 @@ Status EfiSerialLink::open(int port) {
     UINTN idx = port < 0 ? count - 1 : UINTN(port);
     if (idx >= count) {
         gBS->FreePool(handles);
-        return Error::make(Errc::invalid_argument, "serve: --serial %d: the firmware has %u serial port%s (0-%u)",
-                           port, unsigned(count), count == 1 ? "" : "s", unsigned(count - 1));
+        return Error::make(Errc::invalid_argument, "serve: --serial %d: the firmware has %u serial port%s (0-%u)", port,
+                           unsigned(count), count == 1 ? "" : "s", unsigned(count - 1));
     }
     EFI_HANDLE h = handles[idx];
     gBS->FreePool(handles);
@@ -39,9 +39,9 @@ Status EfiSerialLink::open(int port) {
             return Error::make(Errc::io, "serve: cannot open serial port %u: %s", unsigned(idx), status_name(st));
     }
     io_ = static_cast<EFI_SERIAL_IO_PROTOCOL*>(iface);
-    // 115200 8N1; a short per-character timeout, so that reading what has arrived
-    // returns soon after the last byte.
-    st = io_->SetAttributes(io_, 115200, 0, 100, NoParity, 8, OneStopBit);
+    // 115200 8N1, the default FIFO depth and a 1 s timeout per character (writes wait
+    // for the port that long; reads never wait: read() takes only what has arrived).
+    st = io_->SetAttributes(io_, 115200, 0, 1000000, NoParity, 8, OneStopBit);
     if (st != EFI_SUCCESS)
         return Error::make(Errc::io, "serve: serial port %u: SetAttributes: %s", unsigned(idx), status_name(st));
     u64 t0 = rdtsc_now();
@@ -53,13 +53,20 @@ Status EfiSerialLink::open(int port) {
 }
 
 Result<usize> EfiSerialLink::read(char* buf, usize cap) {
-    UINT32 ctl = 0;
-    EFI_STATUS st = io_->GetControl(io_, &ctl);
-    if (st == EFI_SUCCESS && (ctl & EFI_SERIAL_INPUT_BUFFER_EMPTY)) return usize(0);
-    UINTN n = cap;
-    st = io_->Read(io_, &n, buf);
-    if (st == EFI_SUCCESS || st == EFI_TIMEOUT) return usize(n);
-    return Error::make(Errc::io, "serve: serial read: %s", status_name(st));
+    usize got = 0;
+    while (got < cap) {
+        UINT32 ctl = 0;
+        EFI_STATUS st = io_->GetControl(io_, &ctl);
+        if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve: serial port: GetControl: %s", status_name(st));
+        if (ctl & EFI_SERIAL_INPUT_BUFFER_EMPTY) break;
+        UINTN n = 1;
+        st = io_->Read(io_, &n, buf + got);
+        if (st != EFI_SUCCESS && st != EFI_TIMEOUT)
+            return Error::make(Errc::io, "serve: serial read: %s", status_name(st));
+        if (n == 0) break;
+        got += n;
+    }
+    return got;
 }
 
 void EfiSerialLink::wait(u32 ms) {

@@ -40,6 +40,19 @@ CODE_TO_FILE = {"--code": "--code-file", "--init": "--init-file", "--late-init":
                 "--one-time-init": "--one-time-init-file"}
 
 
+_asm_cache = {}
+
+
+def assemble(text, att=False, what="--asm"):
+    """pmulab_asm.assemble, remembered: a batch repeats the same snippets."""
+    key = (text, att, what)
+    if key not in _asm_cache:
+        if len(_asm_cache) > 4096:
+            _asm_cache.clear()
+        _asm_cache[key] = pmulab_asm.assemble(text, att, what)
+    return _asm_cache[key]
+
+
 class AgentError(Exception):
     """The agent could not be reached, or the link broke."""
 
@@ -118,7 +131,7 @@ def asm_to_blobs(argv, att=False):
                 val = argv[i + 1]
                 i += 1
             if opt in ASM_TO_FILE:
-                data = pmulab_asm.assemble(val, att, opt)
+                data = assemble(val, att, opt)
                 if opt == "--asm" and first_text is None:
                     first_text = val
                 fopt = ASM_TO_FILE[opt]
@@ -372,7 +385,7 @@ class Agent:
 
         def block(opt_file, data, text, what):
             if text is not None:
-                data = pmulab_asm.assemble(text, att, what)
+                data = assemble(text, att, what)
             if data is None:
                 return
             if isinstance(data, str):

@@ -58,7 +58,8 @@ TEST(ServeRequest, CommandWithBlobsAndTimeout) {
 }
 
 TEST(ServeRequest, IdsCancelStop) {
-    Parsed a = parse(R"( { "cmd" : "info", "id" : "run-1.a:b" } )" "\r\n");
+    Parsed a = parse(R"( { "cmd" : "info", "id" : "run-1.a:b" } )"
+                     "\r\n");
     ASSERT_TRUE(a.st.ok()) << a.st.error().msg;
     EXPECT_STREQ(a.req.id, "\"run-1.a:b\"");
     Parsed c = parse(R"({"id":"c","cancel":9007199254740991})");
@@ -82,8 +83,7 @@ TEST(ServeRequest, RefusesWhatItDoesNotKnow) {
     EXPECT_EQ(err(R"({"id":1,"cmd":"info","stop":true})"),
               "request: give exactly one of \"cmd\", \"cancel\" and \"stop\"");
     EXPECT_EQ(err(R"({"id":1,"cmd":"  "})"), "request: cmd: empty command line");
-    EXPECT_EQ(err(R"({"id":-1,"cmd":"info"})"),
-              "request: id: expected a string or a non-negative integer (at byte 7)");
+    EXPECT_EQ(err(R"({"id":-1,"cmd":"info"})"), "request: id: expected a string or a non-negative integer (at byte 7)");
     EXPECT_EQ(err(R"({"id":1.5,"cmd":"info"})"), "request: id: expected an integer, not a fraction (at byte 8)");
     EXPECT_EQ(err(R"({"id":9007199254740992,"cmd":"info"})"), "request: id: number larger than 2^53-1 (at byte 22)");
     EXPECT_EQ(err(R"({"id":"a b","cmd":"info"})"),
@@ -159,8 +159,8 @@ TEST(ServeRequest, Base64) {
     EXPECT_FALSE(base64_decode("T===", 10, &v));      // three pads
     EXPECT_FALSE(base64_decode("TWF=TWFu", 10, &v));  // padding before the end
     EXPECT_FALSE(base64_decode("TWF!", 10, &v));
-    EXPECT_FALSE(base64_decode("TWF=", 10, &v));  // non-canonical: dropped bits set
-    EXPECT_FALSE(base64_decode("TWFuTWFu", 5, &v));   // longer than max
+    EXPECT_FALSE(base64_decode("TWF=", 10, &v));     // non-canonical: dropped bits set
+    EXPECT_FALSE(base64_decode("TWFuTWFu", 5, &v));  // longer than max
 }
 
 TEST(ServeRecords, TaggedWithTheId) {
@@ -251,17 +251,28 @@ struct Session {
 TEST(ServeSession, AnswersEveryRequestWithItsId) {
     Session s;
     s.link.chunks = {
-        R"({"id":1,"cmd":"run --bench nop --events tsc --reps 3 --warmup 0"})" "\n",
-        R"({"id":"bad","cmd":"info","x":1})" "\n" R"({"id":2,"cmd":"frobnicate"})" "\n",
+        R"({"id":1,"cmd":"run --bench nop --events tsc --reps 3 --warmup 0"})"
+        "\n",
+        R"({"id":"bad","cmd":"info","x":1})"
+        "\n"
+        R"({"id":2,"cmd":"frobnicate"})"
+        "\n",
         "garbage\n",
         "\n",  // blank lines are ignored
-        R"({"id":3,"cmd":"run --code-file missing --events tsc"})" "\n",
-        R"({"id":4,"cmd":"msr write 0x10 0 --unsafe"})" "\n",
-        R"({"id":5,"cmd":"serve"})" "\n",
-        R"({"id":6,"cmd":"version --shutdown"})" "\n",
-        R"({"id":7,"cmd":"run --bench nop --events tsc --reps 3 --warmup 0 --cpu 1"})" "\n",
-        R"({"id":8,"stop":true})" "\n",
-        R"({"id":9,"cmd":"info"})" "\n",  // after stop: never read
+        R"({"id":3,"cmd":"run --code-file missing --events tsc"})"
+        "\n",
+        R"({"id":4,"cmd":"msr write 0x10 0 --unsafe"})"
+        "\n",
+        R"({"id":5,"cmd":"serve"})"
+        "\n",
+        R"({"id":6,"cmd":"version --shutdown"})"
+        "\n",
+        R"({"id":7,"cmd":"run --bench nop --events tsc --reps 3 --warmup 0 --cpu 1"})"
+        "\n",
+        R"({"id":8,"stop":true})"
+        "\n",
+        R"({"id":9,"cmd":"info"})"
+        "\n",  // after stop: never read
     };
     s.go();
     EXPECT_EQ(s.status, kExitOk);
@@ -319,11 +330,21 @@ TEST(ServeSession, CancelQueuedAndRunning) {
     // while it runs (in the chunk after the one that queued it), the queued one
     // is cancelled before it starts.
     s.link.chunks = {
-        R"({"id":1,"cmd":"run --bench nop,empty,add_chain,add_indep --events tsc --reps 3 --warmup 0 --cpu all"})" "\n"
-        R"({"id":2,"cmd":"info"})" "\n",
+        R"({"id":1,"cmd":"run --bench nop,empty,add_chain,add_indep --events tsc --reps 3 --warmup 0 --cpu all"})"
+        "\n"
+        R"({"id":2,"cmd":"info"})"
+        "\n",
         "",
-        R"({"id":"c1","cancel":1})" "\n" R"({"id":"c2","cancel":2})" "\n" R"({"id":"c3","cancel":77})" "\n",
-        R"({"id":3,"cmd":"version"})" "\n" R"({"id":4,"stop":true})" "\n",
+        R"({"id":"c1","cancel":1})"
+        "\n"
+        R"({"id":"c2","cancel":2})"
+        "\n"
+        R"({"id":"c3","cancel":77})"
+        "\n",
+        R"({"id":3,"cmd":"version"})"
+        "\n"
+        R"({"id":4,"stop":true})"
+        "\n",
     };
     s.go();
     EXPECT_EQ(s.status, kExitOk);
@@ -352,7 +373,8 @@ TEST(ServeSession, TimeoutStopsTheRequest) {
         R"({"id":1,"cmd":"run --bench nop,empty,add_chain,add_indep --events tsc --reps 3 --warmup 0 --cpu all","timeout_ms":100})"
         "\n",
         "",
-        R"({"id":2,"stop":true})" "\n",
+        R"({"id":2,"stop":true})"
+        "\n",
     };
     s.go();
     const pmutest::Json* d = s.done("1");
@@ -364,8 +386,10 @@ TEST(ServeSession, TimeoutStopsTheRequest) {
 
 TEST(ServeSession, LongLine) {
     Session s;
-    s.link.chunks = {"{\"id\":1,\"cmd\":\"" + std::string(kServeLineMax, 'x') + "\"}\n",
-                     R"({"id":2,"cmd":"version"})" "\n" R"({"id":3,"stop":true})" "\n"};
+    s.link.chunks = {"{\"id\":1,\"cmd\":\"" + std::string(kServeLineMax, 'x') + "\"}\n", R"({"id":2,"cmd":"version"})"
+                                                                                         "\n"
+                                                                                         R"({"id":3,"stop":true})"
+                                                                                         "\n"};
     s.go();
     EXPECT_EQ(s.status, kExitOk);
     const pmutest::Json* dn = s.done("null");

@@ -335,7 +335,7 @@ class Agent:
         ans = self._pending.get(rid)
         if rec.get("type") == "done":
             if ans is None:
-                ans = Answer(rid, None)
+                ans = self._finished.get(rid) or Answer(rid, None)
             ans.done = rec
             self._pending.pop(rid, None)
             self._finished[rid] = ans

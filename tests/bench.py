@@ -10,7 +10,9 @@ Prints:
   - wall time per measurement repetition (one U run + one 2U run of `nop`);
   - cost of the results files, flushed after every record (a kill loses at most the
     record being written): the same campaign of many small records on a writable image
-    and on a read-only one (no files written), per record and as a ratio.
+    and on a read-only one (no files written), per record and as a ratio;
+  - experiments per second through the agent (`pmulab serve`, tools/pmulab_client) vs
+    one boot per experiment, for `run --asm "add rax, rbx" --events tsc` (goal >= 100x).
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -89,7 +91,32 @@ def main():
         print(f"  results files ({records} records, flushed one by one): writable image {t_rw:6.2f} s, "
               f"read-only (no files) {t_ro:6.2f} s, ratio {t_rw / t_ro:5.2f}, "
               f"{1000 * (t_rw - t_ro) / records:6.2f} ms per record under TCG")
+    agent_bench()
     return 0
+
+
+AGENT_LINE = 'run --asm "add rax, rbx" --events tsc'
+
+
+def agent_bench(n=300):
+    """Experiments per second: one boot each (run-qemu.sh) vs one agent (pmulab serve)."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from pmulab_client import Agent
+    t_boot = median_time(lambda: boot(["run", "--asm", "add rax, rbx", "--events", "tsc"], smp=2))
+    t0 = time.monotonic()
+    agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=900)
+    t_up = time.monotonic() - t0
+    try:
+        t0 = time.monotonic()
+        for _, ans in agent.batch([AGENT_LINE] * n):
+            if ans.status != 0 or not ans.results:
+                sys.exit(f"bench: agent request failed: {ans.records}")
+        t_agent = (time.monotonic() - t0) / n
+    finally:
+        agent.close()
+    print(f"  agent vs one boot per experiment ({AGENT_LINE!r}, -smp 2): one boot {t_boot:6.2f} s "
+          f"({1 / t_boot:5.2f}/s); agent {1000 * t_agent:6.1f} ms per experiment ({1 / t_agent:6.1f}/s, "
+          f"{n} requests, agent up in {t_up:5.2f} s); ratio {t_boot / t_agent:6.1f}x")
 
 
 if __name__ == "__main__":

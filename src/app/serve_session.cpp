@@ -146,7 +146,19 @@ void ServeSession::pump() {
             return;
         }
         usize n = r.value();
-        if (n == 0) return;
+        if (n == 0) {
+            // A line that has begun is read to its end (up to kServeLineWaitMs): a
+            // 16-byte UART FIFO refilled between polls would otherwise deliver a
+            // cancel a few bytes per measurement job.
+            if (in_.empty() && !discarding_) return;
+            u64 now = link_.now_ms();
+            if (!waiting_) waiting_since_ = now;
+            waiting_ = true;
+            if (now - waiting_since_ >= kServeLineWaitMs) return;
+            link_.wait(1);
+            continue;
+        }
+        waiting_ = false;
         for (usize i = 0; i < n; ++i) {
             char c = buf[i];
             if (c != '\n') {

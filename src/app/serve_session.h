@@ -46,7 +46,8 @@ struct ServeOptions {
 // Runs one command line (what app_run does) against `p`; returns its exit status.
 using ServeRunFn = int (*)(void* ctx, Platform& p, int argc, const char* const* argv);
 
-inline constexpr usize kServeQueueMax = 16;  // requests read ahead of the one running
+inline constexpr usize kServeQueueMax = 16;   // requests read ahead of the one running
+inline constexpr u64 kServeLineWaitMs = 100;  // how long a begun line is waited for
 
 class ServeSession;
 
@@ -141,6 +142,8 @@ private:
     ServeFiles files_;
     Vec<char> in_;             // bytes of the line being received
     bool discarding_ = false;  // the line being received is too long
+    bool waiting_ = false;     // a begun line stopped arriving ...
+    u64 waiting_since_ = 0;    // ... at this now_ms()
     bool link_broken_ = false;
     Vec<Queued> queue_;
     ServeRequest* current_ = nullptr;

@@ -74,6 +74,7 @@ class Answer:
         self.id, self.cmd = rid, cmd
         self.records = []   # the command's records (each with "id"), errors included
         self.done = None    # the {"type":"done"} record
+        self.raw = []       # the lines as the agent sent them (records, then done)
 
     @property
     def status(self):
@@ -331,21 +332,27 @@ class Agent:
             rec = json.loads(line)
         except ValueError:
             raise AgentError(f"the agent sent a line that is not JSON: {line[:200]!r}")
+        if not isinstance(rec, dict):
+            raise AgentError(f"the agent sent a line that is not a JSON object: {line[:200]!r}")
         rid = rec.get("id")
         ans = self._pending.get(rid)
         if rec.get("type") == "done":
             if ans is None:
                 ans = self._finished.get(rid) or Answer(rid, None)
             ans.done = rec
+            ans.raw.append(line.decode())
             self._pending.pop(rid, None)
             self._finished[rid] = ans
         elif ans is not None:
             ans.records.append(rec)
+            ans.raw.append(line.decode())
         elif rec.get("type") == "hello":
             self.hello = rec
         else:
             # Answers to requests this client did not send (a malformed line's id null).
-            self._finished.setdefault(rid, Answer(rid, None)).records.append(rec)
+            other = self._finished.setdefault(rid, Answer(rid, None))
+            other.records.append(rec)
+            other.raw.append(line.decode())
         return rec
 
     def collect(self, rid, timeout=None):

@@ -72,3 +72,16 @@ def test_client_refuses_bad_batches_before_booting():
     assert p.returncode == 2 and "one of the arguments --qemu --serial is required" in p.stderr
     p = _client("--qemu", "--batch", "-", "--", "info", stdin="info\n")
     assert p.returncode == 2 and "after '--' is not taken" in p.stderr, p.stderr
+
+
+def test_fuzz_serve_target_builds_and_runs():
+    """The libFuzzer target over the request parser builds (make fuzz builds it too) and
+    holds its contracts for a few thousand inputs from the seed corpus."""
+    r = subprocess.run(["make", "-s", "build/fuzz/fuzz_serve"], cwd=ROOT, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-3000:]
+    with tempfile.TemporaryDirectory() as td:
+        r = subprocess.run([os.path.join(ROOT, "build", "fuzz", "fuzz_serve"), "-runs=3000", "-max_len=4096",
+                            td, os.path.join(ROOT, "tests", "fuzz", "corpus", "serve")], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+    assert r.returncode == 0 and "Done 3000 runs" in r.stdout, r.stdout[-3000:]

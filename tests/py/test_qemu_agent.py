@@ -178,3 +178,30 @@ def test_qemu_agent_batch_cli():
     assert sorted(r["cpu"] for r in recs if r["type"] == "msr") == [0, 1]
     err = [r for r in recs if r["type"] == "error"]
     assert len(err) == 1 and err[0]["line"] == 5, err
+
+
+def test_qemu_agent_client_says_why_qemu_failed():
+    with tempfile.TemporaryDirectory() as td:
+        batch = os.path.join(td, "b.txt")
+        with open(batch, "w") as f:
+            f.write("version\n")
+        p = subprocess.run([CLIENT, "--qemu", "--no-build", "--cpu", "no-such-model", "--batch", batch],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert p.returncode == 1 and p.stdout == "", p
+    last = p.stderr.splitlines()[-1]
+    assert last.startswith("pmulab-client: error: cannot reach the agent: "), p.stderr
+    assert "unable to find CPU model 'no-such-model'" in last and "Traceback" not in p.stderr, p.stderr
+
+
+def test_qemu_agent_idle_time_ends_serving():
+    """`serve --idle 1` with nobody on the line: it stops after a second, says so, and
+    powers off (run-qemu.sh passes --shutdown) with status 0. With one serial port the
+    agent serves on it (port 0 of 1)."""
+    from pmulab_test import run_qemu
+    r = run_qemu("serve", "--idle", "1", smp="1", timeout=120)
+    assert r.rc == 0, r
+    assert "pmulab serve: serving on serial port 0 of 1 (JSON Lines, docs/agent.md)" in r.out, r
+    assert "pmulab serve: stopped after 0 requests" in r.out, r
+    r = run_qemu("serve", "--serial", "3", smp="1", timeout=120)
+    assert r.rc == 2, r
+    assert r.diag() == ["pmulab: error: serve: --serial 3: the firmware has 1 serial port (0-0)"], r

@@ -254,7 +254,19 @@ class Agent:
         srv.close()
         conn.settimeout(None)
         agent.link = _Link(sock=conn)
-        agent._wait_hello()
+        try:
+            agent._wait_hello()
+        except (AgentError, TimeoutError, OSError) as e:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(0.2)  # the stderr reader's last lines
+            why = " | ".join(l for l in agent._stderr[-4:] if l.strip())
+            agent.link.close()
+            agent.link = None
+            agent._reap()
+            raise AgentError(f"{e}" + (f" ({why})" if why else ""))
         return agent
 
     @classmethod

@@ -108,8 +108,8 @@ void ServeSession::take_line(StrView line) {
     if (s.ok() && q.req.kind == ServeRequest::Kind::cancel) {
         StrView target(q.req.cancel_id);
         bool found = false;
-        if (current_ && StrView(current_->id).eq(target) && end_ == ServeEnd::normal) {
-            end_ = ServeEnd::cancelled;
+        if (current_ && StrView(current_->id).eq(target)) {
+            if (end_ == ServeEnd::normal) end_ = ServeEnd::cancelled;  // (a late one stays "timed out")
             found = true;
         }
         for (usize i = 0; !found && i < queue_.size(); ++i) {

@@ -416,3 +416,26 @@ TEST(ServeSession, IdleTimeEndsServing) {
     EXPECT_EQ(s.recs.back()["type"].s(), "bye");
     EXPECT_EQ(s.recs.back()["reason"].s(), "idle");
 }
+
+TEST(ServeSession, CancelOfALateRequestIsFoundAndItStaysLate) {
+    Session s;
+    s.link.tick = 200;
+    s.link.chunks = {
+        R"({"id":1,"cmd":"run --bench nop,empty,add_chain,add_indep --events tsc --reps 3 --warmup 0 --cpu all",)"
+        R"("timeout_ms":100})"
+        "\n",
+        "",
+        "",
+        R"({"id":"c","cancel":1})"
+        "\n",
+        R"({"id":2,"stop":true})"
+        "\n",
+    };
+    s.go();
+    const pmutest::Json* d = s.done("1");
+    ASSERT_TRUE(d) << s.link.sent;
+    EXPECT_TRUE((*d)["timed_out"].b) << s.link.sent;
+    EXPECT_FALSE(d->has("cancelled"));
+    ASSERT_TRUE(s.done("\"c\""));
+    EXPECT_EQ((*s.done("\"c\""))["status"].u(), 0u);
+}

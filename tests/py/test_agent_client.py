@@ -85,3 +85,44 @@ def test_fuzz_serve_target_builds_and_runs():
                             td, os.path.join(ROOT, "tests", "fuzz", "corpus", "serve")], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
     assert r.returncode == 0 and "Done 3000 runs" in r.stdout, r.stdout[-3000:]
+
+
+def test_serial_attach_through_a_pty():
+    """Agent.serial on a terminal device: raw 8N1 at 115200, a version request first,
+    then requests and stop, against a stand-in agent on the pty's other side."""
+    import json
+    import threading
+    master, slave = os.openpty()
+    seen = []
+
+    def fake_agent():
+        buf = b""
+        while True:
+            chunk = os.read(master, 4096)
+            if not chunk:
+                return
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                req = json.loads(line)
+                seen.append(req)
+                rid = json.dumps(req["id"])
+                if "stop" in req:
+                    os.write(master, f'{{"type":"done","id":{rid},"status":0}}\n'.encode())
+                    return
+                out = f'{{"id":{rid},"type":"version","version":"x"}}\n' if req["cmd"] == "version" else \
+                    f'{{"id":{rid},"type":"msr","cpu":0,"msr":"0x1b","value":"0xfee00900"}}\n'
+                os.write(master, (out + f'{{"type":"done","id":{rid},"status":0}}\n').encode())
+
+    t = threading.Thread(target=fake_agent, daemon=True)
+    t.start()
+    try:
+        agent = pmulab_client.Agent.serial(os.ttyname(slave), timeout=10)
+        assert agent.hello[0]["version"] == "x"
+        assert agent.msr_read(0x1B) == 0xFEE00900
+        assert agent.close() == 0
+        t.join(5)
+        assert [r.get("cmd", "stop" if "stop" in r else None) for r in seen] == ["version", "msr read 0x1b", "stop"]
+    finally:
+        os.close(slave)
+        os.close(master)

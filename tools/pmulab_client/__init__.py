@@ -380,14 +380,18 @@ class Agent:
         return ans
 
     def batch(self, lines, timeout_ms=None):
-        """Runs command lines (str or word lists; --asm allowed) through the agent with
-        several in flight; yields (index, Answer) in order."""
+        """Runs command lines through the agent with several in flight; yields
+        (index, Answer) in order. A line is a str or a list of words (--asm allowed,
+        assembled here), or an (argv, blobs) pair from asm_to_blobs."""
         lines = list(lines)
         ids, nxt = {}, 0
         for i in range(len(lines)):
             while nxt < len(lines) and nxt - i < self.WINDOW:
-                words = lines[nxt] if not isinstance(lines[nxt], str) else pmulab_asm.split_line(lines[nxt])
-                argv, blobs = asm_to_blobs(words)
+                line = lines[nxt]
+                if isinstance(line, tuple):
+                    argv, blobs = line
+                else:
+                    argv, blobs = asm_to_blobs(pmulab_asm.split_line(line) if isinstance(line, str) else line)
                 ids[nxt] = self.submit(argv, blobs, timeout_ms)
                 nxt += 1
             yield i, self.collect(ids.pop(i))

@@ -205,3 +205,31 @@ def test_qemu_agent_idle_time_ends_serving():
     r = run_qemu("serve", "--serial", "3", smp="1", timeout=120)
     assert r.rc == 2, r
     assert r.diag() == ["pmulab: error: serve: --serial 3: the firmware has 1 serial port (0-0)"], r
+
+
+def test_qemu_agent_results_and_unsafe_when_started_so():
+    """`serve --results --unsafe`: requests write results files on the boot volume as
+    on the command line, and `msr write --unsafe` goes through to the CPU (TCG raises
+    #GP for WRMSR 0x6E1 with EDX != 0: status 1, not a refusal)."""
+    with tempfile.TemporaryDirectory() as td:
+        keep = os.path.join(td, "keep")
+        os.mkdir(keep)
+        agent = Agent.qemu(["--no-build", "--smp", "1", "--keep", keep], timeout=300,
+                           serve_args=("--results", "--unsafe"))
+        try:
+            ans = agent.request("msr write 0x6E1 0x100000000 --unsafe")
+            assert ans.status == 1 and "raised #GP" in ans.errors[0]["message"], ans.records
+            ans = agent.run(asm="add rax, rbx", events=["tsc"], reps=3)
+            assert ans.results, ans.records
+        finally:
+            assert agent.close() == 0
+        out = os.path.join(td, "results")
+        r = subprocess.run([os.path.join(ROOT, "tools", "pmulab-lab"), "pull", os.path.join(keep, "disk.img"),
+                            "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        names = sorted(os.listdir(out))
+        assert names == ["0001-msr.csv", "0001-msr.jsonl", "0002-run.csv", "0002-run.jsonl"], names
+        with open(os.path.join(out, "0002-run.jsonl")) as f:
+            recs = [json.loads(l) for l in f]
+        assert recs[0]["type"] == "meta" and "--code-file code" in recs[0]["command_line"], recs[0]
+        assert recs[1]["type"] == "result" and recs[1]["bench"] == "add rax, rbx", recs[1]

@@ -222,10 +222,10 @@ class Agent:
 
     # ---- constructors
     @classmethod
-    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None):
+    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None, serve_args=()):
         """Boots pmulab in QEMU (tools/qemu_run.py, i.e. ./run-qemu.sh and its options)
-        with `serve --shutdown` and the agent on a second serial port wired to a unix
-        socket here."""
+        with `serve --shutdown [serve_args]` and the agent on a second serial port wired
+        to a unix socket here."""
         workdir = tempfile.mkdtemp(prefix="pmulab-agent-")
         path = os.path.join(workdir, "agent.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -233,7 +233,7 @@ class Agent:
         srv.listen(1)
         cmd = [sys.executable, os.path.join(TOOLS, "qemu_run.py"), "--timeout", str(timeout),
                *(["--no-build"] if no_build else []), *run_qemu_args,
-               f"--qemu-arg=-serial", f"--qemu-arg=unix:{path}", "--", "serve", "--shutdown"]
+               "--qemu-arg=-serial", f"--qemu-arg=unix:{path}", "--", "serve", "--shutdown", *serve_args]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         agent = cls(None, proc=proc, workdir=workdir, timeout=timeout)
         agent._stderr = []

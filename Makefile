@@ -173,12 +173,19 @@ $(BUILD)/fuzz/fuzz_inputs: tests/fuzz/fuzz_inputs.cpp tests/fuzz/fuzz_inputs_bod
 	@mkdir -p $(dir $@)
 	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_inputs.cpp $(CORE_SRCS) -o $@
 
-fuzz: $(BUILD)/fuzz/fuzz_events $(BUILD)/fuzz/fuzz_inputs
-	@mkdir -p $(BUILD)/fuzz/corpus-events $(BUILD)/fuzz/corpus-inputs tests/fuzz/crashers
+# fuzz_serve: the `pmulab serve` request parser and record tagger (src/app/serve_request.cpp).
+$(BUILD)/fuzz/fuzz_serve: tests/fuzz/fuzz_serve.cpp tests/fuzz/fuzz_serve_body.h $(CORE_SRCS) $(CORE_HDRS)
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) $(FUZZ_CXXFLAGS) tests/fuzz/fuzz_serve.cpp $(CORE_SRCS) -o $@
+
+fuzz: $(BUILD)/fuzz/fuzz_events $(BUILD)/fuzz/fuzz_inputs $(BUILD)/fuzz/fuzz_serve
+	@mkdir -p $(BUILD)/fuzz/corpus-events $(BUILD)/fuzz/corpus-inputs $(BUILD)/fuzz/corpus-serve tests/fuzz/crashers
 	$(BUILD)/fuzz/fuzz_events -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -dict=tests/fuzz/events.dict \
 		-artifact_prefix=tests/fuzz/crashers/ $(BUILD)/fuzz/corpus-events tests/fuzz/corpus/events
 	$(BUILD)/fuzz/fuzz_inputs -max_total_time=$(FUZZ_TIME) -print_final_stats=1 \
 		-artifact_prefix=tests/fuzz/crashers/inputs- $(BUILD)/fuzz/corpus-inputs tests/fuzz/corpus/inputs
+	$(BUILD)/fuzz/fuzz_serve -max_total_time=$(FUZZ_TIME) -print_final_stats=1 -max_len=500000 \
+		-artifact_prefix=tests/fuzz/crashers/serve- $(BUILD)/fuzz/corpus-serve tests/fuzz/corpus/serve
 
 # Formats the C++ tree with .clang-format (tests/py/test_layers.py checks it is formatted).
 FORMAT_FILES = $(shell git ls-files 'src/*.cpp' 'src/*.h' 'tests/unit/*.cpp' 'tests/unit/*.h' \

@@ -14,6 +14,8 @@ Prints:
   - AP dispatch: the added cost of a job on an AP instead of the BSP (goal <= 1 ms), from
     one boot that alternates 30 pairs of commands of 10 jobs between CPU 0 and CPU 1: the
     time between consecutive result records, median per command, paired differences.
+  - experiments per second through the agent (`pmulab serve`, tools/pmulab_client) vs
+    one boot per experiment, for `run --asm "add rax, rbx" --events tsc` (goal >= 100x).
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -129,7 +131,32 @@ def main():
         print(f"  AP dispatch ({n} jobs each way, one boot): BSP {bsp:6.2f} ms per job, AP {ap:6.2f} ms per job, "
               f"ratio {ap / bsp:5.2f}, added {added:+6.2f} ms per AP job (goal <= 1 ms; ~100 ms before "
               f"pmulab's AP workers)")
+    agent_bench()
     return 0
+
+
+AGENT_LINE = 'run --asm "add rax, rbx" --events tsc'
+
+
+def agent_bench(n=300):
+    """Experiments per second: one boot each (run-qemu.sh) vs one agent (pmulab serve)."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    from pmulab_client import Agent
+    t_boot = median_time(lambda: boot(["run", "--asm", "add rax, rbx", "--events", "tsc"], smp=2))
+    t0 = time.monotonic()
+    agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=900)
+    t_up = time.monotonic() - t0
+    try:
+        t0 = time.monotonic()
+        for _, ans in agent.batch([AGENT_LINE] * n):
+            if ans.status != 0 or not ans.results:
+                sys.exit(f"bench: agent request failed: {ans.records}")
+        t_agent = (time.monotonic() - t0) / n
+    finally:
+        agent.close()
+    print(f"  agent vs one boot per experiment ({AGENT_LINE!r}, -smp 2): one boot {t_boot:6.2f} s "
+          f"({1 / t_boot:5.2f}/s); agent {1000 * t_agent:6.1f} ms per experiment ({1 / t_agent:6.1f}/s, "
+          f"{n} requests, agent up in {t_up:5.2f} s); ratio {t_boot / t_agent:6.1f}x")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ namespace pmulab {
 
 class MeasurePlatform;  // measure/measure.h
 class FileSource;       // events/event_files.h
+class ServeLink;        // app/serve_session.h
 
 class Platform {
 public:
@@ -38,6 +39,10 @@ public:
     // Null on real hardware; on a simulated machine (pmulab-sim) what it was built from,
     // e.g. "dump tests/data/cpuid/X.txt": the meta record then says "simulated": true.
     virtual const char* simulated() { return nullptr; }
+    // The link `pmulab serve` answers on: serial port `port` (-1: the default choice).
+    virtual Result<ServeLink*> open_serve_link(int port) {
+        return Error::make(Errc::unsupported, "serve: this platform has no link to a host");
+    }
 
 protected:
     ~Platform() = default;

@@ -75,4 +75,8 @@ extern const char kRunHelp[];
 extern const char kBenchHelp[];
 extern const char kSelftestHelp[];
 
+// `pmulab serve` (cmd_serve.cpp): the agent a host drives (app/serve_session.h).
+Status cmd_serve(Out& out, Args& args);
+extern const char kServeHelp[];
+
 }  // namespace pmulab

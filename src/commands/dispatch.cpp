@@ -29,6 +29,7 @@ const char kHelpText[] =
     "  events               the events each CPU can count [--cpu N|all|bsp]; --check SPEC,...\n"
     "                       shows where a set of events goes (counters, runs)\n"
     "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
+    "  serve                answer requests from a host over the serial port (docs/agent.md)\n"
     "  version              print the version\n"
     "  help [COMMAND]       this text, or a command's help\n"
     "\n"
@@ -99,6 +100,7 @@ const Command kCommands[] = {
     {"bench", cmd_bench, kBenchHelp, false},
     {"events", cmd_events, kEventsHelp, false},
     {"selftest", cmd_selftest, kSelftestHelp, true},
+    {"serve", cmd_serve, kServeHelp, false},
     {"version", cmd_version, "usage: pmulab version\n", false},
     {"help", cmd_help, "usage: pmulab help [COMMAND]\n", false},
 };

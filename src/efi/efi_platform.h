@@ -6,6 +6,7 @@
 #include "efi_files.h"
 #include "measure_efi.h"
 #include "efi_results.h"
+#include "efi_serial.h"
 #include "commands/commands.h"
 
 namespace pmulab::efi {
@@ -51,6 +52,10 @@ public:
     void now(char* buf, usize cap) override;
     RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
     FileSource* files() override { return &files_; }
+    Result<ServeLink*> open_serve_link(int port) override {
+        PMULAB_TRY(serial_.open(port));
+        return static_cast<ServeLink*>(&serial_);
+    }
     // Results files are written when pmulab runs from a file system it can write.
     void enable_results(bool on) { results_enabled_ = on; }
     // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
@@ -63,6 +68,7 @@ private:
     EfiMeasure measure_{hw_};
     EfiRecordSink sink_;
     EfiFileSource files_;
+    EfiSerialLink serial_;
     bool results_enabled_ = true;
     bool debugcon_ = false;
     bool last_newline_ = true;

@@ -1,0 +1,156 @@
+// `pmulab serve`: the agent's session (docs/agent.md). It reads requests from a link
+// (the serial port on EFI, a fake in the host tests), runs each command line as the
+// command line would run, and answers with the command's --json records tagged with the
+// request's id, then one done record.
+//
+// The session is itself the Platform the commands run against: it forwards the hardware,
+// the measurement services and the boot volume to the real platform, and
+//   - tags every line a command writes with the request id and sends it to the link;
+//   - serves --code-file NAME (and --init-file, ...) from the request's blobs first;
+//   - polls the link for a cancel (and checks the request's deadline) before every
+//     measurement job and every record, and fails the jobs that follow once the
+//     request is cancelled or late, so the command stops at its next job.
+// A job that has started is never interrupted (interrupts are masked while it runs).
+#pragma once
+
+#include "app/platform.h"
+#include "app/serve_request.h"
+#include "events/event_files.h"
+#include "measure/measure.h"
+
+namespace pmulab {
+
+// A byte stream to the host.
+class ServeLink {
+public:
+    // Bytes that have arrived, without waiting; 0 when none. An error when the link is gone.
+    virtual Result<usize> read(char* buf, usize cap) = 0;
+    // Waits until input may have arrived or about `ms` milliseconds have passed.
+    virtual void wait(u32 ms) = 0;
+    virtual Status send(StrView bytes) = 0;
+    // A monotonic clock in milliseconds.
+    virtual u64 now_ms() = 0;
+    // What the link is, for the hello record ("serial port 1 of 2").
+    virtual const char* describe() = 0;
+
+protected:
+    ~ServeLink() = default;
+};
+
+struct ServeOptions {
+    bool unsafe = false;   // requests may use msr write --unsafe
+    bool results = false;  // commands write results files as on the command line
+    u64 idle_ms = 0;       // stop after this long without a request (0: never)
+};
+
+// Runs one command line (what app_run does) against `p`; returns its exit status.
+using ServeRunFn = int (*)(void* ctx, Platform& p, int argc, const char* const* argv);
+
+inline constexpr usize kServeQueueMax = 16;   // requests read ahead of the one running
+inline constexpr u64 kServeLineWaitMs = 100;  // how long a begun line is waited for
+
+class ServeSession;
+
+class ServeMeasure final : public MeasurePlatform {
+public:
+    ServeMeasure(ServeSession& s) : s_(s) {}
+    void set_inner(MeasurePlatform* m) { m_ = m; }
+    // Pages freed by a request are kept (up to kServeCacheMax bytes) for the next
+    // request that asks for the same size and kind: the firmware's AllocatePages and
+    // FreePages (with their page-table updates) would otherwise dominate a small request.
+    Result<void*> alloc_pages(usize bytes, bool executable) override;
+    void free_pages(void* p, usize bytes) override;
+    // Returns every cached page to the firmware (the session's end).
+    void release_cache();
+    CodeSpan kernel_body(KernelId id) override { return m_->kernel_body(id); }
+    Status irq_mask(IrqMode mode, IrqSaved* saved) override { return m_->irq_mask(mode, saved); }
+    void irq_restore(const IrqSaved& saved) override { m_->irq_restore(saved); }
+    void serialize() override { m_->serialize(); }
+    void execute(const Region& region, RegionFrame* frame) override { m_->execute(region, frame); }
+    Status vector_enter(VectorSaved* v) override { return m_->vector_enter(v); }
+    void vector_leave(const VectorSaved& v) override { m_->vector_leave(v); }
+    Status prepare() override { return m_->prepare(); }
+    Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
+
+private:
+    struct Block {
+        void* p;
+        usize bytes;
+        bool exec;
+    };
+    ServeSession& s_;
+    MeasurePlatform* m_ = nullptr;
+    Vec<Block> live_;   // handed out
+    Vec<Block> cache_;  // freed, kept
+    usize cached_bytes_ = 0;
+};
+
+inline constexpr usize kServeCacheMax = usize(64) << 20;
+
+class ServeFiles final : public FileSource {
+public:
+    ServeFiles(ServeSession& s) : s_(s) {}
+    void set_inner(FileSource* f) { f_ = f; }
+    Result<Vec<char>> read(const char* path, usize max_bytes = ~usize(0)) override;
+    Status list(const char* dir, const char* suffix, Vec<FileName>* out) override;
+
+private:
+    ServeSession& s_;
+    FileSource* f_ = nullptr;
+};
+
+class ServeSession final : public Platform {
+public:
+    ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o);
+    ~ServeSession() { measure_.release_cache(); }
+    // Serves until a stop request (0), the idle time (0) or a broken link (1).
+    int serve(ServeRunFn run, void* ctx);
+
+    // Platform: the real one, seen through the request.
+    Hw& hw() override { return inner_.hw(); }
+    void write(StrView text) override;
+    void write_diag(StrView text) override { write(text); }
+    const char* firmware_vendor() override { return inner_.firmware_vendor(); }
+    u32 firmware_revision() override { return inner_.firmware_revision(); }
+    MeasurePlatform* measure() override { return inner_.measure() ? &measure_ : nullptr; }
+    void now(char* buf, usize cap) override { inner_.now(buf, cap); }
+    RecordSink* record_sink() override { return opts_.results ? inner_.record_sink() : nullptr; }
+    FileSource* files() override { return &files_; }
+
+    // Whether the running request was cancelled or ran out of time (reads the link).
+    bool interrupted();
+    const ServeRequest* current() const { return current_; }
+    // Requests answered so far (tests).
+    u64 answered() const { return answered_; }
+
+private:
+    struct Queued {
+        ServeRequest req;
+        Error error;  // parse error (error.code == ok: none)
+    };
+    void pump();
+    void take_line(StrView line);
+    void send(StrView line);
+    void answer_error(StrView id, const char* code, StrView msg, int status, ServeEnd end = ServeEnd::normal);
+    void run_request(ServeRequest& r, ServeRunFn run, void* ctx);
+    void flush_partial();
+
+    Platform& inner_;
+    ServeLink& link_;
+    ServeOptions opts_;
+    ServeMeasure measure_;
+    ServeFiles files_;
+    Vec<char> in_;             // bytes of the line being received
+    bool discarding_ = false;  // the line being received is too long
+    bool waiting_ = false;     // a begun line stopped arriving ...
+    u64 waiting_since_ = 0;    // ... at this now_ms()
+    bool link_broken_ = false;
+    Vec<Queued> queue_;
+    ServeRequest* current_ = nullptr;
+    u64 deadline_ = 0;  // now_ms() value, 0: none
+    ServeEnd end_ = ServeEnd::normal;
+    StrBuf partial_;  // output of the running command up to its next newline
+    u64 answered_ = 0;
+};
+
+}  // namespace pmulab

@@ -1,0 +1,27 @@
+// `pmulab serve` over the serial port: EFI Serial I/O (UEFI spec §12.8), so any port
+// the firmware drives works (a 16550 COM port, a USB-serial adapter with a UEFI driver).
+#pragma once
+
+#include "efi_defs.h"
+#include "app/serve_session.h"
+
+namespace pmulab::efi {
+
+class EfiSerialLink final : public ServeLink {
+public:
+    // Opens Serial I/O port `port` (0-based, in LocateHandleBuffer order; -1: the last
+    // one) exclusively (the firmware's terminal driver lets go of it), 115200 8N1.
+    Status open(int port);
+    Result<usize> read(char* buf, usize cap) override;
+    void wait(u32 ms) override;
+    Status send(StrView bytes) override;
+    u64 now_ms() override;
+    const char* describe() override { return describe_; }
+
+private:
+    EFI_SERIAL_IO_PROTOCOL* io_ = nullptr;
+    u64 tsc_per_ms_ = 0;
+    char describe_[96] = {};
+};
+
+}  // namespace pmulab::efi

@@ -1,0 +1,511 @@
+"""pmulab_client: drive `pmulab serve` from Python (docs/agent.md).
+
+    from pmulab_client import Agent
+    with Agent.qemu(["--smp", "2", "--icount", "7"]) as pm:      # boots pmulab in QEMU
+        r = pm.run(asm="imul rax, rax", init_asm="mov rax, 1", events=["tsc"])
+        print(r.counts)                                             # {'tsc': 128.0}
+        for n in range(1, 9):
+            print(n, pm.run(asm="; ".join(["add rax, rbx"] * n), events=["tsc"]).counts)
+        print(pm.info()[0]["brand"], hex(pm.msr_read(0x10)))
+
+The shape follows nanoBench's kernelNanoBench.py (set options, run code, get a dict
+of counts), but every call is one request to an agent that stays up: hundreds of
+experiments per boot. Agent.serial(DEVICE) attaches to a lab machine booted into
+`pmulab serve` over a serial cable. Only the standard library is used.
+"""
+
+import base64
+import itertools
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.dirname(HERE)
+if TOOLS not in sys.path:
+    sys.path.insert(0, TOOLS)
+import pmulab_asm  # noqa: E402
+
+PROTOCOL = 1
+BLOB_MAX = 64 << 10
+ASM_TO_FILE = {"--asm": "--code-file", "--asm-init": "--init-file", "--asm-late-init": "--late-init-file",
+               "--asm-one-time-init": "--one-time-init-file"}
+CODE_TO_FILE = {"--code": "--code-file", "--init": "--init-file", "--late-init": "--late-init-file",
+                "--one-time-init": "--one-time-init-file"}
+
+
+_asm_cache = {}
+
+
+def assemble(text, att=False, what="--asm"):
+    """pmulab_asm.assemble, remembered: a batch repeats the same snippets."""
+    key = (text, att, what)
+    if key not in _asm_cache:
+        if len(_asm_cache) > 4096:
+            _asm_cache.clear()
+        _asm_cache[key] = pmulab_asm.assemble(text, att, what)
+    return _asm_cache[key]
+
+
+class AgentError(Exception):
+    """The agent could not be reached, or the link broke."""
+
+
+class RequestError(Exception):
+    """A request ended with a non-zero status; .answer holds what came back."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        msgs = [r.get("message", "") for r in answer.records if r.get("type") == "error"]
+        super().__init__(f"request {answer.id!r} ({answer.cmd}) ended with status {answer.status}"
+                         + (": " + "; ".join(msgs) if msgs else ""))
+
+
+class Answer:
+    """Everything the agent sent for one request."""
+
+    def __init__(self, rid, cmd):
+        self.id, self.cmd = rid, cmd
+        self.records = []   # the command's records (each with "id"), errors included
+        self.done = None    # the {"type":"done"} record
+        self.raw = []       # the lines as the agent sent them (records, then done)
+
+    @property
+    def status(self):
+        return None if self.done is None else self.done["status"]
+
+    @property
+    def cancelled(self):
+        return bool(self.done and self.done.get("cancelled"))
+
+    @property
+    def timed_out(self):
+        return bool(self.done and self.done.get("timed_out"))
+
+    def of_type(self, t):
+        return [r for r in self.records if r.get("type") == t]
+
+    @property
+    def results(self):
+        return self.of_type("result")
+
+    @property
+    def errors(self):
+        return self.of_type("error")
+
+    @property
+    def counts(self):
+        """nanoBench's dict: event name -> per-iteration value (of the first CPU and
+        benchmark that measured it)."""
+        d = {}
+        for r in self.results:
+            d.setdefault(r["event"], float(r["per_iteration"]))
+        return d
+
+    def __repr__(self):
+        return f"Answer(id={self.id!r}, status={self.status}, records={len(self.records)})"
+
+
+def asm_to_blobs(argv, att=False):
+    """A command line (list of words) with --asm* TEXT and --code* HEX turned into
+    --*-file NAME plus the blobs they name ({NAME: bytes}); --att applies to all --asm*.
+    A --name is added from the first --asm text when none is given. AsmError on bad code."""
+    att = att or "--att" in argv
+    out, blobs, first_text, name_given = [], {}, None, False
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        opt, eq, val = a.partition("=")
+        if a == "--att":
+            i += 1
+            continue
+        if opt in ASM_TO_FILE or opt in CODE_TO_FILE:
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise pmulab_asm.AsmError(f"{opt}: needs a value")
+                val = argv[i + 1]
+                i += 1
+            if opt in ASM_TO_FILE:
+                data = assemble(val, att, opt)
+                if opt == "--asm" and first_text is None:
+                    first_text = val
+                fopt = ASM_TO_FILE[opt]
+            else:
+                try:
+                    data = bytes.fromhex(val[2:] if val.lower().startswith("0x") else val.replace("_", "")
+                                         .replace(":", ""))
+                except ValueError:
+                    # Let pmulab say what is wrong with it.
+                    out += [opt, val]
+                    i += 1
+                    continue
+                fopt = CODE_TO_FILE[opt]
+            name = fopt[2:-5].replace("-", "_") or "code"
+            blobs[name] = data
+            out += [fopt, name]
+        else:
+            if opt == "--name":
+                name_given = True
+            out.append(a)
+        i += 1
+    if first_text is not None and not name_given:
+        n = pmulab_asm.default_name(first_text)
+        if n:
+            out += ["--name", n]
+    return out, blobs
+
+
+class _Link:
+    """A byte stream with line reads: a socket or a file descriptor (serial device)."""
+
+    def __init__(self, sock=None, fd=None):
+        self.sock, self.fd = sock, fd
+        self.buf = b""
+
+    def fileno(self):
+        return self.sock.fileno() if self.sock else self.fd
+
+    def send(self, data):
+        if self.sock:
+            self.sock.sendall(data)
+        else:
+            while data:
+                n = os.write(self.fd, data)
+                data = data[n:]
+
+    def readline(self, timeout):
+        end = None if timeout is None else time.monotonic() + timeout
+        while b"\n" not in self.buf:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            r, _, _ = select.select([self.fileno()], [], [], left)
+            if not r:
+                raise TimeoutError("no answer from the agent in time")
+            chunk = self.sock.recv(65536) if self.sock else os.read(self.fd, 65536)
+            if not chunk:
+                raise AgentError("the agent closed the link")
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line
+
+    def close(self):
+        try:
+            if self.sock:
+                self.sock.close()
+            elif self.fd is not None:
+                os.close(self.fd)
+        except OSError:
+            pass
+
+
+class Agent:
+    """A connection to `pmulab serve`. Use Agent.qemu(...) or Agent.serial(...)."""
+
+    WINDOW = 8  # requests in flight (the agent reads 16 ahead)
+
+    def __init__(self, link, proc=None, workdir=None, timeout=600):
+        self.link = link
+        self.proc = proc
+        self.workdir = workdir
+        self.timeout = timeout
+        self.hello = None
+        self._ids = itertools.count(1)
+        self._pending = {}   # id -> Answer
+        self._finished = {}  # id -> Answer, done but not collected
+        self.console = []    # pmulab's own console lines (QEMU: the debug port)
+        self.firmware_lines = []  # what the port carried before the agent's hello
+
+    # ---- constructors
+    @classmethod
+    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None, serve_args=()):
+        """Boots pmulab in QEMU (tools/qemu_run.py, i.e. ./run-qemu.sh and its options)
+        with `serve --shutdown [serve_args]` and the agent on a second serial port wired
+        to a unix socket here."""
+        workdir = tempfile.mkdtemp(prefix="pmulab-agent-")
+        path = os.path.join(workdir, "agent.sock")
+        srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        srv.bind(path)
+        srv.listen(1)
+        cmd = [sys.executable, os.path.join(TOOLS, "qemu_run.py"), "--timeout", str(timeout),
+               *(["--no-build"] if no_build else []), *run_qemu_args,
+               "--qemu-arg=-serial", f"--qemu-arg=unix:{path}", "--", "serve", "--shutdown", *serve_args]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        agent = cls(None, proc=proc, workdir=workdir, timeout=timeout)
+        agent._stderr = []
+        threading.Thread(target=agent._drain, args=(proc.stdout, agent.console, log), daemon=True).start()
+        threading.Thread(target=agent._drain, args=(proc.stderr, agent._stderr, log), daemon=True).start()
+        srv.settimeout(1.0)
+        end = time.monotonic() + min(timeout, 300)
+        conn = None
+        while conn is None:
+            try:
+                conn, _ = srv.accept()
+            except socket.timeout:
+                if proc.poll() is not None or time.monotonic() > end:
+                    srv.close()
+                    agent._reap()
+                    raise AgentError("QEMU did not connect the agent's serial port (status "
+                                     f"{proc.returncode}): {' '.join(agent._stderr[-5:])}")
+        srv.close()
+        conn.settimeout(None)
+        agent.link = _Link(sock=conn)
+        try:
+            agent._wait_hello()
+        except (AgentError, TimeoutError, OSError) as e:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            time.sleep(0.2)  # the stderr reader's last lines
+            why = " | ".join(l for l in agent._stderr[-4:] if l.strip())
+            agent.link.close()
+            agent.link = None
+            agent._reap()
+            raise AgentError(f"{e}" + (f" ({why})" if why else ""))
+        return agent
+
+    @classmethod
+    def serial(cls, device, baud=115200, timeout=600):
+        """Attaches to an agent on a serial device (e.g. /dev/ttyUSB0), 8N1 raw."""
+        import termios
+        import tty
+        fd = os.open(device, os.O_RDWR | os.O_NOCTTY)
+        tty.setraw(fd)
+        attrs = termios.tcgetattr(fd)
+        speed = getattr(termios, f"B{baud}")
+        attrs[4] = attrs[5] = speed
+        termios.tcsetattr(fd, termios.TCSANOW, attrs)
+        agent = cls(_Link(fd=fd), timeout=timeout)
+        # The agent may have said hello long ago: ask for the version instead.
+        agent.hello = agent.request("version").of_type("version")
+        return agent
+
+    @staticmethod
+    def _drain(stream, sink, log):
+        for raw in iter(stream.readline, b""):
+            line = raw.decode(errors="replace").rstrip("\n")
+            sink.append(line)
+            if log:
+                print(line, file=log, flush=True)
+
+    def _wait_hello(self):
+        # Until pmulab opens the port, the firmware's console writes to it too (and
+        # would take our bytes as key strokes): nothing is sent before the hello, and
+        # what comes before it is skipped.
+        end = time.monotonic() + self.timeout
+        while True:
+            line = self.link.readline(max(0.0, end - time.monotonic()))
+            k = line.find(b'{"type":"hello"')
+            if k < 0:
+                self.firmware_lines.append(line.decode(errors="replace"))
+                continue
+            self.hello = json.loads(line[k:])
+            if self.hello.get("protocol") != PROTOCOL:
+                raise AgentError(f"the agent speaks protocol {self.hello.get('protocol')}, this client {PROTOCOL}")
+            return
+
+    # ---- the protocol
+    def submit(self, cmd, blobs=None, timeout_ms=None, rid=None):
+        """Sends one request without waiting; returns its id. `cmd` is a command line
+        (str) or a list of words; `blobs` maps names to bytes."""
+        if not isinstance(cmd, str):
+            cmd = " ".join(pmulab_asm.quote(a) for a in cmd)
+        rid = next(self._ids) if rid is None else rid
+        req = {"id": rid, "cmd": cmd}
+        if blobs:
+            req["blobs"] = {k: base64.b64encode(v).decode() for k, v in blobs.items()}
+        if timeout_ms:
+            req["timeout_ms"] = int(timeout_ms)
+        self._pending[rid] = Answer(rid, cmd)
+        self.link.send((json.dumps(req, separators=(",", ":")) + "\n").encode())
+        return rid
+
+    def send_raw(self, line):
+        """Sends a line as it is (tests: malformed requests). Returns nothing."""
+        self.link.send(line if isinstance(line, bytes) else line.encode())
+
+    def cancel(self, rid):
+        """Asks the agent to cancel request `rid` (running or waiting); returns the id
+        of the cancel request (its own done record says whether there was one)."""
+        cid = f"cancel-{next(self._ids)}"
+        self._pending[cid] = Answer(cid, f"cancel {rid}")
+        self.link.send((json.dumps({"id": cid, "cancel": rid}) + "\n").encode())
+        return cid
+
+    def read_record(self, timeout=None):
+        """The next record from the agent (dict), filed under its request."""
+        line = self.link.readline(self.timeout if timeout is None else timeout)
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise AgentError(f"the agent sent a line that is not JSON: {line[:200]!r}")
+        if not isinstance(rec, dict):
+            raise AgentError(f"the agent sent a line that is not a JSON object: {line[:200]!r}")
+        rid = rec.get("id")
+        ans = self._pending.get(rid)
+        if rec.get("type") == "done":
+            if ans is None:
+                ans = self._finished.get(rid) or Answer(rid, None)
+            ans.done = rec
+            ans.raw.append(line.decode())
+            self._pending.pop(rid, None)
+            self._finished[rid] = ans
+        elif ans is not None:
+            ans.records.append(rec)
+            ans.raw.append(line.decode())
+        elif rec.get("type") == "hello":
+            self.hello = rec
+        else:
+            # Answers to requests this client did not send (a malformed line's id null).
+            other = self._finished.setdefault(rid, Answer(rid, None))
+            other.records.append(rec)
+            other.raw.append(line.decode())
+        return rec
+
+    def collect(self, rid, timeout=None):
+        """Waits for request `rid` to finish; returns its Answer."""
+        while rid not in self._finished or self._finished[rid].done is None:
+            self.read_record(timeout)
+        return self._finished.pop(rid)
+
+    def request(self, cmd, blobs=None, timeout_ms=None, check=False, timeout=None):
+        ans = self.collect(self.submit(cmd, blobs, timeout_ms), timeout)
+        if check and ans.status != 0:
+            raise RequestError(ans)
+        return ans
+
+    def batch(self, lines, timeout_ms=None):
+        """Runs command lines through the agent with several in flight; yields
+        (index, Answer) in order. A line is a str or a list of words (--asm allowed,
+        assembled here), or an (argv, blobs) pair from asm_to_blobs."""
+        lines = list(lines)
+        ids, nxt = {}, 0
+        for i in range(len(lines)):
+            while nxt < len(lines) and nxt - i < self.WINDOW:
+                line = lines[nxt]
+                if isinstance(line, tuple):
+                    argv, blobs = line
+                else:
+                    argv, blobs = asm_to_blobs(pmulab_asm.split_line(line) if isinstance(line, str) else line)
+                ids[nxt] = self.submit(argv, blobs, timeout_ms)
+                nxt += 1
+            yield i, self.collect(ids.pop(i))
+
+    # ---- nanoBench-shaped calls
+    def run(self, code=None, asm=None, init=None, init_asm=None, late_init=None, late_init_asm=None,
+            one_time_init=None, one_time_init_asm=None, att=False, events=("tsc",), cpu=None, unroll=None,
+            loop=None, reps=None, warmup=None, initial_warmup=None, agg=None, basic=False, no_mem=False,
+            align_offset=None, drain_frontend=False, name=None, extra=(), timeout_ms=None, check=True):
+        """Measures user code (bytes or hex str in code/init/..., or assembly text in
+        asm/init_asm/...); returns the Answer (.counts, .results, .records)."""
+        argv = ["run"]
+        blobs = {}
+
+        def block(opt_file, data, text, what):
+            if text is not None:
+                data = assemble(text, att, what)
+            if data is None:
+                return
+            if isinstance(data, str):
+                data = bytes.fromhex(data)
+            key = opt_file[2:-5].replace("-", "_")
+            blobs[key] = bytes(data)
+            argv.extend([opt_file, key])
+
+        block("--code-file", code, asm, "--asm")
+        block("--init-file", init, init_asm, "--asm-init")
+        block("--late-init-file", late_init, late_init_asm, "--asm-late-init")
+        block("--one-time-init-file", one_time_init, one_time_init_asm, "--asm-one-time-init")
+        if not blobs.get("code"):
+            raise ValueError("run: give code= (bytes/hex) or asm= (assembly text)")
+        if name is None and asm is not None:
+            name = pmulab_asm.default_name(asm)
+        if name:
+            argv += ["--name", name]
+        if events:
+            argv += ["--events", events if isinstance(events, str) else ",".join(events)]
+        for opt, v in (("--cpu", cpu), ("--unroll", unroll), ("--loop", loop), ("--reps", reps),
+                       ("--warmup", warmup), ("--initial-warmup", initial_warmup), ("--agg", agg),
+                       ("--align-offset", align_offset)):
+            if v is not None:
+                argv += [opt, str(v)]
+        for opt, on in (("--basic", basic), ("--no-mem", no_mem), ("--drain-frontend", drain_frontend)):
+            if on:
+                argv.append(opt)
+        argv += list(extra)
+        return self.request(argv, blobs, timeout_ms, check=check)
+
+    def bench(self, kernels, events=("tsc",), **opts):
+        """Built-in kernels (`run --bench`)."""
+        argv = ["run", "--bench", kernels if isinstance(kernels, str) else ",".join(kernels),
+                "--events", events if isinstance(events, str) else ",".join(events)]
+        for k, v in opts.items():
+            argv += [f"--{k.replace('_', '-')}", str(v)]
+        return self.request(argv, check=True)
+
+    def info(self):
+        """The census: one {"type":"cpu"} record per logical processor."""
+        return self.request("info", check=True).of_type("cpu")
+
+    def msr_read(self, msr, cpu=None):
+        """The value of an MSR (int) on one CPU; with cpu="all" a {cpu: value} dict."""
+        argv = ["msr", "read", hex(msr) if isinstance(msr, int) else str(msr)]
+        if cpu is not None:
+            argv += ["--cpu", str(cpu)]
+        recs = self.request(argv, check=True).of_type("msr")
+        vals = {r["cpu"]: int(r["value"], 16) for r in recs}
+        return vals if cpu == "all" or len(vals) > 1 else next(iter(vals.values()))
+
+    def selftest(self, cpu=None):
+        argv = ["selftest"] + (["--cpu", str(cpu)] if cpu is not None else [])
+        return self.request(argv)
+
+    # ---- the end
+    def close(self, timeout=60):
+        """Stops the agent ({"stop":true}) and, for QEMU, waits for it to power off.
+        Returns pmulab's exit status when known (0 after a clean stop)."""
+        status = None
+        if self.link is not None:
+            try:
+                ans = self.collect(self.submit_stop(), timeout)
+                status = ans.status
+            except (AgentError, TimeoutError, OSError):
+                pass
+            self.link.close()
+            self.link = None
+        if self.proc is not None:
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            status = self.proc.returncode
+            self._reap()
+        return status
+
+    def submit_stop(self):
+        rid = f"stop-{next(self._ids)}"
+        self._pending[rid] = Answer(rid, "stop")
+        self.link.send((json.dumps({"id": rid, "stop": True}) + "\n").encode())
+        return rid
+
+    def _reap(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.workdir:
+            import shutil
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False

@@ -58,7 +58,7 @@ inline bool fixed_key(u32 i, u16 event, u16 umask) {
 
 // GLOBAL_STATUS bits other than counter overflows (SDM Figure 20-9/20-30).
 inline constexpr u64 kStatusTopaPmi = bit(55), kStatusLbrFrz = bit(58), kStatusCtrFrz = bit(59), kStatusAsci = bit(60),
-              kStatusUncore = bit(61), kStatusOvfBuf = bit(62), kStatusCondChgd = bit(63);
+                     kStatusUncore = bit(61), kStatusOvfBuf = bit(62), kStatusCondChgd = bit(63);
 
 // IA32_MISC_ENABLE read-only bits: 7 performance monitoring available,
 // 11 BTS unavailable, 12 PEBS unavailable.

@@ -355,8 +355,10 @@ void nb_event(SimCpu& c, nb::Event e, u16 mask, u64 n) {
 
 CpuidSnapshot prescott_snapshot() {
     static const char kName[] = "GenuineIntel0000F41_P4_Prescott_CPUID.txt";
-    // __FILE__ is src/sim/sim_netburst.cpp, relative to the repository root or absolute.
-    std::filesystem::path p = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" / "cpuid" / kName;
+    // __FILE__ is src/sim/sim_netburst.cpp, relative to the repository root or absolute;
+    // the dumps are in tests/data/cpuid.
+    std::filesystem::path root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+    std::filesystem::path p = root / "tests" / "data" / "cpuid" / kName;
     std::ifstream f(p, std::ios::binary);
     if (!f.good()) {
         std::fprintf(stderr, "sim_netburst: cannot open %s\n", p.string().c_str());

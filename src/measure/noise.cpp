@@ -73,11 +73,12 @@ void probe_serialize(Hw& hw, const CpuProbe& pr, const PmuInfo& info, NoiseCaps*
     c->de_cfg = info.de_cfg;
     if (c->serialize == SerializeWith::cpuid) {
         if (pr.de_cfg.faulted())
-            note(c->serialize_note, "DE_CFG (C001_1029H) unreadable (%s): LFENCE may not be dispatch-serialising, "
-                                    "CPUID serialises",
+            note(c->serialize_note,
+                 "DE_CFG (C001_1029H) unreadable (%s): LFENCE may not be dispatch-serialising, "
+                 "CPUID serialises",
                  pr.de_cfg.error.msg);
         else
-            note(c->serialize_note, "DE_CFG (C001_1029H) not read (family below 10H): LFENCE may not be "
+            note(c->serialize_note, "DE_CFG (C001_1029H) not read (AMD family below 10H): LFENCE may not be "
                                     "dispatch-serialising, CPUID serialises");
         return;
     }
@@ -87,8 +88,9 @@ void probe_serialize(Hw& hw, const CpuProbe& pr, const PmuInfo& info, NoiseCaps*
     Result<u64> back = w.ok() ? hw.rdmsr(msr::AMD_DE_CFG) : Result<u64>(w.error());
     if (w.ok()) (void)hw.wrmsr(msr::AMD_DE_CFG, info.de_cfg);
     if (back.ok() && regs::amd::DeCfg(back.value()).lfence_serializing()) {
-        note(c->serialize_note, "DE_CFG (C001_1029H)[1] was clear (0x%llx): pmulab sets it for each measurement "
-                                "and restores it",
+        note(c->serialize_note,
+             "DE_CFG (C001_1029H)[1] was clear (0x%llx): pmulab sets it for each measurement "
+             "and restores it",
              (unsigned long long)info.de_cfg);
         return;
     }
@@ -97,8 +99,9 @@ void probe_serialize(Hw& hw, const CpuProbe& pr, const PmuInfo& info, NoiseCaps*
         note(c->serialize_note, "DE_CFG (C001_1029H)[1] is clear and cannot be set (%s): CPUID serialises",
              back.error().msg);
     else
-        note(c->serialize_note, "DE_CFG (C001_1029H)[1] is clear and a write does not set it (reads back 0x%llx): "
-                                "CPUID serialises",
+        note(c->serialize_note,
+             "DE_CFG (C001_1029H)[1] is clear and a write does not set it (reads back 0x%llx): "
+             "CPUID serialises",
              (unsigned long long)back.value());
 }
 
@@ -110,7 +113,7 @@ void noise_probe(Hw& hw, NoiseCaps* out) {
     CpuProbe pr;
     pmu_probe(hw, &pr, ProbeRdpmc::skip);
     CpuDecoded d = decode_cpuid(pr.cpuid);
-    if ((d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon) && regs::amd::has_de_cfg(d.id.family))
+    if ((d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon) && amd_reads_de_cfg(d.id.family))
         pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo info;
     pmu_decode(pr, &info);
@@ -151,7 +154,8 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
         if (s.ok()) {
             ledger_.arm();
             u64 now = ledger_.saved_value(msr::AMD_DE_CFG);
-            if (!regs::amd::DeCfg(now).lfence_serializing()) s = ledger_.write(msr::AMD_DE_CFG, de_cfg_for_measurement(now));
+            if (!regs::amd::DeCfg(now).lfence_serializing())
+                s = ledger_.write(msr::AMD_DE_CFG, de_cfg_for_measurement(now));
         }
         if (!s.ok()) {
             (void)ledger_.restore();
@@ -174,7 +178,8 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
                 s = ledger_.write(msr::IA32_DEBUGCTL, regs::DebugCtl(now).set_freeze_while_smm(true).raw());
                 Result<u64> back = s.ok() ? hw.rdmsr(msr::IA32_DEBUGCTL) : Result<u64>(s.error());
                 if (back.ok() && regs::DebugCtl(back.value()).freeze_while_smm()) rec->freeze = FreezeSmm::set;
-                else if (back.ok()) s = Error::make(Errc::fault, "IA32_DEBUGCTL reads back 0x%llx", (unsigned long long)back.value());
+                else if (back.ok())
+                    s = Error::make(Errc::fault, "IA32_DEBUGCTL reads back 0x%llx", (unsigned long long)back.value());
                 else s = back.error();
             }
         }

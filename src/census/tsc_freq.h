@@ -11,9 +11,9 @@
 namespace pmulab {
 
 struct TscFreq {
-    u64 hz = 0;                // 0: unknown
-    const char* source = "";   // "cpuid_15h", "cpuid_16h", "efi_stall" (the timer's key), "" unknown
-    char detail[200] = {};     // how it was obtained, or why it is unknown
+    u64 hz = 0;               // 0: unknown
+    const char* source = "";  // "cpuid_15h", "cpuid_16h", "efi_stall" (the timer's key), "" unknown
+    char detail[200] = {};    // how it was obtained, or why it is unknown
 };
 
 // From the calling CPU's CPUID: 15H with EAX, EBX and ECX nonzero: ECX x EBX / EAX

@@ -47,8 +47,9 @@ TEST(TscFreq, AbsentLeavesSayWhy) {
     w.begin_object();
     tsc_freq_fields(w, f);
     w.end_object();
-    EXPECT_STREQ(b.c_str(), "{\"tsc_hz\":null,\"tsc_source\":null,\"tsc_detail\":\"CPUID leaves 15H/16H absent (maximum "
-                            "basic leaf dH)\"}");
+    EXPECT_STREQ(b.c_str(),
+                 "{\"tsc_hz\":null,\"tsc_source\":null,\"tsc_detail\":\"CPUID leaves 15H/16H absent (maximum "
+                 "basic leaf dH)\"}");
 }
 
 // Not enumerated: measured against the firmware timer, once (the second call is cached),

@@ -6,6 +6,7 @@
 #include "base/fmt.h"
 #include "x86/hw.h"
 #include "app/records.h"
+#include "census/tsc_freq.h"
 
 namespace pmulab {
 
@@ -43,9 +44,25 @@ public:
     virtual Result<ServeLink*> open_serve_link(int port) {
         return Error::make(Errc::unsupported, "serve: this platform has no link to a host");
     }
+    // The firmware's timer: waits `us` microseconds (EFI: Boot Services Stall). Measures the
+    // TSC frequency where CPUID does not give it. stall_source() is its key in records
+    // ("efi_stall"), stall_what() its description; "" when there is no timer.
+    virtual Status stall_us(u32 us) {
+        (void)us;
+        return Error::make(Errc::unsupported, "no firmware timer on this platform");
+    }
+    virtual const char* stall_source() { return ""; }
+    virtual const char* stall_what() { return ""; }
+    // The TSC frequency (census/tsc_freq.h): the BSP's CPUID.15H/16H, else measured against
+    // stall_us over 50 ms; computed on the first call (once per boot) and kept.
+    const TscFreq& tsc_frequency();
 
 protected:
     ~Platform() = default;
+
+private:
+    TscFreq tsc_freq_;
+    bool tsc_freq_done_ = false;
 };
 
 }  // namespace pmulab

@@ -258,6 +258,7 @@ void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
     w.field("time", when);
     w.field("command_line", command_line);
     w.field("counter_method", counter_method_name(pmu.method));
+    tsc_freq_fields(w, p.tsc_frequency());  // ticks to nanoseconds
     w.field_b("hypervisor", d.id.hypervisor);
     w.field_u("cpus", hw.cpu_count());
     // pmulab-sim: a simulated machine, so that nobody mistakes its records for a measurement.

@@ -1,4 +1,5 @@
 #include "census/census.h"
+#include "census/tsc_freq.h"
 
 #include "base/json.h"
 #include "pmu/pmu.h"
@@ -324,7 +325,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
                    unsigned(groups));
 }
 
-void census_json(const CpuRecord& r, StrBuf& out) {
+void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
     const CpuIdentity& id = r.dec.id;
     const PmuCaps& p = r.dec.pmu;
     JsonWriter w(out);
@@ -472,6 +473,7 @@ void census_json(const CpuRecord& r, StrBuf& out) {
     else w.key("perf_capabilities").null();
     w.field_b("perf_capabilities_fault", r.perf_caps_fault);
     w.end_object();
+    if (tsc) tsc_freq_fields(w, *tsc);
     w.end_object();
     out.put('\n');
 }

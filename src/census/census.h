@@ -44,7 +44,9 @@ void census_decode(CpuRecord& r);
 // each distinct PMU (hybrid parts show one block per core type).
 void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
 
-// One JSON object per CPU, newline-terminated (JSON Lines).
-void census_json(const CpuRecord& r, StrBuf& out);
+struct TscFreq;  // census/tsc_freq.h
+// One JSON object per CPU, newline-terminated (JSON Lines); with tsc (live `info`) also
+// "tsc_hz", "tsc_source", "tsc_detail".
+void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc = nullptr);
 
 }  // namespace pmulab

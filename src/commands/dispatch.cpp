@@ -55,13 +55,20 @@ Status cmd_info(Out& out, Args& args) {
                            args.peek());
     Vec<CpuRecord> cpus;
     PMULAB_TRY(census_collect(out.platform().hw(), cpus));
+    // The TSC frequency (once per boot): ticks to nanoseconds (docs/measure.md).
+    const TscFreq& tsc = out.platform().tsc_frequency();
     for (const CpuRecord& r : cpus) {
         StrBuf line;
-        census_json(r, line);
+        census_json(r, line, &tsc);
         out.record(line);
     }
     StrBuf b;
     census_table(cpus, b);
+    if (tsc.hz) {  // unknown: the records say why (no timer: host tests only)
+        b.put(StrView("\nTSC frequency: "));
+        put_tsc_freq(b, tsc);
+        b.put('\n');
+    }
     out.text_buf(b);
     // A CPU that could not be read says why in its row (and its record).
     for (const CpuRecord& r : cpus)

@@ -2,6 +2,7 @@
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "events/event_files.h"
+#include "measure/noise.h"
 
 namespace pmulab {
 
@@ -92,6 +93,38 @@ void put_size_suffix(StrBuf& b, u64 bytes) {
     else b.printf("%llu", (unsigned long long)bytes);
 }
 
+// How the job serialised and its noise provenance (measure/noise.h, docs/measure.md
+// "Noise provenance"): every field is there, null with a reason when it cannot be known.
+static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRecord* n) {
+    if (!n) {
+        w.field("serialize", serialize_name(c.serialize));
+        w.key("noise").null().key("smi_moved").null();
+        return;
+    }
+    const NoiseCaps& caps = *n->caps;
+    w.field("serialize", serialize_name(n->serialize));
+    if (n->serialize != SerializeWith::lfence && caps.serialize_note[0]) w.field("serialize_note", caps.serialize_note);
+    w.key("noise").begin_object();
+    if (n->smi_known) w.field_u("smi_delta", n->smi_delta);
+    else
+        w.key("smi_delta")
+            .null()
+            .field("smi_absent", caps.smi_absent[0] ? caps.smi_absent : "MSR_SMI_COUNT read failed");
+    if (n->aperf_known) {
+        w.field_u("aperf_delta", n->aperf_delta).field_u("mperf_delta", n->mperf_delta);
+    } else {
+        w.key("aperf_delta").null().key("mperf_delta").null();
+        w.field("aperf_absent", caps.aperf_absent[0] ? caps.aperf_absent : "APERF/MPERF read failed");
+    }
+    w.field_u("tsc_delta", n->tsc_delta);
+    w.field("freeze_while_smm", freeze_smm_name(n->freeze));
+    if (n->freeze == FreezeSmm::unsupported) w.field("freeze_absent", caps.freeze_absent);
+    if (n->note[0]) w.field("note", n->note);
+    w.end_object();
+    if (n->smi_known) w.field_b("smi_moved", n->smi_moved());
+    else w.key("smi_moved").null();
+}
+
 void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     const KernelInfo* k = r.bench->kernel;
     const UserCode* u = r.bench->user;
@@ -121,7 +154,8 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field_u("unroll", c.unroll).field_u("loop", c.loop);
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);
     w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
-    w.field("irq", irq_mode_name(c.irq)).field("serialize", serialize_name(c.serialize));
+    w.field("irq", irq_mode_name(c.irq));
+    put_noise_json(w, c, r.noise);
     if (k) w.field_u("instructions_per_iteration", k->instructions);
     w.field_u("iterations", r.iterations);
     auto value = [&](const char* key, Frac f) {
@@ -200,7 +234,10 @@ void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
         else v.put('-');
         b->printf(" %12s", v.c_str());
     }
-    b->printf("  %s\n", unit_of(*r.read));
+    b->printf("  %s", unit_of(*r.read));
+    // The flag of a disturbed result: the SMI count moved during its runs.
+    if (r.noise && r.noise->smi_moved()) b->printf("  SMI+%llu", (unsigned long long)r.noise->smi_delta);
+    b->put('\n');
 }
 
 }  // namespace pmulab

@@ -152,6 +152,13 @@ void EfiPlatform::now(char* buf, usize cap) {
     format_to(buf, cap, "%04u-%02u-%02uT%02u:%02u:%02u", t.Year, t.Month, t.Day, t.Hour, t.Minute, t.Second);
 }
 
+Status EfiPlatform::stall_us(u32 us) {
+    EFI_STATUS st = gST->BootServices->Stall(us);
+    if (st != EFI_SUCCESS)
+        return Error::make(Errc::fault, "EFI Stall(%u) failed (status 0x%llx)", us, (unsigned long long)st);
+    return ok_status();
+}
+
 void EfiPlatform::write_debugcon(StrView text) {
     if (!debugcon_) return;
     for (usize i = 0; i < text.len; ++i) outb(kDebugconPort, u8(text[i]));

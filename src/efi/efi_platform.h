@@ -50,6 +50,10 @@ public:
     u32 firmware_revision() override;
     MeasurePlatform* measure() override { return &measure_; }
     void now(char* buf, usize cap) override;
+    // The TSC-frequency timer (Platform::tsc_frequency): Boot Services Stall().
+    Status stall_us(u32 us) override;
+    const char* stall_source() override { return "efi_stall"; }
+    const char* stall_what() override { return "EFI Boot Services Stall()"; }
     RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
     FileSource* files() override { return &files_; }
     Result<ServeLink*> open_serve_link(int port) override {

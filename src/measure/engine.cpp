@@ -4,47 +4,11 @@
 
 #include "base/fmt.h"
 #include "measure/topdown.h"
+#include "measure/noise.h"
 #include "x86/msr_addr.h"
 #include "x86/msr_trace.h"
 
 namespace pmulab {
-
-const char* irq_mode_name(IrqMode m) { return m == IrqMode::lvt ? "lvt" : "cli"; }
-
-u64 fnv1a64(const u8* p, usize n) {
-    u64 h = 0xCBF29CE484222325ull;  // FNV-1a 64 offset basis and prime (Fowler, Noll, Vo)
-    for (usize i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-    return h;
-}
-
-const char* bench_name(const BenchInstance& b) {
-    if (b.user) return b.user->name[0] ? b.user->name : "code";
-    return b.kernel ? b.kernel->name : "?";
-}
-
-Status plan_event_groups(const Vec<StrView>& specs, Vec<ReadGroup>* groups) {
-    groups->clear();
-    for (usize i = 0; i < specs.size(); ++i) {
-        StrView s = specs[i];
-        if (s.empty()) return Error::make(Errc::invalid_argument, "--events: empty event name");
-        for (usize j = 0; j < i; ++j)
-            if (specs[j].eq_nocase(s))
-                return Error::make(Errc::invalid_argument, "--events: '%.*s' is listed twice", int(s.len), s.ptr);
-        if (!s.eq_nocase(StrView("tsc")))
-            return Error::make(Errc::unsupported, "event '%.*s': PMU events are not supported yet (only 'tsc')",
-                               int(s.len), s.ptr);
-    }
-    // Every event so far is the TSC: one group with one read.
-    if (!specs.empty()) {
-        ReadGroup& g = groups->emplace();
-        CounterRead& r = g.reads.emplace();
-        r.kind = CounterAccess::rdtsc;
-        r.width = 64;
-        str_copy(r.event, sizeof r.event, "tsc");
-        str_copy(r.counter, sizeof r.counter, "TSC");
-    }
-    return ok_status();
-}
 
 namespace {
 
@@ -95,6 +59,9 @@ struct WorkerState {
     IrqMode irq = IrqMode::cli;
     i64* raw[2] = {nullptr, nullptr};  // [rep * nreads + read]
     u16 carry = 0;
+    const NoiseCaps* caps = nullptr;  // null: not probed (no provenance, no guard)
+    SerializeMode mode = SerializeMode::lfence;
+    NoiseRecord* noise = nullptr;
     Status status;
 };
 
@@ -249,13 +216,24 @@ void worker_on_cpu(WorkerState* c) {
     Hw& hw = *c->hw;
     const GroupHooks& h = g.hooks;
     c->mp->serialize();
-    Status s = ok_status();
+    // The noise guard brackets everything: FREEZE_WHILE_SMM and DE_CFG[1] hold for every
+    // run, and the SMI/APERF/MPERF window covers the whole job.
+    NoiseGuard guard;
+    Status s = c->caps ? guard.begin(hw, *c->caps, c->mode, c->noise) : ok_status();
+    if (!s.ok()) {
+        c->status = s;
+        return;
+    }
     if (h.setup) s = h.setup(hw, h.ctx);
     if (s.ok()) s = probe_group(hw, g);
     if (s.ok()) s = run_group(c);
     if (h.teardown) {
         Status t = h.teardown(hw, h.ctx);
         if (s.ok()) s = t;
+    }
+    if (c->caps) {
+        Status n = guard.end(c->noise);
+        if (s.ok()) s = n;
     }
     c->status = s;
 }
@@ -289,7 +267,8 @@ Status place(Pages& pages, const Vec<u8>& code, Region* r, const RegionLayout& l
     return ok_status();
 }
 
-Status generate_group(const MeasureConfig& cfg, const BenchCode& bc, const ReadGroup& g, GroupCode* out) {
+Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchCode& bc, const ReadGroup& g,
+                      GroupCode* out) {
     u64 copies[2] = {cfg.basic ? 0 : cfg.unroll, cfg.basic ? cfg.unroll : 2 * cfg.unroll};
     for (int w = 0; w < 2; ++w) {
         RegionSpec spec;
@@ -297,7 +276,7 @@ Status generate_group(const MeasureConfig& cfg, const BenchCode& bc, const ReadG
         spec.body_len = bc.body.len;
         spec.copies = copies[w];
         spec.loop = cfg.loop > 1;
-        spec.serialize = cfg.serialize;
+        spec.serialize = mode;
         spec.group = &g;
         spec.init = bc.init;
         spec.late_init = bc.late_init;
@@ -399,6 +378,16 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
         return worst;
     }
     Scratch scratch_areas(mp);
+    // Each CPU's noise sources and serialisation, probed on it once (noise.h).
+    Vec<NoiseCaps> caps;
+    caps.resize(cfg.cpus.size());
+    for (usize ci = 0; ci < cfg.cpus.size(); ++ci) {
+        NoiseCaps* nc = &caps[ci];
+        auto probe = [&] { noise_probe(hw, nc); };
+        CpuCall pc = cpu_call(probe);
+        (void)mp.run_on_cpu(hw, cfg.cpus[ci], pc.fn, pc.ctx);  // unreachable: the job says so later
+    }
+    NoiseRecord* noise = new NoiseRecord();
 
     for (const BenchInstance& b : cfg.benches) {
         const char* name = bench_name(b);
@@ -450,21 +439,31 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
         for (unsigned r = 0; r < kGprCount; ++r) frame->gpr[r] = bc.regs[r];
         frame->loop = cfg.loop;
 
-        // The code for every group, generated once for all CPUs.
-        Vec<GroupCode*> code;
+        // The code for every group, generated once for all CPUs that serialise alike
+        // (LFENCE, or CPUID where LFENCE cannot be made dispatch-serialising).
+        Vec<GroupCode*> code_by_mode[2];
         bool code_ok = true;
-        for (const ReadGroup& g : groups) {
-            GroupCode* gc = new GroupCode(mp);
-            code.push(gc);
-            Status s = generate_group(cfg, bc, g, gc);
-            if (!s.ok()) {
-                fail(s.error().with_context("%s", name));
-                code_ok = false;
-                break;
+        auto code_for = [&](SerializeMode mode) -> Vec<GroupCode*>* {
+            Vec<GroupCode*>& code = code_by_mode[mode == SerializeMode::cpuid ? 1 : 0];
+            if (!code.empty() || !code_ok) return code_ok ? &code : nullptr;
+            for (const ReadGroup& g : groups) {
+                GroupCode* gc = new GroupCode(mp);
+                code.push(gc);
+                Status s = generate_group(cfg, mode, bc, g, gc);
+                if (!s.ok()) {
+                    fail(s.error().with_context("%s", name));
+                    code_ok = false;
+                    return nullptr;
+                }
             }
-        }
+            return &code;
+        };
         for (usize ci = 0; code_ok && ci < cfg.cpus.size(); ++ci) {
             u32 cpu = cfg.cpus[ci];
+            SerializeMode mode = caps[ci].probed ? effective_serialize(cfg.serialize, caps[ci]) : cfg.serialize;
+            Vec<GroupCode*>* codep = code_for(mode);
+            if (!codep) break;
+            Vec<GroupCode*>& code = *codep;
             Result<CpuTopology> topo = hw.topology(cpu);
             u64 apic = topo.ok() ? topo.value().apic_id : 0;
             if (b.kernel && b.kernel->needs != KernelNeeds::nothing) {
@@ -509,6 +508,9 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 w.irq = cfg.irq;
                 w.raw[0] = raw[0].data();
                 w.raw[1] = raw[1].data();
+                w.caps = caps[ci].probed ? &caps[ci] : nullptr;
+                w.mode = mode;
+                w.noise = noise;
                 auto work = [&] { worker_on_cpu(&w); };
                 CpuCall wc = cpu_call(work);
                 Status rs = mp.run_on_cpu(hw, cpu, wc.fn, wc.ctx);
@@ -550,14 +552,17 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                         continue;
                     }
                     res.r14 = r14;
+                    res.noise = w.caps ? noise : nullptr;
                     res.short_raw = column[0].data();
                     res.long_raw = column[1].data();
                     sink.result(cfg, res);
                 }
             }
         }
-        for (GroupCode* gc : code) delete gc;
+        for (Vec<GroupCode*>& code : code_by_mode)
+            for (GroupCode* gc : code) delete gc;
     }
+    delete noise;
     delete frame;
     return worst;
 }

@@ -264,6 +264,8 @@ inline constexpr u64 kLoopMax = 1000000000;
 inline constexpr u32 kRepsMax = 100000;
 inline constexpr u32 kWarmupMax = 100000;
 
+struct NoiseRecord;  // measure/noise.h
+
 struct MeasureResult {
     u32 cpu = 0;
     u64 apic_id = 0;
@@ -279,6 +281,9 @@ struct MeasureResult {
     const i64* short_raw = nullptr;
     const i64* long_raw = nullptr;
     u64 r14 = 0;  // user code: R14's area (its start; physical under UEFI identity mapping)
+    // The job's noise provenance (SMIs, APERF/MPERF, FREEZE_WHILE_SMM, how it serialised);
+    // null when the CPU could not be probed.
+    const NoiseRecord* noise = nullptr;
 };
 // The name a record gives a benchmark: the kernel's or the user's label.
 const char* bench_name(const BenchInstance& b);

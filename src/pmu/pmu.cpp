@@ -120,7 +120,7 @@ void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc) {
     if (d.pmu.netburst) pr.misc_enable.set(hw.rdmsr(netburst::IA32_MISC_ENABLE));
     if (rdpmc == ProbeRdpmc::skip) return;
     bool amd = d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon;
-    if (amd && regs::amd::has_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
+    if (amd && amd_reads_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo p;
     decode_counters(pr, d, &p);
     pr.rdpmc_index = rdpmc_probe_index(p);
@@ -150,12 +150,15 @@ u64 de_cfg_for_measurement(u64 de_cfg) { return regs::amd::DeCfg(de_cfg).set_lfe
 void pmu_decode(const CpuProbe& probe, PmuInfo* out) {
     decode_counters(probe, decode_cpuid(probe.cpuid), out);
     PmuInfo& p = *out;
-    if (probe.de_cfg.ok) {
+    CpuDecoded d = decode_cpuid(probe.cpuid);
+    if ((p.vendor == Vendor::amd || p.vendor == Vendor::hygon) && amd_lfence_always_serialising(d.id.family)) {
+        p.lfence = LfenceSerializing::yes;
+    } else if (probe.de_cfg.ok) {
         p.de_cfg = probe.de_cfg.value;
         p.lfence = regs::amd::DeCfg(probe.de_cfg.value).lfence_serializing() ? LfenceSerializing::yes
                                                                              : LfenceSerializing::no;
     } else if (p.vendor == Vendor::amd || p.vendor == Vendor::hygon) {
-        p.lfence = LfenceSerializing::unknown;  // not probed (census, family < 10H) or faulted
+        p.lfence = LfenceSerializing::unknown;  // not probed (census) or faulted
     }
     if (probe.rdpmc.ok && p.kind != PmuKind::none) {
         p.method = CounterMethod::rdpmc;

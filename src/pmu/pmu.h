@@ -97,9 +97,9 @@ struct PmuWriteList {
 // Linux does at boot and firmware may not.
 enum class LfenceSerializing : u8 {
     not_amd,  // Intel and others: LFENCE waits for all prior instructions (SDM LFENCE)
-    yes,      // AMD, DE_CFG[1] = 1
+    yes,      // AMD, DE_CFG[1] = 1, or family 0FH/11H (always serialising)
     no,       // AMD, DE_CFG[1] = 0 (firmware left it clear)
-    unknown,  // AMD, DE_CFG not probed (census, family < 10H) or its RDMSR faulted (a hypervisor)
+    unknown,  // AMD, DE_CFG not probed (census) or its RDMSR faulted (a hypervisor)
 };
 // How a measurement must serialise around its counter reads on this CPU:
 //   lfence               LFENCE is dispatch-serialising as it is;
@@ -113,6 +113,12 @@ struct PmuInfo;
 SerializeWith serialize_choice(const PmuInfo& info);
 // DE_CFG with LfenceSerializing (bit 1) set, the other bits as read.
 u64 de_cfg_for_measurement(u64 de_cfg);
+// AMD families 0FH and 11H: LFENCE is always dispatch-serialising, there is no DE_CFG bit
+// to set (AMD, "Software Techniques for Managing Speculation on AMD Processors", 2018;
+// Linux init_amd: "On families which don't have that MSR, LFENCE is already serializing").
+constexpr bool amd_lfence_always_serialising(u32 family) { return family == 0x0F || family == 0x11; }
+// Whether pmu_probe reads DE_CFG on an AMD/Hygon CPU of this family (10H and later, not 11H).
+constexpr bool amd_reads_de_cfg(u32 family) { return family >= 0x10 && !amd_lfence_always_serialising(family); }
 
 // What one logical processor has: pmu_decode of a probe taken on that processor.
 struct PmuInfo {

@@ -108,13 +108,22 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     std::vector<Occurrence> td_buf;
     const std::vector<Occurrence>& each = topdown_cycles(cycles, each_in, &td_buf);
     // An SMI during every smi_every_-th run: the SMM handler's instructions and cycles are
-    // counted like the measured code's (no FREEZE_WHILE_SMM in this model).
+    // counted like the measured code's, unless IA32_DEBUGCTL.FREEZE_WHILE_SMM is set (the
+    // counters are then frozen in SMM; APERF/MPERF still advance).
     if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) {
-        in_smi_ = true;
-        run(smi_extra_, {{0xC0, 0x00, 1}});
-        in_smi_ = false;
+        if (layout_.smi_count) ++smi_count_;
+        if (layout_.freeze_while_smm && ((debugctl_ >> 14) & 1)) {
+            if (layout_.amd_efffreq || layout_.efffreq) {
+                aperf_ += smi_extra_;
+                mperf_ += smi_extra_;
+            }
+        } else {
+            in_smi_ = true;
+            run(smi_extra_, {{0xC0, 0x00, 1}});
+            in_smi_ = false;
+        }
     }
-    if (layout_.amd_efffreq) {
+    if (layout_.amd_efffreq || layout_.efffreq) {
         aperf_ += cycles;
         mperf_ += cycles;
     }
@@ -182,6 +191,8 @@ void SimCpu::poke(u32 msr, u64 v) {
         case Kind::aperf_ro: aperf_ = v; return;
         case Kind::mperf:
         case Kind::mperf_ro: mperf_ = v; return;
+        case Kind::smi_count: smi_count_ = v; return;
+        case Kind::debugctl: debugctl_ = v; return;
         case Kind::perf_caps: set_perf_capabilities(v); return;
         case Kind::perf_metrics: write_perf_metrics(v); return;
         case Kind::extra: extra_.at(msr).value = v; return;

@@ -78,6 +78,9 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
     CpuidRegs l1 = max >= 1 ? s.get(1) : CpuidRegs{};
     L.pdcm = max >= 1 && ((l1.ecx >> 15) & 1);
     L.perf_caps = L.pdcm ? caps : 0;
+    L.debugctl = L.vendor_intel;
+    L.freeze_while_smm = L.debugctl && ((L.perf_caps >> 12) & 1);  // SDM Vol. 4 Table 2-2
+    L.efffreq = L.vendor_intel && max >= 6 && (s.get(6).ecx & 1);
     if (ov.none) return L;
 
     if (amd) {
@@ -121,6 +124,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
         if (L.version >= 5) L.fixed_mask |= a.ecx & 0xffff;
     }
     L.anythread_writable = L.version >= 3;
+    L.smi_count = L.version >= 3;
     L.anythread_ignored = L.anythread_writable && ((a.edx >> 15) & 1);
     if (max >= 0x23 && s.get(7, 0).eax >= 1 && ((s.get(7, 1).eax >> 8) & 1)) {
         CpuidRegs s0 = s.get(0x23, 0);
@@ -221,6 +225,10 @@ SimCpu::Slot SimCpu::classify(u32 m) const {
     if (m == reg::BIOS_SIGN_ID) return {K::bios_sign, 0};
     if (m == reg::PKRS) return {K::pkrs, 0};
     if (m == reg::MISC_ENABLE && L.vendor_intel) return {K::misc_enable, 0};
+    if (m == reg::DEBUGCTL && L.debugctl) return {K::debugctl, 0};
+    if (m == reg::SMI_COUNT && L.smi_count) return {K::smi_count, 0};
+    if (L.efffreq && m == reg::APERF) return {K::aperf, 0};
+    if (L.efffreq && m == reg::MPERF) return {K::mperf, 0};
     if (L.kind == PmuLayout::Kind::amd) {
         if (m == reg::AMD_HWCR) return {K::amd_hwcr, 0};
         if (m == reg::AMD_DE_CFG && L.amd_de_cfg) return {K::amd_de_cfg, 0};
@@ -334,6 +342,8 @@ u64 SimCpu::read_slot(Slot s) const {
         case Kind::aperf_ro: return aperf_;
         case Kind::mperf:
         case Kind::mperf_ro: return mperf_;
+        case Kind::smi_count: return smi_count_;
+        case Kind::debugctl: return debugctl_;
         case Kind::extra: break;
         case Kind::none: return 0;
     }
@@ -415,7 +425,17 @@ u8 SimCpu::write_slot(Slot s, u64 v) {
         case Kind::aperf: aperf_ = v; return 0;
         case Kind::mperf: mperf_ = v; return 0;
         case Kind::aperf_ro:
-        case Kind::mperf_ro: return kVectorGP;  // read-only aliases
+        case Kind::mperf_ro: return kVectorGP;   // read-only aliases
+        case Kind::smi_count: return kVectorGP;  // read-only
+        case Kind::debugctl: {
+            // SDM Vol. 3B §18.4.1 (IA32_DEBUGCTL): LBR 0, BTF 1, TR 6, BTS 7, BTINT 8,
+            // BTS_OFF_OS 9, BTS_OFF_USR 10, FREEZE_LBRS_ON_PMI 11, FREEZE_PERFMON_ON_PMI 12,
+            // ENABLE_UNCORE_PMI 13, FREEZE_WHILE_SMM 14 (only where enumerated), RTM_DEBUG 15.
+            u64 ok = bit(0) | bit(1) | (0xffull << 6) | bit(15) | (L.freeze_while_smm ? bit(14) : 0);
+            if (v & ~ok) return kVectorGP;
+            debugctl_ = v;
+            return 0;
+        }
         case Kind::extra: break;
         case Kind::none: return kVectorGP;
     }

@@ -166,6 +166,12 @@ struct PmuLayout {
     bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
     bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
     bool amd_de_cfg = false;      // DE_CFG C001_1029 (family >= 10h)
+    // Intel IA32_DEBUGCTL (every Intel CPU the model knows), with FREEZE_WHILE_SMM (bit 14)
+    // writable only where IA32_PERF_CAPABILITIES[12] enumerates it (else #GP).
+    bool debugctl = false;
+    bool freeze_while_smm = false;
+    bool smi_count = false;  // MSR_SMI_COUNT (34H): Intel architectural PMU v3 and later (Nehalem on)
+    bool efffreq = false;    // IA32_MPERF/APERF (E7H/E8H) on Intel: CPUID.06H:ECX[0]
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
@@ -268,7 +274,11 @@ public:
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
     // System-management interrupts: every `every`-th call of run() first runs `extra`
-    // cycles of SMM code retiring one instruction per cycle, counted by the PMU.
+    // cycles of SMM code retiring one instruction per cycle. The PMU counts them unless
+    // IA32_DEBUGCTL.FREEZE_WHILE_SMM (bit 14, where IA32_PERF_CAPABILITIES[12]) is set
+    // (SDM Vol. 3B §20.8 "Freezing ... while in SMM"); MSR_SMI_COUNT counts each SMI;
+    // APERF/MPERF advance (the core is in C0). The TSC does not advance (the model's time
+    // is the measured instruction stream).
     void set_smi(u64 every, u64 extra) {
         smi_every_ = every;
         smi_extra_ = extra;
@@ -346,6 +356,8 @@ private:
         aperf_ro,
         mperf_ro,
         perf_metrics,
+        smi_count,
+        debugctl,
         extra,
     };
     struct Slot {
@@ -397,6 +409,8 @@ private:
     u64 rdtsc_step_ = 0;
     u64 ref_step_ = 1, ref_phase_ = 0;
     u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
+    u64 smi_count_ = 0;  // MSR_SMI_COUNT
+    u64 debugctl_ = 0;   // IA32_DEBUGCTL
     bool in_smi_ = false;
     u64 pmis_ = 0;
     Gp gp_[32];
@@ -487,6 +501,10 @@ struct IntelCpuidSpec {
     u32 leaf_1a_eax = 0;   // core type [31:24] and native model id
     bool leaf_23 = false;  // CPUID.(7,1):EAX[8] and leaf 23H
     CpuidRegs leaf_23_sub[4];
+    // Leaves set only when nonzero (and within max_leaf): 06H (ECX[0]: APERF/MPERF),
+    // 15H (TSC/crystal ratio EBX/EAX, crystal Hz in ECX), 16H (base MHz in EAX).
+    u32 leaf_06_ecx = 0;
+    CpuidRegs leaf_15, leaf_16;
 };
 
 // Where each logical processor sits; APIC ID = pkg:core:thread packed in the

@@ -190,7 +190,10 @@ CpuidSnapshot intel_snapshot(const IntelCpuidSpec& sp, u32 apic, const TopoSpec&
         s.set(7, 0, {sp.leaf_23 ? 1u : 0u, 0, 0, sp.hybrid ? 1u << 15 : 0u});
         if (sp.leaf_23) s.set(7, 1, {1u << 8, 0, 0, 0});
     }
+    if (sp.max_leaf >= 6 && sp.leaf_06_ecx) s.set(6, 0, {0, 0, sp.leaf_06_ecx, 0});
     if (sp.max_leaf >= 0xA) s.set(0xA, 0, sp.leaf_0a);
+    if (sp.max_leaf >= 0x15 && !(sp.leaf_15 == CpuidRegs{})) s.set(0x15, 0, sp.leaf_15);
+    if (sp.max_leaf >= 0x16 && !(sp.leaf_16 == CpuidRegs{})) s.set(0x16, 0, sp.leaf_16);
     if (sp.max_leaf >= 0xB) set_leaf_0b(s, apic, t);
     if (sp.max_leaf >= 0x1A && sp.hybrid) s.set(0x1A, 0, {sp.leaf_1a_eax, 0, 0, 0});
     if (sp.max_leaf >= 0x23 && sp.leaf_23)

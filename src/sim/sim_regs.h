@@ -40,6 +40,8 @@ inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
 inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
 inline constexpr u32 MPERF = 0xE7;
 inline constexpr u32 APERF = 0xE8;
+inline constexpr u32 SMI_COUNT = 0x34;           // MSR_SMI_COUNT (Intel, Nehalem on): SMIs since reset, read-only
+inline constexpr u32 DEBUGCTL = 0x1D9;           // IA32_DEBUGCTL: bit 14 FREEZE_WHILE_SMM
 inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;  // read-only aliases
 inline constexpr u32 AMD_APERF_RO = 0xC00000E8;
 }  // namespace reg

@@ -222,6 +222,19 @@ static_assert(PerfCapabilities::lbr_fmt_field::mask == 0x3F && PerfCapabilities:
 static_assert(PerfCapabilities::fw_write_field::mask == 1ull << 13 &&
               PerfCapabilities::perf_metrics_field::mask == 1ull << 15);
 
+// IA32_DEBUGCTL (0x1D9). SDM Vol. 3B §18.4.1 "IA32_DEBUGCTL MSR", §20.8.1 (freeze
+// while SMM); FREEZE_WHILE_SMM exists where IA32_PERF_CAPABILITIES[12] (smm_frz) is set.
+class DebugCtl : public RegValue<DebugCtl> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FLAG(DebugCtl, lbr, 0)
+    PMULAB_REG_FLAG(DebugCtl, btf, 1)
+    PMULAB_REG_FLAG(DebugCtl, freeze_perfmon_on_pmi, 12)
+    PMULAB_REG_FLAG(DebugCtl, freeze_while_smm, 14)  // counters stop while the CPU is in SMM
+};
+static_assert(DebugCtl::freeze_while_smm_field::mask == 1ull << 14);
+static_assert(PerfCapabilities::smm_frz_field::mask == 1ull << 12);
+
 // MSR_PERF_METRICS (0x329): the topdown level-1 (and, where supported, level-2)
 // metrics as 8-bit fractions of TOPDOWN.SLOTS (value/0xFF). SDM Vol. 3B, Ice Lake
 // section "Performance Metrics" (level-2 fields from Sapphire Rapids).

@@ -9,6 +9,7 @@ namespace pmulab::msr {
 
 // --- Intel architectural ---
 inline constexpr u32 IA32_TIME_STAMP_COUNTER = 0x10;
+inline constexpr u32 MSR_SMI_COUNT = 0x34;  // SMIs since reset, read-only (Nehalem and later; Vol. 4 Table 2-15)
 inline constexpr u32 IA32_APIC_BASE = 0x1B;
 inline constexpr u32 IA32_BIOS_SIGN_ID = 0x8B;  // microcode revision in EDX after CPUID(1)
 inline constexpr u32 IA32_PMC0 = 0xC1;          // IA32_PMCx = IA32_PMC0 + x

@@ -54,8 +54,19 @@ public:
     Hw& hw() override { return m_; }
     void write(StrView text) override { out.append(text.ptr, text.len); }
     MeasurePlatform* measure() override { return &mp_; }
+    // A firmware timer over the simulated TSC: `stall_ticks_per_us` ticks per microsecond
+    // (0: no timer).
+    Status stall_us(u32 us) override {
+        if (!stall_ticks_per_us) return Error::make(Errc::unsupported, "no firmware timer (simulated)");
+        sim::SimCpu& c = m_.cpu(m_.current_cpu());
+        c.set_tsc(c.tsc() + u64(us) * stall_ticks_per_us);
+        return ok_status();
+    }
+    const char* stall_source() override { return "sim_stall"; }
+    const char* stall_what() override { return "the simulated firmware timer"; }
     SimMeasure& engine() { return mp_; }
     std::string out;
+    u64 stall_ticks_per_us = 0;
 
 private:
     sim::SimMachine& m_;

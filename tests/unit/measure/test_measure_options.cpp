@@ -176,7 +176,11 @@ TEST(RunCommand, JsonRecordHasEveryField) {
         r.p.out,
         "{\"type\":\"result\",\"cpu\":0,\"apic_id\":0,\"bench\":\"nop\",\"event\":\"tsc\",\"counter\":\"TSC\","
         "\"run\":0,\"runs\":1,\"unroll\":100,\"loop\":1,\"reps\":3,\"warmup\":1,\"basic\":false,\"agg\":\"median\","
-        "\"irq\":\"cli\",\"serialize\":\"lfence\",\"instructions_per_iteration\":1,\"iterations\":100,"
+        "\"irq\":\"cli\",\"serialize\":\"lfence\",\"noise\":{\"smi_delta\":null,\"smi_absent\":\"not an Intel CPU: "
+        "MSR_SMI_COUNT (34H) is Intel's\",\"aperf_delta\":null,\"mperf_delta\":null,\"aperf_absent\":\"no CPUID leaf "
+        "06H (maximum leaf 0H): APERF/MPERF not enumerated\",\"tsc_delta\":7,\"freeze_while_smm\":\"unsupported\","
+        "\"freeze_absent\":\"not an Intel CPU: FREEZE_WHILE_SMM is Intel's IA32_DEBUGCTL[14]\"},\"smi_moved\":null,"
+        "\"instructions_per_iteration\":1,\"iterations\":100,"
         "\"per_iteration\":128.00,\"fraction\":[128,1],\"min\":128.00,\"median\":128.00,\"avg\":128.00,"
         "\"trimmed\":128.00,\"max\":128.00,\"q1\":128.00,\"q3\":128.00,\"unit\":\"TSC ticks / iteration\"}\n");
 }

@@ -206,12 +206,20 @@ TEST(Silicon, LfenceChoiceElsewhere) {
     EXPECT_EQ(p.lfence, LfenceSerializing::not_amd);
     EXPECT_EQ(serialize_choice(p), SerializeWith::lfence);
     for (const sim::LogEntry& e : i.cpu(0).log()) EXPECT_NE(e.addr, 0xC0011029u);
-    // AMD where DE_CFG is not readable (QEMU's family 0Fh model: none; a hypervisor may
-    // #GP): CPUID serialisation.
-    SimMachine k8 = sim::qemu_tcg(1);
-    pmu_detect(k8, &p);
+    // AMD where DE_CFG is not readable (a hypervisor may #GP): CPUID serialisation.
+    SimMachine z = sim::amd_zen3(1);
+    z.cpu(0).fail_rdmsr_to(0xC0011029);
+    pmu_detect(z, &p);
     EXPECT_EQ(p.lfence, LfenceSerializing::unknown);
     EXPECT_EQ(serialize_choice(p), SerializeWith::cpuid);
+    // Family 0Fh (QEMU's qemu64/max models, K8) and 11h: LFENCE is always
+    // dispatch-serialising there (AMD's 2018 speculation paper; Linux init_amd), and they
+    // have no DE_CFG bit: LFENCE, no DE_CFG read.
+    SimMachine k8 = sim::qemu_tcg(1);
+    pmu_detect(k8, &p);
+    EXPECT_EQ(p.lfence, LfenceSerializing::yes);
+    EXPECT_EQ(serialize_choice(p), SerializeWith::lfence);
+    for (const sim::LogEntry& e : k8.cpu(0).log()) EXPECT_NE(e.addr, 0xC0011029u);
 }
 
 }  // namespace

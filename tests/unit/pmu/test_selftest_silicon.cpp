@@ -159,6 +159,8 @@ TEST(SelftestSilicon, EveryCpuSkipsFirmwareDisabledProcessors) {
 TEST(SelftestSilicon, OneDisturbedRunDoesNotFailTheWrapCheck) {
     SimMachine m = intel_v4_goldmont_plus(1);
     m.cpu(0).set_rdtsc_step(3);
+    // A part without FREEZE_WHILE_SMM (IA32_PERF_CAPABILITIES[12] clear): the SMIs count.
+    m.cpu(0).set_perf_capabilities(kGoldmontPlusPerfCaps & ~(u64(1) << 12));
     SimPlatform p(m);
     m.cpu(0).set_smi(0, 0);
     // The wrap check's runs come after the earlier checks; an SMI every 23rd run() hits
@@ -170,4 +172,24 @@ TEST(SelftestSilicon, OneDisturbedRunDoesNotFailTheWrapCheck) {
                                        "iteration, wrapping run 8004 vs 8004..8504 (median 8004; 2 of 11 runs "
                                        "disturbed, beyond 1% of it)"))
         << c.out;
+}
+
+// Item 8: where IA32_PERF_CAPABILITIES[12] enumerates it, pmulab sets
+// IA32_DEBUGCTL.FREEZE_WHILE_SMM for every measurement, so the same SMIs do not reach the
+// counters at all (every run of the wrap check is identical), and puts DEBUGCTL back.
+TEST(SelftestSilicon, FreezeWhileSmmKeepsSmisOutOfTheCounts) {
+    SimMachine m = intel_v4_goldmont_plus(1);
+    m.cpu(0).set_rdtsc_step(3);
+    m.cpu(0).poke(sim::reg::DEBUGCTL, 1);  // the firmware's LBR bit, kept
+    SimPlatform p(m);
+    m.cpu(0).set_smi(23, 500);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_TRUE(has_prefix_line(
+        c.out, "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS "
+               "[CPU 0]: preset 2^48-4000 (GP), 2^48-4000 (fixed): FIXED_CTR0 8.00 per "
+               "iteration, wrapping run 8004 vs 8004..8004; GP 8.00 per iteration, wrapping run 8004 vs 8004..8004"))
+        << c.out;
+    EXPECT_GT(m.cpu(0).peek(sim::reg::SMI_COUNT), 0u);
+    EXPECT_EQ(m.cpu(0).peek(sim::reg::DEBUGCTL), 1u);
+    EXPECT_EQ(c.status, 0) << c.out;
 }

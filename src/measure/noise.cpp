@@ -1,0 +1,228 @@
+// Noise provenance: the probe, and the guard around a job (see noise.h).
+#include "measure/noise.h"
+
+#include "base/fmt.h"
+#include "x86/amd_regs.h"
+#include "x86/intel_regs.h"
+
+namespace pmulab {
+
+namespace {
+
+void note(char* dst, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void note(char* dst, const char* fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vformat_to(dst, kNoiseNote, fmt, ap);
+    va_end(ap);
+}
+
+void probe_smi(Hw& hw, const CpuIdentity& id, NoiseCaps* c) {
+    if (id.vendor != Vendor::intel) {
+        note(c->smi_absent, "not an Intel CPU: MSR_SMI_COUNT (34H) is Intel's");
+        return;
+    }
+    if (id.hypervisor) {
+        note(c->smi_absent, "a hypervisor is present (CPUID.01H:ECX[31]): MSR_SMI_COUNT (34H) does not count the "
+                            "host's SMIs there (QEMU TCG reads 0 for it)");
+        return;
+    }
+    Result<u64> r = hw.rdmsr(msr::MSR_SMI_COUNT);
+    if (r.ok()) c->smi = true;
+    else note(c->smi_absent, "%s (this model has no SMI counter)", r.error().msg);
+}
+
+void probe_aperf(Hw& hw, const CpuIdentity& id, NoiseCaps* c) {
+    if (id.max_leaf < 6) {
+        note(c->aperf_absent, "no CPUID leaf 06H (maximum leaf %xH): APERF/MPERF not enumerated", id.max_leaf);
+        return;
+    }
+    if (!(hw.cpuid(6, 0).ecx & 1)) {
+        note(c->aperf_absent, "CPUID.06H:ECX[0] = 0: no APERF/MPERF");
+        return;
+    }
+    bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    // AMD: the read-only aliases where CPUID 8000_0007H:EDX[10] (EffFreqRO) says they exist.
+    bool ro = amd && id.max_ext_leaf >= 0x80000007u && ((hw.cpuid(0x80000007u, 0).edx >> 10) & 1);
+    c->aperf_msr = regs::amd::fixed_like_msr(regs::amd::kFixedAperf, ro);
+    c->mperf_msr = regs::amd::fixed_like_msr(regs::amd::kFixedMperf, ro);
+    Result<u64> a = hw.rdmsr(c->aperf_msr);
+    Result<u64> m = hw.rdmsr(c->mperf_msr);
+    if (a.ok() && m.ok()) c->aperf_mperf = true;
+    else note(c->aperf_absent, "%s", a.ok() ? m.error().msg : a.error().msg);
+}
+
+void probe_freeze(const CpuIdentity& id, const CpuProbe& pr, NoiseCaps* c) {
+    if (id.vendor != Vendor::intel) {
+        note(c->freeze_absent, "not an Intel CPU: FREEZE_WHILE_SMM is Intel's IA32_DEBUGCTL[14]");
+    } else if (!id.pdcm) {
+        note(c->freeze_absent, "CPUID.01H:ECX.PDCM[15] = 0: no IA32_PERF_CAPABILITIES to enumerate FREEZE_WHILE_SMM");
+    } else if (!pr.perf_caps.ok) {
+        note(c->freeze_absent, "IA32_PERF_CAPABILITIES unreadable: %s", pr.perf_caps.error.msg);
+    } else if (!regs::PerfCapabilities(pr.perf_caps.value).smm_frz()) {
+        note(c->freeze_absent, "IA32_PERF_CAPABILITIES[12] = 0: FREEZE_WHILE_SMM not supported");
+    } else {
+        c->freeze = true;
+    }
+}
+
+// serialize_choice, then a trial of DE_CFG[1] where it must be set: a write that faults or
+// does not stick (QEMU TCG drops it) means CPUID.
+void probe_serialize(Hw& hw, const CpuProbe& pr, const PmuInfo& info, NoiseCaps* c) {
+    c->serialize = serialize_choice(info);
+    c->de_cfg = info.de_cfg;
+    if (c->serialize == SerializeWith::cpuid) {
+        if (pr.de_cfg.faulted())
+            note(c->serialize_note,
+                 "DE_CFG (C001_1029H) unreadable (%s): LFENCE may not be dispatch-serialising, "
+                 "CPUID serialises",
+                 pr.de_cfg.error.msg);
+        else
+            note(c->serialize_note, "DE_CFG (C001_1029H) not read (AMD family below 10H): LFENCE may not be "
+                                    "dispatch-serialising, CPUID serialises");
+        return;
+    }
+    if (c->serialize != SerializeWith::lfence_after_de_cfg) return;
+    u64 want = de_cfg_for_measurement(info.de_cfg);
+    Status w = hw.wrmsr(msr::AMD_DE_CFG, want);
+    Result<u64> back = w.ok() ? hw.rdmsr(msr::AMD_DE_CFG) : Result<u64>(w.error());
+    if (w.ok()) (void)hw.wrmsr(msr::AMD_DE_CFG, info.de_cfg);
+    if (back.ok() && regs::amd::DeCfg(back.value()).lfence_serializing()) {
+        note(c->serialize_note,
+             "DE_CFG (C001_1029H)[1] was clear (0x%llx): pmulab sets it for each measurement "
+             "and restores it",
+             (unsigned long long)info.de_cfg);
+        return;
+    }
+    c->serialize = SerializeWith::cpuid;
+    if (!back.ok())
+        note(c->serialize_note, "DE_CFG (C001_1029H)[1] is clear and cannot be set (%s): CPUID serialises",
+             back.error().msg);
+    else
+        note(c->serialize_note,
+             "DE_CFG (C001_1029H)[1] is clear and a write does not set it (reads back 0x%llx): "
+             "CPUID serialises",
+             (unsigned long long)back.value());
+}
+
+}  // namespace
+
+void noise_probe(Hw& hw, NoiseCaps* out) {
+    *out = NoiseCaps();
+    // CPUID, PERF_CAPABILITIES and DE_CFG; no RDPMC (the plans have probed it already).
+    CpuProbe pr;
+    pmu_probe(hw, &pr, ProbeRdpmc::skip);
+    CpuDecoded d = decode_cpuid(pr.cpuid);
+    if ((d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon) && amd_reads_de_cfg(d.id.family))
+        pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
+    PmuInfo info;
+    pmu_decode(pr, &info);
+    probe_smi(hw, d.id, out);
+    probe_aperf(hw, d.id, out);
+    probe_freeze(d.id, pr, out);
+    probe_serialize(hw, pr, info, out);
+    out->probed = true;
+}
+
+SerializeMode effective_serialize(SerializeMode requested, const NoiseCaps& caps) {
+    if (requested == SerializeMode::cpuid || caps.serialize == SerializeWith::cpuid) return SerializeMode::cpuid;
+    return SerializeMode::lfence;
+}
+
+const char* freeze_smm_name(FreezeSmm f) {
+    switch (f) {
+        case FreezeSmm::unsupported: return "unsupported";
+        case FreezeSmm::set: return "set";
+        case FreezeSmm::already_set: return "already set";
+        case FreezeSmm::failed: return "failed";
+    }
+    return "unsupported";
+}
+
+Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, NoiseRecord* rec) {
+    hw_ = &hw;
+    caps_ = &caps;
+    *rec = NoiseRecord();
+    rec->caps = &caps;
+    ledger_.bind(&hw);
+    ledger_.begin();
+    // DE_CFG[1] first: without it the LFENCE code would not serialise.
+    rec->serialize = mode == SerializeMode::cpuid ? SerializeWith::cpuid : SerializeWith::lfence;
+    if (mode == SerializeMode::lfence && caps.serialize == SerializeWith::lfence_after_de_cfg) {
+        MsrReg de = MsrReg::control(msr::AMD_DE_CFG);
+        Status s = ledger_.save(de);
+        if (s.ok()) {
+            ledger_.arm();
+            u64 now = ledger_.saved_value(msr::AMD_DE_CFG);
+            if (!regs::amd::DeCfg(now).lfence_serializing())
+                s = ledger_.write(msr::AMD_DE_CFG, de_cfg_for_measurement(now));
+        }
+        if (!s.ok()) {
+            (void)ledger_.restore();
+            return Error::make(s.error().code,
+                               "DE_CFG (C001_1029H)[1] (LFENCE dispatch-serialising) cannot be set: %s; measure with "
+                               "--serialize cpuid",
+                               s.error().msg);
+        }
+        rec->serialize = SerializeWith::lfence_after_de_cfg;
+    }
+    if (caps.freeze) {
+        MsrReg dc = MsrReg::control(msr::IA32_DEBUGCTL);
+        Status s = ledger_.save(dc);
+        if (s.ok()) {
+            ledger_.arm();
+            regs::DebugCtl now(ledger_.saved_value(msr::IA32_DEBUGCTL));
+            if (now.freeze_while_smm()) {
+                rec->freeze = FreezeSmm::already_set;
+            } else {
+                s = ledger_.write(msr::IA32_DEBUGCTL, regs::DebugCtl(now).set_freeze_while_smm(true).raw());
+                Result<u64> back = s.ok() ? hw.rdmsr(msr::IA32_DEBUGCTL) : Result<u64>(s.error());
+                if (back.ok() && regs::DebugCtl(back.value()).freeze_while_smm()) rec->freeze = FreezeSmm::set;
+                else if (back.ok())
+                    s = Error::make(Errc::fault, "IA32_DEBUGCTL reads back 0x%llx", (unsigned long long)back.value());
+                else s = back.error();
+            }
+        }
+        if (!s.ok()) {
+            rec->freeze = FreezeSmm::failed;
+            note(rec->note, "FREEZE_WHILE_SMM not set: %s", s.error().msg);
+        }
+    }
+    if (caps.smi) {
+        Result<u64> r = hw.rdmsr(msr::MSR_SMI_COUNT);
+        rec->smi_known = r.ok();
+        smi0_ = r.ok() ? r.value() : 0;
+    }
+    if (caps.aperf_mperf) {
+        Result<u64> a = hw.rdmsr(caps.aperf_msr);
+        Result<u64> m = hw.rdmsr(caps.mperf_msr);
+        rec->aperf_known = a.ok() && m.ok();
+        aperf0_ = a.ok() ? a.value() : 0;
+        mperf0_ = m.ok() ? m.value() : 0;
+    }
+    tsc0_ = hw.rdtsc();
+    return ok_status();
+}
+
+Status NoiseGuard::end(NoiseRecord* rec) {
+    Hw& hw = *hw_;
+    u64 tsc1 = hw.rdtsc();
+    rec->tsc_delta = tsc1 - tsc0_;
+    if (rec->aperf_known) {
+        Result<u64> a = hw.rdmsr(caps_->aperf_msr);
+        Result<u64> m = hw.rdmsr(caps_->mperf_msr);
+        rec->aperf_known = a.ok() && m.ok();
+        if (rec->aperf_known) {
+            rec->aperf_delta = a.value() - aperf0_;
+            rec->mperf_delta = m.value() - mperf0_;
+        }
+    }
+    if (rec->smi_known) {
+        Result<u64> r = hw.rdmsr(msr::MSR_SMI_COUNT);
+        rec->smi_known = r.ok();
+        if (r.ok()) rec->smi_delta = u64(u32(r.value() - smi0_));  // MSR_SMI_COUNT[31:0]
+    }
+    return ledger_.restore();
+}
+
+}  // namespace pmulab

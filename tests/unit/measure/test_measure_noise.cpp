@@ -1,0 +1,201 @@
+// Noise provenance and serialisation of `pmulab run` (issue 11, items 5 and 8 and "noise
+// provenance"), end to end on the simulated machine: what each result record says, and
+// that DEBUGCTL and DE_CFG are set for the measurement and put back exactly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "support/sim_measure.h"
+#include "support/test_platform.h"
+
+using namespace pmulab;
+using namespace sim;
+using simm::SimPlatform;
+
+namespace {
+
+struct Cmd {
+    int status = -1;
+    std::string out;
+    std::vector<pmutest::Json> recs;
+};
+
+Cmd run_line(SimPlatform& p, const std::string& line) {
+    p.out.clear();
+    ArgVec av;
+    EXPECT_TRUE(split_command_line(StrView(line.c_str()), &av).ok());
+    GlobalOptions g;
+    Cmd c;
+    c.status = app_run(p, av.argc(), av.argv.data(), &g);
+    c.out = p.out;
+    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
+    return c;
+}
+
+std::vector<pmutest::Json> results(const Cmd& c) {
+    std::vector<pmutest::Json> r;
+    for (const pmutest::Json& j : c.recs)
+        if (j["type"].s() == "result") r.push_back(j);
+    return r;
+}
+
+std::vector<u64> writes_to(const SimCpu& c, u32 msr) {
+    std::vector<u64> v;
+    for (const LogEntry& e : c.writes())
+        if (e.addr == msr && e.vector == 0) v.push_back(e.value);
+    return v;
+}
+
+constexpr u32 kDeCfg = 0xC0011029;
+constexpr u64 kFreeze = u64(1) << 14;
+const char kRun[] = "run --json --bench add_indep --events instructions,tsc --reps 11 --warmup 1 --unroll 10";
+
+// An Intel v4 part with APERF/MPERF (CPUID.06H:ECX[0]) and PERF_CAPABILITIES[12].
+SimMachine intel_with_aperf(u64 caps = kGoldmontPlusPerfCaps) {
+    IntelCpuidSpec sp;
+    sp.signature = 0x000706A8;
+    sp.leaf_0a = {0x07300404, 0, 0, 0x00008603};
+    sp.leaf_06_ecx = 1;
+    return intel_machine(sp, {1, 1, 1}, caps);
+}
+
+}  // namespace
+
+// Item 5: firmware left DE_CFG[1] clear. The measurement sets it (LFENCE is then
+// dispatch-serialising), says so, and writes the firmware's value back afterwards.
+TEST(RunNoise, AmdDeCfgBitSetForTheMeasurementAndRestored) {
+    SimMachine m = amd_zen4(1);
+    m.cpu(0).poke(kDeCfg, 0x1000);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench nop --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 1u) << c.out;
+    EXPECT_EQ(r[0]["serialize"].s(), "lfence_after_de_cfg");
+    EXPECT_NE(r[0]["serialize_note"].s().find("DE_CFG (C001_1029H)[1] was clear (0x1000)"), std::string::npos);
+    // The probe's trial (set, put back), then the measurement's (set, restore).
+    EXPECT_EQ(writes_to(m.cpu(0), kDeCfg), (std::vector<u64>{0x1002, 0x1000, 0x1002, 0x1000}));
+    EXPECT_EQ(m.cpu(0).peek(kDeCfg), 0x1000u);
+}
+
+TEST(RunNoise, AmdDeCfgAlreadySetIsLeftAlone) {
+    SimMachine m = amd_zen4(1);
+    m.cpu(0).poke(kDeCfg, 0x1002);  // as Linux leaves it
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench nop --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(results(c)[0]["serialize"].s(), "lfence");
+    EXPECT_FALSE(results(c)[0].has("serialize_note"));
+    EXPECT_TRUE(writes_to(m.cpu(0), kDeCfg).empty());
+}
+
+// DE_CFG unreadable, or a write that does not stick: CPUID serialises, and the record
+// says why; DE_CFG is left as it was.
+TEST(RunNoise, AmdDeCfgUnusableMeansCpuid) {
+    SimMachine m = amd_zen4(1);
+    m.cpu(0).fail_rdmsr_to(kDeCfg);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench nop --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(results(c)[0]["serialize"].s(), "cpuid");
+    EXPECT_NE(results(c)[0]["serialize_note"].s().find("DE_CFG (C001_1029H) unreadable"), std::string::npos);
+
+    SimMachine n = amd_zen4(1);
+    n.cpu(0).fail_wrmsr_to(kDeCfg);
+    SimPlatform q(n);
+    c = run_line(q, "run --json --bench nop --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(results(c)[0]["serialize"].s(), "cpuid");
+    EXPECT_NE(results(c)[0]["serialize_note"].s().find("is clear and cannot be set"), std::string::npos);
+    EXPECT_EQ(n.cpu(0).peek(kDeCfg), 0u);
+    // The user's --serialize cpuid needs no DE_CFG at all.
+    c = run_line(q, "run --json --bench nop --reps 3 --warmup 1 --serialize cpuid");
+    EXPECT_EQ(results(c)[0]["serialize"].s(), "cpuid");
+}
+
+// Item 8 and the SMI count: with FREEZE_WHILE_SMM every run counts exactly the kernel,
+// the SMIs still happen (MSR_SMI_COUNT moves), the result is flagged in JSON and text,
+// and DEBUGCTL is restored bit for bit.
+TEST(RunNoise, FreezeWhileSmmMakesCountsImmuneAndTheSmiIsFlagged) {
+    SimMachine m = intel_with_aperf();
+    m.cpu(0).poke(reg::DEBUGCTL, 0x1);
+    m.cpu(0).set_smi(40, 700);
+    SimPlatform p(m);
+    Cmd c = run_line(p, kRun);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 2u) << c.out;
+    const pmutest::Json& n = r[0]["noise"];
+    EXPECT_EQ(n["freeze_while_smm"].s(), "set");
+    EXPECT_GT(n["smi_delta"].u(), 0u);
+    EXPECT_TRUE(r[0]["smi_moved"].b);
+    EXPECT_EQ(r[0]["event"].s(), "instructions");
+    EXPECT_EQ(r[0]["min"].text, "8.00");
+    EXPECT_EQ(r[0]["max"].text, "8.00") << "an SMI reached the counter";
+    EXPECT_EQ(m.cpu(0).peek(reg::DEBUGCTL), 0x1u);
+    std::vector<u64> w = writes_to(m.cpu(0), reg::DEBUGCTL);
+    ASSERT_FALSE(w.empty());
+    EXPECT_EQ(w.front(), 0x1u | kFreeze);
+    EXPECT_EQ(w.back(), 0x1u);
+    // Text: the row carries the flag.
+    c = run_line(p, "run --bench add_indep --events instructions --reps 11 --warmup 1 --unroll 10");
+    EXPECT_NE(c.out.find("  SMI+"), std::string::npos) << c.out;
+}
+
+// Without FREEZE_WHILE_SMM the same SMIs reach the counter: the record says the bit is
+// unsupported and why, and flags the result.
+TEST(RunNoise, WithoutFreezeTheSmiCountsAndIsFlagged) {
+    SimMachine m = intel_with_aperf(kGoldmontPlusPerfCaps & ~(u64(1) << 12));
+    m.cpu(0).set_smi(40, 700);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string(kRun) + " --raw");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 2u) << c.out;
+    EXPECT_EQ(r[0]["noise"]["freeze_while_smm"].s(), "unsupported");
+    EXPECT_EQ(r[0]["noise"]["freeze_absent"].s(), "IA32_PERF_CAPABILITIES[12] = 0: FREEZE_WHILE_SMM not supported");
+    EXPECT_TRUE(r[0]["smi_moved"].b);
+    // Some runs include the SMM handler's instructions.
+    std::vector<u64> counts = r[0]["short"]["counts"].u_list();
+    for (u64 v : r[0]["long"]["counts"].u_list()) counts.push_back(v);
+    std::sort(counts.begin(), counts.end());
+    EXPECT_GE(counts.back() - counts.front(), 700u) << c.out;
+    EXPECT_TRUE(writes_to(m.cpu(0), reg::DEBUGCTL).empty());
+}
+
+// APERF/MPERF deltas over the job (the simulator advances both by the cycles run) and the
+// TSC delta of the same window; a quiet run reports smi_delta 0 and smi_moved false.
+TEST(RunNoise, AperfMperfAndTscDeltasOfTheJob) {
+    SimMachine m = intel_with_aperf();
+    SimPlatform p(m);
+    Cmd c = run_line(p, kRun);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> rs = results(c);
+    ASSERT_EQ(rs.size(), 2u) << c.out;
+    const pmutest::Json& n = rs[0]["noise"];
+    EXPECT_EQ(n["smi_delta"].u(), 0u);
+    EXPECT_FALSE(rs[0]["smi_moved"].b);
+    EXPECT_GT(n["aperf_delta"].u(), 2u * 12 * 10 * 8);  // at least the kernel's cycles
+    EXPECT_EQ(n["aperf_delta"].u(), n["mperf_delta"].u());
+    EXPECT_GT(n["tsc_delta"].u(), 0u);
+    EXPECT_FALSE(n.has("aperf_absent"));
+}
+
+// Absent sources are explicit: null with the reason (QEMU TCG-like Intel: a hypervisor,
+// no leaf 06H bit, no PERF_CAPABILITIES).
+TEST(RunNoise, AbsentFieldsSayWhy) {
+    SimMachine m = qemu_tcg_intel(1);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench nop --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> rs = results(c);
+    ASSERT_EQ(rs.size(), 1u) << c.out;
+    const pmutest::Json& r = rs[0];
+    EXPECT_TRUE(r["noise"]["smi_delta"].is_null());
+    EXPECT_NE(r["noise"]["smi_absent"].s().find("a hypervisor is present"), std::string::npos);
+    EXPECT_TRUE(r["noise"]["aperf_delta"].is_null());
+    EXPECT_FALSE(r["noise"]["aperf_absent"].s().empty());
+    EXPECT_EQ(r["noise"]["freeze_while_smm"].s(), "unsupported");
+    EXPECT_TRUE(r["smi_moved"].is_null());
+    EXPECT_EQ(r["serialize"].s(), "lfence");
+}

@@ -36,6 +36,7 @@ const char* other_name(const TraceNames& n, u32 m) {
         case msr::IA32_APERF: return "IA32_APERF";
         case msr::IA32_MISC_ENABLE: return "IA32_MISC_ENABLE";
         case msr::IA32_DEBUGCTL: return "IA32_DEBUGCTL";
+        case msr::MSR_SMI_COUNT: return amd_like(n) ? nullptr : "MSR_SMI_COUNT";
         case msr::IA32_PEBS_ENABLE: return "IA32_PEBS_ENABLE";
         case msr::IA32_PKRS: return "IA32_PKRS";
         case msr::AMD_PERF_CNTR_GLOBAL_STATUS: return "PerfCntrGlobalStatus";
@@ -262,6 +263,20 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
         case msr::IA32_PERF_GLOBAL_OVF_CTRL:
         case msr::IA32_PERF_GLOBAL_STATUS_SET:
         case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
+        case msr::IA32_DEBUGCTL: {
+            regs::DebugCtl d(v);  // SDM Vol. 3B §18.4.1
+            const char* sep = "";
+            auto put = [&](bool on, const char* name) {
+                if (!on) return;
+                out.printf("%s%s", sep, name);
+                sep = " ";
+            };
+            put(d.lbr(), "LBR");
+            put(d.btf(), "BTF");
+            put(d.freeze_perfmon_on_pmi(), "FREEZE_PERFMON_ON_PMI");
+            put(d.freeze_while_smm(), "FREEZE_WHILE_SMM");
+            return;
+        }
         default: return;
     }
 }

@@ -105,6 +105,9 @@ def _trace(model, *run_args):
     return r, t
 
 
+_AROUND_SESSION = {0x1D9, 0xC0011029}  # IA32_DEBUGCTL, AMD DE_CFG
+
+
 def _order_checks(model, trace, counter_of, enable_of, global_ctl, clear_only):
     """Per CPU, outside generated code: counter_of(msr) -> its select MSR (or None),
     enable_of(select value) -> whether that select enables the counter."""
@@ -128,7 +131,7 @@ def _order_checks(model, trace, counter_of, enable_of, global_ctl, clear_only):
                 # SDM §20.2.1.1 / APM §13.2.1 / SDM §20.15.3: the counter's enable is clear
                 # when the counter is written.
                 assert not enable_of(cur.get(s, 0)), (model, cpu, i, e, hex(cur.get(s, 0)))
-            if global_ctl is not None and msr != global_ctl and msr not in clear_only:
+            if global_ctl is not None and msr != global_ctl and msr not in clear_only and msr not in _AROUND_SESSION:
                 # Global control last: selects and counters change only while it is 0.
                 assert cur.get(global_ctl, 0) == 0, (model, cpu, i, e, hex(cur.get(global_ctl, 0)))
             cur[msr] = val
@@ -140,6 +143,16 @@ def _order_checks(model, trace, counter_of, enable_of, global_ctl, clear_only):
             writes = [e for e in block if e["op"] == "wrmsr"]
             assert int(writes[0]["msr"], 16) == global_ctl and int(writes[0]["value"], 16), (model, writes)
             assert int(writes[-1]["msr"], 16) == global_ctl and int(writes[-1]["value"], 16) == 0, (model, writes)
+        # DEBUGCTL (FREEZE_WHILE_SMM) and DE_CFG (LFENCE serialising) are not PMU registers:
+        # they are set before the PMU session first writes the global control and restored
+        # after it last does (nested around the session, never inside it).
+        host = [i for i, e in enumerate(mine) if e["op"] == "wrmsr" and not e["generated_code"]]
+        if global_ctl is not None:
+            glob = [i for i in host if int(mine[i]["msr"], 16) == global_ctl]
+            for msr in _AROUND_SESSION:
+                mine_w = [i for i in host if int(mine[i]["msr"], 16) == msr]
+                if mine_w and glob:
+                    assert mine_w[0] < glob[0] and mine_w[-1] > glob[-1], (model, cpu, hex(msr), mine_w, glob)
         # Exact restore: the last value written to every saved MSR is the value first read.
         for msr, val in last_write.items():
             if msr in clear_only:
@@ -170,6 +183,9 @@ def test_trace_msr_intel_v4_order_and_restore():
     assert {e["cpu"] for e in t} == {0, 1, 2, 3}, t[:3]
     runs = [e for e in t if e["runs"]]
     assert all(e["runs"] == 28 for e in runs), {e["runs"] for e in runs}
+    # FREEZE_WHILE_SMM (PERF_CAPABILITIES[12] is set on this model) is set and then cleared again.
+    dbg = [e for e in t if e["cpu"] == 0 and e["op"] == "wrmsr" and e["register"] == "IA32_DEBUGCTL"]
+    assert [(e["value"], e["fields"]) for e in dbg] == [("0x4000", "FREEZE_WHILE_SMM"), ("0x0", "")], dbg
 
 
 def test_trace_msr_hybrid_order_and_restore_on_both_core_types():

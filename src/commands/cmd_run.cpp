@@ -514,6 +514,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
 Status cmd_run(Out& out, Args& args) {
     RunOptions o;
     PMULAB_TRY(parse_run_options(args, &o));
+    o.tsc_hz = out.platform().tsc_frequency().hz;
     if (o.has_user) PMULAB_TRY(load_user_code(out, o));
     if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
     if (needs_pmu(o)) {

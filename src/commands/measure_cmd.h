@@ -41,6 +41,9 @@ struct RunOptions {
     Vec<StrView> metric_names;    // what --topdown/--metrics select
     bool topdown_wanted = false;  // --topdown, or a selected metric is a TopDown one
     StrBuf metric_list;           // the selection as one list (views point into it)
+    // The TSC frequency (Platform::tsc_frequency) for the noise record's effective
+    // frequency; 0 when unknown.
+    u64 tsc_hz = 0;
 };
 
 // ---- derived metrics (run_metrics.cpp) ----

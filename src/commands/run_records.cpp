@@ -93,9 +93,20 @@ void put_size_suffix(StrBuf& b, u64 bytes) {
     else b.printf("%llu", (unsigned long long)bytes);
 }
 
+// x * num / den without 128-bit division (none in the EFI build): num and den are halved
+// together until both fit 31 bits, a relative error below 2^-30 of the ratio.
+static u64 scale_by_ratio(u64 x, u64 num, u64 den) {
+    while (num >> 31 || den >> 31) {
+        num >>= 1;
+        den >>= 1;
+    }
+    if (!den) return 0;
+    return x / den * num + x % den * num / den;
+}
+
 // How the job serialised and its noise provenance (measure/noise.h, docs/measure.md
 // "Noise provenance"): every field is there, null with a reason when it cannot be known.
-static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRecord* n) {
+static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRecord* n, u64 tsc_hz) {
     if (!n) {
         w.field("serialize", serialize_name(c.serialize));
         w.key("noise").null().key("smi_moved").null();
@@ -112,8 +123,13 @@ static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRec
             .field("smi_absent", caps.smi_absent[0] ? caps.smi_absent : "MSR_SMI_COUNT read failed");
     if (n->aperf_known) {
         w.field_u("aperf_delta", n->aperf_delta).field_u("mperf_delta", n->mperf_delta);
+        // Effective frequency over the job: MPERF counts at the TSC's fixed rate, APERF at
+        // the actual one (SDM Vol. 3B §15.2 "P-State Hardware Coordination"; APM Vol. 2 §17.3: TSC Hz x APERF/MPERF).
+        if (!n->mperf_delta) w.key("effective_hz").null().field("effective_absent", "MPERF did not move");
+        else if (!tsc_hz) w.key("effective_hz").null().field("effective_absent", "TSC frequency unknown");
+        else w.field_u("effective_hz", scale_by_ratio(tsc_hz, n->aperf_delta, n->mperf_delta));
     } else {
-        w.key("aperf_delta").null().key("mperf_delta").null();
+        w.key("aperf_delta").null().key("mperf_delta").null().key("effective_hz").null();
         w.field("aperf_absent", caps.aperf_absent[0] ? caps.aperf_absent : "APERF/MPERF read failed");
     }
     w.field_u("tsc_delta", n->tsc_delta);
@@ -155,7 +171,7 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);
     w.field_b("basic", c.basic).field("agg", agg_name(c.agg));
     w.field("irq", irq_mode_name(c.irq));
-    put_noise_json(w, c, r.noise);
+    put_noise_json(w, c, r.noise, o.tsc_hz);
     if (k) w.field_u("instructions_per_iteration", k->instructions);
     w.field_u("iterations", r.iterations);
     auto value = [&](const char* key, Frac f) {

@@ -47,7 +47,7 @@ def test_qemu_trust_result_records_carry_provenance_or_its_absence():
         assert x["serialize"] == "lfence" and "serialize_note" not in x, x
         n = x["noise"]
         assert n["smi_delta"] is None and n["smi_absent"] == "not an Intel CPU: MSR_SMI_COUNT (34H) is Intel's", n
-        assert n["aperf_delta"] is None and n["mperf_delta"] is None, n
+        assert n["aperf_delta"] is None and n["mperf_delta"] is None and n["effective_hz"] is None, n
         assert n["aperf_absent"] == "CPUID.06H:ECX[0] = 0: no APERF/MPERF", n
         assert n["freeze_while_smm"] == "unsupported", n
         assert n["freeze_absent"].startswith("not an Intel CPU"), n

@@ -179,6 +179,28 @@ TEST(RunNoise, AperfMperfAndTscDeltasOfTheJob) {
     EXPECT_EQ(n["aperf_delta"].u(), n["mperf_delta"].u());
     EXPECT_GT(n["tsc_delta"].u(), 0u);
     EXPECT_FALSE(n.has("aperf_absent"));
+    // No TSC frequency on this machine (no leaf 15H/16H, a timer that does not move):
+    // the effective frequency is unknown, and says why.
+    EXPECT_TRUE(n["effective_hz"].is_null());
+    EXPECT_EQ(n["effective_absent"].s(), "TSC frequency unknown");
+}
+
+// With the TSC frequency from CPUID.15H (24 MHz crystal x 125 / 2 = 1.5 GHz) the effective
+// frequency is TSC Hz x APERF / MPERF; the simulator advances both alike, so it is 1.5 GHz.
+TEST(RunNoise, EffectiveFrequencyFromAperfMperfAndTheTsc) {
+    IntelCpuidSpec sp;
+    sp.signature = 0x000706A8;
+    sp.leaf_0a = {0x07300404, 0, 0, 0x00008603};
+    sp.leaf_06_ecx = 1;
+    sp.leaf_15 = {2, 125, 24000000, 0};
+    SimMachine m = intel_machine(sp, {1, 1, 1}, kGoldmontPlusPerfCaps);
+    SimPlatform p(m);
+    Cmd c = run_line(p, kRun);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> rs = results(c);
+    ASSERT_EQ(rs.size(), 2u) << c.out;
+    EXPECT_EQ(rs[0]["noise"]["effective_hz"].u(), 1500000000u) << c.out;
+    EXPECT_FALSE(rs[0]["noise"].has("effective_absent"));
 }
 
 // Absent sources are explicit: null with the reason (QEMU TCG-like Intel: a hypervisor,

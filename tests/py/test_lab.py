@@ -519,7 +519,7 @@ def test_qemu_lab_agent_and_image_modes_give_the_same_results():
         runs = {}
         for mode in ("--no-agent", "--agent"):
             out = os.path.join(td, mode.strip("-"))
-            r = _lab("run", "--config", cfg, "--smp", "2", "--icount", "7", mode, "--out", out)
+            r = _lab("run", "--config", cfg, "--smp", "2", "--icount", "7", mode, "--keep-images", "--out", out)
             assert r.returncode == 1, r.stdout + r.stderr  # the ud2 line fails in both modes
             runs[mode] = (os.path.join(out, "c-smp2"), r.stdout)
         img_dir, img_out = runs["--no-agent"]
@@ -564,6 +564,11 @@ def test_qemu_lab_agent_and_image_modes_give_the_same_results():
         assert [(s["line"], s["state"], s["status"]) for s in states] == [
             (1, "ok", 0), (2, "ok", 0), (3, "ok", 0), (4, "ok", 0), (5, "failed", 2), (6, "ok", 0)], states
         assert not os.path.exists(os.path.join(img_dir, "commands.json"))
+        # --keep-images keeps the agent's disk image too: the same files pulled again.
+        assert sorted(os.listdir(agt_dir)) == ["commands.json", "console.txt", "pmulab.cfg", "pmulab.img", "results",
+                                               "serial.log", "table.txt"], os.listdir(agt_dir)
+        r = _lab("pull", os.path.join(agt_dir, "pmulab.img"), "--out", os.path.join(td, "again"))
+        assert r.returncode == 0 and sorted(os.listdir(os.path.join(td, "again"))) == names, r
         # Merged records say which mode ran them.
         for d, mode in ((img_dir, "image"), (agt_dir, "agent")):
             merged = [json.loads(l) for l in open(os.path.join(os.path.dirname(d), "merged.jsonl"))]

@@ -603,3 +603,46 @@ def test_qemu_lab_agent_lost_mid_campaign_marks_the_rest_not_run():
         assert [x["per_iteration"] for x in recs if x["type"] == "result"] == [128], recs
         recs = [json.loads(l) for l in open(os.path.join(out, "d-smp1", "results", "0002-run.jsonl"))]
         assert [x["type"] for x in recs] == ["meta"], recs  # flushed before the machine went down
+
+
+def test_lab_table_txt_from_results_files():
+    """table.txt: per results file its command line (shortened past 160 characters),
+    the median/q1/q3/est table with the values as the records hold them (128.00 stays
+    128.00), sizes as pmulab writes them (4K, 1M), other records counted, errors."""
+    with tempfile.TemporaryDirectory() as td:
+        run = os.path.join(td, "c-smp1")
+        res = os.path.join(run, "results")
+        os.makedirs(res)
+        result = {"type": "result", "cpu": 1, "apic_id": 2, "bench": "pointer_chase", "event": "tsc",
+                  "counter": "TSC", "run": 0, "agg": "median", "unit": "TSC ticks / iteration"}
+        with open(os.path.join(res, "0001-run.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"run --bench pointer_chase --size 4K,1M"}\n')
+            for size, v in ((4096, "128.00"), (1 << 20, "0.004")):
+                rec = json.dumps(dict(result, size=size))[:-1]
+                f.write(rec + f',"per_iteration":{v},"q1":{v},"q3":{v},"min":{v},"max":1.5e3}}\n')
+        with open(os.path.join(res, "0002-msr.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"msr read 0x1b --cpu all"}\n{"type":"msr"}\n{"type":"msr"}\n')
+        with open(os.path.join(res, "0003-run.jsonl"), "w") as f:
+            f.write(json.dumps({"type": "meta", "command_line": "run --code " + "90" * 100}) + "\n"
+                    + '{"type":"error","message":"code raised #UD"}\n')
+        with open(os.path.join(res, "0004-run.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"run --bench nop"}\n')
+        open(os.path.join(res, "0001-run.csv"), "w").close()
+        mod = _load_lab()
+        mod.write_table(run)
+        with open(os.path.join(run, "table.txt")) as f:
+            text = f.read()
+        head = ("bench           size event counter  cpu  apic  run       median           q1           q3     est(min)"
+                "     est(max)  unit")
+        assert text == (
+            "# c-smp1: 4 results files (pmulab-lab; values per iteration)\n\n"
+            "0001-run: run --bench pointer_chase --size 4K,1M\n" + head + "\n"
+            "pointer_chase     4K tsc   TSC        1     2    0       128.00       128.00       128.00       128.00"
+            "        1.5e3  TSC ticks / iteration\n"
+            "pointer_chase     1M tsc   TSC        1     2    0        0.004        0.004        0.004        0.004"
+            "        1.5e3  TSC ticks / iteration\n\n"
+            "0002-msr: msr read 0x1b --cpu all\n  2 msr records\n\n"
+            "0003-run: " + ("run --code " + "90" * 100)[:150] + "... (211 characters)\n  error: code raised #UD\n\n"
+            "0004-run: run --bench nop\n  (no records after the meta record)\n"), text
+        assert mod.line_ranges([2, 3, 4, 5, 6]) == "2-6" and mod.line_ranges([3, 4, 8, 10, 11, 12]) == "3, 4, 8, 10-12"
+        assert [mod.size_text(n) for n in (4096, 1 << 20, 3 << 30, 100, None)] == ["4K", "1M", "3G", "100", "-"]

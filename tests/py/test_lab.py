@@ -646,3 +646,29 @@ def test_lab_table_txt_from_results_files():
             "0004-run: run --bench nop\n  (no records after the meta record)\n"), text
         assert mod.line_ranges([2, 3, 4, 5, 6]) == "2-6" and mod.line_ranges([3, 4, 8, 10, 11, 12]) == "3, 4, 8, 10-12"
         assert [mod.size_text(n) for n in (4096, 1 << 20, 3 << 30, 100, None)] == ["4K", "1M", "3G", "100", "-"]
+
+
+def test_qemu_lab_reader_gone_still_boots_and_merges_every_run():
+    """`pmulab-lab run ... | head -1`: the reader goes away after the first line; the
+    other boots still run and everything is merged, with no traceback (it was a
+    BrokenPipeError, and merged.jsonl was never written). QEMU refuses the CPU model at
+    once, so the boots are quick; their reason is on the line."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\nversion\n")
+        out = os.path.join(td, "out")
+        p = subprocess.Popen([LAB, "run", "--config", cfg, "--smp", "1,2", "--cpu", "nosuchcpu", "--jobs", "1",
+                              "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=300) == 1, err
+        assert first.startswith("FAIL c-smp1-nosuchcpu: agent, 2 commands: 2 not run; not run: lines 1, 2 (the agent "
+                                "did not start: "), first
+        assert "unable to find CPU model 'nosuchcpu'" in first, first
+        assert "Traceback" not in err, err
+        assert sorted(os.listdir(out)) == ["c-smp1-nosuchcpu", "c-smp2-nosuchcpu", "merged.csv", "merged.jsonl"]
+        for run in ("c-smp1-nosuchcpu", "c-smp2-nosuchcpu"):
+            with open(os.path.join(out, run, "commands.json")) as f:
+                assert [s["state"] for s in json.load(f)] == ["not run", "not run"]

@@ -419,6 +419,7 @@ def test_lab_agent_mode_statuses_failed_lost_not_run():
         assert [(s["line"], s["state"], s["status"]) for s in states] == [
             (2, "ok", 0), (4, "failed", 1), (5, "ok", 0), (7, "failed", None), (8, "not run", None)], states
         assert states[1]["reason"] == "it failed with 1", states[1]
+        assert [s["results"] for s in states] == [None] * 5  # the fake boot's image holds no results
         assert states[3]["reason"].startswith("the agent was lost: the agent closed the link (QEMU status 125"), states
         assert states[3]["reason"].endswith(", while it ran this command"), states[3]
         assert states[4]["reason"].endswith(", at line 7"), states[4]
@@ -563,6 +564,8 @@ def test_qemu_lab_agent_and_image_modes_give_the_same_results():
             states = json.load(f)
         assert [(s["line"], s["state"], s["status"]) for s in states] == [
             (1, "ok", 0), (2, "ok", 0), (3, "ok", 0), (4, "ok", 0), (5, "failed", 2), (6, "ok", 0)], states
+        # Each command names the results file it wrote.
+        assert [s["results"] for s in states] == [n[:-6] for n in names if n.endswith(".jsonl")], states
         assert not os.path.exists(os.path.join(img_dir, "commands.json"))
         # --keep-images keeps the agent's disk image too: the same files pulled again.
         assert sorted(os.listdir(agt_dir)) == ["commands.json", "console.txt", "pmulab.cfg", "pmulab.img", "results",
@@ -596,8 +599,9 @@ def test_qemu_lab_agent_lost_mid_campaign_marks_the_rest_not_run():
         assert first.endswith("; not run: lines 3, 4; 4 results files"), first
         with open(os.path.join(out, "d-smp1", "commands.json")) as f:
             states = json.load(f)
-        assert [(s["line"], s["state"], s["status"]) for s in states] == [
-            (1, "ok", 0), (2, "failed", None), (3, "not run", None), (4, "not run", None)], states
+        assert [(s["line"], s["state"], s["status"], s["results"]) for s in states] == [
+            (1, "ok", 0, "0001-run"), (2, "failed", None, "0002-run"), (3, "not run", None, None),
+            (4, "not run", None, None)], states
         assert states[3]["reason"].startswith("the agent was lost") and states[3]["reason"].endswith(", at line 2")
         recs = [json.loads(l) for l in open(os.path.join(out, "d-smp1", "results", "0001-run.jsonl"))]
         assert [x["per_iteration"] for x in recs if x["type"] == "result"] == [128], recs

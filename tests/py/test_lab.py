@@ -676,3 +676,21 @@ def test_qemu_lab_reader_gone_still_boots_and_merges_every_run():
         for run in ("c-smp1-nosuchcpu", "c-smp2-nosuchcpu"):
             with open(os.path.join(out, run, "commands.json")) as f:
                 assert [s["state"] for s in json.load(f)] == ["not run", "not run"]
+
+
+def test_qemu_lab_agent_with_kvm_falls_back_to_tcg():
+    """--kvm in agent mode: where KVM cannot run OVMF (here: 'failed to set MSR 0x10a'),
+    run-qemu.sh's fall-back starts a second QEMU that the client's socket never reached,
+    and every command was 'not run'. pmulab-lab starts the agent again under TCG."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "k.cfg")
+        with open(cfg, "w") as f:
+            f.write("msr read 0x1b\nrun --bench nop --events tsc --reps 3\n")
+        out = os.path.join(td, "out")
+        r = _lab("run", "--config", cfg, "--smp", "1", "--kvm", "--out", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.startswith("ok   k-smp1: agent, 2 commands: 2 ok; 4 results files"), r.stdout
+        with open(os.path.join(out, "k-smp1", "commands.json")) as f:
+            assert [(s["state"], s["results"]) for s in json.load(f)] == [("ok", "0001-msr"), ("ok", "0002-run")]
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        assert [x["value"] for x in recs if x["type"] == "msr"] == ["0xfee00900"], recs

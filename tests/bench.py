@@ -16,6 +16,9 @@ Prints:
     time between consecutive result records, median per command, paired differences.
   - experiments per second through the agent (`pmulab serve`, tools/pmulab_client) vs
     one boot per experiment, for `run --asm "add rax, rbx" --events tsc` (goal >= 100x).
+  - tools/pmulab-lab: the wall time of one campaign of 20 user-code commands in image mode
+    (the campaign on a disk image) and in agent mode (one `pmulab serve` boot, 20
+    requests), medians of 3, and their ratio.
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -132,7 +135,33 @@ def main():
               f"ratio {ap / bsp:5.2f}, added {added:+6.2f} ms per AP job (goal <= 1 ms; ~100 ms before "
               f"pmulab's AP workers)")
     agent_bench()
+    lab_bench()
     return 0
+
+
+def lab_bench(commands=20, n=3):
+    """pmulab-lab run: one configuration, `commands` user-code lines, image vs agent mode."""
+    lab = os.path.join(ROOT, "tools", "pmulab-lab")
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            for k in range(1, commands + 1):
+                f.write(f'run --asm "{"; ".join(["add rax, rbx"] * k)}" --events tsc\n')
+        times = {}
+        for mode in ("--no-agent", "--agent"):
+            ts = []
+            for i in range(n):
+                out = os.path.join(td, f"{mode.strip('-')}{i}")
+                t0 = time.monotonic()
+                p = subprocess.run([lab, "run", "--config", cfg, "--smp", "2", mode, "--out", out],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=900)
+                ts.append(time.monotonic() - t0)
+                if p.returncode != 0:
+                    sys.exit(f"bench: pmulab-lab run {mode} failed ({p.returncode}):\n{p.stdout}{p.stderr}")
+            times[mode] = statistics.median(ts)
+    t_img, t_agent = times["--no-agent"], times["--agent"]
+    print(f"  pmulab-lab run, one configuration of {commands} user-code commands (-smp 2, medians of {n}): "
+          f"image mode {t_img:6.2f} s, agent mode {t_agent:6.2f} s, ratio image/agent {t_img / t_agent:5.2f}")
 
 
 AGENT_LINE = 'run --asm "add rax, rbx" --events tsc'

@@ -116,6 +116,12 @@ public:
     void now(char* buf, usize cap) override { inner_.now(buf, cap); }
     RecordSink* record_sink() override { return opts_.results ? inner_.record_sink() : nullptr; }
     FileSource* files() override { return &files_; }
+    // The firmware's timer: a request's TSC frequency (meta and info records) is measured
+    // as on the command line, not left out.
+    Status stall_us(u32 us) override { return inner_.stall_us(us); }
+    const char* stall_source() override { return inner_.stall_source(); }
+    const char* stall_what() override { return inner_.stall_what(); }
+    const char* simulated() override { return inner_.simulated(); }
 
     // Whether the running request was cancelled or ran out of time (reads the link).
     bool interrupted();

@@ -25,7 +25,9 @@ namespace {
 
 int run_line(void*, Platform& p, int argc, const char* const* argv) {
     GlobalOptions g;
-    return app_run(p, argc, argv, &g);
+    // The session appended --json: the results files (serve --results) name the
+    // request's own command line, as a campaign line's files name the line.
+    return app_run(p, argc, argv, &g, nullptr, argc > 0 ? argc - 1 : argc);
 }
 
 }  // namespace

@@ -19,7 +19,10 @@ namespace pmulab {
 // the command). Global options (--json, --shutdown, --help) may appear anywhere.
 // Returns an ExitStatus; sets *opts to the global options seen.
 // `origin` (e.g. "\pmulab\pmulab.cfg:3") prefixes every error and warning.
-int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin = nullptr);
+// meta_argc: how many words of argv the results files' meta record names as the command
+// line (all of them when negative); the agent appends --json to a request's words.
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin = nullptr,
+            int meta_argc = -1);
 
 // Checks a command line without running it: the command exists (global options
 // are skipped). Used to reject a bad campaign before any of it runs.

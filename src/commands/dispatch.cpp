@@ -166,7 +166,7 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
                 const char* const* argv, const char* origin);
 }  // namespace
 
-int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin) {
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin, int meta_argc) {
     // Pull the global options out wherever they stand.
     Vec<const char*> rest;
     GlobalOptions g;
@@ -187,9 +187,9 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
     if (opts) *opts = g;
     if (g.trace_msr) {
         TracePlatform tp(p);
-        return run_command(tp, &tp, rest, g, argc, argv, origin);
+        return run_command(tp, &tp, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin);
     }
-    return run_command(p, nullptr, rest, g, argc, argv, origin);
+    return run_command(p, nullptr, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin);
 }
 
 namespace {

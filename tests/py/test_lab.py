@@ -342,3 +342,355 @@ def test_qemu_lab_same_base_name_merge_pull_twice_and_plot_per_run():
         assert p.returncode == 0 and p.stdout.strip() == f"wrote {svg} (4 points)", p.stderr
         svg_text = open(svg).read()
         assert "<!-- a_x-smp1 -->" in svg_text and "<!-- b_x-smp1 -->" in svg_text
+
+
+# ---------------------------------------------------------------- issue 13: agent mode
+
+import re  # noqa: E402
+import types  # noqa: E402
+
+
+class _FakeAgentError(Exception):
+    pass
+
+
+def _fake_client(script, seen):
+    """Stands in for tools/pmulab_client: an agent whose answers come from `script`
+    (command text -> status, or "die" to lose the link when that request is collected)."""
+    class Ans:
+        def __init__(self, status, msg):
+            self.status = status
+            self.errors = [{"type": "error", "message": msg}] if msg else []
+
+    class FakeAgent:
+        WINDOW = 3
+
+        def __init__(self):
+            self.sent = {}
+
+        @classmethod
+        def qemu(cls, qargs, timeout=600, no_build=False, log=None, serve_args=()):
+            seen.append(("qemu", list(qargs), list(serve_args)))
+            log.write("pmulab serve: serving on serial port 1 of 2\n")
+            return cls()
+
+        def submit(self, cmd, blobs=None):
+            rid = len(self.sent) + 1
+            self.sent[rid] = cmd
+            seen.append(("submit", cmd, blobs))
+            return rid
+
+        def collect(self, rid):
+            what = script.get(self.sent[rid], 0)
+            if what == "die":
+                raise _FakeAgentError("the agent closed the link")
+            return Ans(what, f"it failed with {what}" if what else None)
+
+        def close(self, timeout=60):
+            seen.append(("close",))
+            return 125 if any(v == "die" for v in script.values()) else 0
+
+    return types.SimpleNamespace(Agent=FakeAgent, AgentError=_FakeAgentError,
+                                 asm_to_blobs=lambda words: (words, {"code": b"\x90"}))
+
+
+def test_lab_agent_mode_statuses_failed_lost_not_run():
+    """A failed request is a failed command; an agent lost mid-campaign fails the
+    command it ran and marks the rest 'not run' with the reason; exit status 1."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write("# comment\ninfo\n\nmsr read 0x1b  # why\nrun --bench nop --events tsc\n--shutdown\n"
+                    "msr read 0x10\nversion\n")
+        mod = _load_lab()
+        seen = []
+        mod.pmulab_client = _fake_client({"msr read 0x1b": 1, "msr read 0x10": "die"}, seen)
+        out = os.path.join(td, "out")
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", cfg, "--smp", "2", "--icount", "7", "--out", out])
+        assert rc == 1, (so, se)
+        qemu = [s for s in seen if s[0] == "qemu"]
+        assert len(qemu) == 1 and qemu[0][2] == ["--results"], qemu
+        assert qemu[0][1][:2] == ["--smp", "2"] and qemu[0][1][-2:] == ["--icount", "7"], qemu
+        # The lines as written (comments, blank lines and --shutdown are not commands).
+        assert [s[1] for s in seen if s[0] == "submit"] == [
+            "info", "msr read 0x1b", "run --bench nop --events tsc", "msr read 0x10", "version"], seen
+        with open(os.path.join(out, "c-smp2", "commands.json")) as f:
+            states = json.load(f)
+        assert [(s["line"], s["state"], s["status"]) for s in states] == [
+            (2, "ok", 0), (4, "failed", 1), (5, "ok", 0), (7, "failed", None), (8, "not run", None)], states
+        assert states[1]["reason"] == "it failed with 1", states[1]
+        assert [s["results"] for s in states] == [None] * 5  # the fake boot's image holds no results
+        assert states[3]["reason"].startswith("the agent was lost: the agent closed the link (QEMU status 125"), states
+        assert states[3]["reason"].endswith(", while it ran this command"), states[3]
+        assert states[4]["reason"].endswith(", at line 7"), states[4]
+        line = so.splitlines()[0]
+        assert line.startswith("FAIL c-smp2: agent, 5 commands: 2 ok, 2 failed, 1 not run; line 4: it failed with 1; "
+                               "line 7: the agent was lost"), so
+        assert line.endswith("; not run: line 8; 0 results files"), so
+        assert os.listdir(os.path.join(out, "c-smp2")) and not any(
+            n.startswith(".agent-") for n in os.listdir(os.path.join(out, "c-smp2"))), "the keep folder is removed"
+        with open(os.path.join(out, "c-smp2", "table.txt")) as f:
+            assert f.read() == "# c-smp2: 0 results files (pmulab-lab; values per iteration)\n"
+
+
+def test_lab_agent_mode_is_chosen_per_campaign():
+    """Auto: the agent for campaigns of more than one command, images for one command;
+    --no-agent forces images; --agent is refused (before any boot) where the agent
+    cannot run the campaign."""
+    with tempfile.TemporaryDirectory() as td:
+        one, two = os.path.join(td, "one.cfg"), os.path.join(td, "two.cfg")
+        with open(one, "w") as f:
+            f.write("info\n--shutdown\n")
+        with open(two, "w") as f:
+            f.write("info\nversion\n")
+        mod = _load_lab()
+        seen, calls = [], []
+        mod.pmulab_client = _fake_client({}, seen)
+        mod.boot_one = _fake_boot(calls, threading.Lock())
+        out = os.path.join(td, "out")
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", one, "--config", two, "--smp", "1", "--out", out])
+        assert rc == 0, (so, se)
+        assert [os.path.basename(c[1]) for c in calls] == ["one-smp1"], calls
+        assert [s[1] for s in seen if s[0] == "submit"] == ["info", "version"], seen
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        assert {(x["lab"]["run"], x["lab"]["mode"]) for x in recs} == {("one-smp1", "image")}, recs
+        seen.clear(), calls.clear()
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", two, "--smp", "1", "--no-agent",
+                                               "--out", os.path.join(td, "o2")])
+        assert rc == 0 and len(calls) == 1 and not seen, (so, se, seen)
+        seen.clear(), calls.clear()
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", one, "--smp", "1", "--agent",
+                                               "--out", os.path.join(td, "o3")])
+        assert rc == 0 and not calls and [s[1] for s in seen if s[0] == "submit"] == ["info"], (so, se)
+        efi = os.path.join(td, "other.efi")
+        open(efi, "w").close()
+        serve = os.path.join(td, "serve.cfg")
+        with open(serve, "w") as f:
+            f.write("info\n--json serve --idle 5\n")
+        for argv, text in [
+            (["--config", two, "--efi", efi], f"--efi {efi}: the agent boots"),
+            (["--config", serve], "line 2 runs 'serve' itself"),
+        ]:
+            seen.clear(), calls.clear()
+            rc, so, se = _run_lab_in_process(mod, ["run", *argv, "--agent", "--out", os.path.join(td, "o4")])
+            assert rc == 2 and text in se and "use --no-agent" in se and not seen and not calls, (rc, so, se)
+            assert not os.path.exists(os.path.join(td, "o4"))
+        rc, so, se = _run_lab_in_process(mod, ["run", "--config", two, "--agent", "--no-agent", "--out", td])
+        assert rc == 2 and "not allowed with argument" in se, (rc, se)
+
+
+def _placeless(text):
+    """Text without the addresses of the code (RIP) and the campaign location prefix."""
+    return re.sub(r"RIP 0x[0-9a-f]+", "RIP <address>", re.sub(r"\\pmulab\\pmulab\.cfg:\d+: ", "", text))
+
+
+def _records_without_timing(path):
+    """A results file's records, without the fields that measure time or place: when
+    (time), the TSC's measured frequency (tsc_hz, tsc_detail), the TSC ticks around the
+    runs (noise.tsc_delta), the scratch area's address (r14); and in error messages the
+    code's address (RIP) and the campaign location prefix, which only image mode has (the
+    line comes from \\pmulab\\pmulab.cfg)."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            rec = json.loads(line)
+            for k in ("time", "tsc_hz", "tsc_detail", "r14"):
+                rec.pop(k, None)
+            if isinstance(rec.get("noise"), dict):
+                rec["noise"].pop("tsc_delta", None)
+            if rec.get("type") == "error":
+                rec["message"] = _placeless(rec["message"])
+            out.append(rec)
+    return out
+
+
+def test_qemu_lab_agent_and_image_modes_give_the_same_results():
+    """The same campaign in image mode and agent mode under -icount 7: the same results
+    files with the same records (exact values: 128 TSC ticks per instruction), apart from
+    timing fields; the same table.txt; statuses per command from the agent."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write('run --asm "add rax, rbx; add rcx, rbx" --events tsc --reps 3\n'
+                    "run --bench nop,add_chain --events tsc --cpu all --reps 3\n"
+                    "run --bench pointer_chase --size 4K --events tsc --reps 3 --unroll 20 --cpu 1\n"
+                    "msr read 0x1b --cpu all\n"
+                    'run --asm "ud2" --events tsc --reps 3\n'
+                    "info\n")
+        runs = {}
+        for mode in ("--no-agent", "--agent"):
+            out = os.path.join(td, mode.strip("-"))
+            r = _lab("run", "--config", cfg, "--smp", "2", "--icount", "7", mode, "--keep-images", "--out", out)
+            assert r.returncode == 1, r.stdout + r.stderr  # the ud2 line fails in both modes
+            runs[mode] = (os.path.join(out, "c-smp2"), r.stdout)
+        img_dir, img_out = runs["--no-agent"]
+        agt_dir, agt_out = runs["--agent"]
+        assert img_out.startswith("FAIL c-smp2: image, exit 2, 12 results files"), img_out
+        assert agt_out.startswith("FAIL c-smp2: agent, 6 commands: 5 ok, 1 failed; line 5: ud2 on CPU 0 (run 0): "
+                                  "code raised #UD"), agt_out
+        names = sorted(os.listdir(os.path.join(img_dir, "results")))
+        assert names == sorted(os.listdir(os.path.join(agt_dir, "results"))), names
+        assert names == [f"000{i}-{c}.{e}" for i, c in enumerate(["run", "run", "run", "msr", "run", "info"], 1)
+                         for e in ("csv", "jsonl")], names
+        for name in names:
+            if name.endswith(".jsonl"):
+                a = _records_without_timing(os.path.join(img_dir, "results", name))
+                b = _records_without_timing(os.path.join(agt_dir, "results", name))
+                assert a == b, (name, a, b)
+            else:  # the same columns
+                heads = [open(os.path.join(d, "results", name)).readline() for d in (img_dir, agt_dir)]
+                assert heads[0] == heads[1] and (heads[0].count(",") > 3) == (name != "0005-run.csv"), (name, heads)
+        # Exact values, in both.
+        for d in (img_dir, agt_dir):
+            recs = [json.loads(l) for n in names if n.endswith(".jsonl")
+                    for l in open(os.path.join(d, "results", n))]
+            res = [(x["bench"], x["cpu"], x["per_iteration"], x["q1"], x["q3"]) for x in recs if x["type"] == "result"]
+            assert res == [("add rax, rbx; add rcx, rbx", 0, 256, 256, 256),
+                           ("nop", 0, 128, 128, 128), ("nop", 1, 128, 128, 128),
+                           ("add_chain", 0, 128, 128, 128), ("add_chain", 1, 128, 128, 128),
+                           ("pointer_chase", 1, 128, 128, 128)], res
+            metas = [x for x in recs if x["type"] == "meta"]
+            assert metas[0]["command_line"] == ("run --code 4801d84801d9 --events tsc --reps 3 --name add rax, rbx; "
+                                                "add rcx, rbx"), metas[0]
+            assert [m["tsc_source"] for m in metas] == ["efi_stall"] * 6, metas
+            assert [x["tsc_source"] for x in recs if x["type"] == "cpu"] == ["efi_stall"] * 2
+            assert [x["value"] for x in recs if x["type"] == "msr"] == ["0xfee00900", "0xfee00800"]
+        # The same table (the error's campaign-line prefix apart).
+        tables = [_placeless(open(os.path.join(d, "table.txt")).read()) for d in (img_dir, agt_dir)]
+        assert tables[0] == tables[1], tables
+        assert ("add rax, rbx; add rcx, rbx      - tsc   TSC        0     0    0       256.00       256.00       "
+                "256.00       256.00       256.00  TSC ticks / iteration") in tables[0], tables[0]
+        with open(os.path.join(agt_dir, "commands.json")) as f:
+            states = json.load(f)
+        assert [(s["line"], s["state"], s["status"]) for s in states] == [
+            (1, "ok", 0), (2, "ok", 0), (3, "ok", 0), (4, "ok", 0), (5, "failed", 2), (6, "ok", 0)], states
+        # Each command names the results file it wrote.
+        assert [s["results"] for s in states] == [n[:-6] for n in names if n.endswith(".jsonl")], states
+        assert not os.path.exists(os.path.join(img_dir, "commands.json"))
+        # --keep-images keeps the agent's disk image too: the same files pulled again.
+        assert sorted(os.listdir(agt_dir)) == ["commands.json", "console.txt", "pmulab.cfg", "pmulab.img", "results",
+                                               "serial.log", "table.txt"], os.listdir(agt_dir)
+        r = _lab("pull", os.path.join(agt_dir, "pmulab.img"), "--out", os.path.join(td, "again"))
+        assert r.returncode == 0 and sorted(os.listdir(os.path.join(td, "again"))) == names, r
+        # Merged records say which mode ran them.
+        for d, mode in ((img_dir, "image"), (agt_dir, "agent")):
+            merged = [json.loads(l) for l in open(os.path.join(os.path.dirname(d), "merged.jsonl"))]
+            assert {x["lab"]["mode"] for x in merged} == {mode}
+
+
+def test_qemu_lab_agent_lost_mid_campaign_marks_the_rest_not_run():
+    """User code that triple-faults resets the machine (QEMU -no-reboot exits): the
+    command that ran fails, the rest are 'not run' with the reason, and the results files
+    of the commands before it are still pulled from the disk image."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "d.cfg")
+        with open(cfg, "w") as f:
+            f.write('run --asm "add rax, rbx" --events tsc --reps 3\n'
+                    'run --asm "sub rsp, 16; mov qword ptr [rsp], 0; mov qword ptr [rsp+8], 0; lidt [rsp]; ud2" '
+                    "--events tsc --reps 3\n"
+                    "info\nmsr read 0x1b\n")
+        out = os.path.join(td, "out")
+        r = _lab("run", "--config", cfg, "--smp", "1", "--icount", "7", "--out", out)
+        assert r.returncode == 1, r.stdout + r.stderr
+        first = r.stdout.splitlines()[0]
+        assert first.startswith("FAIL d-smp1: agent, 4 commands: 1 ok, 1 failed, 2 not run; line 2: the agent was "
+                                "lost: the agent closed the link (QEMU status 125: run-qemu: pmulab ended without "
+                                "reporting an exit status"), first
+        assert first.endswith("; not run: lines 3, 4; 4 results files"), first
+        with open(os.path.join(out, "d-smp1", "commands.json")) as f:
+            states = json.load(f)
+        assert [(s["line"], s["state"], s["status"], s["results"]) for s in states] == [
+            (1, "ok", 0, "0001-run"), (2, "failed", None, "0002-run"), (3, "not run", None, None),
+            (4, "not run", None, None)], states
+        assert states[3]["reason"].startswith("the agent was lost") and states[3]["reason"].endswith(", at line 2")
+        recs = [json.loads(l) for l in open(os.path.join(out, "d-smp1", "results", "0001-run.jsonl"))]
+        assert [x["per_iteration"] for x in recs if x["type"] == "result"] == [128], recs
+        recs = [json.loads(l) for l in open(os.path.join(out, "d-smp1", "results", "0002-run.jsonl"))]
+        assert [x["type"] for x in recs] == ["meta"], recs  # flushed before the machine went down
+
+
+def test_lab_table_txt_from_results_files():
+    """table.txt: per results file its command line (shortened past 160 characters),
+    the median/q1/q3/est table with the values as the records hold them (128.00 stays
+    128.00), sizes as pmulab writes them (4K, 1M), other records counted, errors."""
+    with tempfile.TemporaryDirectory() as td:
+        run = os.path.join(td, "c-smp1")
+        res = os.path.join(run, "results")
+        os.makedirs(res)
+        result = {"type": "result", "cpu": 1, "apic_id": 2, "bench": "pointer_chase", "event": "tsc",
+                  "counter": "TSC", "run": 0, "agg": "median", "unit": "TSC ticks / iteration"}
+        with open(os.path.join(res, "0001-run.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"run --bench pointer_chase --size 4K,1M"}\n')
+            for size, v in ((4096, "128.00"), (1 << 20, "0.004")):
+                rec = json.dumps(dict(result, size=size))[:-1]
+                f.write(rec + f',"per_iteration":{v},"q1":{v},"q3":{v},"min":{v},"max":1.5e3}}\n')
+        with open(os.path.join(res, "0002-msr.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"msr read 0x1b --cpu all"}\n{"type":"msr"}\n{"type":"msr"}\n')
+        with open(os.path.join(res, "0003-run.jsonl"), "w") as f:
+            f.write(json.dumps({"type": "meta", "command_line": "run --code " + "90" * 100}) + "\n"
+                    + '{"type":"error","message":"code raised #UD"}\n')
+        with open(os.path.join(res, "0004-run.jsonl"), "w") as f:
+            f.write('{"type":"meta","command_line":"run --bench nop"}\n')
+        open(os.path.join(res, "0001-run.csv"), "w").close()
+        mod = _load_lab()
+        mod.write_table(run)
+        with open(os.path.join(run, "table.txt")) as f:
+            text = f.read()
+        head = ("bench           size event counter  cpu  apic  run       median           q1           q3     est(min)"
+                "     est(max)  unit")
+        assert text == (
+            "# c-smp1: 4 results files (pmulab-lab; values per iteration)\n\n"
+            "0001-run: run --bench pointer_chase --size 4K,1M\n" + head + "\n"
+            "pointer_chase     4K tsc   TSC        1     2    0       128.00       128.00       128.00       128.00"
+            "        1.5e3  TSC ticks / iteration\n"
+            "pointer_chase     1M tsc   TSC        1     2    0        0.004        0.004        0.004        0.004"
+            "        1.5e3  TSC ticks / iteration\n\n"
+            "0002-msr: msr read 0x1b --cpu all\n  2 msr records\n\n"
+            "0003-run: " + ("run --code " + "90" * 100)[:150] + "... (211 characters)\n  error: code raised #UD\n\n"
+            "0004-run: run --bench nop\n  (no records after the meta record)\n"), text
+        assert mod.line_ranges([2, 3, 4, 5, 6]) == "2-6" and mod.line_ranges([3, 4, 8, 10, 11, 12]) == "3, 4, 8, 10-12"
+        assert [mod.size_text(n) for n in (4096, 1 << 20, 3 << 30, 100, None)] == ["4K", "1M", "3G", "100", "-"]
+
+
+def test_qemu_lab_reader_gone_still_boots_and_merges_every_run():
+    """`pmulab-lab run ... | head -1`: the reader goes away after the first line; the
+    other boots still run and everything is merged, with no traceback (it was a
+    BrokenPipeError, and merged.jsonl was never written). QEMU refuses the CPU model at
+    once, so the boots are quick; their reason is on the line."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\nversion\n")
+        out = os.path.join(td, "out")
+        p = subprocess.Popen([LAB, "run", "--config", cfg, "--smp", "1,2", "--cpu", "nosuchcpu", "--jobs", "1",
+                              "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        first = p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read()
+        assert p.wait(timeout=300) == 1, err
+        assert first.startswith("FAIL c-smp1-nosuchcpu: agent, 2 commands: 2 not run; not run: lines 1, 2 (the agent "
+                                "did not start: "), first
+        assert "unable to find CPU model 'nosuchcpu'" in first, first
+        assert "Traceback" not in err, err
+        assert sorted(os.listdir(out)) == ["c-smp1-nosuchcpu", "c-smp2-nosuchcpu", "merged.csv", "merged.jsonl"]
+        for run in ("c-smp1-nosuchcpu", "c-smp2-nosuchcpu"):
+            with open(os.path.join(out, run, "commands.json")) as f:
+                assert [s["state"] for s in json.load(f)] == ["not run", "not run"]
+
+
+def test_qemu_lab_agent_with_kvm_falls_back_to_tcg():
+    """--kvm in agent mode: where KVM cannot run OVMF (here: 'failed to set MSR 0x10a'),
+    run-qemu.sh's fall-back starts a second QEMU that the client's socket never reached,
+    and every command was 'not run'. pmulab-lab starts the agent again under TCG."""
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "k.cfg")
+        with open(cfg, "w") as f:
+            f.write("msr read 0x1b\nrun --bench nop --events tsc --reps 3\n")
+        out = os.path.join(td, "out")
+        r = _lab("run", "--config", cfg, "--smp", "1", "--kvm", "--out", out)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert r.stdout.startswith("ok   k-smp1: agent, 2 commands: 2 ok; 4 results files"), r.stdout
+        with open(os.path.join(out, "k-smp1", "commands.json")) as f:
+            assert [(s["state"], s["results"]) for s in json.load(f)] == [("ok", "0001-msr"), ("ok", "0002-run")]
+        recs = [json.loads(l) for l in open(os.path.join(out, "merged.jsonl"))]
+        assert [x["value"] for x in recs if x["type"] == "msr"] == ["0xfee00900"], recs

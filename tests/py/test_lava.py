@@ -366,3 +366,21 @@ def test_qemu_lava_run_boots_pmulab_and_records_the_campaign():
         recs = [json.loads(l) for l in _read(out).splitlines()]
         assert [(x["bench"], x.get("size"), x["per_iteration"]) for x in recs if x["type"] == "result"] == [
             ("nop", None, 128.0), ("add_chain", None, 128.0), ("pointer_chase", 8192, 128.0)]
+
+
+def test_lava_results_into_a_new_job_folder_and_an_empty_log():
+    """The documented `results job.log --out lava/4711/pmulab.jsonl` makes the job's
+    folder (it failed with 'No such file or directory'); an empty log (lava-run's log
+    is on its stderr) says so instead of 'not a list of LAVA test cases'."""
+    with tempfile.TemporaryDirectory() as td:
+        out = os.path.join(td, "lava", "4711", "pmulab.jsonl")
+        p = _tool("results", os.path.join(DATA, "lava-run-job.log"), "--job", "4711", "--out", out)
+        assert p.returncode == 0, p.stderr
+        assert sum(1 for l in _read(out).splitlines() if '"type":"result"' in l) == 3
+        empty = os.path.join(td, "job.log")
+        open(empty, "w").close()
+        p = _tool("results", empty, "--out", os.path.join(td, "x.jsonl"))
+        assert p.returncode == 2 and "Traceback" not in p.stderr, p
+        assert p.stderr == (f"pmulab-lava: error: {empty}: empty (lava-run writes the job log to its stderr: "
+                            "`lava-run ... > job.log 2>&1`; or `lavacli jobs logs --raw ID > job.log`)\n"), p.stderr
+        assert not os.path.exists(os.path.join(td, "x.jsonl"))

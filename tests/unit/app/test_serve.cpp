@@ -439,3 +439,23 @@ TEST(ServeSession, CancelOfALateRequestIsFoundAndItStaysLate) {
     ASSERT_TRUE(s.done("\"c\""));
     EXPECT_EQ((*s.done("\"c\""))["status"].u(), 0u);
 }
+
+TEST(ServeSession, RequestsSeeTheFirmwareTimer) {
+    // The session is the requests' platform: it passes the firmware's timer through, so
+    // a request measures the TSC frequency as the command line does (it used to report
+    // "no firmware timer on this platform" and leave tsc_hz out of every record).
+    Session s;
+    s.p.stall_ticks_per_us = 1000;  // a 1 GHz TSC by the simulated firmware timer
+    s.link.chunks = {
+        R"({"id":1,"cmd":"info"})"
+        "\n",
+        R"({"id":2,"stop":true})"
+        "\n",
+    };
+    s.go();
+    std::vector<const pmutest::Json*> r = s.for_id("1");
+    ASSERT_GE(r.size(), 3u) << s.link.sent;
+    EXPECT_EQ((*r[0])["type"].s(), "cpu");
+    EXPECT_EQ((*r[0])["tsc_source"].s(), "sim_stall") << s.link.sent;
+    EXPECT_EQ((*r[0])["tsc_hz"].u(), 1000000000u) << s.link.sent;
+}

@@ -307,14 +307,19 @@ void put_available(StrBuf& b, const EventLine& l) {
 // aliases and (NetBurst) the event-mask bits and ESCR/counter pairs.
 void put_vendor_table(StrBuf& b, const PmuInfo& info, const Vec<EventLine>& lines) {
     b.put("\n  EVENT                     CODE    COUNTER          AVAILABLE\n");
+    // The next column, at least one space after a long cell (de_no_dispatch_per_slot.*).
+    auto column = [&b](usize col, usize width) {
+        b.pad_to(col, width);
+        if (b.view()[b.size() - 1] != ' ') b.put(' ');
+    };
     for (const EventLine& l : lines) {
         usize col = b.size();
         b.printf("  %s", l.name);
-        b.pad_to(col, 28);
+        column(col, 28);
         b.put(l.code);
-        b.pad_to(col, 36);
+        column(col, 36);
         b.put(l.available ? l.counter : "-");
-        b.pad_to(col, 53);
+        column(col, 53);
         put_available(b, l);
         b.put('\n');
         if (l.description[0]) b.printf("      %s\n", l.description);

@@ -79,9 +79,9 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
             why->printf("TopDown is unavailable: %s", td->why);
         } else {
             if (o.topdown > td->max_level)
-                why->printf("--topdown %u: this core has level %u only (level 2 needs IA32_PERF_METRICS bytes 4-7, "
-                            "Golden Cove and later); level 2 metrics are left out",
-                            o.topdown, td->max_level);
+                why->printf("--topdown %u: this core has level %u only (TopDown method %s; level 2 needs "
+                            "IA32_PERF_METRICS bytes 4-7, Golden Cove and later); level 2 metrics are left out",
+                            o.topdown, td->max_level, topdown_method_name(td->method));
             StrBuf t;
             topdown_event_specs(*td, o.topdown, &t);
             if (specs->size()) specs->put(';');
@@ -90,6 +90,7 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
     }
     for (StrView in : inputs) {
         if (in.find('.', 0) < in.len && StrView(in).sub(0, 13).eq(StrView("PERF_METRICS."))) continue;
+        if (in.eq_nocase(StrView(kTscFrequencyInput))) continue;  // the platform's, not an event
         if (specs->size()) specs->put(';');
         specs->put(in);
     }
@@ -135,7 +136,13 @@ struct ItemInputs final : MetricInputs {
     const MetricCollector* c = nullptr;
     u32 cpu = 0;
     const BenchInstance* bench = nullptr;
+    u64 tsc_hz = 0;  // 0: unknown
     bool get(StrView label, Frac* v) const override {
+        if (label.eq_nocase(StrView(kTscFrequencyInput))) {
+            if (!tsc_hz || tsc_hz > u64(INT64_MAX)) return false;
+            *v = Frac{i64(tsc_hz), 1};
+            return true;
+        }
         for (const MetricCollector::Item& it : c->items)
             if (it.cpu == cpu && it.bench == bench && label.eq_nocase(StrView(it.label))) {
                 *v = it.value;
@@ -164,8 +171,21 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         in.c = this;
         in.cpu = items[i].cpu;
         in.bench = items[i].bench;
+        const TscFreq& tsc = out.platform().tsc_frequency();
+        in.tsc_hz = tsc.hz;
         Vec<MetricValue> vals;
         evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
+        for (MetricValue& mv : vals) {
+            // A formula over the TSC frequency where it is unknown: say why, not "not measured".
+            if (mv.ok || mv.no_variant || !mv.def || tsc.hz) continue;
+            Vec<StrView> names;
+            (void)formula_inputs(StrView(mv.def->formula), &names);
+            bool reads_tsc = false;
+            for (StrView n : names) reads_tsc |= n.eq_nocase(StrView(kTscFrequencyInput));
+            if (reads_tsc)
+                format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
+                          tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
+        }
         const BenchInstance& b = *items[i].bench;
         const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
         for (const MetricValue& mv : vals) {

@@ -19,6 +19,8 @@ const char kBuiltinMetrics[] =
     "formula=LONGEST_LAT_CACHE.MISS / LONGEST_LAT_CACHE.REFERENCE\n"
     "name=frequency_ratio; groups=Frequency; unit=core cycles/TSC tick; range=0..; "
     "desc=times the TSC frequency: the core clock; formula=CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC\n"
+    "name=frequency; groups=Frequency; unit=Hz; range=0..; desc=the core clock while unhalted; "
+    "formula=CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC * TSC_FREQUENCY\n"
     "# TopDown level 1 from IA32_PERF_METRICS (Ice Lake and later P cores)\n"
     "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
     "formula=PERF_METRICS.RETIRING / TOPDOWN.SLOTS\n"
@@ -62,7 +64,64 @@ const char kBuiltinMetrics[] =
     "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
     "formula=topdown_frontend_bound / topdown_slots\n"
     "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
-    "formula=topdown_backend_bound / topdown_slots\n";
+    "formula=topdown_backend_bound / topdown_slots\n"
+    "# TopDown level 1 on E cores: Intel's E-core TMA formulas (perfmon metrics JSON:\n"
+    "# slots = 5 (Gracemont, adln-metrics), 6 (Crestmont, mtl-metrics), 8 (Skymont) per cycle)\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=gracemont_events; "
+    "formula=[C2.00] / (5 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=gracemont_events; "
+    "formula=[73.00] / (5 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=gracemont_events; "
+    "formula=[71.00] / (5 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=gracemont_events; "
+    "formula=[74.00] / (5 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=crestmont_events; "
+    "formula=[72.00] / (6 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=crestmont_events; "
+    "formula=[73.00] / (6 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=crestmont_events; "
+    "formula=[71.00] / (6 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=crestmont_events; "
+    "formula=[74.00] / (6 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=skymont_events; "
+    "formula=[C2.02] / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=skymont_events; "
+    "formula=[73.00] / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=skymont_events; "
+    "formula=[9C.01] / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=skymont_events; "
+    "formula=[A4.02] / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "# E cores with fixed counters 4-6 (leaf 23H): bad speculation, frontend bound, retiring\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=atom_fixed; "
+    "formula=TOPDOWN_RETIRING.ALL / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=atom_fixed; "
+    "formula=TOPDOWN_BAD_SPECULATION.ALL / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=atom_fixed; "
+    "formula=TOPDOWN_FE_BOUND.ALL / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=atom_fixed; "
+    "formula=[A4.02] / (8 * CPU_CLK_UNHALTED.CORE)\n"
+    "# AMD Zen 4: pipeline utilisation, 6 dispatch slots per cycle (Linux amdzen4/pipeline.json)\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=zen4_pipeline; "
+    "formula=ex_ret_ops / (6 * ls_not_halted_cyc)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=zen4_pipeline; "
+    "formula=(de_src_op_disp.all - ex_ret_ops) / (6 * ls_not_halted_cyc)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=zen4_pipeline; "
+    "formula=de_no_dispatch_per_slot.no_ops_from_frontend / (6 * ls_not_halted_cyc)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=zen4_pipeline; "
+    "formula=de_no_dispatch_per_slot.backend_stalls / (6 * ls_not_halted_cyc)\n"
+    "name=tma_smt_contention; groups=TopdownL1; level=1; range=0..1; method=zen4_pipeline; "
+    "desc=slots the other thread took; formula=de_no_dispatch_per_slot.smt_contention / (6 * ls_not_halted_cyc)\n"
+    "# AMD Zen 5: pipeline utilisation, 8 dispatch slots per cycle (Linux amdzen5/pipeline.json)\n"
+    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=zen5_pipeline; "
+    "formula=ex_ret_ops / (8 * ls_not_halted_cyc)\n"
+    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=zen5_pipeline; "
+    "formula=(de_src_op_disp.all - ex_ret_ops) / (8 * ls_not_halted_cyc)\n"
+    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=zen5_pipeline; "
+    "formula=de_no_dispatch_per_slot.no_ops_from_frontend / (8 * ls_not_halted_cyc)\n"
+    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=zen5_pipeline; "
+    "formula=de_no_dispatch_per_slot.backend_stalls / (8 * ls_not_halted_cyc)\n"
+    "name=tma_smt_contention; groups=TopdownL1; level=1; range=0..1; method=zen5_pipeline; "
+    "desc=slots the other thread took; formula=de_no_dispatch_per_slot.smt_contention / (8 * ls_not_halted_cyc)\n";
 
 namespace {
 
@@ -319,13 +378,13 @@ Status parse_def(StrView line, MetricDef* d) {
                 return Error::make(Errc::invalid_argument, "level must be 1 or 2, not '%.*s'", int(v.len), v.ptr);
             d->level = u8(v[0] - '0');
         } else if (k.eq(StrView("method"))) {
-            if (v.eq(StrView("perf_metrics"))) d->method = TopdownMethod::perf_metrics;
-            else if (v.eq(StrView("skylake_events"))) d->method = TopdownMethod::skylake_events;
-            else if (v.eq(StrView("arch_events"))) d->method = TopdownMethod::arch_events;
-            else
-                return Error::make(Errc::invalid_argument,
-                                   "method '%.*s' is not perf_metrics, skylake_events or arch_events", int(v.len),
-                                   v.ptr);
+            if (!topdown_method_from_name(v, &d->method)) {
+                StrBuf known;
+                for (unsigned i = 1; i < kTopdownMethods; ++i)
+                    known.printf("%s%s", i > 1 ? ", " : "", topdown_method_name(TopdownMethod(i)));
+                return Error::make(Errc::invalid_argument, "method '%.*s' is not one of %s", int(v.len), v.ptr,
+                                   known.c_str());
+            }
         } else if (k.eq(StrView("range"))) {
             usize dots = v.find('.', 0);
             if (dots + 1 >= v.len || v[dots + 1] != '.')
@@ -461,10 +520,10 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
             format_to(mv.why, sizeof mv.why, "%s", have_last ? last.msg : "not evaluated");
         }
     }
-    validate_metrics(out);
+    validate_metrics(out, topdown_level1_parts(method));
 }
 
-void validate_metrics(Vec<MetricValue>* values) {
+void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {
     // Range of each metric.
     for (MetricValue& v : *values) {
         if (!v.ok || !v.def) continue;
@@ -495,7 +554,7 @@ void validate_metrics(Vec<MetricValue>* values) {
             else sum = s.value();
             ++n1;
         }
-    if (n1 == 4 && sum_ok) {
+    if (n1 == level1_parts && sum_ok) {
         Result<Frac> dev = f_add(sum, Frac{1, 1}, true);
         if (dev.ok() && frac_cmp(frac_abs(dev.value()), kMetricTolerance) > 0) {
             StrBuf s;

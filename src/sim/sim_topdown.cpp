@@ -183,6 +183,16 @@ SimMachine intel_skylake(u32 n) {
     return topdown_part(0x000506E3, "Intel(R) Core(TM) i7-6700K CPU @ 4.00GHz", 0x07300404, 0x00000603, 0x33c5, n);
 }
 
+SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < m.size(); ++i) {
+        CpuSpec s = m.cpu(i).spec();
+        s.cpuid.set(0x15, 0, l15);
+        specs.push_back(s);
+    }
+    return SimMachine(specs);
+}
+
 SimMachine intel_alder_lake() {
     SimMachine m = intel_hybrid();
     for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores

@@ -34,6 +34,9 @@ SimMachine intel_icelake(u32 ncpus = 2);
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);
 SimMachine intel_alder_lake();
+// `m` with CPUID.15H (TSC/crystal ratio EBX/EAX, crystal Hz ECX; SDM Vol. 2A) on every CPU,
+// so that the TSC frequency is known (the CPUs' maximum basic leaf must reach 15H).
+SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15);
 
 // E cores by microarchitecture, from CPUID.01H and 1AH (hybrid E cores, core type 20H, and
 // Atom-only SoCs): their TopDown events and slots per cycle differ (Intel perfmon JSON).

@@ -42,8 +42,11 @@ const ModelDef kModels[] = {
     {{"intel_v6", "Intel v6 with leaf 23H: 10 GP, fixed 0-2,4-6, UMASK2 and EQ"}, [] { return sim::intel_v6(); }},
     {{"hybrid", "Intel hybrid (Alder Lake-like): 2 P cores x 2 threads (8 GP) + 4 E cores (6 GP)"},
      [] { return sim::intel_hybrid(); }},
-    {{"icelake", "Intel Ice Lake client (06_7EH): perfmon v5, 8 GP + 4 fixed, PERF_METRICS level 1"},
-     [] { return sim::intel_icelake(); }},
+    {{"icelake",
+      "Intel Ice Lake client (06_7EH): perfmon v5, 8 GP + 4 fixed, PERF_METRICS level 1, TSC 1497.6 MHz (CPUID.15H)"},
+     [] {
+         return sim::with_tsc_leaf15(sim::intel_icelake(), {2, 156, 19200000, 0});
+     }},
     {{"sapphire_rapids", "Intel Sapphire Rapids (06_8FH): PERF_METRICS levels 1 and 2"},
      [] { return sim::intel_sapphire_rapids(); }},
     {{"alder_lake", "hybrid with PERF_METRICS on the P cores (Gracemont E cores)"},

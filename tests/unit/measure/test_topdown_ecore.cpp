@@ -238,3 +238,41 @@ TEST(Frequency, UndefinedWithTheReasonWhenTheTscFrequencyIsUnknown) {
     EXPECT_FALSE((*f)["valid"].b);
     EXPECT_EQ((*find(met, "metric", "frequency_ratio"))["fraction"].u_list(), (std::vector<u64>{1, 1}));
 }
+
+TEST(TopdownEcore, PantherLakeDarkmontFixedCounters4To6WhereLeaf23hEnumeratesThem) {
+    // A Panther Lake (06_CCH) E core, core type 20H: leaf 23H enumerates fixed counters
+    // 0-2 and 4-6, so TopDown reads TOPDOWN_BAD_SPECULATION/FE_BOUND/RETIRING.ALL there.
+    auto darkmont = [](u32 fixed_bitmap) {
+        IntelCpuidSpec sp;
+        sp.max_leaf = 0x23;
+        sp.signature = 0x000C06C0;  // family 6 model CCH
+        sp.brand = "pmulab simulated Panther Lake E core";
+        sp.hybrid = true;
+        sp.leaf_1a_eax = 0x20000000;
+        sp.leaf_0a = {0x07300806, 0, 0x7, 0x00008603};
+        sp.leaf_23 = true;
+        sp.leaf_23_sub[0] = {0x3, 0x3, 0x8, 0};
+        sp.leaf_23_sub[1] = {0xff, fixed_bitmap, 0, 0};
+        return intel_machine(sp, {1, 1, 1}, 0x2000);
+    };
+    SimMachine m = darkmont(0x77);
+    EXPECT_EQ(default_topdown_width(m.cpu(0)), 8u);
+    apply_default_topdown(m);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    const std::vector<u64> want[4] = {{1, 2}, {1, 8}, {1, 8}, {1, 4}};
+    expect_l1(met, 0, "atom_fixed", want);
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    EXPECT_EQ((*find(res, "event", "TOPDOWN_RETIRING.ALL"))["counter"].s(), "FIXED_CTR6");
+    EXPECT_EQ((*find(res, "event", "TOPDOWN_BAD_SPECULATION.ALL"))["counter"].s(), "FIXED_CTR4");
+    // Without fixed counters 4-6 in leaf 23H: the GP forms.
+    SimMachine g = darkmont(0x07);
+    apply_default_topdown(g);
+    SimPlatform pg(g);
+    c = run_line(pg, std::string("run --json --bench add_indep --topdown 1") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    met = of_type(c, "metric");
+    expect_l1(met, 0, "skymont_events", want);
+}

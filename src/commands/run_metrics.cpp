@@ -4,6 +4,7 @@
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "events/event_files.h"
+#include "events/events.h"
 
 namespace pmulab {
 
@@ -67,13 +68,30 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
     *td = topdown_support(info, id);
     bool topdown_wanted = o.topdown_wanted;
     Vec<StrView> inputs;
-    for (StrView name : o.metric_names)
+    // Of a metric's definitions (not TopDown's: those come from the method), the first whose
+    // inputs are all event names of this CPU's dialect (IPC: Intel's names, else the generic
+    // instructions / cycles that AMD has too); the first definition when none is.
+    const EventDialect dialect = event_dialect_for(id, info.caps);
+    auto parses = [dialect](StrView in) {
+        if (in.eq_nocase(StrView(kTscFrequencyInput)) || in.sub(0, 13).eq(StrView("PERF_METRICS."))) return true;
+        return parse_event_spec(in, dialect).ok();
+    };
+    for (StrView name : o.metric_names) {
+        const MetricDef* pick = nullptr;
         for (const MetricDef& d : o.metric_set.defs) {
-            if (!name.eq_nocase(StrView(d.name))) continue;
-            if (d.method != TopdownMethod::none) continue;  // TopDown: events from the method
-            (void)formula_inputs(StrView(d.formula), &inputs);
-            break;
+            if (!name.eq_nocase(StrView(d.name)) || d.method != TopdownMethod::none) continue;
+            if (!pick) pick = &d;
+            Vec<StrView> mine;
+            (void)formula_inputs(StrView(d.formula), &mine);
+            bool all = true;
+            for (StrView in : mine) all = all && parses(in);
+            if (all) {
+                pick = &d;
+                break;
+            }
         }
+        if (pick) (void)formula_inputs(StrView(pick->formula), &inputs);
+    }
     if (topdown_wanted) {
         if (td->method == TopdownMethod::none) {
             why->printf("TopDown is unavailable: %s", td->why);

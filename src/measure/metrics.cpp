@@ -21,6 +21,16 @@ const char kBuiltinMetrics[] =
     "desc=times the TSC frequency: the core clock; formula=CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC\n"
     "name=frequency; groups=Clock; unit=Hz; range=0..; desc=the core clock while unhalted; "
     "formula=CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC * TSC_FREQUENCY\n"
+    "# The same with the generic names AMD has too (APERF/MPERF: actual / P0 clocks in C0; the\n"
+    "# TSC of AMD parts runs at the P0 frequency)\n"
+    "name=IPC; groups=Basic; unit=instructions/cycle; range=0..; desc=instructions retired per core cycle; "
+    "formula=instructions / cycles\n"
+    "name=CPI; groups=Basic; unit=cycles/instruction; range=0..; desc=core cycles per instruction retired; "
+    "formula=cycles / instructions\n"
+    "name=frequency_ratio; groups=Clock; unit=core cycles/P0 cycle; range=0..; desc=APERF / MPERF; "
+    "formula=aperf / mperf\n"
+    "name=frequency; groups=Clock; unit=Hz; range=0..; desc=the core clock in C0 (APERF/MPERF); "
+    "formula=aperf / mperf * TSC_FREQUENCY\n"
     "# TopDown level 1 from IA32_PERF_METRICS (Ice Lake and later P cores)\n"
     "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
     "formula=PERF_METRICS.RETIRING / TOPDOWN.SLOTS\n"
@@ -483,6 +493,11 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
     for (StrView name : names) {
         MetricValue& mv = out->emplace();
         const MetricDef* first = nullptr;
+        // Of the variants that miss inputs, the one that misses fewest (the first on ties):
+        // its formula and reason are reported (frequency on AMD: the APERF/MPERF variant,
+        // "the TSC frequency is unknown", not Intel's names "not measured").
+        const MetricDef* closest = nullptr;
+        usize closest_missing = 0;
         Error last;
         bool have_last = false;
         for (const MetricDef& d : set.defs) {
@@ -497,15 +512,28 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
                 break;
             }
             // A missing input: try the next variant; a division by zero or overflow is the answer.
-            last = r.error();
-            have_last = true;
             if (r.error().code != Errc::not_found) {
                 mv.def = &d;
+                last = r.error();
+                have_last = true;
                 break;
+            }
+            Vec<StrView> ins;
+            (void)formula_inputs(StrView(d.formula), &ins);
+            usize missing = 0;
+            for (StrView n : ins) {
+                Frac unused;
+                missing += !in.get(n, &unused);
+            }
+            if (!closest || missing < closest_missing) {
+                closest = &d;
+                closest_missing = missing;
+                last = r.error();
+                have_last = true;
             }
         }
         if (mv.ok) continue;
-        if (!mv.def) mv.def = first;
+        if (!mv.def) mv.def = closest ? closest : first;
         if (!first) {
             // No variant for this CPU's TopDown method: name the first definition anyway.
             for (const MetricDef& d : set.defs)

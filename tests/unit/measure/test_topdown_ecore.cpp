@@ -276,3 +276,30 @@ TEST(TopdownEcore, PantherLakeDarkmontFixedCounters4To6WhereLeaf23hEnumeratesThe
     met = of_type(c, "metric");
     expect_l1(met, 0, "skymont_events", want);
 }
+
+TEST(Frequency, AmdFromAperfMperfAndIpcFromTheGenericNames) {
+    // Intel's names do not resolve on AMD: the variants over instructions / cycles and
+    // APERF / MPERF (the TSC of AMD parts runs at the P0 frequency, as MPERF does).
+    SimMachine m = amd_zen4(1);
+    SimPlatform p(m);
+    p.stall_ticks_per_us = 4500;  // 4.5 GHz
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --metrics IPC,CPI,frequency") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 3u) << c.out;
+    EXPECT_EQ(met[0]["formula"].s(), "instructions / cycles");
+    EXPECT_EQ(met[0]["fraction"].u_list(), (std::vector<u64>{1, 1}));
+    EXPECT_EQ(met[1]["formula"].s(), "cycles / instructions");
+    EXPECT_EQ(met[2]["formula"].s(), "aperf / mperf * TSC_FREQUENCY");
+    EXPECT_EQ(met[2]["fraction"].u_list(), (std::vector<u64>{4500000000ull, 1}));
+    EXPECT_EQ(met[2]["inputs"]["aperf"].s(), "8.00");
+    // Without the TSC frequency the APERF/MPERF variant is the one reported undefined.
+    SimMachine m2 = amd_zen4(1);
+    SimPlatform p2(m2);
+    c = run_line(p2, std::string("run --json --bench add_indep --metrics frequency") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 1u) << c.out;
+    EXPECT_EQ(met[0]["formula"].s(), "aperf / mperf * TSC_FREQUENCY");
+    EXPECT_EQ(met[0]["undefined"].s().rfind("the TSC frequency is unknown (", 0), 0u) << c.out;
+}

@@ -66,7 +66,7 @@ struct TopdownSupport {
     TopdownMethod method = TopdownMethod::none;
     unsigned max_level = 0;        // 0 (none), 1 or 2
     unsigned slots_per_cycle = 0;  // issue (dispatch) slots per cycle, where the method fixes it
-    char why[200] = {};            // method none: why, for the user
+    char why[256] = {};            // method none: why, for the user (fits EventsForCpus::topdown_why)
 };
 // What this CPU offers (its PMU and its identity: the model decides level 2 and
 // Skylake-class formulas).

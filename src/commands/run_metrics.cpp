@@ -100,8 +100,13 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
                 why->printf("--topdown %u: this core has level %u only (TopDown method %s; level 2 needs "
                             "IA32_PERF_METRICS bytes 4-7, Golden Cove and later); level 2 metrics are left out",
                             o.topdown, td->max_level, topdown_method_name(td->method));
+            // The level: --topdown's, else the deepest selected TopDown metric's (--metrics TopdownL2).
+            unsigned level = o.topdown;
+            for (StrView name : o.metric_names)
+                for (const MetricDef& d : o.metric_set.defs)
+                    if (d.method == td->method && d.level > level && name.eq_nocase(StrView(d.name))) level = d.level;
             StrBuf t;
-            topdown_event_specs(*td, o.topdown, &t);
+            topdown_event_specs(*td, level, &t);
             if (specs->size()) specs->put(';');
             specs->put(t.view());
         }

@@ -140,6 +140,14 @@ constexpr AmdNamedDef kAmdNamed[] = {
      "dispatch slots left empty: the other thread was selected (PMCx1A0, unit mask 60h)"},
     {"de_src_op_disp.all", 0xAA, 0x07, -1, false, 2, "ops dispatched from any source (PMCx0AA, unit mask 07h)"},
     {"ex_ret_ops", 0xC1, 0x00, -1, false, 2, "retired macro-ops (PMCx0C1)"},
+    // ... and their level 2 (Linux amdzen4/core.json, other.json; the same codes on Zen 5).
+    {"ex_ret_ucode_ops", 0x1C2, 0x00, -1, false, 2, "retired microcode ops (PMCx1C2)"},
+    {"resyncs_or_nc_redirects", 0x96, 0x00, -1, false, 2,
+     "pipeline restarts not caused by branch mispredicts (PMCx096)"},
+    {"ex_no_retire.not_complete", 0xD6, 0x02, -1, false, 2,
+     "cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)"},
+    {"ex_no_retire.load_not_complete", 0xD6, 0xA2, -1, false, 2,
+     "cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)"},
 };
 
 bool amd_def_applies(const AmdNamedDef& d, EventDialect dl) {

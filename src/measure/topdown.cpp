@@ -102,7 +102,7 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
         unsigned zen = zen_generation(id);
         if (zen) {
             s.method = zen == 5 ? TopdownMethod::zen5_pipeline : TopdownMethod::zen4_pipeline;
-            s.max_level = 1;
+            s.max_level = 2;
             s.slots_per_cycle = zen == 5 ? 8 : 6;
             return s;
         }
@@ -164,7 +164,6 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
 }
 
 void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs) {
-    (void)level;
     switch (s.method) {
         case TopdownMethod::perf_metrics: specs->put(StrView("TOPDOWN.SLOTS")); break;
         case TopdownMethod::arch_events:
@@ -203,6 +202,11 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
             specs->put(StrView("ls_not_halted_cyc;de_no_dispatch_per_slot.no_ops_from_frontend;"
                                "de_no_dispatch_per_slot.backend_stalls;de_no_dispatch_per_slot.smt_contention;"
                                "de_src_op_disp.all;ex_ret_ops"));
+            // Level 2 (the same pipeline.json): microcode ops, mispredicts vs. restarts, and
+            // the no-retire cycles waiting for loads among those waiting for any op.
+            if (level >= 2)
+                specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;resyncs_or_nc_redirects;"
+                                   "ex_no_retire.not_complete;ex_no_retire.load_not_complete"));
             break;
         case TopdownMethod::none: break;
     }

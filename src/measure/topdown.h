@@ -34,7 +34,9 @@
 //                   PMCx076 ls_not_halted_cyc), 6 (Zen 4) or 8 (Zen 5) dispatch slots per
 //                   cycle, bad speculation = (dispatched - retired ops) / slots, and a fifth
 //                   level-1 part, SMT contention (Linux tools/perf/pmu-events/arch/x86/amdzen4
-//                   and amdzen5 pipeline.json).
+//                   and amdzen5 pipeline.json). Level 2 from the same JSON: microcode and
+//                   fastpath ops, mispredicts and pipeline restarts, memory and core bound
+//                   (not the frontend split, which needs a CMASK'd PMCx1A0).
 // The metrics themselves (fractions of slots, validation) are formulas in metrics.h.
 #pragma once
 

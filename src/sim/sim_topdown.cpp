@@ -83,6 +83,15 @@ const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vec
         buf->push_back({0x1A0, 0x1E, b.be_bound});               // backend_stalls
         buf->push_back({0x0AA, 0x07, b.retiring + b.bad_spec});  // de_src_op_disp.all
         buf->push_back({0x0C1, 0x00, b.retiring});               // ex_ret_ops
+        // Level 2: microcode ops among the retiring (PMCx1C2), mispredicted branches and other
+        // restarts making up bad speculation (PMCx0C3, PMCx096), and no-retire cycles: waiting
+        // for any op (PMCx0D6 unit mask 02h) = the backend slots, for load data (A2h) = the
+        // memory-bound ones (a model of counts per cycle, not of which cycles).
+        buf->push_back({0x1C2, 0x00, b.heavy_ops});
+        buf->push_back({0x0C3, 0x00, b.br_mispredict});
+        buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
+        buf->push_back({0x0D6, 0x02, b.be_bound});
+        buf->push_back({0x0D6, 0xA2, b.mem_bound});
         return *buf;
     }
     // E cores: their own encodings besides the architectural ones below (Intel perfmon
@@ -246,6 +255,9 @@ TopdownBudget default_topdown_budget(u64 w) {
 void apply_default_topdown(SimMachine& m) {
     for (u32 i = 0; i < m.size(); ++i) {
         TopdownBudget b = default_topdown_budget(default_topdown_width(m.cpu(i)));
+        // AMD: no mispredicted branches (PMCx0C3 is branch-misses too): bad speculation is
+        // pipeline restarts (PMCx096).
+        if (m.cpu(i).pmu().kind == PmuLayout::Kind::amd) b.br_mispredict = 0;
         if (b.slots_per_cycle) m.cpu(i).set_topdown(b);
     }
 }

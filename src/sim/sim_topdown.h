@@ -3,7 +3,9 @@
 // With a slot budget (set_topdown) every cycle of run()
 //    on AMD Zen 4/5 issues the pipeline-utilisation events instead (PMCx1A0 unit masks
 //    01h frontend, 1Eh backend; PMCx0AA unit mask 07h = retiring + bad speculation ops
-//    dispatched; PMCx0C1 = retiring ops; no SMT contention), and on Intel
+//    dispatched; PMCx0C1 = retiring ops; no SMT contention; level 2: PMCx1C2 = heavy ops,
+//    PMCx0C3 = branch mispredicts, PMCx096 = the rest of bad speculation, PMCx0D6 unit masks
+//    02h = backend and A2h = memory bound), and on Intel
 //    also issues TOPDOWN.SLOTS (A4H/01H, fixed counter 3) and the level-1 category
 //    events (architectural A4H/02H, 73H/00H, 9CH/01H, C2H/02H: fixed counters 4-6 where
 //    they exist; UOPS_ISSUED.ANY 0EH/01H = retiring + bad speculation slots, Skylake's
@@ -48,7 +50,8 @@ SimAtom sim_atom_core(const CpuidSnapshot& s);
 // E cores, 6 on Zen 4, 8 on Zen 5, CPUID.23H.0:ECX[7:0] or else 4 on other Intel cores
 // (version 2 and later); W/2 retiring, 1 bad speculation, 1 frontend bound, the rest
 // backend bound; level 2: 1 heavy operation, 1 branch mispredict, 1 fetch latency, half the
-// backend (rounded up) memory bound. 0 (no budget) for other CPUs.
+// backend (rounded up) memory bound; on AMD no branch mispredicts (bad speculation is
+// pipeline restarts). 0 (no budget) for other CPUs.
 u64 default_topdown_width(const SimCpu& c);
 TopdownBudget default_topdown_budget(u64 slots_per_cycle);
 void apply_default_topdown(SimMachine& m);

@@ -305,3 +305,43 @@ TEST(Frequency, AmdFromAperfMperfAndIpcFromTheGenericNames) {
     EXPECT_EQ(met[0]["formula"].s(), "aperf / mperf * TSC_FREQUENCY");
     EXPECT_EQ(met[0]["undefined"].s().rfind("the TSC frequency is unknown (", 0), 0u) << c.out;
 }
+
+TEST(TopdownEcore, Zen4Level2FromThePipelineJson) {
+    // 6 slots: 3 retiring (1 microcode), 1 bad speculation (a mispredict), 1 frontend,
+    // 1 backend (memory bound). Two runs: 11 events on 6 counters.
+    SimMachine m = amd_zen4(1);
+    TopdownBudget b = default_topdown_budget(6);
+    b.heavy_ops = 1;
+    b.br_mispredict = 1;
+    b.mem_bound = 1;
+    m.cpu(0).set_topdown(b);
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 2") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> res = of_type(c, "result");
+    ASSERT_FALSE(res.empty());
+    EXPECT_EQ(res[0]["runs"].u(), 2u);
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 11u) << c.out;  // 5 level 1, 6 level 2 (no frontend split on AMD)
+    struct W {
+        const char* name;
+        u64 num, den;
+        const char* parent;
+    } want[] = {{"tma_heavy_operations", 1, 6, "tma_retiring"},
+                {"tma_light_operations", 1, 3, "tma_retiring"},
+                {"tma_branch_mispredicts", 1, 6, "tma_bad_speculation"},
+                {"tma_machine_clears", 0, 1, "tma_bad_speculation"},
+                {"tma_memory_bound", 1, 6, "tma_backend_bound"},
+                {"tma_core_bound", 0, 1, "tma_backend_bound"}};
+    for (const W& x : want) {
+        const pmutest::Json* j = find(met, "metric", x.name);
+        ASSERT_NE(j, nullptr) << x.name;
+        EXPECT_EQ((*j)["fraction"].u_list(), (std::vector<u64>{x.num, x.den})) << x.name;
+        EXPECT_EQ((*j)["method"].s(), "zen4_pipeline");
+        EXPECT_EQ((*j)["level"].u(), 2u);
+        EXPECT_EQ((*j)["parent"].s(), x.parent);
+        EXPECT_TRUE((*j)["valid"].b) << x.name;
+    }
+    EXPECT_EQ((*find(met, "metric", "tma_branch_mispredicts"))["inputs"]["ex_ret_brn_misp"].s(), "8.00");
+    EXPECT_EQ(find(met, "metric", "tma_fetch_latency"), nullptr);
+}

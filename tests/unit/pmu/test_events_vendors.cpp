@@ -84,6 +84,14 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
                   "      ops dispatched from any source (PMCx0AA, unit mask 07h)",
                   "  ex_ret_ops                0C1.00  PMC0-5           yes",
                   "      retired macro-ops (PMCx0C1)",
+                  "  ex_ret_ucode_ops          1C2.00  PMC0-5           yes",
+                  "      retired microcode ops (PMCx1C2)",
+                  "  resyncs_or_nc_redirects   096.00  PMC0-5           yes",
+                  "      pipeline restarts not caused by branch mispredicts (PMCx096)",
+                  "  ex_no_retire.not_complete 0D6.02  PMC0-5           yes",
+                  "      cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)",
+                  "  ex_no_retire.load_not_complete 0D6.A2 PMC0-5       yes",
+                  "      cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)",
                   "  tsc                       -       TSC              yes",
                   "      time-stamp counter (RDTSC), no PMU counter",
               }));
@@ -93,7 +101,7 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     r = pmutest::run(m, {"events", "--json"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
-    ASSERT_EQ(recs.size(), 16u);  // pmu + 15 events (5 of them the Zen 4/5 TopDown inputs)
+    ASSERT_EQ(recs.size(), 20u);  // pmu + 19 events (9 of them the Zen 4/5 TopDown inputs)
     EXPECT_EQ(recs[0]["pmu"].s(), "amd");
     const pmutest::Json& ins = recs[1];
     EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
@@ -120,8 +128,8 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     EXPECT_EQ(mis["counter"].s(), "PMC0-5");
     EXPECT_EQ(recs[10]["name"].s(), "de_no_dispatch_per_slot.no_ops_from_frontend");
     EXPECT_EQ(recs[10]["code"].s(), "1A0.01");
-    EXPECT_EQ(recs[15]["name"].s(), "tsc");
-    EXPECT_EQ(recs[15]["counter"].s(), "TSC");
+    EXPECT_EQ(recs[19]["name"].s(), "tsc");
+    EXPECT_EQ(recs[19]["counter"].s(), "TSC");
 }
 
 TEST(EventsVendors, AmdWithoutIrPerfCountFallsBackForInstructions) {

@@ -120,3 +120,20 @@ def test_topdown_under_tcg_says_why():
     assert r.rc == 3, r
     assert ("pmulab: error: --topdown: CPU 0: TopDown is unavailable: no performance counters: no architectural "
             "performance monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)") in r.err, r
+
+
+def test_zen5_dump_level2_exact():
+    # The default AMD budget (8 slots): 1 microcode op of 4 retiring, bad speculation all
+    # pipeline restarts, 1 of 2 backend slots memory bound.
+    r = _sim("--json", "--dump", data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"),
+             "--cpus", "0", "--", "run", "--bench", "add_indep", "--topdown", "2", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    assert len(met) == 11, sorted(met)
+    want = {"tma_heavy_operations": Fraction(1, 8), "tma_light_operations": Fraction(3, 8),
+            "tma_branch_mispredicts": 0, "tma_machine_clears": Fraction(1, 8),
+            "tma_memory_bound": Fraction(1, 8), "tma_core_bound": Fraction(1, 8)}
+    for name, v in want.items():
+        m = met[(0, name)]
+        assert _frac(m) == v and m["level"] == 2 and m["valid"] is True, m
+    assert met[(0, "tma_memory_bound")]["parent"] == "tma_backend_bound"

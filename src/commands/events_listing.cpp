@@ -233,6 +233,12 @@ void list_events(const PmuInfo& info, Vec<EventLine>* lines) {
     if (info.kind == PmuKind::amd) return list_amd_events(info, lines);
     if (info.kind == PmuKind::netburst) return list_netburst_events(info, lines);
     for (const Row& r : kFixedRows) describe_event(info, r, "fixed", &lines->emplace());
+    // Fixed counters 4-6 (E cores whose CPUID.23H enumerates them): the TopDown categories.
+    constexpr Row kFixedTopdownRows[] = {{"TOPDOWN_BAD_SPECULATION.ALL", ""},
+                                         {"TOPDOWN_FE_BOUND.ALL", ""},
+                                         {"TOPDOWN_RETIRING.ALL", ""}};
+    for (unsigned i = 0; i < 3; ++i)
+        if ((info.fixed_mask >> (4 + i)) & 1) describe_event(info, kFixedTopdownRows[i], "fixed", &lines->emplace());
     for (const Row& r : kArchRows) describe_event(info, r, "architectural", &lines->emplace());
     describe_event(info, Row{"tsc", ""}, "tsc", &lines->emplace());
 }

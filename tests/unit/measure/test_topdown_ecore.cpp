@@ -345,3 +345,19 @@ TEST(TopdownEcore, Zen4Level2FromThePipelineJson) {
     EXPECT_EQ((*find(met, "metric", "tma_branch_mispredicts"))["inputs"]["ex_ret_brn_misp"].s(), "8.00");
     EXPECT_EQ(find(met, "metric", "tma_fetch_latency"), nullptr);
 }
+
+TEST(TopdownEcore, EventsListsFixedCounters4To6OnlyWhereTheyExist) {
+    SimMachine m = pmutest::dump_machine("GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt");
+    SimPlatform p(m);
+    Cmd c = run_line(p, "events --cpu 2");
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_NE(c.out.find("\n  TOPDOWN_RETIRING.ALL                                  C2.02  FIXED_CTR6     yes\n"),
+              std::string::npos)
+        << c.out;
+    EXPECT_NE(c.out.find("\n  TOPDOWN_BAD_SPECULATION.ALL                           73.00  FIXED_CTR4     yes\n"),
+              std::string::npos)
+        << c.out;
+    c = run_line(p, "events --cpu 0");  // the P core: fixed counters 0-3
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_EQ(c.out.find("TOPDOWN_RETIRING.ALL"), std::string::npos) << c.out;
+}

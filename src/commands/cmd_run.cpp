@@ -73,9 +73,11 @@ const char kRunHelp[] =
     "  --topdown 1|2     TopDown level 1 (retiring, bad speculation, frontend, backend bound)\n"
     "                    or also level 2, per iteration and as fractions of the slots:\n"
     "                    IA32_PERF_METRICS where the core has it, Intel's formulas over GP\n"
-    "                    events elsewhere (docs/metrics.md)\n"
+    "                    events elsewhere (E cores: their own events, fixed counters 4-6;\n"
+    "                    AMD Zen 4/5: dispatch slots) (docs/metrics.md)\n"
     "  --metrics NAMES   derived metrics or groups: IPC, CPI, branch_miss_rate, llc_miss_ratio,\n"
-    "                    frequency_ratio, uops_per_instruction, TopdownL1, TopdownL2, ...\n"
+    "                    frequency (Hz), frequency_ratio, uops_per_instruction, TopdownL1,\n"
+    "                    TopdownL2, ...\n"
     "  --metrics-file P  more metric definitions from P on the boot volume (docs/metrics.md)"
     "\n"
     "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU.\n";

@@ -233,6 +233,12 @@ void list_events(const PmuInfo& info, Vec<EventLine>* lines) {
     if (info.kind == PmuKind::amd) return list_amd_events(info, lines);
     if (info.kind == PmuKind::netburst) return list_netburst_events(info, lines);
     for (const Row& r : kFixedRows) describe_event(info, r, "fixed", &lines->emplace());
+    // Fixed counters 4-6 (E cores whose CPUID.23H enumerates them): the TopDown categories.
+    constexpr Row kFixedTopdownRows[] = {{"TOPDOWN_BAD_SPECULATION.ALL", ""},
+                                         {"TOPDOWN_FE_BOUND.ALL", ""},
+                                         {"TOPDOWN_RETIRING.ALL", ""}};
+    for (unsigned i = 0; i < 3; ++i)
+        if ((info.fixed_mask >> (4 + i)) & 1) describe_event(info, kFixedTopdownRows[i], "fixed", &lines->emplace());
     for (const Row& r : kArchRows) describe_event(info, r, "architectural", &lines->emplace());
     describe_event(info, Row{"tsc", ""}, "tsc", &lines->emplace());
 }
@@ -307,14 +313,19 @@ void put_available(StrBuf& b, const EventLine& l) {
 // aliases and (NetBurst) the event-mask bits and ESCR/counter pairs.
 void put_vendor_table(StrBuf& b, const PmuInfo& info, const Vec<EventLine>& lines) {
     b.put("\n  EVENT                     CODE    COUNTER          AVAILABLE\n");
+    // The next column, at least one space after a long cell (de_no_dispatch_per_slot.*).
+    auto column = [&b](usize col, usize width) {
+        b.pad_to(col, width);
+        if (b.view()[b.size() - 1] != ' ') b.put(' ');
+    };
     for (const EventLine& l : lines) {
         usize col = b.size();
         b.printf("  %s", l.name);
-        b.pad_to(col, 28);
+        column(col, 28);
         b.put(l.code);
-        b.pad_to(col, 36);
+        column(col, 36);
         b.put(l.available ? l.counter : "-");
-        b.pad_to(col, 53);
+        column(col, 53);
         put_available(b, l);
         b.put('\n');
         if (l.description[0]) b.printf("      %s\n", l.description);

@@ -4,6 +4,7 @@
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 #include "events/event_files.h"
+#include "events/events.h"
 
 namespace pmulab {
 
@@ -67,29 +68,52 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
     *td = topdown_support(info, id);
     bool topdown_wanted = o.topdown_wanted;
     Vec<StrView> inputs;
-    for (StrView name : o.metric_names)
+    // Of a metric's definitions (not TopDown's: those come from the method), the first whose
+    // inputs are all event names of this CPU's dialect (IPC: Intel's names, else the generic
+    // instructions / cycles that AMD has too); the first definition when none is.
+    const EventDialect dialect = event_dialect_for(id, info.caps);
+    auto parses = [dialect](StrView in) {
+        if (in.eq_nocase(StrView(kTscFrequencyInput)) || in.sub(0, 13).eq(StrView("PERF_METRICS."))) return true;
+        return parse_event_spec(in, dialect).ok();
+    };
+    for (StrView name : o.metric_names) {
+        const MetricDef* pick = nullptr;
         for (const MetricDef& d : o.metric_set.defs) {
-            if (!name.eq_nocase(StrView(d.name))) continue;
-            if (d.method != TopdownMethod::none) continue;  // TopDown: events from the method
-            (void)formula_inputs(StrView(d.formula), &inputs);
-            break;
+            if (!name.eq_nocase(StrView(d.name)) || d.method != TopdownMethod::none) continue;
+            if (!pick) pick = &d;
+            Vec<StrView> mine;
+            (void)formula_inputs(StrView(d.formula), &mine);
+            bool all = true;
+            for (StrView in : mine) all = all && parses(in);
+            if (all) {
+                pick = &d;
+                break;
+            }
         }
+        if (pick) (void)formula_inputs(StrView(pick->formula), &inputs);
+    }
     if (topdown_wanted) {
         if (td->method == TopdownMethod::none) {
             why->printf("TopDown is unavailable: %s", td->why);
         } else {
             if (o.topdown > td->max_level)
-                why->printf("--topdown %u: this core has level %u only (level 2 needs IA32_PERF_METRICS bytes 4-7, "
-                            "Golden Cove and later); level 2 metrics are left out",
-                            o.topdown, td->max_level);
+                why->printf("--topdown %u: this core has level %u only (TopDown method %s; level 2 needs "
+                            "IA32_PERF_METRICS bytes 4-7, Golden Cove and later); level 2 metrics are left out",
+                            o.topdown, td->max_level, topdown_method_name(td->method));
+            // The level: --topdown's, else the deepest selected TopDown metric's (--metrics TopdownL2).
+            unsigned level = o.topdown;
+            for (StrView name : o.metric_names)
+                for (const MetricDef& d : o.metric_set.defs)
+                    if (d.method == td->method && d.level > level && name.eq_nocase(StrView(d.name))) level = d.level;
             StrBuf t;
-            topdown_event_specs(*td, o.topdown, &t);
+            topdown_event_specs(*td, level, &t);
             if (specs->size()) specs->put(';');
             specs->put(t.view());
         }
     }
     for (StrView in : inputs) {
         if (in.find('.', 0) < in.len && StrView(in).sub(0, 13).eq(StrView("PERF_METRICS."))) continue;
+        if (in.eq_nocase(StrView(kTscFrequencyInput))) continue;  // the platform's, not an event
         if (specs->size()) specs->put(';');
         specs->put(in);
     }
@@ -135,7 +159,13 @@ struct ItemInputs final : MetricInputs {
     const MetricCollector* c = nullptr;
     u32 cpu = 0;
     const BenchInstance* bench = nullptr;
+    u64 tsc_hz = 0;  // 0: unknown
     bool get(StrView label, Frac* v) const override {
+        if (label.eq_nocase(StrView(kTscFrequencyInput))) {
+            if (!tsc_hz || tsc_hz > u64(INT64_MAX)) return false;
+            *v = Frac{i64(tsc_hz), 1};
+            return true;
+        }
         for (const MetricCollector::Item& it : c->items)
             if (it.cpu == cpu && it.bench == bench && label.eq_nocase(StrView(it.label))) {
                 *v = it.value;
@@ -164,8 +194,21 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         in.c = this;
         in.cpu = items[i].cpu;
         in.bench = items[i].bench;
+        const TscFreq& tsc = out.platform().tsc_frequency();
+        in.tsc_hz = tsc.hz;
         Vec<MetricValue> vals;
         evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
+        for (MetricValue& mv : vals) {
+            // A formula over the TSC frequency where it is unknown: say why, not "not measured".
+            if (mv.ok || mv.no_variant || !mv.def || tsc.hz) continue;
+            Vec<StrView> names;
+            (void)formula_inputs(StrView(mv.def->formula), &names);
+            bool reads_tsc = false;
+            for (StrView n : names) reads_tsc |= n.eq_nocase(StrView(kTscFrequencyInput));
+            if (reads_tsc)
+                format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
+                          tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
+        }
         const BenchInstance& b = *items[i].bench;
         const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
         for (const MetricValue& mv : vals) {

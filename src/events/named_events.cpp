@@ -45,6 +45,14 @@ constexpr NamedDef kNamed[] = {
     {"slots", 0xA4, 0x01, kArchTopdownSlots, 3, true},
     {"topdown-slots", 0xA4, 0x01, kArchTopdownSlots, 3, true},
     // (likwid's TOPDOWN_SLOTS would collide with the key topdown_slots below.)
+    // Fixed counters 4-6 of E cores that enumerate them in CPUID.23H (Skymont, Darkmont):
+    // TopDown bad speculation, frontend bound, retiring (SDM Vol. 3B "Fixed-Function
+    // Performance Counters"; Intel perfmon lunarlake cpu_atom: "Fixed Counter", pseudo-
+    // encodings UMask 0x5/0x6/0x7, GP forms .ALL_P 73.00, 9C.01, C2.02 = the architectural
+    // TopDown events 9-11).
+    {"TOPDOWN_BAD_SPECULATION.ALL", 0x73, 0x00, kArchTopdownBadSpeculation, 4, true},
+    {"TOPDOWN_FE_BOUND.ALL", 0x9C, 0x01, kArchTopdownFrontendBound, 5, true},
+    {"TOPDOWN_RETIRING.ALL", 0xC2, 0x02, kArchTopdownRetiring, 6, true},
 
     // General-purpose architectural events (Table 20-1), by Intel event name, perf
     // generic name and pmulab's snake_case key (cpuid.h arch_event_key).
@@ -122,6 +130,24 @@ constexpr AmdNamedDef kAmdNamed[] = {
     {"l1d-misses", 0x60, 0xC8, -1, false, 2, "L2 cache accesses from L1 data cache misses (PMCx060, unit mask C8h)"},
     {"L1-dcache-load-misses", 0x60, 0xC8, -1, false, 2,
      "L2 cache accesses from L1 data cache misses (PMCx060, unit mask C8h)"},
+    // Zen 4 / Zen 5 pipeline utilisation (PPR for family 19h model 11h / 1Ah; Linux
+    // amdzen4/pipeline.json, amdzen5/pipeline.json): dispatch slots by cause.
+    {"de_no_dispatch_per_slot.no_ops_from_frontend", 0x1A0, 0x01, -1, false, 2,
+     "dispatch slots left empty: no ops from the frontend (PMCx1A0, unit mask 01h)"},
+    {"de_no_dispatch_per_slot.backend_stalls", 0x1A0, 0x1E, -1, false, 2,
+     "dispatch slots left empty: backend stalls (PMCx1A0, unit mask 1Eh)"},
+    {"de_no_dispatch_per_slot.smt_contention", 0x1A0, 0x60, -1, false, 2,
+     "dispatch slots left empty: the other thread was selected (PMCx1A0, unit mask 60h)"},
+    {"de_src_op_disp.all", 0xAA, 0x07, -1, false, 2, "ops dispatched from any source (PMCx0AA, unit mask 07h)"},
+    {"ex_ret_ops", 0xC1, 0x00, -1, false, 2, "retired macro-ops (PMCx0C1)"},
+    // ... and their level 2 (Linux amdzen4/core.json, other.json; the same codes on Zen 5).
+    {"ex_ret_ucode_ops", 0x1C2, 0x00, -1, false, 2, "retired microcode ops (PMCx1C2)"},
+    {"resyncs_or_nc_redirects", 0x96, 0x00, -1, false, 2,
+     "pipeline restarts not caused by branch mispredicts (PMCx096)"},
+    {"ex_no_retire.not_complete", 0xD6, 0x02, -1, false, 2,
+     "cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)"},
+    {"ex_no_retire.load_not_complete", 0xD6, 0xA2, -1, false, 2,
+     "cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)"},
 };
 
 bool amd_def_applies(const AmdNamedDef& d, EventDialect dl) {
@@ -304,6 +330,7 @@ void list_named_events(StrBuf& out, EventDialect dl) {
         usize col = out.size();
         out.put(d.name);
         out.pad_to(col, 30);
+        if (out.size() == col + str_len(d.name)) out.put(' ');  // a name of 30 or more characters
         if (d.fixed >= 0 && d.gp_equiv)
             out.printf("%03X.%02X  %s, else GP; %s\n", unsigned(d.evsel), unsigned(d.umask),
                        amd_fixed_like_name(d.fixed), d.title);

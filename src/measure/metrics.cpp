@@ -5,65 +5,6 @@
 
 namespace pmulab {
 
-const char kBuiltinMetrics[] =
-    "# pmulab's built-in metrics (docs/metrics.md). One definition per line.\n"
-    "name=IPC; groups=Basic; unit=instructions/cycle; range=0..; desc=instructions retired per core cycle; "
-    "formula=INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD\n"
-    "name=CPI; groups=Basic; unit=cycles/instruction; range=0..; desc=core cycles per instruction retired; "
-    "formula=CPU_CLK_UNHALTED.THREAD / INST_RETIRED.ANY\n"
-    "name=branch_miss_rate; groups=Branches; range=0..1; desc=mispredicted share of retired branches; "
-    "formula=BR_MISP_RETIRED.ALL_BRANCHES / BR_INST_RETIRED.ALL_BRANCHES\n"
-    "name=uops_per_instruction; groups=Pipeline; unit=uops/instruction; range=0..; desc=needs an event file; "
-    "formula=UOPS_RETIRED.RETIRE_SLOTS / INST_RETIRED.ANY\n"
-    "name=llc_miss_ratio; groups=Cache; range=0..1; desc=last-level cache misses per reference; "
-    "formula=LONGEST_LAT_CACHE.MISS / LONGEST_LAT_CACHE.REFERENCE\n"
-    "name=frequency_ratio; groups=Frequency; unit=core cycles/TSC tick; range=0..; "
-    "desc=times the TSC frequency: the core clock; formula=CPU_CLK_UNHALTED.THREAD / CPU_CLK_UNHALTED.REF_TSC\n"
-    "# TopDown level 1 from IA32_PERF_METRICS (Ice Lake and later P cores)\n"
-    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.RETIRING / TOPDOWN.SLOTS\n"
-    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.BAD_SPECULATION / TOPDOWN.SLOTS\n"
-    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.FRONTEND_BOUND / TOPDOWN.SLOTS\n"
-    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.BACKEND_BOUND / TOPDOWN.SLOTS\n"
-    "# TopDown level 2 from IA32_PERF_METRICS bytes 4-7 (Golden Cove and later)\n"
-    "name=tma_heavy_operations; groups=TopdownL2; level=2; parent=tma_retiring; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.HEAVY_OPERATIONS / TOPDOWN.SLOTS\n"
-    "name=tma_light_operations; groups=TopdownL2; level=2; parent=tma_retiring; range=0..1; method=perf_metrics; "
-    "formula=(PERF_METRICS.RETIRING - PERF_METRICS.HEAVY_OPERATIONS) / TOPDOWN.SLOTS\n"
-    "name=tma_branch_mispredicts; groups=TopdownL2; level=2; parent=tma_bad_speculation; range=0..1; "
-    "method=perf_metrics; formula=PERF_METRICS.BRANCH_MISPREDICTS / TOPDOWN.SLOTS\n"
-    "name=tma_machine_clears; groups=TopdownL2; level=2; parent=tma_bad_speculation; range=0..1; "
-    "method=perf_metrics; formula=(PERF_METRICS.BAD_SPECULATION - PERF_METRICS.BRANCH_MISPREDICTS) / TOPDOWN.SLOTS\n"
-    "name=tma_fetch_latency; groups=TopdownL2; level=2; parent=tma_frontend_bound; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.FETCH_LATENCY / TOPDOWN.SLOTS\n"
-    "name=tma_fetch_bandwidth; groups=TopdownL2; level=2; parent=tma_frontend_bound; range=0..1; "
-    "method=perf_metrics; formula=(PERF_METRICS.FRONTEND_BOUND - PERF_METRICS.FETCH_LATENCY) / TOPDOWN.SLOTS\n"
-    "name=tma_memory_bound; groups=TopdownL2; level=2; parent=tma_backend_bound; range=0..1; method=perf_metrics; "
-    "formula=PERF_METRICS.MEMORY_BOUND / TOPDOWN.SLOTS\n"
-    "name=tma_core_bound; groups=TopdownL2; level=2; parent=tma_backend_bound; range=0..1; method=perf_metrics; "
-    "formula=(PERF_METRICS.BACKEND_BOUND - PERF_METRICS.MEMORY_BOUND) / TOPDOWN.SLOTS\n"
-    "# TopDown level 1 on Skylake-class cores: Intel's TMA formulas, 4 slots per cycle\n"
-    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=skylake_events; "
-    "formula=[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)\n"
-    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=skylake_events; "
-    "formula=([0E.01] - [C2.02] + 4 * [0D.01]) / (4 * CPU_CLK_UNHALTED.THREAD)\n"
-    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=skylake_events; "
-    "formula=[C2.02] / (4 * CPU_CLK_UNHALTED.THREAD)\n"
-    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=skylake_events; "
-    "formula=1 - ([9C.01] + [0E.01] + 4 * [0D.01]) / (4 * CPU_CLK_UNHALTED.THREAD)\n"
-    "# TopDown level 1 from the architectural TopDown events (CPUID.0AH:EBX bits 7-11)\n"
-    "name=tma_retiring; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
-    "formula=topdown_retiring / topdown_slots\n"
-    "name=tma_bad_speculation; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
-    "formula=topdown_bad_speculation / topdown_slots\n"
-    "name=tma_frontend_bound; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
-    "formula=topdown_frontend_bound / topdown_slots\n"
-    "name=tma_backend_bound; groups=TopdownL1; level=1; range=0..1; method=arch_events; "
-    "formula=topdown_backend_bound / topdown_slots\n";
-
 namespace {
 
 // ---- exact arithmetic on Frac (num/den, den > 0), reduced after every step ----
@@ -319,13 +260,13 @@ Status parse_def(StrView line, MetricDef* d) {
                 return Error::make(Errc::invalid_argument, "level must be 1 or 2, not '%.*s'", int(v.len), v.ptr);
             d->level = u8(v[0] - '0');
         } else if (k.eq(StrView("method"))) {
-            if (v.eq(StrView("perf_metrics"))) d->method = TopdownMethod::perf_metrics;
-            else if (v.eq(StrView("skylake_events"))) d->method = TopdownMethod::skylake_events;
-            else if (v.eq(StrView("arch_events"))) d->method = TopdownMethod::arch_events;
-            else
-                return Error::make(Errc::invalid_argument,
-                                   "method '%.*s' is not perf_metrics, skylake_events or arch_events", int(v.len),
-                                   v.ptr);
+            if (!topdown_method_from_name(v, &d->method)) {
+                StrBuf known;
+                for (unsigned i = 1; i < kTopdownMethods; ++i)
+                    known.printf("%s%s", i > 1 ? ", " : "", topdown_method_name(TopdownMethod(i)));
+                return Error::make(Errc::invalid_argument, "method '%.*s' is not one of %s", int(v.len), v.ptr,
+                                   known.c_str());
+            }
         } else if (k.eq(StrView("range"))) {
             usize dots = v.find('.', 0);
             if (dots + 1 >= v.len || v[dots + 1] != '.')
@@ -424,6 +365,11 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
     for (StrView name : names) {
         MetricValue& mv = out->emplace();
         const MetricDef* first = nullptr;
+        // Of the variants that miss inputs, the one that misses fewest (the first on ties):
+        // its formula and reason are reported (frequency on AMD: the APERF/MPERF variant,
+        // "the TSC frequency is unknown", not Intel's names "not measured").
+        const MetricDef* closest = nullptr;
+        usize closest_missing = 0;
         Error last;
         bool have_last = false;
         for (const MetricDef& d : set.defs) {
@@ -438,15 +384,28 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
                 break;
             }
             // A missing input: try the next variant; a division by zero or overflow is the answer.
-            last = r.error();
-            have_last = true;
             if (r.error().code != Errc::not_found) {
                 mv.def = &d;
+                last = r.error();
+                have_last = true;
                 break;
+            }
+            Vec<StrView> ins;
+            (void)formula_inputs(StrView(d.formula), &ins);
+            usize missing = 0;
+            for (StrView n : ins) {
+                Frac unused;
+                missing += !in.get(n, &unused);
+            }
+            if (!closest || missing < closest_missing) {
+                closest = &d;
+                closest_missing = missing;
+                last = r.error();
+                have_last = true;
             }
         }
         if (mv.ok) continue;
-        if (!mv.def) mv.def = first;
+        if (!mv.def) mv.def = closest ? closest : first;
         if (!first) {
             // No variant for this CPU's TopDown method: name the first definition anyway.
             for (const MetricDef& d : set.defs)
@@ -461,10 +420,10 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
             format_to(mv.why, sizeof mv.why, "%s", have_last ? last.msg : "not evaluated");
         }
     }
-    validate_metrics(out);
+    validate_metrics(out, topdown_level1_parts(method));
 }
 
-void validate_metrics(Vec<MetricValue>* values) {
+void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {
     // Range of each metric.
     for (MetricValue& v : *values) {
         if (!v.ok || !v.def) continue;
@@ -495,7 +454,7 @@ void validate_metrics(Vec<MetricValue>* values) {
             else sum = s.value();
             ++n1;
         }
-    if (n1 == 4 && sum_ok) {
+    if (n1 == level1_parts && sum_ok) {
         Result<Frac> dev = f_add(sum, Frac{1, 1}, true);
         if (dev.ok() && frac_cmp(frac_abs(dev.value()), kMetricTolerance) > 0) {
             StrBuf s;

@@ -8,9 +8,9 @@
 //         formula=INST_RETIRED.ANY / CPU_CLK_UNHALTED.THREAD
 // (on one line). Keys: name (required, [A-Za-z0-9_.]+), formula (required), groups
 // (','-separated), unit, range (LO..HI, either side may be empty), level (1 or 2: TopDown
-// levels), parent (the level-1 metric a level-2 one belongs to), method (perf_metrics,
-// skylake_events or arch_events: the variant is used only on CPUs of that TopDown method,
-// topdown.h), desc. Formulas: numbers (decimal, with an optional fraction), event labels
+// levels), parent (the level-1 metric a level-2 one belongs to), method (a TopDown method
+// of topdown.h, e.g. perf_metrics or zen4_pipeline: the variant is used only on CPUs of
+// that method), desc. Formulas: numbers (decimal, with an optional fraction), event labels
 // as the records name them (letters, digits, '_', '.', ':'; anything else in [brackets]),
 // + - * / and parentheses. A name may have several definitions: the first whose method
 // fits and whose inputs were all measured is used.
@@ -89,7 +89,12 @@ inline constexpr Frac kMetricTolerance{1, 100};
 // fits `method` and whose inputs all exist. Then validates the whole set.
 void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMethod method, const MetricInputs& in,
                       Vec<MetricValue>* out);
-// The validation pass alone (evaluate_metrics calls it).
-void validate_metrics(Vec<MetricValue>* values);
+// The validation pass alone (evaluate_metrics calls it): the level-1 sum is checked when
+// all `level1_parts` level-1 metrics were evaluated (topdown_level1_parts: 4, AMD 5).
+void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts = 4);
+
+// The formula input that is not an event: the TSC frequency in Hz (census/tsc_freq.h),
+// given by the platform; a formula reading it is undefined where the frequency is unknown.
+inline constexpr const char kTscFrequencyInput[] = "TSC_FREQUENCY";
 
 }  // namespace pmulab

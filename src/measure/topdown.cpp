@@ -27,16 +27,69 @@ constexpr u8 kLevel2Models[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA,
 // Whiskey/Comet Lake, Skylake-SP/Cascade Lake/Cooper Lake.
 constexpr u8 kSkylakeModels[] = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6};
 
+// E cores (Atom) by microarchitecture. Hybrid parts: the E cores of these models (core
+// type 0x20); Atom-only parts: every core.
+//   Gracemont: Alder Lake (97, 9A), Raptor Lake (B7, BA, BF), Alder Lake-N (BE).
+//   Crestmont: Meteor Lake (AA, AC), Sierra Forest (AF), Grand Ridge (B6), and the
+//              low-power E cores of Arrow Lake (C5, C6: native model ID 2, Linux
+//              INTEL_ATOM_CMT_NATIVE_ID).
+//   Skymont:   Lunar Lake (BD), Arrow Lake (C5, C6: native model ID 3,
+//              INTEL_ATOM_SKT_NATIVE_ID).
+//   Darkmont:  Panther Lake (CC), Clearwater Forest (DD): Skymont's TopDown events.
+constexpr u8 kGracemontModels[] = {0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xBE};
+constexpr u8 kCrestmontModels[] = {0xAA, 0xAC, 0xAF, 0xB6};
+constexpr u8 kSkymontModels[] = {0xBD, 0xCC, 0xDD};
+constexpr u8 kArrowLakeModels[] = {0xC5, 0xC6};
+constexpr u8 kAtomOnlyModels[] = {0xBE, 0xAF, 0xB6, 0xDD};
+
+enum class Atom : u8 { none, gracemont, crestmont, skymont };
+
+Atom atom_core(const CpuIdentity& id) {
+    if (id.vendor != Vendor::intel || id.family != 6) return Atom::none;
+    bool atom = id.core_type == kCoreTypeAtom || id.leaf_1a_core_type == kCoreTypeAtom ||
+                in(id.model, kAtomOnlyModels, sizeof kAtomOnlyModels);
+    if (!atom) return Atom::none;
+    if (in(id.model, kGracemontModels, sizeof kGracemontModels)) return Atom::gracemont;
+    if (in(id.model, kCrestmontModels, sizeof kCrestmontModels)) return Atom::crestmont;
+    if (in(id.model, kSkymontModels, sizeof kSkymontModels)) return Atom::skymont;
+    if (in(id.model, kArrowLakeModels, sizeof kArrowLakeModels))
+        return id.native_model_id == 2 ? Atom::crestmont : Atom::skymont;
+    return Atom::none;
+}
+
+// AMD Zen 4 (family 19h models 10h-1Fh, 60h-7Fh, A0h-AFh) and Zen 5 (family 1Ah): the
+// PMCx1A0 dispatch-slot events exist (Zen 3 has none).
+unsigned zen_generation(const CpuIdentity& id) {
+    if (id.vendor != Vendor::amd) return 0;
+    if (id.family == 0x1A) return 5;
+    if (id.family == 0x19 && ((id.model >= 0x10 && id.model <= 0x1F) || (id.model >= 0x60 && id.model <= 0x7F) ||
+                              (id.model >= 0xA0 && id.model <= 0xAF)))
+        return 4;
+    return 0;
+}
+
+constexpr const char* kMethodNames[kTopdownMethods] = {"none",           "perf_metrics",     "skylake_events",
+                                                       "arch_events",    "gracemont_events", "crestmont_events",
+                                                       "skymont_events", "atom_fixed",       "zen4_pipeline",
+                                                       "zen5_pipeline"};
+
 }  // namespace
 
 const char* topdown_method_name(TopdownMethod m) {
-    switch (m) {
-        case TopdownMethod::perf_metrics: return "perf_metrics";
-        case TopdownMethod::skylake_events: return "skylake_events";
-        case TopdownMethod::arch_events: return "arch_events";
-        case TopdownMethod::none: break;
-    }
-    return "none";
+    return unsigned(m) < kTopdownMethods ? kMethodNames[unsigned(m)] : "none";
+}
+
+bool topdown_method_from_name(StrView name, TopdownMethod* m) {
+    for (unsigned i = 1; i < kTopdownMethods; ++i)
+        if (name.eq(StrView(kMethodNames[i]))) {
+            *m = TopdownMethod(i);
+            return true;
+        }
+    return false;
+}
+
+unsigned topdown_level1_parts(TopdownMethod m) {
+    return m == TopdownMethod::zen4_pipeline || m == TopdownMethod::zen5_pipeline ? 5 : 4;
 }
 
 TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
@@ -45,12 +98,42 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
         format_to(s.why, sizeof s.why, "no performance counters: %s", info.absent);
         return s;
     }
-    if (info.kind != PmuKind::intel_arch) {
+    if (info.kind == PmuKind::amd) {
+        unsigned zen = zen_generation(id);
+        if (zen) {
+            s.method = zen == 5 ? TopdownMethod::zen5_pipeline : TopdownMethod::zen4_pipeline;
+            s.max_level = 2;
+            s.slots_per_cycle = zen == 5 ? 8 : 6;
+            return s;
+        }
         format_to(s.why, sizeof s.why,
-                  "TopDown is implemented for Intel cores only (this is %s; AMD's pipeline-utilisation formulas are "
-                  "not built in yet)",
+                  "no TopDown on this AMD core (family 0x%x model 0x%x): the dispatch-slot events (PMCx1A0) exist "
+                  "from Zen 4 (family 19h models 10h-1Fh, 60h-7Fh, A0h-AFh; family 1Ah)",
+                  id.family, id.model);
+        return s;
+    }
+    if (info.kind != PmuKind::intel_arch) {
+        format_to(s.why, sizeof s.why, "TopDown is implemented for Intel and AMD Zen 4/5 cores only (this is %s)",
                   id.vendor_string);
         return s;
+    }
+    if (Atom a = atom_core(id); a != Atom::none && info.caps.version >= 2) {
+        // E cores: fixed counters 4-6 where leaf 23H enumerates them, else their GP events.
+        const u32 fixed456 = u32(0x7) << 4;
+        s.max_level = 1;
+        if (a == Atom::skymont && (regs::fixed_counters(info.caps) & fixed456) == fixed456 &&
+            popcount64(info.gp_mask) >= 1) {
+            s.method = TopdownMethod::atom_fixed;
+            s.slots_per_cycle = 8;
+            return s;
+        }
+        if (popcount64(info.gp_mask) >= 4) {
+            s.method = a == Atom::gracemont   ? TopdownMethod::gracemont_events
+                       : a == Atom::crestmont ? TopdownMethod::crestmont_events
+                                              : TopdownMethod::skymont_events;
+            s.slots_per_cycle = a == Atom::gracemont ? 5 : a == Atom::crestmont ? 6 : 8;
+            return s;
+        }
     }
     if (regs::has_perf_metrics(info.caps)) {
         s.method = TopdownMethod::perf_metrics;
@@ -69,18 +152,18 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
         popcount64(info.gp_mask) >= 4) {
         s.method = TopdownMethod::skylake_events;
         s.max_level = 1;
+        s.slots_per_cycle = 4;
         return s;
     }
     format_to(s.why, sizeof s.why,
               "no TopDown on this core (family 0x%x model 0x%x): no IA32_PERF_METRICS (IA32_PERF_CAPABILITIES[15] "
               "and fixed counter 3), no architectural TopDown events (CPUID.0AH:EBX bits 7-11), not a Skylake-class "
-              "core",
+              "core or a known E core",
               id.family, id.model);
     return s;
 }
 
 void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs) {
-    (void)level;
     switch (s.method) {
         case TopdownMethod::perf_metrics: specs->put(StrView("TOPDOWN.SLOTS")); break;
         case TopdownMethod::arch_events:
@@ -91,6 +174,39 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
             // Raw encodings (Skylake's event list): 9C.01 IDQ_UOPS_NOT_DELIVERED.CORE, 0E.01
             // UOPS_ISSUED.ANY, C2.02 UOPS_RETIRED.RETIRE_SLOTS, 0D.01 INT_MISC.RECOVERY_CYCLES.
             specs->put(StrView("CPU_CLK_UNHALTED.THREAD;9C.01;0E.01;C2.02;0D.01"));
+            break;
+        case TopdownMethod::gracemont_events:
+            // Intel perfmon ADL/ADL-N E-core events (Linux tools/perf/pmu-events/arch/x86/
+            // alderlaken/pipeline.json): 71.00 TOPDOWN_FE_BOUND.ALL, 73.00
+            // TOPDOWN_BAD_SPECULATION.ALL, 74.00 TOPDOWN_BE_BOUND.ALL, C2.00 TOPDOWN_RETIRING.ALL.
+            specs->put(StrView("CPU_CLK_UNHALTED.CORE;71.00;73.00;74.00;C2.00"));
+            break;
+        case TopdownMethod::crestmont_events:
+            // Intel perfmon MTL cpu_atom (meteorlake/pipeline.json): as Gracemont's, but
+            // TOPDOWN_RETIRING.ALL is 72.00.
+            specs->put(StrView("CPU_CLK_UNHALTED.CORE;71.00;73.00;74.00;72.00"));
+            break;
+        case TopdownMethod::skymont_events:
+            // Intel perfmon LNL cpu_atom (lunarlake/pipeline.json) GP forms (.ALL_P): 9C.01
+            // FE bound, 73.00 bad speculation, A4.02 BE bound, C2.02 retiring.
+            specs->put(StrView("CPU_CLK_UNHALTED.CORE;9C.01;73.00;A4.02;C2.02"));
+            break;
+        case TopdownMethod::atom_fixed:
+            // Fixed counters 4-6 (named_events.cpp) and TOPDOWN_BE_BOUND.ALL_P on a GP counter.
+            specs->put(StrView("CPU_CLK_UNHALTED.CORE;TOPDOWN_BAD_SPECULATION.ALL;TOPDOWN_FE_BOUND.ALL;"
+                               "TOPDOWN_RETIRING.ALL;A4.02"));
+            break;
+        case TopdownMethod::zen4_pipeline:
+        case TopdownMethod::zen5_pipeline:
+            // AMD PPR event names (named_events.cpp kAmdNamed; Linux amdzen4/amdzen5 pipeline.json).
+            specs->put(StrView("ls_not_halted_cyc;de_no_dispatch_per_slot.no_ops_from_frontend;"
+                               "de_no_dispatch_per_slot.backend_stalls;de_no_dispatch_per_slot.smt_contention;"
+                               "de_src_op_disp.all;ex_ret_ops"));
+            // Level 2 (the same pipeline.json): microcode ops, mispredicts vs. restarts, and
+            // the no-retire cycles waiting for loads among those waiting for any op.
+            if (level >= 2)
+                specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;resyncs_or_nc_redirects;"
+                                   "ex_no_retire.not_complete;ex_no_retire.load_not_complete"));
             break;
         case TopdownMethod::none: break;
     }

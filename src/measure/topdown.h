@@ -19,6 +19,24 @@
 //   arch_events     cores that enumerate the architectural TopDown events (CPUID.0AH:EBX
 //                   bits 7-11: topdown slots, backend bound, bad speculation, frontend bound,
 //                   retiring) on GP counters.
+//   gracemont_events, crestmont_events, skymont_events
+//                   E cores (Atom): Intel's E-core TMA formulas over each core's own GP
+//                   events, slots = W * CPU_CLK_UNHALTED.CORE with W = 5 (Gracemont), 6
+//                   (Crestmont), 8 (Skymont, Darkmont).
+//   atom_fixed      E cores whose leaf 23H enumerates fixed counters 4-6 (Skymont/Darkmont:
+//                   Lunar, Arrow, Panther Lake, Clearwater Forest): TOPDOWN_BAD_SPECULATION.ALL,
+//                   TOPDOWN_FE_BOUND.ALL, TOPDOWN_RETIRING.ALL on FIXED_CTR4-6 (pseudo-
+//                   encodings 0x0500/0x0600/0x0700), TOPDOWN_BE_BOUND.ALL_P (A4.02) on a GP
+//                   counter, 8 slots per cycle.
+//   zen4_pipeline, zen5_pipeline
+//                   AMD Zen 4 / Zen 5: the pipeline-utilisation events (PMCx1A0
+//                   de_no_dispatch_per_slot, PMCx0AA de_src_op_disp.all, PMCx0C1 ex_ret_ops,
+//                   PMCx076 ls_not_halted_cyc), 6 (Zen 4) or 8 (Zen 5) dispatch slots per
+//                   cycle, bad speculation = (dispatched - retired ops) / slots, and a fifth
+//                   level-1 part, SMT contention (Linux tools/perf/pmu-events/arch/x86/amdzen4
+//                   and amdzen5 pipeline.json). Level 2 from the same JSON: microcode and
+//                   fastpath ops, mispredicts and pipeline restarts, memory and core bound
+//                   (not the frontend split, which needs a CMASK'd PMCx1A0).
 // The metrics themselves (fractions of slots, validation) are formulas in metrics.h.
 #pragma once
 
@@ -27,13 +45,30 @@
 
 namespace pmulab {
 
-enum class TopdownMethod : u8 { none, perf_metrics, skylake_events, arch_events };
+enum class TopdownMethod : u8 {
+    none,
+    perf_metrics,
+    skylake_events,
+    arch_events,
+    gracemont_events,
+    crestmont_events,
+    skymont_events,
+    atom_fixed,
+    zen4_pipeline,
+    zen5_pipeline,
+};
+inline constexpr unsigned kTopdownMethods = 10;  // including none
 const char* topdown_method_name(TopdownMethod m);
+// The method named `name` (topdown_method_name's spelling); false when there is none.
+bool topdown_method_from_name(StrView name, TopdownMethod* m);
+// The level-1 parts of a method: 4, or 5 with AMD's SMT contention.
+unsigned topdown_level1_parts(TopdownMethod m);
 
 struct TopdownSupport {
     TopdownMethod method = TopdownMethod::none;
-    unsigned max_level = 0;  // 0 (none), 1 or 2
-    char why[200] = {};      // method none: why, for the user
+    unsigned max_level = 0;        // 0 (none), 1 or 2
+    unsigned slots_per_cycle = 0;  // issue (dispatch) slots per cycle, where the method fixes it
+    char why[256] = {};            // method none: why, for the user (fits EventsForCpus::topdown_why)
 };
 // What this CPU offers (its PMU and its identity: the model decides level 2 and
 // Skylake-class formulas).

@@ -41,11 +41,74 @@ void SimCpu::set_topdown_body(const TopdownBudget& b) {
 
 bool SimCpu::metrics_counting() const { return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1); }
 
+SimAtom sim_atom_core(const CpuidSnapshot& s) {
+    CpuidRegs l1, l1a;
+    if (!s.find(1, 0, &l1) || ((l1.eax >> 8) & 0xf) != 6) return SimAtom::none;
+    const u32 model = ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4);
+    const bool has_1a = s.find(0x1A, 0, &l1a);
+    const u32 core_type = has_1a ? l1a.eax >> 24 : 0, native = has_1a ? l1a.eax & 0xFFFFFF : 0;
+    // Atom-only SoCs: Alder Lake-N, Sierra Forest, Grand Ridge, Clearwater Forest.
+    const bool atom_only = model == 0xBE || model == 0xAF || model == 0xB6 || model == 0xDD;
+    if (core_type != 0x20 && !atom_only) return SimAtom::none;
+    switch (model) {
+        case 0x97:
+        case 0x9A:
+        case 0xB7:
+        case 0xBA:
+        case 0xBF:
+        case 0xBE: return SimAtom::gracemont;
+        case 0xAA:
+        case 0xAC:
+        case 0xAF:
+        case 0xB6: return SimAtom::crestmont;
+        case 0xBD:
+        case 0xCC:
+        case 0xDD: return SimAtom::skymont;
+        case 0xC5:
+        case 0xC6: return native == 2 ? SimAtom::crestmont : SimAtom::skymont;  // Arrow Lake LP E / E
+        default: return SimAtom::none;
+    }
+}
+
 const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
                                                       std::vector<Occurrence>* buf) {
     const TopdownBudget& b = in_body_ && td_body_set_ ? td_body_ : td_base_;
     if (!b.slots_per_cycle) return each;
     *buf = each;
+    if (layout_.kind == PmuLayout::Kind::amd) {
+        // Zen 4/5 pipeline utilisation (PPR PMCx1A0, PMCx0AA, PMCx0C1): empty dispatch slots by
+        // cause, ops dispatched (those that retire and those that do not) and ops retired.
+        // This model has no SMT sibling: PMCx1A0 unit mask 60h (SMT contention) stays 0.
+        buf->push_back({0x1A0, 0x01, b.fe_bound});               // no_ops_from_frontend
+        buf->push_back({0x1A0, 0x1E, b.be_bound});               // backend_stalls
+        buf->push_back({0x0AA, 0x07, b.retiring + b.bad_spec});  // de_src_op_disp.all
+        buf->push_back({0x0C1, 0x00, b.retiring});               // ex_ret_ops
+        // Level 2: microcode ops among the retiring (PMCx1C2), mispredicted branches and other
+        // restarts making up bad speculation (PMCx0C3, PMCx096), and no-retire cycles: waiting
+        // for any op (PMCx0D6 unit mask 02h) = the backend slots, for load data (A2h) = the
+        // memory-bound ones (a model of counts per cycle, not of which cycles).
+        buf->push_back({0x1C2, 0x00, b.heavy_ops});
+        buf->push_back({0x0C3, 0x00, b.br_mispredict});
+        buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
+        buf->push_back({0x0D6, 0x02, b.be_bound});
+        buf->push_back({0x0D6, 0xA2, b.mem_bound});
+        return *buf;
+    }
+    // E cores: their own encodings besides the architectural ones below (Intel perfmon
+    // JSON: Gracemont 71.00/74.00/C2.00, Crestmont 71.00/74.00/72.00; 73.00 on both).
+    switch (sim_atom_core(snapshot())) {
+        case SimAtom::gracemont:
+            buf->push_back({0x71, 0x00, b.fe_bound});
+            buf->push_back({0x74, 0x00, b.be_bound});
+            buf->push_back({0xC2, 0x00, b.retiring});
+            break;
+        case SimAtom::crestmont:
+            buf->push_back({0x71, 0x00, b.fe_bound});
+            buf->push_back({0x74, 0x00, b.be_bound});
+            buf->push_back({0x72, 0x00, b.retiring});
+            break;
+        default: break;
+    }
     buf->push_back({0xA4, 0x01, b.slots_per_cycle});        // TOPDOWN.SLOTS
     buf->push_back({0xA4, 0x02, b.be_bound});               // topdown backend bound (arch)
     buf->push_back({0x73, 0x00, b.bad_spec});               // TOPDOWN_BAD_SPECULATION
@@ -129,10 +192,74 @@ SimMachine intel_skylake(u32 n) {
     return topdown_part(0x000506E3, "Intel(R) Core(TM) i7-6700K CPU @ 4.00GHz", 0x07300404, 0x00000603, 0x33c5, n);
 }
 
+SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < m.size(); ++i) {
+        CpuSpec s = m.cpu(i).spec();
+        s.cpuid.set(0x15, 0, l15);
+        specs.push_back(s);
+    }
+    return SimMachine(specs);
+}
+
 SimMachine intel_alder_lake() {
     SimMachine m = intel_hybrid();
     for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores
     return m;
+}
+
+}  // namespace sim
+
+namespace sim {
+
+u64 default_topdown_width(const SimCpu& c) {
+    const PmuLayout& L = c.pmu();
+    CpuidRegs l1;
+    if (!c.snapshot().find(1, 0, &l1)) return 0;
+    const u32 family = ((l1.eax >> 8) & 0xf) + (((l1.eax >> 8) & 0xf) == 0xf ? ((l1.eax >> 20) & 0xff) : 0);
+    const u32 model = ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4);
+    if (L.kind == PmuLayout::Kind::amd) {
+        if (family == 0x1A) return 8;  // Zen 5
+        if (family == 0x19 &&
+            ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) || (model >= 0xA0 && model <= 0xAF)))
+            return 6;  // Zen 4
+        return 0;
+    }
+    if (L.kind != PmuLayout::Kind::intel || L.version < 2 || c.netburst()) return 0;
+    switch (sim_atom_core(c.snapshot())) {
+        case SimAtom::gracemont: return 5;
+        case SimAtom::crestmont: return 6;
+        case SimAtom::skymont: return 8;
+        default: break;
+    }
+    CpuidRegs l23;
+    if (c.snapshot().find(0x23, 0, &l23) && (l23.ecx & 0xFF)) return l23.ecx & 0xFF;
+    return 4;
+}
+
+TopdownBudget default_topdown_budget(u64 w) {
+    TopdownBudget b;
+    if (w < 4) return b;
+    b.slots_per_cycle = w;
+    b.retiring = w / 2;
+    b.bad_spec = 1;
+    b.fe_bound = 1;
+    b.be_bound = w - w / 2 - 2;
+    b.heavy_ops = 1;
+    b.br_mispredict = 1;
+    b.fetch_lat = 1;
+    b.mem_bound = (b.be_bound + 1) / 2;
+    return b;
+}
+
+void apply_default_topdown(SimMachine& m) {
+    for (u32 i = 0; i < m.size(); ++i) {
+        TopdownBudget b = default_topdown_budget(default_topdown_width(m.cpu(i)));
+        // AMD: no mispredicted branches (PMCx0C3 is branch-misses too): bad speculation is
+        // pipeline restarts (PMCx096).
+        if (m.cpu(i).pmu().kind == PmuLayout::Kind::amd) b.br_mispredict = 0;
+        if (b.slots_per_cycle) m.cpu(i).set_topdown(b);
+    }
 }
 
 }  // namespace sim

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "sim/sim_netburst.h"
+#include "sim/sim_topdown.h"
 
 namespace pmulab {
 
@@ -41,6 +42,15 @@ const ModelDef kModels[] = {
     {{"intel_v6", "Intel v6 with leaf 23H: 10 GP, fixed 0-2,4-6, UMASK2 and EQ"}, [] { return sim::intel_v6(); }},
     {{"hybrid", "Intel hybrid (Alder Lake-like): 2 P cores x 2 threads (8 GP) + 4 E cores (6 GP)"},
      [] { return sim::intel_hybrid(); }},
+    {{"icelake",
+      "Intel Ice Lake client (06_7EH): perfmon v5, 8 GP + 4 fixed, PERF_METRICS level 1, TSC 1497.6 MHz (CPUID.15H)"},
+     [] {
+         return sim::with_tsc_leaf15(sim::intel_icelake(), {2, 156, 19200000, 0});
+     }},
+    {{"sapphire_rapids", "Intel Sapphire Rapids (06_8FH): PERF_METRICS levels 1 and 2"},
+     [] { return sim::intel_sapphire_rapids(); }},
+    {{"alder_lake", "hybrid with PERF_METRICS on the P cores (Gracemont E cores)"},
+     [] { return sim::intel_alder_lake(); }},
     {{"qemu_tcg", "QEMU TCG, qemu64 model: no PMU, RDPMC #UD, unknown MSRs read 0"}, [] { return sim::qemu_tcg(); }},
     {{"qemu_tcg_intel", "QEMU TCG, Skylake-Client model: CPUID.0AH = 0"}, [] { return sim::qemu_tcg_intel(); }},
     {{"zen1", "AMD Zen 1 (17h/01h): PerfCtrExtCore, IRPerfCount erratum 1054"}, [] { return sim::amd_zen1(); }},
@@ -194,6 +204,8 @@ Status build_sim_machine(const SimMachineOptions& o, std::unique_ptr<SimMachine>
         // Time passes between two RDTSCs outside measured code too (the selftest's timing checks).
         c.set_rdtsc_step(3);
     }
+    // TopDown: the documented default slot budget (sim_topdown.h, docs/metrics.md).
+    sim::apply_default_topdown(*base);
     *out = std::move(base);
     return ok_status();
 }

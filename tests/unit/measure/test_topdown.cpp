@@ -228,25 +228,40 @@ TEST(Topdown, SkylakeFromGpEventsMultiplexedByRerun) {
     EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(), "[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)");
 }
 
-TEST(Topdown, HybridTopdownOnPCoresOnly) {
+TEST(Topdown, HybridTopdownOnBothCoreTypesEachWithItsMethod) {
+    // Alder Lake: PERF_METRICS on the P cores, Gracemont's own events on the E cores
+    // (5 slots per CPU_CLK_UNHALTED.CORE). (Before E-core TopDown, this test asserted
+    // TopDown on the P cores only.)
     SimMachine m = intel_alder_lake();
     for (u32 i = 0; i < m.size(); ++i) m.cpu(i).set_topdown(budget(5, 2, 1, 1, 1));
     SimPlatform p(m);
     Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 1 --cpu 0,4") + kFast);
     ASSERT_EQ(c.status, 0) << c.out;
     std::vector<pmutest::Json> met = of_type(c, "metric");
-    ASSERT_EQ(met.size(), 4u);
-    for (const pmutest::Json& j : met) EXPECT_EQ(j["cpu"].u(), 0u);
+    ASSERT_EQ(met.size(), 8u) << c.out;
     EXPECT_EQ(find(met, "metric", "tma_retiring")->operator[]("fraction").u_list(), (std::vector<u64>{2, 5}));
-    // The E core was measured (tsc) without TopDown, and the warning says why.
+    const char* mn[4] = {"tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"};
+    const std::vector<u64> want[4] = {{2, 5}, {1, 5}, {1, 5}, {1, 5}};
+    const char* inputs[4] = {"C2.00", "73.00", "71.00", "74.00"};
+    for (int i = 0; i < 4; ++i) {
+        const pmutest::Json* p0 = find(met, "metric", mn[i], 0);
+        const pmutest::Json* e4 = find(met, "metric", mn[i], 4);
+        ASSERT_NE(p0, nullptr) << mn[i];
+        ASSERT_NE(e4, nullptr) << mn[i];
+        EXPECT_EQ((*p0)["method"].s(), "perf_metrics");
+        EXPECT_EQ((*p0)["fraction"].u_list(), want[i]) << mn[i];
+        EXPECT_EQ((*e4)["method"].s(), "gracemont_events");
+        EXPECT_EQ((*e4)["fraction"].u_list(), want[i]) << mn[i];
+        EXPECT_EQ((*e4)["formula"].s(), std::string("[") + inputs[i] + "] / (5 * CPU_CLK_UNHALTED.CORE)");
+        EXPECT_EQ((*e4)["inputs"]["CPU_CLK_UNHALTED.CORE"].s(), "8.00");
+        EXPECT_TRUE((*e4)["valid"].b);
+    }
+    // The E core's inputs are GP counts, exact: 16 retiring slots of 40 per iteration.
     std::vector<pmutest::Json> res = of_type(c, "result");
     EXPECT_NE(find(res, "event", "tsc", 4), nullptr);
-    bool warned = false;
-    for (const pmutest::Json& j : of_type(c, "warning"))
-        warned |= j["message"].s().find("CPU 4") != std::string::npos ||
-                  j["message"].s().find("TopDown is unavailable") != std::string::npos;
-    std::string all = c.out;
-    EXPECT_TRUE(warned || all.find("TopDown is unavailable") != std::string::npos) << c.out;
+    EXPECT_EQ(find(res, "event", "C2.00", 4)->operator[]("fraction").u_list(), (std::vector<u64>{16, 1}));
+    EXPECT_EQ(find(res, "event", "71.00", 4)->operator[]("fraction").u_list(), (std::vector<u64>{8, 1}));
+    EXPECT_EQ(c.out.find("TopDown is unavailable"), std::string::npos) << c.out;
 }
 
 TEST(Topdown, UnavailableUnderTcgWithTheReason) {

@@ -79,9 +79,10 @@ TEST(MetricSelect, GroupsExpandAndUnknownNamesFail) {
     ASSERT_TRUE(parse_metric_text(StrView(kBuiltinMetrics), "built-in", &b).ok());
     Vec<StrView> n;
     ASSERT_TRUE(select_metrics(b, StrView("IPC,TopdownL1,ipc"), &n).ok());
-    ASSERT_EQ(n.size(), 5u);  // IPC once, four level-1 names once each (three variants)
+    ASSERT_EQ(n.size(), 6u);  // IPC once, four level-1 names once each (many variants), AMD's tma_smt_contention
     EXPECT_TRUE(n[0].eq(StrView("IPC")));
     EXPECT_TRUE(n[1].eq(StrView("tma_retiring")));
+    EXPECT_TRUE(n[5].eq(StrView("tma_smt_contention")));
     Vec<StrView> m;
     Status st = select_metrics(b, StrView("nope"), &m);
     EXPECT_EQ(st.error().code, Errc::invalid_argument);

@@ -74,6 +74,24 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
                   "  l1d-misses                060.C8  PMC0-5           yes",
                   "      L2 cache accesses from L1 data cache misses (PMCx060, unit mask C8h)",
                   "      also: L1-dcache-load-misses",
+                  "  de_no_dispatch_per_slot.no_ops_from_frontend 1A0.01 PMC0-5 yes",
+                  "      dispatch slots left empty: no ops from the frontend (PMCx1A0, unit mask 01h)",
+                  "  de_no_dispatch_per_slot.backend_stalls 1A0.1E PMC0-5 yes",
+                  "      dispatch slots left empty: backend stalls (PMCx1A0, unit mask 1Eh)",
+                  "  de_no_dispatch_per_slot.smt_contention 1A0.60 PMC0-5 yes",
+                  "      dispatch slots left empty: the other thread was selected (PMCx1A0, unit mask 60h)",
+                  "  de_src_op_disp.all        0AA.07  PMC0-5           yes",
+                  "      ops dispatched from any source (PMCx0AA, unit mask 07h)",
+                  "  ex_ret_ops                0C1.00  PMC0-5           yes",
+                  "      retired macro-ops (PMCx0C1)",
+                  "  ex_ret_ucode_ops          1C2.00  PMC0-5           yes",
+                  "      retired microcode ops (PMCx1C2)",
+                  "  resyncs_or_nc_redirects   096.00  PMC0-5           yes",
+                  "      pipeline restarts not caused by branch mispredicts (PMCx096)",
+                  "  ex_no_retire.not_complete 0D6.02  PMC0-5           yes",
+                  "      cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)",
+                  "  ex_no_retire.load_not_complete 0D6.A2 PMC0-5       yes",
+                  "      cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)",
                   "  tsc                       -       TSC              yes",
                   "      time-stamp counter (RDTSC), no PMU counter",
               }));
@@ -83,7 +101,7 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     r = pmutest::run(m, {"events", "--json"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
-    ASSERT_EQ(recs.size(), 11u);  // pmu + 10 events
+    ASSERT_EQ(recs.size(), 20u);  // pmu + 19 events (9 of them the Zen 4/5 TopDown inputs)
     EXPECT_EQ(recs[0]["pmu"].s(), "amd");
     const pmutest::Json& ins = recs[1];
     EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
@@ -108,8 +126,10 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     EXPECT_TRUE(mis["fixed_counter"].is_null());
     EXPECT_EQ(mis["route"].s(), "gp");
     EXPECT_EQ(mis["counter"].s(), "PMC0-5");
-    EXPECT_EQ(recs[10]["name"].s(), "tsc");
-    EXPECT_EQ(recs[10]["counter"].s(), "TSC");
+    EXPECT_EQ(recs[10]["name"].s(), "de_no_dispatch_per_slot.no_ops_from_frontend");
+    EXPECT_EQ(recs[10]["code"].s(), "1A0.01");
+    EXPECT_EQ(recs[19]["name"].s(), "tsc");
+    EXPECT_EQ(recs[19]["counter"].s(), "TSC");
 }
 
 TEST(EventsVendors, AmdWithoutIrPerfCountFallsBackForInstructions) {

@@ -224,3 +224,81 @@ TEST(SimTopdown, BodyBudgetReplacesTheBaseWhileInBody) {
     EXPECT_EQ(c.topdown_count(0), 20u + 50u);
     EXPECT_EQ(c.topdown_count(1), 10u);
 }
+
+TEST(SimTopdown, FixedCounters4To6CountBadSpeculationFrontendRetiring) {
+    // SDM Vol. 3B "Fixed-Function Performance Counters": fixed counters 4-6 count
+    // TOPDOWN_BAD_SPECULATION, TOPDOWN_FE_BOUND, TOPDOWN_RETIRING where CPUID.23H enumerates
+    // them (intel_v6: fixed 0-2,4-6).
+    SimMachine m = intel_v6();
+    SimCpu& c = m.cpu(0);
+    TopdownBudget b;
+    b.slots_per_cycle = 8;
+    b.retiring = 4;
+    b.bad_spec = 1;
+    b.fe_bound = 1;
+    b.be_bound = 2;
+    c.set_topdown(b);
+    ASSERT_EQ(wr(c, reg::FIXED_CTR_CTRL, (0x1ull << 16) | (0x1ull << 20) | (0x1ull << 24)), 0);
+    ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, (1ull << 36) | (1ull << 37) | (1ull << 38)), 0);
+    c.run(100);
+    EXPECT_EQ(rd(c, reg::FIXED_CTR0 + 4), 100u);  // bad speculation
+    EXPECT_EQ(rd(c, reg::FIXED_CTR0 + 5), 100u);  // frontend bound
+    EXPECT_EQ(rd(c, reg::FIXED_CTR0 + 6), 400u);  // retiring
+}
+
+TEST(SimTopdown, GracemontEcoreCountsItsOwnEncodings) {
+    // Alder Lake E core (core type 20H, 06_97H): Intel perfmon's Gracemont events 71.00
+    // FE bound, 73.00 bad speculation, 74.00 BE bound, C2.00 retiring.
+    SimMachine m = intel_alder_lake();
+    SimCpu& c = m.cpu(4);
+    EXPECT_EQ(sim_atom_core(c.snapshot()), SimAtom::gracemont);
+    EXPECT_EQ(sim_atom_core(m.cpu(0).snapshot()), SimAtom::none);
+    EXPECT_EQ(default_topdown_width(c), 5u);
+    TopdownBudget b;
+    b.slots_per_cycle = 5;
+    b.retiring = 2;
+    b.bad_spec = 1;
+    b.fe_bound = 1;
+    b.be_bound = 1;
+    c.set_topdown(b);
+    constexpr u64 en = evtsel::OS | evtsel::EN;
+    ASSERT_EQ(wr(c, reg::PERFEVTSEL0, evtsel::make(0x71, 0x00, en)), 0);
+    ASSERT_EQ(wr(c, reg::PERFEVTSEL0 + 1, evtsel::make(0x73, 0x00, en)), 0);
+    ASSERT_EQ(wr(c, reg::PERFEVTSEL0 + 2, evtsel::make(0x74, 0x00, en)), 0);
+    ASSERT_EQ(wr(c, reg::PERFEVTSEL0 + 3, evtsel::make(0xC2, 0x00, en)), 0);
+    ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, 0xF), 0);
+    c.run(100);
+    EXPECT_EQ(rd(c, reg::PMC0), 100u);
+    EXPECT_EQ(rd(c, reg::PMC0 + 1), 100u);
+    EXPECT_EQ(rd(c, reg::PMC0 + 2), 100u);
+    EXPECT_EQ(rd(c, reg::PMC0 + 3), 200u);
+}
+
+TEST(SimTopdown, Zen4PipelineUtilisationEvents) {
+    // PMCx1A0 (unit masks 01h frontend, 1Eh backend, 60h SMT contention), PMCx0AA unit
+    // mask 07h (ops dispatched: retiring + bad speculation), PMCx0C1 (ops retired).
+    SimMachine m = amd_zen4(1);
+    SimCpu& c = m.cpu(0);
+    EXPECT_EQ(default_topdown_width(c), 6u);
+    c.set_topdown(default_topdown_budget(6));  // 3 retiring, 1 bad, 1 FE, 1 BE
+    auto ctl = [](u32 event, u32 umask) {
+        return u64(event & 0xFF) | (u64(umask) << 8) | (1ull << 17) | (1ull << 22) | (u64(event >> 8) << 32);
+    };
+    const u32 ev[6][2] = {{0x1A0, 0x01}, {0x1A0, 0x1E}, {0x1A0, 0x60}, {0x0AA, 0x07}, {0x0C1, 0x00}, {0x076, 0x00}};
+    for (u32 i = 0; i < 6; ++i) ASSERT_EQ(wr(c, reg::AMD_EXT_CTL0 + 2 * i, ctl(ev[i][0], ev[i][1])), 0);
+    ASSERT_EQ(wr(c, reg::AMD_GLOBAL_CTL, 0x3F), 0);
+    c.run(100, {{0x76, 0x00, 1}});
+    const u64 want[6] = {100, 100, 0, 400, 300, 100};
+    for (u32 i = 0; i < 6; ++i) EXPECT_EQ(rd(c, reg::AMD_EXT_CTL0 + 2 * i + 1), want[i]) << i;
+}
+
+TEST(SimTopdown, DefaultBudgetsPerCoreType) {
+    TopdownBudget b = default_topdown_budget(8);
+    EXPECT_EQ(b.retiring + b.bad_spec + b.fe_bound + b.be_bound, 8u);
+    EXPECT_EQ(b.retiring, 4u);
+    EXPECT_EQ(b.be_bound, 2u);
+    EXPECT_EQ(default_topdown_budget(5).be_bound, 1u);
+    EXPECT_EQ(default_topdown_budget(3).slots_per_cycle, 0u);  // too narrow: no budget
+    EXPECT_EQ(default_topdown_width(qemu_tcg_intel(1).cpu(0)), 0u);
+    EXPECT_EQ(default_topdown_width(amd_zen3(1).cpu(0)), 0u);  // no PMCx1A0 before Zen 4
+}

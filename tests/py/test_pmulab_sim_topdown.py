@@ -1,0 +1,139 @@
+"""pmulab-sim: `run --topdown` and `--metrics` end to end on simulated machines built from
+the CPUID dumps in tests/data/cpuid and from models, with pmulab-sim's documented default
+slot budget (src/sim/sim_topdown.h: W slots per cycle, W/2 retiring, 1 bad speculation,
+1 frontend bound, the rest backend bound). GP and fixed-counter inputs are exact; the
+PERF_METRICS categories are 1/255 steps of each read (docs/metrics.md), so P-core values
+are checked against the budget within the validation tolerance."""
+
+from fractions import Fraction
+
+from pmulab_test import data_path, run_tool
+
+TOOL = "pmulab-sim"
+L1 = ("tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound")
+ICE_LAKE_CAPS = "0xb3c5"  # full-width writes ... and PERF_CAPABILITIES[15] (PERF_METRICS)
+
+
+def _sim(*args):
+    return run_tool(TOOL, *args, timeout=600)
+
+
+def _metrics(r):
+    """{(cpu, metric): record}"""
+    return {(m["cpu"], m["metric"]): m for m in r.records("metric")}
+
+
+def _frac(rec):
+    return Fraction(rec["fraction"][0], rec["fraction"][1])
+
+
+def _budget(w):
+    ret = w // 2
+    return [Fraction(ret, w), Fraction(1, w), Fraction(1, w), Fraction(w - ret - 2, w)]
+
+
+def test_ice_lake_class_dump_perf_metrics_level1():
+    # Raptor Lake-P (Golden Cove P cores, fixed counter 3): PERF_METRICS once the
+    # capabilities a dump cannot carry say so. No leaf 23H: 4 slots per cycle, 2/1/1/0.
+    r = _sim("--json", "--dump", data_path("cpuid", "GenuineIntel00B06A2_RaptorLakeP_02_CPUID.txt"),
+             "--perf-capabilities", ICE_LAKE_CAPS, "--",
+             "run", "--bench", "add_indep", "--topdown", "1", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    assert len(met) == 4, met
+    for name, want in zip(L1, _budget(4)):
+        m = met[(0, name)]
+        assert m["method"] == "perf_metrics" and m["level"] == 1 and m["groups"] == "TopdownL1", m
+        assert m["valid"] is True and "violation" not in m, m
+        assert abs(_frac(m) - want) <= Fraction(1, 100), (name, m)
+        assert m["inputs"]["TOPDOWN.SLOTS"] == 32.0, m  # 8 cycles x 4 slots, exact
+    assert met[(0, "tma_retiring")]["formula"] == "PERF_METRICS.RETIRING / TOPDOWN.SLOTS"
+    slots = [x for x in r.records("result") if x["event"] == "TOPDOWN.SLOTS"]
+    assert slots and slots[0]["counter"] == "FIXED_CTR3" and slots[0]["fraction"] == [32, 1], slots
+
+
+def test_hybrid_dump_all_cpus_every_core_type_with_its_method():
+    r = _sim("--json", "--dump", data_path("cpuid", "GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt"),
+             "--perf-capabilities", ICE_LAKE_CAPS, "--",
+             "run", "--bench", "add_indep", "--topdown", "1", "--cpu", "all", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    assert len(met) == 16 * 4, sorted(met)
+    methods = {}
+    for cpu in range(16):
+        methods[cpu] = {met[(cpu, n)]["method"] for n in L1}
+        for n in L1:
+            assert met[(cpu, n)]["valid"] is True, met[(cpu, n)]
+    assert {c for c, m in methods.items() if m == {"perf_metrics"}} == {0, 1, 10, 11, 12, 13}, methods
+    assert {c for c, m in methods.items() if m == {"atom_fixed"}} == set(range(2, 10)), methods
+    assert {c for c, m in methods.items() if m == {"crestmont_events"}} == {14, 15}, methods
+    # E cores: exact fractions (GP and fixed-counter counts), 8 and 6 slots per cycle.
+    for cpu, w in [(c, 8) for c in range(2, 10)] + [(14, 6), (15, 6)]:
+        assert [_frac(met[(cpu, n)]) for n in L1] == _budget(w), (cpu, [met[(cpu, n)] for n in L1])
+    counters = {(x["cpu"], x["event"]): x["counter"] for x in r.records("result")}
+    assert counters[(2, "TOPDOWN_BAD_SPECULATION.ALL")] == "FIXED_CTR4"
+    assert counters[(2, "TOPDOWN_FE_BOUND.ALL")] == "FIXED_CTR5"
+    assert counters[(2, "TOPDOWN_RETIRING.ALL")] == "FIXED_CTR6"
+    assert met[(14, "tma_retiring")]["formula"] == "[72.00] / (6 * CPU_CLK_UNHALTED.CORE)"
+    assert met[(14, "tma_retiring")]["inputs"] == {"72.00": 24.0, "CPU_CLK_UNHALTED.CORE": 8.0}
+
+
+def test_hybrid_dump_without_perf_metrics_warns_for_the_p_cores_and_measures_the_e_cores():
+    r = _sim("--dump", data_path("cpuid", "GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt"), "--",
+             "run", "--bench", "add_indep", "--topdown", "1", "--cpu", "all", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    assert "pmulab: warning: --topdown: CPUs 0-1,10-13: TopDown is unavailable: no TopDown on this core" in r.err, r
+    assert " 2 tma_retiring                 0.5000  TOPDOWN_RETIRING.ALL / (8 * CPU_CLK_UNHALTED.CORE)" in r.out, r
+
+
+def test_zen5_dump_pipeline_utilisation_exact():
+    r = _sim("--json", "--dump", data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"),
+             "--cpus", "0", "--", "run", "--bench", "add_indep", "--topdown", "1", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    assert [_frac(met[(0, n)]) for n in L1] == _budget(8), met
+    assert met[(0, "tma_smt_contention")]["fraction"] == [0, 1]
+    assert {m["method"] for m in met.values()} == {"zen5_pipeline"}
+    assert all(m["valid"] for m in met.values()), met
+
+
+def test_frequency_in_hz_and_undefined_without_the_tsc_frequency():
+    r = _sim("--json", "--model", "icelake", "--cpus", "0", "--",
+             "run", "--bench", "add_indep", "--metrics", "frequency,IPC", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    (meta,) = r.records("meta")
+    assert meta["tsc_hz"] == 1497600000, meta  # CPUID.15H: 19.2 MHz x 156 / 2
+    met = _metrics(r)
+    f = met[(0, "frequency")]
+    assert f["unit"] == "Hz" and f["fraction"] == [1497600000, 1] and f["valid"] is True, f
+    assert f["inputs"]["TSC_FREQUENCY"] == 1497600000, f
+    r = _sim("--json", "--model", "skylake", "--cpus", "0", "--",
+             "run", "--bench", "add_indep", "--metrics", "frequency", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    (f,) = r.records("metric")
+    assert f["value"] is None and f["valid"] is False, f
+    assert f["undefined"].startswith("the TSC frequency is unknown (CPUID.15H/16H"), f
+
+
+def test_topdown_under_tcg_says_why():
+    r = _sim("--model", "qemu_tcg_intel", "--", "run", "--bench", "add_indep", "--topdown", "1")
+    assert r.rc == 3, r
+    assert ("pmulab: error: --topdown: CPU 0: TopDown is unavailable: no performance counters: no architectural "
+            "performance monitoring: CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)") in r.err, r
+
+
+def test_zen5_dump_level2_exact():
+    # The default AMD budget (8 slots): 1 microcode op of 4 retiring, bad speculation all
+    # pipeline restarts, 1 of 2 backend slots memory bound.
+    r = _sim("--json", "--dump", data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"),
+             "--cpus", "0", "--", "run", "--bench", "add_indep", "--topdown", "2", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    assert len(met) == 11, sorted(met)
+    want = {"tma_heavy_operations": Fraction(1, 8), "tma_light_operations": Fraction(3, 8),
+            "tma_branch_mispredicts": 0, "tma_machine_clears": Fraction(1, 8),
+            "tma_memory_bound": Fraction(1, 8), "tma_core_bound": Fraction(1, 8)}
+    for name, v in want.items():
+        m = met[(0, name)]
+        assert _frac(m) == v and m["level"] == 2 and m["valid"] is True, m
+    assert met[(0, "tma_memory_bound")]["parent"] == "tma_backend_bound"

@@ -32,6 +32,18 @@ public:
     virtual u64 now_ms() = 0;
     // What the link is, for the hello record ("serial port 1 of 2").
     virtual const char* describe() = 0;
+    // Waits for a host to connect, up to `wait_ms` (0: no limit): true when one did,
+    // false when the time passed first. A serial line is always connected.
+    virtual Result<bool> accept(u64 wait_ms) {
+        (void)wait_ms;
+        return true;
+    }
+    // Ends the connection to the host (TCP: sends what is queued, then closes), so that
+    // accept() can take the next one. Nothing to do on a serial line.
+    virtual void hang_up() {}
+    // Whether another host can connect after this one went away (TCP, unless serving
+    // one host only); a serial line that fails stays failed.
+    virtual bool reconnects() const { return false; }
 
 protected:
     ~ServeLink() = default;

@@ -131,11 +131,11 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     }
 
     st = sb_->CreateChild(sb_, &listen_handle_);
-    if (st != EFI_SUCCESS)
-        return Error::make(Errc::io, "serve --tcp: TCP4 CreateChild: %s", tcp_status_name(st));
+    if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: TCP4 CreateChild: %s", tcp_status_name(st));
     iface = nullptr;
     st = gBS->HandleProtocol(listen_handle_, &kTcp4Guid, &iface);
-    if (st != EFI_SUCCESS || !iface) return Error::make(Errc::io, "serve --tcp: TCP4 protocol: %s", tcp_status_name(st));
+    if (st != EFI_SUCCESS || !iface)
+        return Error::make(Errc::io, "serve --tcp: TCP4 protocol: %s", tcp_status_name(st));
     listener_ = static_cast<EFI_TCP4*>(iface);
 
     // A passive open on PORT from any host (UEFI spec §28.1.3 Configure): our own
@@ -309,7 +309,8 @@ Status EfiTcpLink::send(StrView bytes) {
             while (!slot) {
                 poll();
                 reap_tx();
-                if (host_gone_) return Error::make(Errc::io, "serve --tcp: the host went away while data was being sent");
+                if (host_gone_)
+                    return Error::make(Errc::io, "serve --tcp: the host went away while data was being sent");
                 for (TxSlot& s : tx_)
                     if (!s.busy) {
                         slot = &s;

@@ -115,7 +115,8 @@ class ServeSession final : public Platform {
 public:
     ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o);
     ~ServeSession() { measure_.release_cache(); }
-    // Serves until a stop request (0), the idle time (0) or a broken link (1).
+    // Serves until a stop request (0), the idle time (0) or a broken link (1: sending
+    // failed, or reading failed and every request read before was answered).
     int serve(ServeRunFn run, void* ctx);
 
     // Platform: the real one, seen through the request.
@@ -152,11 +153,12 @@ private:
     ServeOptions opts_;
     ServeMeasure measure_;
     ServeFiles files_;
-    Vec<char> in_;             // bytes of the line being received
-    bool discarding_ = false;  // the line being received is too long
-    bool waiting_ = false;     // a begun line stopped arriving ...
-    u64 waiting_since_ = 0;    // ... at this now_ms()
-    bool link_broken_ = false;
+    Vec<char> in_;              // bytes of the line being received
+    bool discarding_ = false;   // the line being received is too long
+    bool waiting_ = false;      // a begun line stopped arriving ...
+    u64 waiting_since_ = 0;     // ... at this now_ms()
+    bool link_broken_ = false;  // sending failed
+    bool input_ended_ = false;  // reading failed (the host went away or stopped sending)
     Vec<Queued> queue_;
     ServeRequest* current_ = nullptr;
     u64 deadline_ = 0;  // now_ms() value, 0: none

@@ -207,7 +207,7 @@ Result<bool> EfiTcpLink::accept(u64 wait_ms) {
                            tcp_status_name(st));
     }
     conn_ = static_cast<EFI_TCP4*>(iface);
-    host_gone_ = false;
+    host_gone_ = rx_closed_ = false;
     rx_have_ = rx_off_ = 0;
     EFI_TCP4_CONFIG_DATA cfg = {};
     describe_[base_len_] = 0;
@@ -236,7 +236,8 @@ Status EfiTcpLink::start_receive() {
     rx_done_ = false;
     EFI_STATUS st = conn_->Receive(conn_, &rx_tok_);
     if (st != EFI_SUCCESS) {
-        host_gone_ = true;
+        if (st == EFI_CONNECTION_FIN) rx_closed_ = true;
+        else host_gone_ = true;
         return Error::make(Errc::io, "serve --tcp: TCP4 Receive: %s", tcp_status_name(st));
     }
     rx_pending_ = true;
@@ -244,7 +245,8 @@ Status EfiTcpLink::start_receive() {
 }
 
 Result<usize> EfiTcpLink::read(char* buf, usize cap) {
-    if (!conn_ || host_gone_) return Error::make(Errc::io, "serve --tcp: no host is connected");
+    if (!conn_ || host_gone_ || rx_closed_)
+        return Error::make(Errc::io, "serve --tcp: the host sends nothing more (connection closed)");
     if (rx_off_ == rx_have_) {
         if (!rx_pending_) PMULAB_TRY(start_receive());
         if (!completed(rx_tok_.CompletionToken.Event, &rx_done_)) {
@@ -255,7 +257,10 @@ Result<usize> EfiTcpLink::read(char* buf, usize cap) {
         rx_done_ = false;
         EFI_STATUS st = rx_tok_.CompletionToken.Status;
         if (st != EFI_SUCCESS) {
-            host_gone_ = true;
+            // FIN: the host sends nothing more but may still read the answers to what
+            // it sent (a half-close); anything else: the connection is gone.
+            if (st == EFI_CONNECTION_FIN) rx_closed_ = true;
+            else host_gone_ = true;
             return Error::make(Errc::io, "serve --tcp: %s", tcp_status_name(st));
         }
         rx_have_ = rx_data_.DataLength <= kTcpRxBytes ? rx_data_.DataLength : kTcpRxBytes;
@@ -276,7 +281,7 @@ Result<usize> EfiTcpLink::read(char* buf, usize cap) {
 void EfiTcpLink::wait(u32 ms) {
     u64 end = rdtsc_now() + u64(ms) * tsc_per_ms_;
     while (rdtsc_now() < end) {
-        if (!conn_ || host_gone_ || rx_off_ < rx_have_) return;
+        if (!conn_ || host_gone_ || rx_closed_ || rx_off_ < rx_have_) return;
         poll();
         if (rx_pending_ && completed(rx_tok_.CompletionToken.Event, &rx_done_)) return;
         gBS->Stall(50);
@@ -389,7 +394,7 @@ void EfiTcpLink::drop_connection() {
         gBS->CheckEvent(s.token.CompletionToken.Event);
         s.busy = false;
     }
-    host_gone_ = false;
+    host_gone_ = rx_closed_ = false;
     describe_[base_len_] = 0;
 }
 

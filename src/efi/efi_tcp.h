@@ -65,7 +65,8 @@ private:
     bool rx_pending_ = false, rx_done_ = false;
     char* rx_buf_ = nullptr;
     usize rx_have_ = 0, rx_off_ = 0;
-    bool host_gone_ = false;
+    bool host_gone_ = false;  // reset, or it takes no data: nothing more can be sent
+    bool rx_closed_ = false;  // FIN: it sends nothing more (it may still read)
     TxSlot tx_[kTcpTxSlots] = {};
     u64 tsc_per_ms_ = 0;
     bool once_ = false;

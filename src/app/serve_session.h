@@ -44,6 +44,9 @@ public:
     // Whether another host can connect after this one went away (TCP, unless serving
     // one host only); a serial line that fails stays failed.
     virtual bool reconnects() const { return false; }
+    // What opening the link found, for the console (TCP: the network handles before and
+    // after connecting the NICs); null when there is nothing to say.
+    virtual const char* notes() { return nullptr; }
 
 protected:
     ~ServeLink() = default;

@@ -81,6 +81,7 @@ Status cmd_serve(Out& out, Args& args) {
     Result<ServeLink*> opened = tcp ? p.open_tcp_link(t) : p.open_serve_link(port);
     if (!opened.ok()) return opened.error();
     ServeLink& link = *opened.value();
+    if (link.notes()) out.text("pmulab serve: %s\n", link.notes());
     if (tcp) out.text("pmulab serve: listening on %s\n", link.describe());
     u64 answered = 0;
     for (;;) {

@@ -97,8 +97,14 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     tsc_per_ms_ = (rdtsc_now() - t0) / 10;
     if (!tsc_per_ms_) tsc_per_ms_ = 1;
 
+    u32 snp0 = count_handles(&kSnpGuid), mnp0 = count_handles(&kMnpSbGuid), ip40 = count_handles(&kIp4SbGuid),
+        tcp0 = count_handles(&kTcp4SbGuid);
     u32 nics = connect_network();
     u32 snp = count_handles(&kSnpGuid), mnp = count_handles(&kMnpSbGuid), ip4 = count_handles(&kIp4SbGuid);
+    format_to(notes_, sizeof notes_,
+              "network handles (SNP, MNP, IP4, TCP4 service): %u, %u, %u, %u as the firmware left them; %u, %u, %u, "
+              "%u after connecting %u PCI network controller%s",
+              snp0, mnp0, ip40, tcp0, snp, mnp, ip4, count_handles(&kTcp4SbGuid), nics, nics == 1 ? "" : "s");
     UINTN n = 0;
     EFI_HANDLE* hs = nullptr;
     EFI_STATUS st = gBS->LocateHandleBuffer(ByProtocol, &kTcp4SbGuid, nullptr, &n, &hs);

@@ -37,6 +37,7 @@ public:
     Status send(StrView bytes) override;
     u64 now_ms() override;
     const char* describe() override { return describe_; }
+    const char* notes() override { return notes_; }
 
 private:
     struct TxSlot {
@@ -72,6 +73,7 @@ private:
     bool once_ = false;
     char describe_[128] = {};
     usize base_len_ = 0;  // describe_ without the connected host
+    char notes_[192] = {};
 };
 
 }  // namespace pmulab::efi

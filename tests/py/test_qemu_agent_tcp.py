@@ -185,6 +185,10 @@ def test_qemu_serve_tcp_idle_without_a_host():
     port = free_tcp_port()
     r = run_qemu("serve", "--tcp", str(port), "--idle", "1", smp="1", timeout=120, extra=["--tcp", str(port)])
     assert r.rc == 0, r
+    # OVMF binds nothing to the NIC by itself (it connects the boot disk only); pmulab
+    # connects it and the network stack appears.
+    assert ("pmulab serve: network handles (SNP, MNP, IP4, TCP4 service): 0, 0, 0, 0 as the firmware left them; "
+            "3, 1, 1, 1 after connecting 1 PCI network controller") in r.out, r
     assert f"pmulab serve: listening on TCP 10.0.2.15:{port} (NIC 52:54:00:12:34:56, 1 of 1 with TCP4)" in r.out, r
     assert "pmulab serve: no host connected within --idle 1 s" in r.out, r
     assert "pmulab serve: stopped after 0 requests" in r.out, r

@@ -91,6 +91,7 @@ void EfiTcpLink::poll() {
 }
 
 Status EfiTcpLink::open(const ServeTcpOptions& o) {
+    teardown();
     once_ = o.once;
     u64 t0 = rdtsc_now();
     gBS->Stall(10000);
@@ -404,19 +405,31 @@ void EfiTcpLink::drop_connection() {
     describe_[base_len_] = 0;
 }
 
-EfiTcpLink::~EfiTcpLink() {
+EfiTcpLink::~EfiTcpLink() { teardown(); }
+
+// Closes the connection and the listener (the port is free again) and gives back the
+// events and buffers: at the end, and before a second `serve --tcp` in one campaign.
+void EfiTcpLink::teardown() {
     if (conn_) hang_up();
     if (accepting_ && listener_) listener_->Cancel(listener_, nullptr);
     if (listener_) listener_->Configure(listener_, nullptr);
-    if (listen_handle_) sb_->DestroyChild(sb_, listen_handle_);
+    if (listen_handle_ && sb_) sb_->DestroyChild(sb_, listen_handle_);
     EFI_EVENT evs[] = {listen_tok_.CompletionToken.Event, rx_tok_.CompletionToken.Event};
     for (EFI_EVENT e : evs)
         if (e) gBS->CloseEvent(e);
     for (TxSlot& s : tx_) {
         if (s.token.CompletionToken.Event) gBS->CloseEvent(s.token.CompletionToken.Event);
         if (s.buf) gBS->FreePool(s.buf);
+        s = TxSlot{};
     }
     if (rx_buf_) gBS->FreePool(rx_buf_);
+    rx_buf_ = nullptr;
+    listen_tok_ = {};
+    rx_tok_ = {};
+    sb_ = nullptr;
+    listen_handle_ = nullptr;
+    listener_ = nullptr;
+    accepting_ = accept_done_ = false;
 }
 
 u64 EfiTcpLink::now_ms() { return rdtsc_now() / tsc_per_ms_; }

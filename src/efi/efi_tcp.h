@@ -53,6 +53,7 @@ private:
     void poll();
     void reap_tx();
     void drop_connection();
+    void teardown();
 
     EFI_SERVICE_BINDING* sb_ = nullptr;
     EFI_HANDLE listen_handle_ = nullptr;

@@ -179,16 +179,24 @@ def test_qemu_serve_tcp_without_a_network():
 
 
 def test_qemu_serve_tcp_idle_without_a_host():
-    """`serve --tcp P --idle 1` with the NIC and nobody connecting: it stops after a
-    second and powers off with status 0."""
+    """A campaign of two `serve --tcp P --idle 1` lines with the NIC and nobody
+    connecting: each stops after a second (the second one can listen on the same port
+    again: the first gave it back), and the boot powers off with status 0."""
     from pmulab_client import free_tcp_port
     port = free_tcp_port()
-    r = run_qemu("serve", "--tcp", str(port), "--idle", "1", smp="1", timeout=120, extra=["--tcp", str(port)])
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "serve.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"serve --tcp {port} --idle 1\nserve --tcp {port} --idle 1 --once\n")
+        r = run_qemu(smp="1", timeout=120, config=cfg, extra=["--tcp", str(port)])
     assert r.rc == 0, r
     # OVMF binds nothing to the NIC by itself (it connects the boot disk only); pmulab
-    # connects it and the network stack appears.
+    # connects it and the network stack appears (the second time it is there already).
     assert ("pmulab serve: network handles (SNP, MNP, IP4, TCP4 service): 0, 0, 0, 0 as the firmware left them; "
             "3, 1, 1, 1 after connecting 1 PCI network controller") in r.out, r
-    assert f"pmulab serve: listening on TCP 10.0.2.15:{port} (NIC 52:54:00:12:34:56, 1 of 1 with TCP4)" in r.out, r
-    assert "pmulab serve: no host connected within --idle 1 s" in r.out, r
-    assert "pmulab serve: stopped after 0 requests" in r.out, r
+    assert ("pmulab serve: network handles (SNP, MNP, IP4, TCP4 service): 3, 1, 1, 1 as the firmware left them; "
+            "3, 1, 1, 1 after connecting 1 PCI network controller") in r.out, r
+    listening = f"pmulab serve: listening on TCP 10.0.2.15:{port} (NIC 52:54:00:12:34:56, 1 of 1 with TCP4)"
+    assert r.out.count(listening) == 2, r
+    assert r.out.count("pmulab serve: no host connected within --idle 1 s") == 2, r
+    assert r.out.count("pmulab serve: stopped after 0 requests") == 2, r

@@ -82,6 +82,13 @@ def test_qemu_agent_tcp_session():
             ans = agent._finished.pop(rid)
             assert ans.done["status"] == 2, (line, ans.records)
             assert msg in ans.errors[0]["message"], (line, ans.errors)
+        # A line over the limit (400 KiB of it arrives in many TCP segments) is refused as a whole.
+        agent.send_raw('{"id":"long","cmd":"' + "x" * (400 << 10) + '"}\n')
+        rec = agent.read_record()
+        while not (rec.get("type") == "done" and rec.get("id") is None):
+            rec = agent.read_record()
+        assert rec["status"] == 2, rec
+        assert "longer than 409600 bytes" in agent._finished.pop(None).errors[0]["message"]
         ans = agent.request("frobnicate")
         assert _done(ans) == 2 and ans.errors[0]["message"] == "unknown command 'frobnicate' (try 'pmulab help')"
         # 3. Faulting user code, then exact again.

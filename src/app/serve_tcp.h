@@ -14,6 +14,9 @@ struct ServeTcpOptions {
     // (gateway and host 10.0.2.2), which is where its hostfwd rules deliver.
     u8 addr[4] = {10, 0, 2, 15};
     u8 prefix = 24;
+    // --addr dhcp: the address comes from a DHCP server (through the firmware's
+    // EFI_IP4_CONFIG2_PROTOCOL policy) instead of addr/prefix.
+    bool dhcp = false;
     // Serve one host only: when it goes away, serving stops (default: listen again).
     bool once = false;
 };

@@ -6,7 +6,8 @@
 namespace pmulab {
 
 const char kServeHelp[] =
-    "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N] [--once]] [--idle SECONDS]\n"
+    "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--once]]\n"
+    "                    [--idle SECONDS]\n"
     "                    [--unsafe] [--results] [--shutdown]\n"
     "\n"
     "Answers requests from a host until it sends {\"id\":...,\"stop\":true}: one JSON object\n"
@@ -21,7 +22,8 @@ const char kServeHelp[] =
     "                  TCP4 stack (EFI TCP4; in QEMU: run-qemu.sh --tcp PORT); when a\n"
     "                  host goes away, listen again for the next one\n"
     "  --addr A.B.C.D/N  the station address to listen on (default 10.0.2.15/24,\n"
-    "                  QEMU's user-mode network)\n"
+    "                  QEMU's user-mode network); 'dhcp': ask a DHCP server (sets the\n"
+    "                  firmware's stored IPv4 policy of the NIC to DHCP)\n"
     "  --once          with --tcp: stop serving when the first host goes away\n"
     "  --idle SECONDS  stop serving after this long without a request (with --tcp also\n"
     "                  without a host connected) (default: never)\n"
@@ -57,7 +59,8 @@ Status cmd_serve(Out& out, Args& args) {
             tcp = true;
         } else if (args.option("--addr", &v, &err)) {
             if (!v) return err;
-            PMULAB_TRY(parse_ipv4_prefix("--addr", StrView(v), t.addr, &t.prefix));
+            if (str_eq(v, "dhcp")) t.dhcp = true;
+            else PMULAB_TRY(parse_ipv4_prefix("--addr", StrView(v), t.addr, &t.prefix));
             addr_given = true;
         } else if (args.flag("--once")) {
             t.once = true;

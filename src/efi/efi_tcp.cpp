@@ -16,6 +16,27 @@ EFI_GUID kIp4SbGuid = EFI_IP4_SERVICE_BINDING_PROTOCOL;
 EFI_GUID kTcp4SbGuid = EFI_TCP4_SERVICE_BINDING_PROTOCOL;
 EFI_GUID kTcp4Guid = EFI_TCP4_PROTOCOL;
 
+// EFI_IP4_CONFIG2_PROTOCOL (UEFI spec §28.5), not in gnu-efi.
+EFI_GUID kIp4Config2Guid = {0x5b446ed1, 0xe30b, 0x4faa, {0x87, 0x1a, 0x36, 0x54, 0xec, 0xa3, 0x60, 0x80}};
+enum Ip4Config2DataType : UINT32 { kIp4InterfaceInfo = 0, kIp4Policy = 1 };
+enum Ip4Config2Policy : UINT32 { kIp4PolicyStatic = 0, kIp4PolicyDhcp = 1 };
+struct Ip4Config2InterfaceInfo {
+    CHAR16 Name[32];
+    UINT8 IfType;
+    UINT32 HwAddressSize;
+    EFI_MAC_ADDRESS HwAddress;
+    EFI_IPv4_ADDRESS StationAddress;
+    EFI_IPv4_ADDRESS SubnetMask;
+    UINT32 RouteTableSize;
+    EFI_IP4_ROUTE_TABLE* RouteTable;
+};
+struct Ip4Config2Protocol {
+    EFI_STATUS(EFIAPI* SetData)(Ip4Config2Protocol* This, UINT32 DataType, UINTN DataSize, VOID* Data);
+    EFI_STATUS(EFIAPI* GetData)(Ip4Config2Protocol* This, UINT32 DataType, UINTN* DataSize, VOID* Data);
+    VOID* RegisterDataNotify;
+    VOID* UnregisterDataNotify;
+};
+
 // PCI configuration space: the base class code (PCI Local Bus spec §6.2.1); 02h is a
 // network controller.
 constexpr u32 kPciClassBaseOffset = 0x0b;
@@ -79,6 +100,51 @@ u32 connect_network() {
 
 }  // namespace
 
+// --addr dhcp: sets the NIC's IPv4 policy to DHCP (Ip4Config2 SetData, UEFI spec §28.5;
+// the firmware keeps it in NVRAM) and waits, bounded, for the lease.
+Status EfiTcpLink::wait_for_dhcp(EFI_HANDLE nic, u8 addr[4], u8* prefix) {
+    void* iface = nullptr;
+    EFI_STATUS st = gBS->HandleProtocol(nic, &kIp4Config2Guid, &iface);
+    if (st != EFI_SUCCESS || !iface)
+        return Error::make(Errc::unsupported, "serve --tcp --addr dhcp: the NIC has no EFI_IP4_CONFIG2_PROTOCOL: %s",
+                           tcp_status_name(st));
+    auto* cfg2 = static_cast<Ip4Config2Protocol*>(iface);
+    UINT32 policy = kIp4PolicyStatic;
+    UINTN size = sizeof policy;
+    st = cfg2->GetData(cfg2, kIp4Policy, &size, &policy);
+    if (st == EFI_SUCCESS && policy != kIp4PolicyDhcp) {
+        policy = kIp4PolicyDhcp;
+        st = cfg2->SetData(cfg2, kIp4Policy, sizeof policy, &policy);
+        if (st != EFI_SUCCESS && st != EFI_NOT_READY)
+            return Error::make(Errc::io, "serve --tcp --addr dhcp: setting the IPv4 policy to DHCP: %s",
+                               tcp_status_name(st));
+    }
+    alignas(8) u8 buf[1024];
+    u64 end = now_ms() + kTcpDhcpWaitMs;
+    for (;;) {
+        size = sizeof buf;
+        auto* info = reinterpret_cast<Ip4Config2InterfaceInfo*>(buf);
+        if (cfg2->GetData(cfg2, kIp4InterfaceInfo, &size, buf) == EFI_SUCCESS) {
+            const UINT8* a = info->StationAddress.Addr;
+            if (a[0] | a[1] | a[2] | a[3]) {
+                u8 n = 0;
+                for (int k = 0; k < 4; ++k) {
+                    addr[k] = a[k];
+                    for (u8 m = info->SubnetMask.Addr[k]; m & 0x80; m = u8(m + m)) ++n;
+                }
+                *prefix = n;
+                return ok_status();
+            }
+        }
+        if (now_ms() >= end)
+            return Error::make(Errc::io,
+                               "serve --tcp --addr dhcp: no DHCP lease within %llu s (is a DHCP server on the NIC's "
+                               "network? else give --addr A.B.C.D/N)",
+                               (unsigned long long)(kTcpDhcpWaitMs / 1000));
+        gBS->Stall(10000);
+    }
+}
+
 bool EfiTcpLink::completed(EFI_EVENT ev, bool* done) {
     if (!*done && gBS->CheckEvent(ev) == EFI_SUCCESS) *done = true;
     return *done;
@@ -137,6 +203,10 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
         format_to(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5]);
     }
 
+    u8 addr[4] = {o.addr[0], o.addr[1], o.addr[2], o.addr[3]};
+    u8 prefix = o.prefix;
+    if (o.dhcp) PMULAB_TRY(wait_for_dhcp(nic, addr, &prefix));
+
     st = sb_->CreateChild(sb_, &listen_handle_);
     if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: TCP4 CreateChild: %s", tcp_status_name(st));
     iface = nullptr;
@@ -150,11 +220,12 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     EFI_TCP4_CONFIG_DATA cfg = {};
     cfg.TypeOfService = 0;
     cfg.TimeToLive = 64;
-    cfg.AccessPoint.UseDefaultAddress = FALSE;
+    // With DHCP: the address the firmware's IPv4 configuration holds (its default).
+    cfg.AccessPoint.UseDefaultAddress = o.dhcp ? TRUE : FALSE;
     u8 mask[4];
-    ipv4_mask(o.prefix, mask);
-    for (int k = 0; k < 4; ++k) {
-        cfg.AccessPoint.StationAddress.Addr[k] = o.addr[k];
+    ipv4_mask(prefix, mask);
+    for (int k = 0; k < 4 && !o.dhcp; ++k) {
+        cfg.AccessPoint.StationAddress.Addr[k] = addr[k];
         cfg.AccessPoint.SubnetMask.Addr[k] = mask[k];
     }
     cfg.AccessPoint.StationPort = o.port;
@@ -162,8 +233,8 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     cfg.ControlOption = nullptr;
     st = listener_->Configure(listener_, &cfg);
     if (st != EFI_SUCCESS)
-        return Error::make(Errc::io, "serve --tcp: TCP4 Configure (listen on %u.%u.%u.%u/%u port %u): %s", o.addr[0],
-                           o.addr[1], o.addr[2], o.addr[3], unsigned(o.prefix), unsigned(o.port), tcp_status_name(st));
+        return Error::make(Errc::io, "serve --tcp: TCP4 Configure (listen on %u.%u.%u.%u/%u port %u): %s", addr[0],
+                           addr[1], addr[2], addr[3], unsigned(prefix), unsigned(o.port), tcp_status_name(st));
 
     EFI_EVENT* evs[] = {&listen_tok_.CompletionToken.Event, &rx_tok_.CompletionToken.Event};
     for (EFI_EVENT* e : evs) {
@@ -178,8 +249,8 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     }
     st = gBS->AllocatePool(EfiLoaderData, kTcpRxBytes, reinterpret_cast<void**>(&rx_buf_));
     if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: AllocatePool: %s", tcp_status_name(st));
-    format_to(describe_, sizeof describe_, "TCP %u.%u.%u.%u:%u (NIC %s, %u of %u with TCP4)", o.addr[0], o.addr[1],
-              o.addr[2], o.addr[3], unsigned(o.port), mac, 1u, tcp4);
+    format_to(describe_, sizeof describe_, "TCP %u.%u.%u.%u:%u (%sNIC %s, %u of %u with TCP4)", addr[0], addr[1],
+              addr[2], addr[3], unsigned(o.port), o.dhcp ? "DHCP, " : "", mac, 1u, tcp4);
     base_len_ = str_len(describe_);
     return ok_status();
 }

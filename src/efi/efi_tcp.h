@@ -20,6 +20,7 @@ inline constexpr usize kTcpTxSlots = 8;         // Transmit tokens in flight
 inline constexpr usize kTcpTxSlotBytes = 8192;  // bytes per Transmit token
 inline constexpr u64 kTcpSendWaitMs = 10000;    // a host that takes no data for this long is gone
 inline constexpr u64 kTcpCloseWaitMs = 2000;    // an orderly close, then an abort
+inline constexpr u64 kTcpDhcpWaitMs = 30000;    // --addr dhcp: the longest wait for a lease
 
 class EfiTcpLink final : public ServeLink {
 public:
@@ -54,6 +55,7 @@ private:
     void reap_tx();
     void drop_connection();
     void teardown();
+    Status wait_for_dhcp(EFI_HANDLE nic, u8 addr[4], u8* prefix);
 
     EFI_SERVICE_BINDING* sb_ = nullptr;
     EFI_HANDLE listen_handle_ = nullptr;

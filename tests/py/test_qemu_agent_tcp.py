@@ -207,3 +207,15 @@ def test_qemu_serve_tcp_idle_without_a_host():
     assert r.out.count(listening) == 2, r
     assert r.out.count("pmulab serve: no host connected within --idle 1 s") == 2, r
     assert r.out.count("pmulab serve: stopped after 0 requests") == 2, r
+
+
+def test_qemu_serve_tcp_dhcp():
+    """`serve --tcp P --addr dhcp`: the firmware's IPv4 policy set to DHCP, the lease from
+    QEMU's user-mode network (10.0.2.15) within the bounded wait, and a host served on it."""
+    from pmulab_client import free_tcp_port
+    port = free_tcp_port()
+    r = run_qemu("serve", "--tcp", str(port), "--addr", "dhcp", "--idle", "1", smp="1", timeout=120,
+                 extra=["--tcp", str(port)])
+    assert r.rc == 0, r
+    assert f"pmulab serve: listening on TCP 10.0.2.15:{port} (DHCP, NIC 52:54:00:12:34:56, 1 of 1 with TCP4)" in r.out, r
+    assert "pmulab serve: no host connected within --idle 1 s" in r.out, r

@@ -213,6 +213,17 @@ TEST(ServeTcp, OnceStopsWhenTheHostGoesAway) {
     EXPECT_NE(p.out.find("pmulab serve: stopped after 1 requests\n"), std::string::npos) << p.out;
 }
 
+TEST(ServeTcp, AddrDhcp) {
+    TcpPlatform p;
+    p.link.hosts = {{{kStop}, false, ""}};
+    EXPECT_EQ(serve(p, {"--tcp", "5555", "--addr", "dhcp"}), kExitOk) << p.out;
+    EXPECT_TRUE(p.opened.dhcp);
+    TcpPlatform q;
+    q.link.hosts = {{{kStop}, false, ""}};
+    EXPECT_EQ(serve(q, {"--tcp", "5555", "--addr", "10.0.2.15/24"}), kExitOk) << q.out;
+    EXPECT_FALSE(q.opened.dhcp);
+}
+
 TEST(ServeTcp, IdleWithoutAHost) {
     TcpPlatform p;
     p.link.hosts = {{{kVersion}, true, ""}};  // a host that sends one request, then nothing

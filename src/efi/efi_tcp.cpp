@@ -215,8 +215,9 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
         return Error::make(Errc::io, "serve --tcp: TCP4 protocol: %s", tcp_status_name(st));
     listener_ = static_cast<EFI_TCP4*>(iface);
 
-    // A passive open on PORT from any host (UEFI spec §28.1.3 Configure): our own
-    // station address, so the firmware's stored IPv4 policy (Ip4Config2) is not changed.
+    // A passive open on PORT from any host (UEFI spec §28.1.3 Configure). Without
+    // --addr dhcp at our own station address, so the firmware's stored IPv4 settings
+    // (Ip4Config2) are not changed.
     EFI_TCP4_CONFIG_DATA cfg = {};
     cfg.TypeOfService = 0;
     cfg.TimeToLive = 64;

@@ -220,3 +220,19 @@ def test_qemu_serve_tcp_dhcp():
     listening = f"pmulab serve: listening on TCP 10.0.2.15:{port} (DHCP, NIC 52:54:00:12:34:56, 1 of 1 with TCP4)"
     assert listening in r.out, r
     assert "pmulab serve: no host connected within --idle 1 s" in r.out, r
+
+
+def test_qemu_serve_tcp_once_powers_off_when_the_host_goes_away():
+    """`serve --tcp P --once --shutdown`: a host that closes without `stop` ends serving
+    cleanly; pmulab powers off with status 0."""
+    agent = Agent.qemu(["--no-build", "--smp", "1", "--icount", "7"], timeout=300, tcp=True, serve_args=("--once",))
+    try:
+        assert agent.run(asm="add rax, rbx", events=["tsc"], reps=3).counts == {"tsc": 128.0}
+        agent.link.close()
+        agent.link = None
+        agent.proc.wait(120)
+    finally:
+        status = agent.close(timeout=60)
+    assert status == 0, (status, agent.console[-10:])
+    assert "pmulab serve: the host went away (--once)" in agent.console, agent.console
+    assert "pmulab serve: stopped after 1 requests" in agent.console, agent.console

@@ -17,6 +17,8 @@ struct ServeTcpOptions {
     // --addr dhcp: the address comes from a DHCP server (through the firmware's
     // EFI_IP4_CONFIG2_PROTOCOL policy) instead of addr/prefix.
     bool dhcp = false;
+    // --nic N: the Nth network interface with TCP4 (in the firmware's order); -1: the first.
+    int nic = -1;
     // Serve one host only: when it goes away, serving stops (default: listen again).
     bool once = false;
 };

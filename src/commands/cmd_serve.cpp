@@ -6,7 +6,7 @@
 namespace pmulab {
 
 const char kServeHelp[] =
-    "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--once]]\n"
+    "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--nic N] [--once]]\n"
     "                    [--idle SECONDS]\n"
     "                    [--unsafe] [--results] [--shutdown]\n"
     "\n"
@@ -24,6 +24,8 @@ const char kServeHelp[] =
     "  --addr A.B.C.D/N  the station address to listen on (default 10.0.2.15/24,\n"
     "                  QEMU's user-mode network); 'dhcp': ask a DHCP server (sets the\n"
     "                  firmware's stored IPv4 policy of the NIC to DHCP)\n"
+    "  --nic N         with --tcp: the Nth network interface that has TCP4 (0-based,\n"
+    "                  in the firmware's order); default: the first\n"
     "  --once          with --tcp: stop serving when the first host goes away\n"
     "  --idle SECONDS  stop serving after this long without a request (with --tcp also\n"
     "                  without a host connected) (default: never)\n"
@@ -44,7 +46,7 @@ int run_line(void*, Platform& p, int argc, const char* const* argv) {
 Status cmd_serve(Out& out, Args& args) {
     ServeOptions o;
     int port = -1;
-    bool tcp = false, addr_given = false;
+    bool tcp = false, addr_given = false, nic_given = false;
     ServeTcpOptions t;
     while (!args.done()) {
         const char* v = nullptr;
@@ -62,6 +64,10 @@ Status cmd_serve(Out& out, Args& args) {
             if (str_eq(v, "dhcp")) t.dhcp = true;
             else PMULAB_TRY(parse_ipv4_prefix("--addr", StrView(v), t.addr, &t.prefix));
             addr_given = true;
+        } else if (args.option("--nic", &v, &err)) {
+            if (!v) return err;
+            t.nic = int(PMULAB_TRY(parse_uint_option("--nic", v, 0, 63)));
+            nic_given = true;
         } else if (args.flag("--once")) {
             t.once = true;
         } else if (args.option("--idle", &v, &err)) {
@@ -78,8 +84,11 @@ Status cmd_serve(Out& out, Args& args) {
         }
     }
     if (tcp && port >= 0) return Error::make(Errc::invalid_argument, "serve: give --serial N or --tcp PORT, not both");
-    if (!tcp && (addr_given || t.once))
-        return Error::make(Errc::invalid_argument, "serve: %s goes with --tcp PORT", addr_given ? "--addr" : "--once");
+    if (!tcp && (addr_given || nic_given || t.once))
+        return Error::make(Errc::invalid_argument, "serve: %s goes with --tcp PORT",
+                           addr_given  ? "--addr"
+                           : nic_given ? "--nic"
+                                       : "--once");
     Platform& p = out.platform();
     Result<ServeLink*> opened = tcp ? p.open_tcp_link(t) : p.open_serve_link(port);
     if (!opened.ok()) return opened.error();

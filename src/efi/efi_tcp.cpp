@@ -187,8 +187,16 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
                            "service handles",
                            missing, nics, nics == 1 ? "" : "s", snp, mnp, ip4);
     }
-    EFI_HANDLE nic = hs[0];
     u32 tcp4 = u32(n);
+    u32 which = o.nic < 0 ? 0 : u32(o.nic);
+    if (which >= tcp4) {
+        gBS->FreePool(hs);
+        return Error::make(Errc::invalid_argument,
+                           "serve --tcp: --nic %d: the firmware has %u network interface%s "
+                           "with TCP4 (0-%u)",
+                           o.nic, tcp4, tcp4 == 1 ? "" : "s", tcp4 - 1);
+    }
+    EFI_HANDLE nic = hs[which];
     gBS->FreePool(hs);
     void* iface = nullptr;
     st = gBS->HandleProtocol(nic, &kTcp4SbGuid, &iface);
@@ -251,7 +259,7 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     st = gBS->AllocatePool(EfiLoaderData, kTcpRxBytes, reinterpret_cast<void**>(&rx_buf_));
     if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: AllocatePool: %s", tcp_status_name(st));
     format_to(describe_, sizeof describe_, "TCP %u.%u.%u.%u:%u (%sNIC %s, %u of %u with TCP4)", addr[0], addr[1],
-              addr[2], addr[3], unsigned(o.port), o.dhcp ? "DHCP, " : "", mac, 1u, tcp4);
+              addr[2], addr[3], unsigned(o.port), o.dhcp ? "DHCP, " : "", mac, which + 1, tcp4);
     base_len_ = str_len(describe_);
     return ok_status();
 }

@@ -236,3 +236,23 @@ def test_qemu_serve_tcp_once_powers_off_when_the_host_goes_away():
     assert status == 0, (status, agent.console[-10:])
     assert "pmulab serve: the host went away (--once)" in agent.console, agent.console
     assert "pmulab serve: stopped after 1 requests" in agent.console, agent.console
+
+
+def test_qemu_serve_tcp_chooses_the_nic():
+    """Two NICs: `--nic 1` listens on the second (its MAC in the link), `--nic 2` is a
+    clear usage error naming how many there are."""
+    from pmulab_client import free_tcp_port
+    port = free_tcp_port()
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "nic.cfg")
+        with open(cfg, "w") as f:
+            f.write(f"serve --tcp {port} --idle 1 --nic 1\nserve --tcp {port} --idle 1 --nic 2\n")
+        r = run_qemu(smp="1", timeout=120, config=cfg,
+                     extra=["--tcp", str(port), "--qemu-arg=-netdev", "--qemu-arg=user,id=n1,restrict=on",
+                            "--qemu-arg=-device", "--qemu-arg=virtio-net-pci,netdev=n1,romfile=,mac=52:54:00:00:00:02"])
+    assert r.rc == 2, r
+    assert ("pmulab serve: network handles (SNP, MNP, IP4, TCP4 service): 0, 0, 0, 0 as the firmware left them; "
+            "6, 2, 2, 2 after connecting 2 PCI network controllers") in r.out, r
+    assert f"pmulab serve: listening on TCP 10.0.2.15:{port} (NIC 52:54:00:00:00:02, 2 of 2 with TCP4)" in r.out, r
+    assert r.diag() == ["pmulab: error: \\pmulab\\pmulab.cfg:2: serve --tcp: --nic 2: the firmware has 2 network "
+                        "interfaces with TCP4 (0-1)"], r

@@ -208,6 +208,7 @@ TEST(ServeTcp, OnceStopsWhenTheHostGoesAway) {
     EXPECT_EQ(p.opened.addr[3], 9);
     EXPECT_EQ(p.opened.prefix, 16);
     EXPECT_EQ(p.link.accepts, 1);
+    EXPECT_EQ(p.opened.nic, -1);
     EXPECT_EQ(p.link.hosts[1].sent, "");  // never served
     EXPECT_NE(p.out.find("pmulab serve: the host went away (--once)\n"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find("pmulab serve: stopped after 1 requests\n"), std::string::npos) << p.out;
@@ -222,6 +223,10 @@ TEST(ServeTcp, AddrDhcp) {
     q.link.hosts = {{{kStop}, false, ""}};
     EXPECT_EQ(serve(q, {"--tcp", "5555", "--addr", "10.0.2.15/24"}), kExitOk) << q.out;
     EXPECT_FALSE(q.opened.dhcp);
+    TcpPlatform r;
+    r.link.hosts = {{{kStop}, false, ""}};
+    EXPECT_EQ(serve(r, {"--tcp", "5555", "--nic", "2"}), kExitOk) << r.out;
+    EXPECT_EQ(r.opened.nic, 2);
 }
 
 TEST(ServeTcp, IdleWithoutAHost) {
@@ -248,6 +253,8 @@ TEST(ServeTcp, OptionErrors) {
         {{"--tcp", "5555", "--serial", "1"}, "serve: give --serial N or --tcp PORT, not both"},
         {{"--addr", "10.0.2.15"}, "serve: --addr goes with --tcp PORT"},
         {{"--once"}, "serve: --once goes with --tcp PORT"},
+        {{"--nic", "1"}, "serve: --nic goes with --tcp PORT"},
+        {{"--tcp", "5555", "--nic", "64"}, "--nic"},
         {{"--tcp", "5555", "--addr", "10.0.2"}, "--addr: '10.0.2' is not an IPv4 address"},
     };
     for (const Case& c : cases) {

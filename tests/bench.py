@@ -15,10 +15,12 @@ Prints:
     one boot that alternates 30 pairs of commands of 10 jobs between CPU 0 and CPU 1: the
     time between consecutive result records, median per command, paired differences.
   - experiments per second through the agent (`pmulab serve`, tools/pmulab_client) vs
-    one boot per experiment, for `run --asm "add rax, rbx" --events tsc` (goal >= 100x).
+    one boot per experiment, for `run --asm "add rax, rbx" --events tsc` (goal >= 100x),
+    and the same requests per second over TCP (`serve --tcp`) vs the serial port.
   - tools/pmulab-lab: the wall time of one campaign of 20 user-code commands in image mode
     (the campaign on a disk image) and in agent mode (one `pmulab serve` boot, 20
     requests), medians of 3, and their ratio.
+(`tests/bench.py --agent` prints only the agent's figures.)
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -167,26 +169,39 @@ def lab_bench(commands=20, n=3):
 AGENT_LINE = 'run --asm "add rax, rbx" --events tsc'
 
 
-def agent_bench(n=300):
-    """Experiments per second: one boot each (run-qemu.sh) vs one agent (pmulab serve)."""
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
+def agent_rate(n, tcp):
+    """(seconds until the agent answered its hello, seconds per request) for n requests."""
     from pmulab_client import Agent
-    t_boot = median_time(lambda: boot(["run", "--asm", "add rax, rbx", "--events", "tsc"], smp=2))
     t0 = time.monotonic()
-    agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=900)
+    agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=900, tcp=tcp)
     t_up = time.monotonic() - t0
     try:
         t0 = time.monotonic()
         for _, ans in agent.batch([AGENT_LINE] * n):
             if ans.status != 0 or not ans.results:
-                sys.exit(f"bench: agent request failed: {ans.records}")
-        t_agent = (time.monotonic() - t0) / n
+                sys.exit(f"bench: agent request failed ({'TCP' if tcp else 'serial'}): {ans.records}")
+        return t_up, (time.monotonic() - t0) / n
     finally:
         agent.close()
+
+
+def agent_bench(n=300):
+    """Experiments per second: one boot each (run-qemu.sh) vs one agent (pmulab serve),
+    and the agent over its two transports (serial port, TCP)."""
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    t_boot = median_time(lambda: boot(["run", "--asm", "add rax, rbx", "--events", "tsc"], smp=2))
+    t_up, t_agent = agent_rate(n, tcp=False)
     print(f"  agent vs one boot per experiment ({AGENT_LINE!r}, -smp 2): one boot {t_boot:6.2f} s "
           f"({1 / t_boot:5.2f}/s); agent {1000 * t_agent:6.1f} ms per experiment ({1 / t_agent:6.1f}/s, "
           f"{n} requests, agent up in {t_up:5.2f} s); ratio {t_boot / t_agent:6.1f}x")
+    t_up_tcp, t_tcp = agent_rate(n, tcp=True)
+    print(f"  agent over TCP vs serial ({n} requests each, -smp 2): serial {1000 * t_agent:6.1f} ms per request "
+          f"({1 / t_agent:6.1f}/s); TCP {1000 * t_tcp:6.1f} ms per request ({1 / t_tcp:6.1f}/s, agent up in "
+          f"{t_up_tcp:5.2f} s); TCP/serial rate ratio {t_agent / t_tcp:5.2f}")
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--agent"]:  # only the agent's figures
+        agent_bench()
+        sys.exit(0)
     sys.exit(main())

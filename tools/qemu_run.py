@@ -169,6 +169,9 @@ def parse_args(argv):
     p.add_argument("--readonly-disk", action="store_true",
                    help="attach the disk read-only (pmulab reports that it cannot write results)")
     p.add_argument("--serial-log", metavar="FILE", help="write the firmware serial console to FILE")
+    p.add_argument("--tcp", metavar="PORT[:GUEST_PORT]",
+                   help="add a NIC (virtio-net, user-mode network restricted to the host) whose TCP port "
+                   "GUEST_PORT (default PORT) is forwarded from 127.0.0.1:PORT, for `serve --tcp GUEST_PORT`")
     p.add_argument("--qemu-arg", action="append", default=[], metavar="ARG",
                    help="extra QEMU argument (repeatable)")
     args = p.parse_args(own)
@@ -177,6 +180,13 @@ def parse_args(argv):
         raise Exit(EXIT_ARGS, f"error: {msg}")
     if not re.fullmatch(r"[1-9]\d*(,[a-z-]+=\d+)*", args.smp):
         bad(f"--smp: '{args.smp}' is not N or N,sockets=S,cores=C,threads=T")
+    args.tcp_ports = None
+    if args.tcp is not None:
+        m = re.fullmatch(r"(\d{1,5})(?::(\d{1,5}))?", args.tcp)
+        ports = [int(x) for x in m.groups() if x is not None] if m else []
+        if not m or not all(1 <= x <= 65535 for x in ports):
+            bad(f"--tcp: '{args.tcp}' is not PORT or PORT:GUEST_PORT (ports 1-65535)")
+        args.tcp_ports = (ports[0], ports[-1])
     if args.icount is not None and not 0 <= args.icount <= 10:
         bad("--icount: SHIFT must be 0..10")
     if args.icount is not None and args.kvm:
@@ -354,12 +364,23 @@ def qemu_command(args, workdir, image, vars_fd, accel, code):
         "-drive", f"if=pflash,format=raw,unit=1,file={vars_fd}",
         "-drive", f"if=none,id=disk0,format=raw,file={image}" + (",readonly=on" if args.readonly_disk else ""),
         "-device", "virtio-blk-pci,drive=disk0,bootindex=0",
-        "-nic", "none", "-display", "none", "-monitor", "none", "-no-reboot",
+        "-nic", "none", *tcp_nic(args.tcp_ports), "-display", "none", "-monitor", "none", "-no-reboot",
         "-serial", f"file:{serial}",
         "-chardev", "stdio,id=dbg,signal=off",
         "-device", "isa-debugcon,iobase=0xe9,chardev=dbg",
         *args.qemu_arg,
     ]
+
+
+def tcp_nic(ports):
+    """A virtio-net NIC on QEMU's user-mode network for `serve --tcp`: restrict=on (the
+    guest reaches nothing), one forward from the host's loopback only (never 0.0.0.0) to
+    the guest's 10.0.2.15, and no option ROM (OVMF's own VirtioNetDxe drives it)."""
+    if not ports:
+        return []
+    host, guest = ports
+    return ["-netdev", f"user,id=pmulabnet,restrict=on,hostfwd=tcp:127.0.0.1:{host}-10.0.2.15:{guest}",
+            "-device", "virtio-net-pci,netdev=pmulabnet,romfile="]
 
 
 class Run:

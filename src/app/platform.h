@@ -10,9 +10,10 @@
 
 namespace pmulab {
 
-class MeasurePlatform;  // measure/measure.h
-class FileSource;       // events/event_files.h
-class ServeLink;        // app/serve_session.h
+class MeasurePlatform;   // measure/measure.h
+class FileSource;        // events/event_files.h
+class ServeLink;         // app/serve_session.h
+struct ServeTcpOptions;  // app/serve_tcp.h
 
 class Platform {
 public:
@@ -43,6 +44,11 @@ public:
     // The link `pmulab serve` answers on: serial port `port` (-1: the default choice).
     virtual Result<ServeLink*> open_serve_link(int port) {
         return Error::make(Errc::unsupported, "serve: this platform has no link to a host");
+    }
+    // The TCP listener `pmulab serve --tcp PORT` answers on (EFI TCP4).
+    virtual Result<ServeLink*> open_tcp_link(const ServeTcpOptions& o) {
+        (void)o;
+        return Error::make(Errc::unsupported, "serve --tcp: this platform has no TCP/IP stack");
     }
     // The firmware's timer: waits `us` microseconds (EFI: Boot Services Stall). Measures the
     // TSC frequency where CPUID does not give it. stall_source() is its key in records

@@ -139,10 +139,12 @@ void ServeSession::take_line(StrView line) {
 // Reads what the link has, a line at a time, while the queue has room.
 void ServeSession::pump() {
     char buf[512];
-    while (!link_broken_ && queue_.size() < kServeQueueMax) {
+    while (!link_broken_ && !input_ended_ && queue_.size() < kServeQueueMax) {
         Result<usize> r = link_.read(buf, sizeof buf);
         if (!r.ok()) {
-            link_broken_ = true;
+            // Nothing more comes from the host; what it sent before is still answered
+            // (a TCP host that shut down its sending side still reads).
+            input_ended_ = true;
             return;
         }
         usize n = r.value();
@@ -283,7 +285,7 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
     u64 last = link_.now_ms();
     for (;;) {
         pump();
-        if (link_broken_) return kExitFailure;
+        if (link_broken_ || (input_ended_ && queue_.empty())) return kExitFailure;
         if (queue_.empty()) {
             if (opts_.idle_ms && link_.now_ms() - last >= opts_.idle_ms) {
                 send("{\"type\":\"bye\",\"id\":null,\"reason\":\"idle\"}\n");

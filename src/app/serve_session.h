@@ -32,6 +32,21 @@ public:
     virtual u64 now_ms() = 0;
     // What the link is, for the hello record ("serial port 1 of 2").
     virtual const char* describe() = 0;
+    // Waits for a host to connect, up to `wait_ms` (0: no limit): true when one did,
+    // false when the time passed first. A serial line is always connected.
+    virtual Result<bool> accept(u64 wait_ms) {
+        (void)wait_ms;
+        return true;
+    }
+    // Ends the connection to the host (TCP: sends what is queued, then closes), so that
+    // accept() can take the next one. Nothing to do on a serial line.
+    virtual void hang_up() {}
+    // Whether another host can connect after this one went away (TCP, unless serving
+    // one host only); a serial line that fails stays failed.
+    virtual bool reconnects() const { return false; }
+    // What opening the link found, for the console (TCP: the network handles before and
+    // after connecting the NICs); null when there is nothing to say.
+    virtual const char* notes() { return nullptr; }
 
 protected:
     ~ServeLink() = default;
@@ -103,7 +118,8 @@ class ServeSession final : public Platform {
 public:
     ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o);
     ~ServeSession() { measure_.release_cache(); }
-    // Serves until a stop request (0), the idle time (0) or a broken link (1).
+    // Serves until a stop request (0), the idle time (0) or a broken link (1: sending
+    // failed, or reading failed and every request read before was answered).
     int serve(ServeRunFn run, void* ctx);
 
     // Platform: the real one, seen through the request.
@@ -146,11 +162,12 @@ private:
     ServeOptions opts_;
     ServeMeasure measure_;
     ServeFiles files_;
-    Vec<char> in_;             // bytes of the line being received
-    bool discarding_ = false;  // the line being received is too long
-    bool waiting_ = false;     // a begun line stopped arriving ...
-    u64 waiting_since_ = 0;    // ... at this now_ms()
-    bool link_broken_ = false;
+    Vec<char> in_;              // bytes of the line being received
+    bool discarding_ = false;   // the line being received is too long
+    bool waiting_ = false;      // a begun line stopped arriving ...
+    u64 waiting_since_ = 0;     // ... at this now_ms()
+    bool link_broken_ = false;  // sending failed
+    bool input_ended_ = false;  // reading failed (the host went away or stopped sending)
     Vec<Queued> queue_;
     ServeRequest* current_ = nullptr;
     u64 deadline_ = 0;  // now_ms() value, 0: none

@@ -7,6 +7,7 @@
 #include "measure_efi.h"
 #include "efi_results.h"
 #include "efi_serial.h"
+#include "efi_tcp.h"
 #include "commands/commands.h"
 
 namespace pmulab::efi {
@@ -60,6 +61,10 @@ public:
         PMULAB_TRY(serial_.open(port));
         return static_cast<ServeLink*>(&serial_);
     }
+    Result<ServeLink*> open_tcp_link(const ServeTcpOptions& o) override {
+        PMULAB_TRY(tcp_.open(o));
+        return static_cast<ServeLink*>(&tcp_);
+    }
     // Results files are written when pmulab runs from a file system it can write.
     void enable_results(bool on) { results_enabled_ = on; }
     // Writes only to the debug port (the run-qemu.sh channel), e.g. the exit marker.
@@ -73,6 +78,7 @@ private:
     EfiRecordSink sink_;
     EfiFileSource files_;
     EfiSerialLink serial_;
+    EfiTcpLink tcp_;
     bool results_enabled_ = true;
     bool debugcon_ = false;
     bool last_newline_ = true;

@@ -126,3 +126,103 @@ def test_serial_attach_through_a_pty():
     finally:
         os.close(slave)
         os.close(master)
+
+
+def _fake_tcp_agent(drop_first=1):
+    """A stand-in agent on 127.0.0.1: the first `drop_first` connections are closed at
+    once (as QEMU's forward does while nothing listens in the guest), then one is served:
+    hello, then version / stop. Returns (port, thread, seen requests)."""
+    import json
+    import socket
+    import threading
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+    seen = []
+
+    def serve():
+        with srv:
+            for _ in range(drop_first):
+                c, _ = srv.accept()
+                c.close()
+            c, _ = srv.accept()
+            with c:
+                c.sendall(b'{"type":"hello","id":null,"protocol":1,"pmulab_version":"x",'
+                          b'"link":"TCP 10.0.2.15:5555 (fake)","line_max":409600,"blob_max":65536,"blobs_max":8}\n')
+                buf = b""
+                while True:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        return
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        req = json.loads(line)
+                        seen.append(req)
+                        rid = json.dumps(req["id"])
+                        if "stop" in req:
+                            c.sendall(f'{{"type":"done","id":{rid},"status":0}}\n'.encode())
+                            return
+                        c.sendall(f'{{"id":{rid},"type":"version","version":"x"}}\n'
+                                  f'{{"type":"done","id":{rid},"status":0}}\n'.encode())
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return srv.getsockname()[1], t, seen
+
+
+def test_tcp_attach_retries_until_the_agent_answers():
+    """Agent.tcp: a connection closed before the hello (nothing listening behind QEMU's
+    forward yet) is retried; then the hello, requests and stop."""
+    port, t, seen = _fake_tcp_agent(drop_first=2)
+    agent = pmulab_client.Agent.tcp("127.0.0.1", port, timeout=10, connect_timeout=20)
+    assert agent.hello["link"] == "TCP 10.0.2.15:5555 (fake)", agent.hello
+    assert agent.request("version").of_type("version")[0]["version"] == "x"
+    assert agent.close() == 0
+    t.join(5)
+    assert [r.get("cmd", "stop" if "stop" in r else None) for r in seen] == ["version", "stop"]
+
+
+def test_tcp_batch_cli_against_a_stand_in_agent():
+    port, t, seen = _fake_tcp_agent(drop_first=0)
+    p = _client("--tcp", f"127.0.0.1:{port}", "--batch", "-", stdin="version\n")
+    assert p.returncode == 0, p
+    assert p.stdout == ('{"id":1,"type":"version","version":"x","line":1}\n'
+                        '{"type":"done","id":1,"status":0,"line":1}\n'), p.stdout
+    t.join(5)
+
+
+def test_tcp_client_arguments_and_nobody_listening():
+    import socket
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    p = _client("--tcp", f"127.0.0.1:{port}", "--connect-timeout", "1", "--batch", "-", stdin="version\n")
+    assert p.returncode == 1 and p.stdout == "", p
+    assert p.stderr.startswith(f"pmulab-client: error: cannot reach the agent: cannot reach the agent on TCP "
+                               f"127.0.0.1:{port}: "), p.stderr
+    assert "Traceback" not in p.stderr
+    for args, msg in [
+        (["--tcp", "localhost"], "--tcp: 'localhost' is not HOST:PORT (port 1-65535)"),
+        (["--tcp", "h:0"], "--tcp: 'h:0' is not HOST:PORT (port 1-65535)"),
+        (["--tcp"], "--tcp needs HOST:PORT (or goes with --qemu)"),
+        (["--serial", "/dev/null", "--tcp", "h:1"], "--tcp HOST:PORT attaches to a running agent"),
+        (["--tcp", "h:1", "--smp", "2"], "unexpected arguments --smp 2 (run-qemu options go with --qemu)"),
+    ]:
+        p = _client(*args, "--batch", "-", stdin="version\n")
+        assert p.returncode == 2 and p.stderr.startswith("pmulab-client: error: ") and msg in p.stderr, (args, p)
+
+
+def test_run_qemu_tcp_option_is_checked():
+    """run-qemu.sh --tcp PORT[:GUEST_PORT]: bad values are refused (126) before anything
+    boots; the forward it adds listens on 127.0.0.1 only."""
+    import qemu_run
+    for bad in ("0", "65536", "x", "5555:", "1:2:3", "-1"):
+        p = subprocess.run([os.path.join(ROOT, "run-qemu.sh"), "--no-build", f"--tcp={bad}", "--", "info"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+        assert p.returncode == 126, (bad, p)
+        assert f"run-qemu: error: --tcp: '{bad}' is not PORT or PORT:GUEST_PORT (ports 1-65535)" in p.stderr, p.stderr
+    assert qemu_run.tcp_nic(None) == []
+    assert qemu_run.tcp_nic((6000, 5555)) == [
+        "-netdev", "user,id=pmulabnet,restrict=on,hostfwd=tcp:127.0.0.1:6000-10.0.2.15:5555",
+        "-device", "virtio-net-pci,netdev=pmulabnet,romfile="]

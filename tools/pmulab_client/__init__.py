@@ -11,7 +11,9 @@
 The shape follows nanoBench's kernelNanoBench.py (set options, run code, get a dict
 of counts), but every call is one request to an agent that stays up: hundreds of
 experiments per boot. Agent.serial(DEVICE) attaches to a lab machine booted into
-`pmulab serve` over a serial cable. Only the standard library is used.
+`pmulab serve` over a serial cable, Agent.tcp(HOST, PORT) to one serving on TCP
+(`pmulab serve --tcp PORT`), and Agent.qemu(..., tcp=True) boots QEMU with the agent on
+TCP. Only the standard library is used.
 """
 
 import base64
@@ -203,8 +205,43 @@ class _Link:
             pass
 
 
+def free_tcp_port():
+    """A TCP port on 127.0.0.1 that is free now (for QEMU's forward)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tcp_connect(host, port, agent, end):
+    """Connects to the agent and reads its hello, retrying until `end` (monotonic):
+    a forward that has no listener behind it yet accepts and then closes."""
+    last = None
+    while True:
+        sock = None
+        try:
+            sock = socket.create_connection((host, port), timeout=min(5.0, max(0.1, end - time.monotonic())))
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.settimeout(None)
+            agent.link = _Link(sock=sock)
+            agent.timeout, saved = min(agent.timeout, 5.0), agent.timeout
+            try:
+                agent._wait_hello()
+            finally:
+                agent.timeout = saved
+            return agent.link
+        except (AgentError, TimeoutError, OSError) as e:
+            last = e
+            if sock is not None:
+                sock.close()
+            agent.link = None
+        if time.monotonic() >= end or (agent.proc is not None and agent.proc.poll() is not None):
+            raise AgentError(f"cannot reach the agent on TCP {host}:{port}: {last}")
+        time.sleep(0.3)
+
+
 class Agent:
-    """A connection to `pmulab serve`. Use Agent.qemu(...) or Agent.serial(...)."""
+    """A connection to `pmulab serve`. Use Agent.qemu(...), Agent.serial(...) or
+    Agent.tcp(...)."""
 
     WINDOW = 8  # requests in flight (the agent reads 16 ahead)
 
@@ -222,10 +259,13 @@ class Agent:
 
     # ---- constructors
     @classmethod
-    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None, serve_args=()):
+    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None, serve_args=(), tcp=False):
         """Boots pmulab in QEMU (tools/qemu_run.py, i.e. ./run-qemu.sh and its options)
         with `serve --shutdown [serve_args]` and the agent on a second serial port wired
-        to a unix socket here."""
+        to a unix socket here; with tcp=True, on TCP instead (`serve --tcp`, reached
+        through a QEMU port forward on 127.0.0.1)."""
+        if tcp:
+            return cls._qemu_tcp(run_qemu_args, timeout, no_build, log, serve_args)
         workdir = tempfile.mkdtemp(prefix="pmulab-agent-")
         path = os.path.join(workdir, "agent.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -267,6 +307,46 @@ class Agent:
             agent.link = None
             agent._reap()
             raise AgentError(f"{e}" + (f" ({why})" if why else ""))
+        return agent
+
+    @classmethod
+    def _qemu_tcp(cls, run_qemu_args, timeout, no_build, log, serve_args):
+        port = free_tcp_port()
+        cmd = [sys.executable, os.path.join(TOOLS, "qemu_run.py"), "--timeout", str(timeout),
+               *(["--no-build"] if no_build else []), *run_qemu_args, "--tcp", str(port),
+               "--", "serve", "--tcp", str(port), "--shutdown", *serve_args]
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        agent = cls(None, proc=proc, timeout=timeout)
+        agent._stderr = []
+        agent.tcp_port = port
+        threading.Thread(target=agent._drain, args=(proc.stdout, agent.console, log), daemon=True).start()
+        threading.Thread(target=agent._drain, args=(proc.stderr, agent._stderr, log), daemon=True).start()
+        # QEMU's forward accepts a connection before the guest listens (and drops it when
+        # nobody answers inside): connect once pmulab says it is listening.
+        end = time.monotonic() + min(timeout, 300)
+        while not any("pmulab serve: listening on" in l for l in agent.console):
+            if proc.poll() is not None or time.monotonic() > end:
+                time.sleep(0.2)  # the readers' last lines
+                why = " | ".join(l for l in (agent._stderr[-4:] + agent.console[-2:]) if l.strip())
+                agent._reap()
+                raise AgentError(f"the agent did not start listening on TCP (status {proc.returncode})"
+                                 + (f": {why}" if why else ""))
+            time.sleep(0.05)
+        try:
+            agent.link = _tcp_connect("127.0.0.1", port, agent, end)
+        except (AgentError, TimeoutError, OSError) as e:
+            why = " | ".join(l for l in agent._stderr[-4:] if l.strip())
+            agent._reap()
+            raise AgentError(f"{e}" + (f" ({why})" if why else ""))
+        return agent
+
+    @classmethod
+    def tcp(cls, host, port, timeout=600, connect_timeout=30):
+        """Attaches to an agent on TCP (`pmulab serve --tcp PORT`, e.g. run-qemu.sh --tcp
+        PORT, or a lab machine). Each connection gets its own hello; retries for up to
+        connect_timeout seconds while the agent is not listening yet."""
+        agent = cls(None, timeout=timeout)
+        agent.link = _tcp_connect(host, int(port), agent, time.monotonic() + connect_timeout)
         return agent
 
     @classmethod

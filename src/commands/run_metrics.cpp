@@ -76,15 +76,30 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
         if (in.eq_nocase(StrView(kTscFrequencyInput)) || in.sub(0, 13).eq(StrView("PERF_METRICS."))) return true;
         return parse_event_spec(in, dialect).ok();
     };
+    // A name no dialect knows is taken for an event-file name (UOPS_RETIRED.RETIRE_SLOTS);
+    // one that only another vendor's dialect knows marks that vendor's definition, which is
+    // not measured here (llc_miss_ratio on AMD, l2_miss_ratio on Intel: undefined, not an
+    // error that stops the run).
+    auto other_vendors = [dialect](StrView in) {
+        const EventDialect all[] = {EventDialect::intel, EventDialect::amd, EventDialect::amd_zen,
+                                    EventDialect::netburst};
+        for (EventDialect d : all)
+            if (d != dialect && parse_event_spec(in, d).ok()) return true;
+        return false;
+    };
     for (StrView name : o.metric_names) {
         const MetricDef* pick = nullptr;
         for (const MetricDef& d : o.metric_set.defs) {
             if (!name.eq_nocase(StrView(d.name)) || d.method != TopdownMethod::none) continue;
-            if (!pick) pick = &d;
             Vec<StrView> mine;
             (void)formula_inputs(StrView(d.formula), &mine);
-            bool all = true;
-            for (StrView in : mine) all = all && parses(in);
+            bool all = true, mine_here = true;
+            for (StrView in : mine) {
+                bool p = parses(in);
+                all = all && p;
+                mine_here = mine_here && (p || !other_vendors(in));
+            }
+            if (!pick && mine_here) pick = &d;
             if (all) {
                 pick = &d;
                 break;

@@ -204,9 +204,14 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
                                "de_src_op_disp.all;ex_ret_ops"));
             // Level 2 (the same pipeline.json): microcode ops, mispredicts vs. restarts, and
             // the no-retire cycles waiting for loads among those waiting for any op.
-            if (level >= 2)
+            if (level >= 2) {
                 specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;resyncs_or_nc_redirects;"
                                    "ex_no_retire.not_complete;ex_no_retire.load_not_complete"));
+                // The frontend split: no_ops_from_frontend with CntMask = the slots per cycle
+                // (APM Vol. 2 13.2.1 PERF_CTL CntMask: cycles in which the count is >= CntMask),
+                // i.e. the cycles in which no op came from the frontend in any slot.
+                specs->put(StrView(s.method == TopdownMethod::zen4_pipeline ? ";1A0.01.CMSK=6" : ";1A0.01.CMSK=8"));
+            }
             break;
         case TopdownMethod::none: break;
     }

@@ -35,6 +35,18 @@ bool take_metric_options(Args& args, RunOptions* o, Status* err) {
 
 bool wants_metrics(const RunOptions& o) { return o.topdown || o.metrics_arg; }
 
+namespace {
+
+// Whether some dialect other than `except` (every dialect: none excepted) names `in`.
+bool known_to_a_vendor(StrView in, int except = -1) {
+    const EventDialect all[] = {EventDialect::intel, EventDialect::amd, EventDialect::amd_zen, EventDialect::netburst};
+    for (EventDialect d : all)
+        if (int(d) != except && parse_event_spec(in, d).ok()) return true;
+    return false;
+}
+
+}  // namespace
+
 Status load_run_metrics(Out& out, RunOptions& o) {
     o.metric_set.defs.clear();
     o.metric_names.clear();
@@ -80,13 +92,7 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
     // one that only another vendor's dialect knows marks that vendor's definition, which is
     // not measured here (llc_miss_ratio on AMD, l2_miss_ratio on Intel: undefined, not an
     // error that stops the run).
-    auto other_vendors = [dialect](StrView in) {
-        const EventDialect all[] = {EventDialect::intel, EventDialect::amd, EventDialect::amd_zen,
-                                    EventDialect::netburst};
-        for (EventDialect d : all)
-            if (d != dialect && parse_event_spec(in, d).ok()) return true;
-        return false;
-    };
+    auto other_vendors = [dialect](StrView in) { return known_to_a_vendor(in, int(dialect)); };
     for (StrView name : o.metric_names) {
         const MetricDef* pick = nullptr;
         for (const MetricDef& d : o.metric_set.defs) {
@@ -223,6 +229,20 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
             if (reads_tsc)
                 format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
                           tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
+        }
+        for (MetricValue& mv : vals) {
+            // Every definition reads another vendor's events (metric_event_specs measured
+            // none of them): say so rather than "not measured".
+            if (mv.ok || mv.no_variant || !mv.def || mv.def->method != TopdownMethod::none) continue;
+            Vec<StrView> names;
+            (void)formula_inputs(StrView(mv.def->formula), &names);
+            for (StrView n : names) {
+                Frac unused;
+                if (n.eq_nocase(StrView(kTscFrequencyInput)) || in.get(n, &unused) || !known_to_a_vendor(n)) continue;
+                format_to(mv.why, sizeof mv.why,
+                          "no definition over this CPU's events ('%.*s' is an event of other CPUs)", int(n.len), n.ptr);
+                break;
+            }
         }
         const BenchInstance& b = *items[i].bench;
         const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;

@@ -121,6 +121,9 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
                 why->printf("--topdown %u: this core has level %u only (TopDown method %s; level 2 needs "
                             "IA32_PERF_METRICS bytes 4-7, Golden Cove and later); level 2 metrics are left out",
                             o.topdown, td->max_level, topdown_method_name(td->method));
+            if (o.topdown >= 2 && td->method == TopdownMethod::skylake_events)
+                why->printf("--topdown 2: level 2 from GP events on Skylake-class cores is the frontend split "
+                            "only (tma_fetch_latency, tma_fetch_bandwidth)");
             // The level: --topdown's, else the deepest selected TopDown metric's (--metrics TopdownL2).
             unsigned level = o.topdown;
             for (StrView name : o.metric_names)

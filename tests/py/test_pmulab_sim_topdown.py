@@ -162,3 +162,21 @@ def test_zen5_dump_amd_derived_metrics():
     llc = met[(0, "llc_miss_ratio")]
     assert llc["undefined"] == ("no definition over this CPU's events ('LONGEST_LAT_CACHE.MISS' is an event "
                                 "of other CPUs)"), llc
+
+
+def test_skylake_level2_frontend_split():
+    # The skylake model's default budget: 1 of 4 slots undelivered per cycle, never all 4:
+    # IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE (9C.01, CMASK 4) counts nothing.
+    r = _sim("--json", "--model", "skylake", "--cpus", "0", "--",
+             "run", "--bench", "add_indep", "--topdown", "2", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    (w,) = r.records("warning")
+    assert w["message"] == ("--topdown: CPU 0: --topdown 2: level 2 from GP events on Skylake-class cores is the "
+                            "frontend split only (tma_fetch_latency, tma_fetch_bandwidth)"), w
+    met = _metrics(r)
+    assert len(met) == 6, sorted(met)
+    lat, bw = met[(0, "tma_fetch_latency")], met[(0, "tma_fetch_bandwidth")]
+    assert lat["formula"] == "4 * [9C.01.CMSK=4] / (4 * CPU_CLK_UNHALTED.THREAD)", lat
+    assert lat["fraction"] == [0, 1] and lat["inputs"]["9C.01.CMSK=4"] == 0 and lat["valid"] is True, lat
+    assert bw["fraction"] == [1, 4] and bw["valid"] is True, bw
+    assert met[(0, "tma_frontend_bound")]["fraction"] == [1, 4]

@@ -35,6 +35,18 @@ bool take_metric_options(Args& args, RunOptions* o, Status* err) {
 
 bool wants_metrics(const RunOptions& o) { return o.topdown || o.metrics_arg; }
 
+namespace {
+
+// Whether some dialect other than `except` (every dialect: none excepted) names `in`.
+bool known_to_a_vendor(StrView in, int except = -1) {
+    const EventDialect all[] = {EventDialect::intel, EventDialect::amd, EventDialect::amd_zen, EventDialect::netburst};
+    for (EventDialect d : all)
+        if (int(d) != except && parse_event_spec(in, d).ok()) return true;
+    return false;
+}
+
+}  // namespace
+
 Status load_run_metrics(Out& out, RunOptions& o) {
     o.metric_set.defs.clear();
     o.metric_names.clear();
@@ -76,15 +88,24 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
         if (in.eq_nocase(StrView(kTscFrequencyInput)) || in.sub(0, 13).eq(StrView("PERF_METRICS."))) return true;
         return parse_event_spec(in, dialect).ok();
     };
+    // A name no dialect knows is taken for an event-file name (UOPS_RETIRED.RETIRE_SLOTS);
+    // one that only another vendor's dialect knows marks that vendor's definition, which is
+    // not measured here (llc_miss_ratio on AMD, l2_miss_ratio on Intel: undefined, not an
+    // error that stops the run).
+    auto other_vendors = [dialect](StrView in) { return known_to_a_vendor(in, int(dialect)); };
     for (StrView name : o.metric_names) {
         const MetricDef* pick = nullptr;
         for (const MetricDef& d : o.metric_set.defs) {
             if (!name.eq_nocase(StrView(d.name)) || d.method != TopdownMethod::none) continue;
-            if (!pick) pick = &d;
             Vec<StrView> mine;
             (void)formula_inputs(StrView(d.formula), &mine);
-            bool all = true;
-            for (StrView in : mine) all = all && parses(in);
+            bool all = true, mine_here = true;
+            for (StrView in : mine) {
+                bool p = parses(in);
+                all = all && p;
+                mine_here = mine_here && (p || !other_vendors(in));
+            }
+            if (!pick && mine_here) pick = &d;
             if (all) {
                 pick = &d;
                 break;
@@ -100,6 +121,9 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
                 why->printf("--topdown %u: this core has level %u only (TopDown method %s; level 2 needs "
                             "IA32_PERF_METRICS bytes 4-7, Golden Cove and later); level 2 metrics are left out",
                             o.topdown, td->max_level, topdown_method_name(td->method));
+            if (o.topdown >= 2 && td->method == TopdownMethod::skylake_events)
+                why->printf("--topdown 2: level 2 from GP events on Skylake-class cores is the frontend split "
+                            "only (tma_fetch_latency, tma_fetch_bandwidth)");
             // The level: --topdown's, else the deepest selected TopDown metric's (--metrics TopdownL2).
             unsigned level = o.topdown;
             for (StrView name : o.metric_names)
@@ -208,6 +232,20 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
             if (reads_tsc)
                 format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
                           tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
+        }
+        for (MetricValue& mv : vals) {
+            // Every definition reads another vendor's events (metric_event_specs measured
+            // none of them): say so rather than "not measured".
+            if (mv.ok || mv.no_variant || !mv.def || mv.def->method != TopdownMethod::none) continue;
+            Vec<StrView> names;
+            (void)formula_inputs(StrView(mv.def->formula), &names);
+            for (StrView n : names) {
+                Frac unused;
+                if (n.eq_nocase(StrView(kTscFrequencyInput)) || in.get(n, &unused) || !known_to_a_vendor(n)) continue;
+                format_to(mv.why, sizeof mv.why,
+                          "no definition over this CPU's events ('%.*s' is an event of other CPUs)", int(n.len), n.ptr);
+                break;
+            }
         }
         const BenchInstance& b = *items[i].bench;
         const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;

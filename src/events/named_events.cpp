@@ -148,6 +148,12 @@ constexpr AmdNamedDef kAmdNamed[] = {
      "cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)"},
     {"ex_no_retire.load_not_complete", 0xD6, 0xA2, -1, false, 2,
      "cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)"},
+    // L2 demand requests (not L2 prefetches) by outcome (Linux amdzen2-5 cache.json
+    // l2_cache_req_stat: unit mask 09h = instruction and data cache misses in L2, F6h = hits).
+    {"l2_cache_req_stat.ic_dc_miss_in_l2", 0x64, 0x09, -1, false, 2,
+     "L2 requests from instruction and data cache misses that miss in L2 (PMCx064, unit mask 09h)"},
+    {"l2_cache_req_stat.ic_dc_hit_in_l2", 0x64, 0xF6, -1, false, 2,
+     "L2 requests from instruction and data cache misses that hit in L2 (PMCx064, unit mask F6h)"},
 };
 
 bool amd_def_applies(const AmdNamedDef& d, EventDialect dl) {

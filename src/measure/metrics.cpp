@@ -421,6 +421,48 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
         }
     }
     validate_metrics(out, topdown_level1_parts(method));
+    validate_level2_sums(set, method, out);
+}
+
+void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values) {
+    for (const MetricValue& p : *values) {
+        if (!p.ok || !p.def || p.def->level != 1) continue;
+        const StrView parent(p.def->name);
+        // The distinct level-2 names this method (or every CPU) defines under `parent`.
+        usize defined = 0;
+        for (const MetricDef& d : set.defs) {
+            if (d.level != 2 || !parent.eq_nocase(StrView(d.parent))) continue;
+            if (d.method != TopdownMethod::none && d.method != method) continue;
+            bool seen = false;
+            for (const MetricDef& e : set.defs) {
+                if (&e == &d) break;
+                seen |= e.level == 2 && StrView(e.name).eq_nocase(StrView(d.name)) &&
+                        (e.method == TopdownMethod::none || e.method == method);
+            }
+            defined += !seen;
+        }
+        Frac sum{0, 1};
+        usize got = 0;
+        bool sum_ok = true;
+        for (const MetricValue& v : *values)
+            if (v.ok && v.def && v.def->level == 2 && parent.eq_nocase(StrView(v.def->parent))) {
+                Result<Frac> s = f_add(sum, v.value, false);
+                if (!s.ok()) sum_ok = false;
+                else sum = s.value();
+                ++got;
+            }
+        if (defined < 2 || got != defined || !sum_ok) continue;
+        Result<Frac> dev = f_add(sum, p.value, true);
+        if (!dev.ok() || frac_cmp(frac_abs(dev.value()), kMetricTolerance) <= 0) continue;
+        StrBuf a, b;
+        put_frac(a, sum, 4);
+        put_frac(b, p.value, 4);
+        for (MetricValue& v : *values)
+            if (v.ok && v.def && v.def->level == 2 && parent.eq_nocase(StrView(v.def->parent)) && !v.violation[0])
+                format_to(v.violation, sizeof v.violation,
+                          "the level-2 parts of %s sum to %s, not its %s (tolerance 0.01)", p.def->name, a.c_str(),
+                          b.c_str());
+    }
 }
 
 void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {

@@ -92,6 +92,10 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
 // The validation pass alone (evaluate_metrics calls it): the level-1 sum is checked when
 // all `level1_parts` level-1 metrics were evaluated (topdown_level1_parts: 4, AMD 5).
 void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts = 4);
+// The level-2 parts of a level-1 metric sum to it (within kMetricTolerance), checked where
+// every level-2 metric `set` defines under that parent for `method` was evaluated (e.g. AMD's
+// tma_fetch_latency + tma_fetch_bandwidth = tma_frontend_bound); evaluate_metrics calls it.
+void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values);
 
 // The formula input that is not an event: the TSC frequency in Hz (census/tsc_freq.h),
 // given by the platform; a formula reading it is undefined where the frequency is unknown.

@@ -151,7 +151,7 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
     if (id.family == 6 && in(id.model, kSkylakeModels, sizeof kSkylakeModels) && info.caps.version >= 4 &&
         popcount64(info.gp_mask) >= 4) {
         s.method = TopdownMethod::skylake_events;
-        s.max_level = 1;
+        s.max_level = 2;  // the frontend split only (topdown_event_specs)
         s.slots_per_cycle = 4;
         return s;
     }
@@ -174,6 +174,10 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
             // Raw encodings (Skylake's event list): 9C.01 IDQ_UOPS_NOT_DELIVERED.CORE, 0E.01
             // UOPS_ISSUED.ANY, C2.02 UOPS_RETIRED.RETIRE_SLOTS, 0D.01 INT_MISC.RECOVERY_CYCLES.
             specs->put(StrView("CPU_CLK_UNHALTED.THREAD;9C.01;0E.01;C2.02;0D.01"));
+            // Level 2, the frontend split: IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE, 9C.01
+            // with CMASK = 4 (Skylake's event list; Linux skylake/skl-metrics.json
+            // tma_fetch_latency = 4 * that / slots): the cycles no uop was delivered.
+            if (level >= 2) specs->put(StrView(";9C.01.CMSK=4"));
             break;
         case TopdownMethod::gracemont_events:
             // Intel perfmon ADL/ADL-N E-core events (Linux tools/perf/pmu-events/arch/x86/
@@ -204,9 +208,14 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
                                "de_src_op_disp.all;ex_ret_ops"));
             // Level 2 (the same pipeline.json): microcode ops, mispredicts vs. restarts, and
             // the no-retire cycles waiting for loads among those waiting for any op.
-            if (level >= 2)
+            if (level >= 2) {
                 specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;resyncs_or_nc_redirects;"
                                    "ex_no_retire.not_complete;ex_no_retire.load_not_complete"));
+                // The frontend split: no_ops_from_frontend with CntMask = the slots per cycle
+                // (APM Vol. 2 13.2.1 PERF_CTL CntMask: cycles in which the count is >= CntMask),
+                // i.e. the cycles in which no op came from the frontend in any slot.
+                specs->put(StrView(s.method == TopdownMethod::zen4_pipeline ? ";1A0.01.CMSK=6" : ";1A0.01.CMSK=8"));
+            }
             break;
         case TopdownMethod::none: break;
     }

@@ -35,8 +35,9 @@
 //                   cycle, bad speculation = (dispatched - retired ops) / slots, and a fifth
 //                   level-1 part, SMT contention (Linux tools/perf/pmu-events/arch/x86/amdzen4
 //                   and amdzen5 pipeline.json). Level 2 from the same JSON: microcode and
-//                   fastpath ops, mispredicts and pipeline restarts, memory and core bound
-//                   (not the frontend split, which needs a CMASK'd PMCx1A0).
+//                   fastpath ops, mispredicts and pipeline restarts, memory and core bound,
+//                   and the frontend split: fetch latency from PMCx1A0 unit mask 01h with
+//                   CntMask = 6 (Zen 4) or 8 (Zen 5), the cycles no slot got an op.
 // The metrics themselves (fractions of slots, validation) are formulas in metrics.h.
 #pragma once
 

@@ -265,6 +265,10 @@ public:
     void set_topdown(const TopdownBudget& b);
     void set_topdown_body(const TopdownBudget& b);
     void set_in_body(bool on) { in_body_ = on; }
+    // A test's model of further events of every run() cycle (sim_topdown.h): each occurs
+    // per_cycle times per cycle besides the budget's (e.g. AMD PMCx0C2/0C3 branches and
+    // PMCx064 L2 requests, for the derived metrics). Empty: none (the default).
+    void set_each_cycle(const std::vector<Occurrence>& e) { each_cycle_ = e; }
     bool has_topdown_budget() const { return td_base_.slots_per_cycle != 0; }
     u64 topdown_count(unsigned i) const { return i < 8 ? td_[i] : 0; }
     u64 perf_metrics_value() const;
@@ -426,6 +430,7 @@ private:
     std::map<u32, Extra> extra_;
     TopdownBudget td_base_, td_body_;
     bool td_body_set_ = false, in_body_ = false;
+    std::vector<Occurrence> each_cycle_;
     u64 td_[8] = {};
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;

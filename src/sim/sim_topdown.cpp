@@ -73,8 +73,10 @@ SimAtom sim_atom_core(const CpuidSnapshot& s) {
 const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
                                                       std::vector<Occurrence>* buf) {
     const TopdownBudget& b = in_body_ && td_body_set_ ? td_body_ : td_base_;
-    if (!b.slots_per_cycle) return each;
+    if (!b.slots_per_cycle && each_cycle_.empty()) return each;
     *buf = each;
+    buf->insert(buf->end(), each_cycle_.begin(), each_cycle_.end());
+    if (!b.slots_per_cycle) return *buf;
     if (layout_.kind == PmuLayout::Kind::amd) {
         // Zen 4/5 pipeline utilisation (PPR PMCx1A0, PMCx0AA, PMCx0C1): empty dispatch slots by
         // cause, ops dispatched (those that retire and those that do not) and ops retired.

@@ -5,7 +5,11 @@
 //    01h frontend, 1Eh backend; PMCx0AA unit mask 07h = retiring + bad speculation ops
 //    dispatched; PMCx0C1 = retiring ops; no SMT contention; level 2: PMCx1C2 = heavy ops,
 //    PMCx0C3 = branch mispredicts, PMCx096 = the rest of bad speculation, PMCx0D6 unit masks
-//    02h = backend and A2h = memory bound), and on Intel
+//    02h = backend and A2h = memory bound; the frontend split needs no event of its own:
+//    a counter of PMCx1A0 unit mask 01h with CntMask = N counts the cycles whose fe_bound
+//    slots are >= N (APM Vol. 2 13.2.1, SimCpu::run), so fetch latency is every cycle of a
+//    budget with fe_bound = slots_per_cycle and none otherwise; the budget's fetch_lat is
+//    not read on AMD), and on Intel
 //    also issues TOPDOWN.SLOTS (A4H/01H, fixed counter 3) and the level-1 category
 //    events (architectural A4H/02H, 73H/00H, 9CH/01H, C2H/02H: fixed counters 4-6 where
 //    they exist; UOPS_ISSUED.ANY 0EH/01H = retiring + bad speculation slots, Skylake's
@@ -21,6 +25,9 @@
 //    2000_0000H (ECX[29]) reads PERF_METRICS. GLOBAL_STATUS[48] (PERF_METRICS_OVF) is
 //    set when FIXED_CTR3 overflows while metrics count; STATUS_RESET[48] clears it.
 //
+// SimCpu::set_each_cycle adds a test's events to every cycle besides the budget's (the AMD
+// derived-metric tests: PMCx0C2 ex_ret_brn, PMCx0C3 ex_ret_brn_misp, PMCx064 unit masks
+// 09h/F6h L2 misses/hits); pmulab-sim gives none.
 #pragma once
 
 #include "sim/sim_cpu.h"

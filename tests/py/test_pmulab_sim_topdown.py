@@ -129,11 +129,54 @@ def test_zen5_dump_level2_exact():
              "--cpus", "0", "--", "run", "--bench", "add_indep", "--topdown", "2", "--reps", "3", "--warmup", "1")
     assert r.rc == 0, r
     met = _metrics(r)
-    assert len(met) == 11, sorted(met)
+    assert len(met) == 13, sorted(met)  # 5 level 1, 8 level 2 with the frontend split
+    # 1 of 8 slots empty from the frontend per cycle: never CntMask 8 of them, bandwidth.
     want = {"tma_heavy_operations": Fraction(1, 8), "tma_light_operations": Fraction(3, 8),
             "tma_branch_mispredicts": 0, "tma_machine_clears": Fraction(1, 8),
+            "tma_fetch_latency": 0, "tma_fetch_bandwidth": Fraction(1, 8),
             "tma_memory_bound": Fraction(1, 8), "tma_core_bound": Fraction(1, 8)}
     for name, v in want.items():
         m = met[(0, name)]
         assert _frac(m) == v and m["level"] == 2 and m["valid"] is True, m
     assert met[(0, "tma_memory_bound")]["parent"] == "tma_backend_bound"
+    lat = met[(0, "tma_fetch_latency")]
+    assert lat["formula"] == "8 * [1A0.01.CMSK=8] / (8 * ls_not_halted_cyc)", lat
+    assert lat["inputs"]["1A0.01.CMSK=8"] == 0 and lat["parent"] == "tma_frontend_bound", lat
+
+
+def test_zen5_dump_amd_derived_metrics():
+    # branch_pred: 6 instructions, 1 branch per iteration; the Zen 5 budget retires 4 ops
+    # per cycle and mispredicts none; no L2 traffic is modelled (0 / 0: undefined).
+    r = _sim("--json", "--dump", data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"),
+             "--cpus", "0", "--", "run", "--bench", "branch_pred", "--metrics", "Branches,Cache,Pipeline",
+             "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    met = _metrics(r)
+    b = met[(0, "branch_miss_rate")]
+    assert b["formula"] == "ex_ret_brn_misp / ex_ret_brn" and b["fraction"] == [0, 1], b
+    assert b["inputs"] == {"ex_ret_brn_misp": 0, "ex_ret_brn": 1}, b
+    u = met[(0, "uops_per_instruction")]
+    assert u["formula"] == "ex_ret_ops / instructions" and u["fraction"] == [4, 1], u
+    l2 = met[(0, "l2_miss_ratio")]
+    assert l2["value"] is None and l2["undefined"] == "division by zero", l2
+    llc = met[(0, "llc_miss_ratio")]
+    assert llc["undefined"] == ("no definition over this CPU's events ('LONGEST_LAT_CACHE.MISS' is an event "
+                                "of other CPUs)"), llc
+
+
+def test_skylake_level2_frontend_split():
+    # The skylake model's default budget: 1 of 4 slots undelivered per cycle, never all 4:
+    # IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE (9C.01, CMASK 4) counts nothing.
+    r = _sim("--json", "--model", "skylake", "--cpus", "0", "--",
+             "run", "--bench", "add_indep", "--topdown", "2", "--reps", "3", "--warmup", "1")
+    assert r.rc == 0, r
+    (w,) = r.records("warning")
+    assert w["message"] == ("--topdown: CPU 0: --topdown 2: level 2 from GP events on Skylake-class cores is the "
+                            "frontend split only (tma_fetch_latency, tma_fetch_bandwidth)"), w
+    met = _metrics(r)
+    assert len(met) == 6, sorted(met)
+    lat, bw = met[(0, "tma_fetch_latency")], met[(0, "tma_fetch_bandwidth")]
+    assert lat["formula"] == "4 * [9C.01.CMSK=4] / (4 * CPU_CLK_UNHALTED.THREAD)", lat
+    assert lat["fraction"] == [0, 1] and lat["inputs"]["9C.01.CMSK=4"] == 0 and lat["valid"] is True, lat
+    assert bw["fraction"] == [1, 4] and bw["valid"] is True, bw
+    assert met[(0, "tma_frontend_bound")]["fraction"] == [1, 4]

@@ -228,6 +228,42 @@ TEST(Topdown, SkylakeFromGpEventsMultiplexedByRerun) {
     EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(), "[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)");
 }
 
+TEST(Topdown, SkylakeLevel2FrontendSplitWithCmask) {
+    // IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE = 9C.01 with CMASK 4: the harness has 1
+    // undelivered slot of 4 per cycle (never 4: no latency), the kernel all 4 (latency).
+    SimMachine m = intel_skylake(1);
+    m.cpu(0).set_topdown(budget(4, 2, 1, 1, 0));
+    m.cpu(0).set_topdown_body(budget(4, 0, 0, 4, 0));
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string("run --json --bench add_indep --topdown 2") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    EXPECT_NE(c.out.find("level 2 from GP events on Skylake-class cores is the frontend split only"), std::string::npos)
+        << c.out;
+    std::vector<pmutest::Json> met = of_type(c, "metric");
+    ASSERT_EQ(met.size(), 6u) << c.out;  // 4 level 1, the frontend split
+    const pmutest::Json* lat = find(met, "metric", "tma_fetch_latency");
+    ASSERT_NE(lat, nullptr) << c.out;
+    EXPECT_EQ((*lat)["formula"].s(), "4 * [9C.01.CMSK=4] / (4 * CPU_CLK_UNHALTED.THREAD)");
+    EXPECT_EQ((*lat)["fraction"].u_list(), (std::vector<u64>{1, 1}));
+    EXPECT_EQ((*lat)["inputs"]["9C.01.CMSK=4"].s(), "8.00");
+    EXPECT_EQ((*lat)["method"].s(), "skylake_events");
+    EXPECT_TRUE((*lat)["valid"].b);
+    const pmutest::Json* bw = find(met, "metric", "tma_fetch_bandwidth");
+    ASSERT_NE(bw, nullptr);
+    EXPECT_EQ((*bw)["fraction"].u_list(), (std::vector<u64>{0, 1}));
+    EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["fraction"].u_list(), (std::vector<u64>{1, 1}));
+    // The harness's budget in the kernel too: all of the frontend is bandwidth.
+    SimMachine m2 = intel_skylake(1);
+    m2.cpu(0).set_topdown(budget(4, 2, 1, 1, 0));
+    SimPlatform p2(m2);
+    c = run_line(p2, std::string("run --json --bench add_indep --topdown 2") + kFast);
+    ASSERT_EQ(c.status, 0) << c.out;
+    met = of_type(c, "metric");
+    EXPECT_EQ((*find(met, "metric", "tma_fetch_latency"))["fraction"].u_list(), (std::vector<u64>{0, 1}));
+    EXPECT_EQ((*find(met, "metric", "tma_fetch_bandwidth"))["fraction"].u_list(), (std::vector<u64>{1, 4}));
+    for (const pmutest::Json& j : met) EXPECT_TRUE(j["valid"].b) << j["metric"].s();
+}
+
 TEST(Topdown, HybridTopdownOnBothCoreTypesEachWithItsMethod) {
     // Alder Lake: PERF_METRICS on the P cores, Gracemont's own events on the E cores
     // (5 slots per CPU_CLK_UNHALTED.CORE). (Before E-core TopDown, this test asserted

@@ -322,7 +322,7 @@ TEST(TopdownEcore, Zen4Level2FromThePipelineJson) {
     ASSERT_FALSE(res.empty());
     EXPECT_EQ(res[0]["runs"].u(), 2u);
     std::vector<pmutest::Json> met = of_type(c, "metric");
-    ASSERT_EQ(met.size(), 11u) << c.out;  // 5 level 1, 6 level 2 (no frontend split on AMD)
+    ASSERT_EQ(met.size(), 13u) << c.out;  // 5 level 1, 8 level 2 (the frontend split with CntMask 6)
     struct W {
         const char* name;
         u64 num, den;
@@ -331,6 +331,8 @@ TEST(TopdownEcore, Zen4Level2FromThePipelineJson) {
                 {"tma_light_operations", 1, 3, "tma_retiring"},
                 {"tma_branch_mispredicts", 1, 6, "tma_bad_speculation"},
                 {"tma_machine_clears", 0, 1, "tma_bad_speculation"},
+                {"tma_fetch_latency", 0, 1, "tma_frontend_bound"},
+                {"tma_fetch_bandwidth", 1, 6, "tma_frontend_bound"},
                 {"tma_memory_bound", 1, 6, "tma_backend_bound"},
                 {"tma_core_bound", 0, 1, "tma_backend_bound"}};
     for (const W& x : want) {
@@ -343,7 +345,8 @@ TEST(TopdownEcore, Zen4Level2FromThePipelineJson) {
         EXPECT_TRUE((*j)["valid"].b) << x.name;
     }
     EXPECT_EQ((*find(met, "metric", "tma_branch_mispredicts"))["inputs"]["ex_ret_brn_misp"].s(), "8.00");
-    EXPECT_EQ(find(met, "metric", "tma_fetch_latency"), nullptr);
+    // One empty frontend slot per cycle: never CntMask 6 of them, all fetch bandwidth.
+    EXPECT_EQ((*find(met, "metric", "tma_fetch_latency"))["inputs"]["1A0.01.CMSK=6"].s(), "0.00");
 }
 
 TEST(TopdownEcore, EventsListsFixedCounters4To6OnlyWhereTheyExist) {

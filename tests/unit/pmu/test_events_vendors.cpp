@@ -92,6 +92,10 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
                   "      cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)",
                   "  ex_no_retire.load_not_complete 0D6.A2 PMC0-5       yes",
                   "      cycles with no retire while the oldest op is waiting for load data (PMCx0D6, unit mask A2h)",
+                  "  l2_cache_req_stat.ic_dc_miss_in_l2 064.09 PMC0-5   yes",
+                  "      L2 requests from instruction and data cache misses that miss in L2 (PMCx064, unit mask 09h)",
+                  "  l2_cache_req_stat.ic_dc_hit_in_l2 064.F6 PMC0-5    yes",
+                  "      L2 requests from instruction and data cache misses that hit in L2 (PMCx064, unit mask F6h)",
                   "  tsc                       -       TSC              yes",
                   "      time-stamp counter (RDTSC), no PMU counter",
               }));
@@ -101,7 +105,7 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     r = pmutest::run(m, {"events", "--json"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
-    ASSERT_EQ(recs.size(), 20u);  // pmu + 19 events (9 of them the Zen 4/5 TopDown inputs)
+    ASSERT_EQ(recs.size(), 22u);  // pmu + 21 events (9 of them the Zen 4/5 TopDown inputs, 2 L2 requests)
     EXPECT_EQ(recs[0]["pmu"].s(), "amd");
     const pmutest::Json& ins = recs[1];
     EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
@@ -128,8 +132,11 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     EXPECT_EQ(mis["counter"].s(), "PMC0-5");
     EXPECT_EQ(recs[10]["name"].s(), "de_no_dispatch_per_slot.no_ops_from_frontend");
     EXPECT_EQ(recs[10]["code"].s(), "1A0.01");
-    EXPECT_EQ(recs[19]["name"].s(), "tsc");
-    EXPECT_EQ(recs[19]["counter"].s(), "TSC");
+    EXPECT_EQ(recs[19]["name"].s(), "l2_cache_req_stat.ic_dc_miss_in_l2");
+    EXPECT_EQ(recs[19]["code"].s(), "064.09");
+    EXPECT_EQ(recs[20]["code"].s(), "064.F6");
+    EXPECT_EQ(recs[21]["name"].s(), "tsc");
+    EXPECT_EQ(recs[21]["counter"].s(), "TSC");
 }
 
 TEST(EventsVendors, AmdWithoutIrPerfCountFallsBackForInstructions) {

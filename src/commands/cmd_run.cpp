@@ -75,9 +75,9 @@ const char kRunHelp[] =
     "                    IA32_PERF_METRICS where the core has it, Intel's formulas over GP\n"
     "                    events elsewhere (E cores: their own events, fixed counters 4-6;\n"
     "                    AMD Zen 4/5: dispatch slots) (docs/metrics.md)\n"
-    "  --metrics NAMES   derived metrics or groups: IPC, CPI, branch_miss_rate, llc_miss_ratio,\n"
-    "                    frequency (Hz), frequency_ratio, uops_per_instruction, TopdownL1,\n"
-    "                    TopdownL2, ...\n"
+    "  --metrics NAMES   derived metrics or groups: IPC, CPI, branch_miss_rate, l2_miss_ratio,\n"
+    "                    llc_miss_ratio, frequency (Hz), frequency_ratio, uops_per_instruction,\n"
+    "                    TopdownL1, TopdownL2, ... (all of them: docs/metrics.md)\n"
     "  --metrics-file P  more metric definitions from P on the boot volume (docs/metrics.md)"
     "\n"
     "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU.\n";

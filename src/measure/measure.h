@@ -209,6 +209,10 @@ public:
 
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }
+    // The watchdog (--timeout): a job that runs longer than `seconds` is stopped where it
+    // is (on UEFI by an NMI from another CPU) and the region ends like a fault with vector
+    // 2 (kWatchdogVector). 0 restores the platform's default for other jobs.
+    virtual void set_job_timeout(u32 seconds) {}
 
     // --- on the BSP ---
     // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
@@ -240,6 +244,11 @@ struct BenchInstance {
     bool optional = false;  // from --bench all: skip (with a warning) where unsupported
 };
 
+inline constexpr u32 kTimeoutDefault = 10;
+inline constexpr u32 kTimeoutMax = 86400;
+// The fault vector a region reports when the watchdog stopped it (the NMI's).
+inline constexpr u64 kWatchdogVector = 2;
+
 struct MeasureConfig {
     Vec<BenchInstance> benches;
     Vec<u32> cpus;
@@ -255,8 +264,9 @@ struct MeasureConfig {
     u32 align_offset = 0;    // --align-offset
     u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
     bool drain_frontend = false;
-    u64 r14_size = kScratchBytes;  // --r14-size (user code)
-    bool no_mem = false;           // --no-mem
+    u64 r14_size = kScratchBytes;     // --r14-size (user code)
+    bool no_mem = false;              // --no-mem
+    u32 timeout_s = kTimeoutDefault;  // --timeout: seconds a job may take (watchdog)
 };
 
 inline constexpr u64 kUnrollMax = 1000000;

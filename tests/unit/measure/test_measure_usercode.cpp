@@ -177,3 +177,29 @@ TEST(UserCode, PublicHeaderAgreesWithTheEngine) {
     EXPECT_EQ(usize(PMULAB_USER_CODE_MAX), kUserCodeMax);
     EXPECT_EQ(u32(PMULAB_NO_MEM_REGS), kNoMemReads);
 }
+
+// --timeout: the engine arms the platform's watchdog for the run and restores the
+// default after it; a run the watchdog stopped (vector 2) is an error naming the time
+// limit and the place, and the command goes on with the next CPU.
+TEST(UserCode, WatchdogStopIsReportedWithTheTimeLimitAndThePlace) {
+    mtest::FakeHw hw;
+    mtest::FakeMeasure mp;
+    mtest::FakePlatform p(hw, &mp);
+    mp.stop_at = 5;  // the 5th run on CPU 0 (a measured run of the short version)
+    int rc = mtest::run_cmd(p, "run --code 4801d8 --name spin --timeout 3 --cpu all --json");
+    EXPECT_EQ(rc, 2) << p.out;  // user code at fault, as for exceptions
+    EXPECT_EQ(mp.timeouts, (std::vector<u32>{3, 0}));
+    EXPECT_NE(p.out.find("spin on CPU 0 (run 0): code did not finish within 3 s (--timeout): pmulab's watchdog "
+                         "stopped it (NMI) at offset 2 of the body (copy 1 of 100), RIP 0x"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("\"type\":\"result\",\"cpu\":1"), std::string::npos) << p.out;  // CPU 1 measured
+    EXPECT_TRUE(mp.live.empty());
+
+    mtest::FakeMeasure mp2;
+    mtest::FakePlatform p2(hw, &mp2);
+    EXPECT_EQ(mtest::run_cmd(p2, "run --code 90 --json"), 0) << p2.out;
+    EXPECT_EQ(mp2.timeouts, (std::vector<u32>{10, 0}));  // the default
+    EXPECT_EQ(err("--code 90 --timeout 0"), "--timeout: 0 is out of range 1..86400");
+    EXPECT_EQ(err("--code 90 --timeout 86401"), "--timeout: 86401 is out of range 1..86400");
+}

@@ -290,12 +290,13 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
         spec.carry = bc.carry;
         spec.no_mem = cfg.no_mem;
         spec.no_mem_loop = cfg.loop;
+        spec.marker_pad_copies = w == 0 ? copies[1] - copies[0] : 0;
         Vec<u8> code;
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();
         Region& r = out->regions[w];
         PMULAB_TRY(place(out->pages[w], code, &r, lay.value()));
-        r.body_len = bc.body.len;
+        r.body_len = lay.value().copy_len;  // markers expanded
         r.copies = copies[w];
         r.loop = cfg.loop;
         r.init_len = bc.init.len;

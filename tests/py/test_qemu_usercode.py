@@ -45,6 +45,12 @@ EXACT = [
     ("avx2", "--code c5f5fec2", 1),             # vpaddd ymm0, ymm1, ymm2
     ("stack", "--code 5058", 2),                # push rax; pop rax on the private stack
     ("scratch", "--code 49890e48890f48890e48894d00", 4),  # stores through R14, RDI, RSI, RBP
+    # Pause/resume markers (pause_counting / resume_counting): what lies between them is
+    # not counted, and the markers' own cost cancels.
+    ("marks", "--code 043f81c2b113b5f0909090043f81c2b113b5e04801d8", 1),
+    ("marks2", "--code 4801d8043f81c2b113b5f090043f81c2b113b5e0043f81c2b113b5f09090043f81c2b113b5e04801d8 --loop 3 --basic", 2),
+    ("marksjmp", "--code 4801d8043f81c2b113b5f0eb00043f81c2b113b5e0 --serialize cpuid --init 9090 --late-init 90", 1),
+    ("marksonly", "--code 043f81c2b113b5f04801d8043f81c2b113b5e0", 0),
 ]
 
 # (label, options, vector, place)

@@ -203,3 +203,32 @@ TEST(UserCode, WatchdogStopIsReportedWithTheTimeLimitAndThePlace) {
     EXPECT_EQ(err("--code 90 --timeout 0"), "--timeout: 0 is out of range 1..86400");
     EXPECT_EQ(err("--code 90 --timeout 86401"), "--timeout: 86401 is out of range 1..86400");
 }
+
+// Pause/resume markers: only in the body, alternating from a pause, resumed in each copy,
+// not with --no-mem; the header line counts the pairs.
+TEST(UserCode, PauseResumeMarkersAreChecked) {
+    const std::string P = "043f81c2b113b5f0", R = "043f81c2b113b5e0";
+    auto run_err = [&](const std::string& line) {
+        mtest::FakeHw hw;
+        mtest::FakeMeasure mp;
+        mtest::FakePlatform p(hw, &mp);
+        int rc = mtest::run_cmd(p, "run " + line);
+        return std::to_string(rc) + " " + p.out;
+    };
+    EXPECT_EQ(run_err("--code " + P + "90"),
+              "2 pmulab: error: --code: the pause marker at offset 0 is not resumed in the body (each copy must resume "
+              "counting before it ends)\n");
+    EXPECT_EQ(run_err("--code 90" + R), "2 pmulab: error: --code: a resume marker at offset 1 without a pause marker "
+                                        "before it\n");
+    EXPECT_EQ(run_err("--code " + P + P + R),
+              "2 pmulab: error: --code: a second pause marker at offset 8 (the one at offset 0 is not resumed yet)\n");
+    EXPECT_EQ(run_err("--code 90 --late-init 90" + P),
+              "2 pmulab: error: --late-init: a pause/resume marker at offset 1: markers pause the count only in the "
+              "body (--code)\n");
+    EXPECT_EQ(run_err("--code " + P + R + " --no-mem"),
+              "2 pmulab: error: --no-mem: pause/resume markers keep their sums in the harness's memory; drop "
+              "--no-mem\n");
+    std::string ok = run_err("--code " + P + "90" + R + "4801d8" + P + R);
+    EXPECT_EQ(ok.rfind("0 pmulab run: code 'code': 36 bytes, FNV-1a 64 ", 0), 0u) << ok;
+    EXPECT_NE(ok.find(", 2 pause/resume marker pairs per copy\n"), std::string::npos) << ok;
+}

@@ -176,6 +176,9 @@ TEST(UserCode, PublicHeaderAgreesWithTheEngine) {
     EXPECT_EQ(u64(PMULAB_R14_MAX), kR14Max);
     EXPECT_EQ(usize(PMULAB_USER_CODE_MAX), kUserCodeMax);
     EXPECT_EQ(u32(PMULAB_NO_MEM_REGS), kNoMemReads);
+    EXPECT_EQ(u32(PMULAB_TIMEOUT), MeasureConfig().timeout_s);
+    EXPECT_EQ(u64(PMULAB_PAUSE_MARKER), kPauseMarker);
+    EXPECT_EQ(u64(PMULAB_RESUME_MARKER), kResumeMarker);
 }
 
 // --timeout: the engine arms the platform's watchdog for the run and restores the

@@ -129,14 +129,19 @@ Error fault_error(const Region& r, const RegionFrame& f, u32 timeout_s) {
     if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
         f.fault_vector == 14 || f.fault_vector == 17)
         n += format_to(extra + n, sizeof extra - n, ", error code 0x%llx", (unsigned long long)f.fault_error);
+    Error e;
     if (f.fault_vector == kWatchdogVector)
-        return Error::make(Errc::invalid_argument,
-                           "code did not finish within %u s (--timeout): pmulab's watchdog stopped it (NMI) at %s, "
-                           "RIP 0x%llx",
-                           timeout_s, where, (unsigned long long)f.fault_rip);
-    return Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
-                       vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where,
-                       (unsigned long long)f.fault_rip, extra);
+        e = Error::make(Errc::invalid_argument,
+                        "code did not finish within %u s (--timeout): pmulab's watchdog stopped it (NMI) at %s, "
+                        "RIP 0x%llx",
+                        timeout_s, where, (unsigned long long)f.fault_rip);
+    else
+        e = Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
+                        vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where,
+                        (unsigned long long)f.fault_rip, extra);
+    e.vector = u8(f.fault_vector);  // the record's "vector" (a usage error: the code is the user's)
+    e.has_vector = true;
+    return e;
 }
 
 // --trace-msr: the accesses the region performs itself, in its order (codegen.cpp):

@@ -113,6 +113,9 @@ def _faults_reported_and_survived(cpus, smp=2):
     r = _campaign(lines, smp=smp)
     assert r.rc == 2, r  # the first failure decides: code faults are the user's error (usage)
     errors = [e["message"] for e in r.records("error")]
+    for e in r.records("error"):  # each a usage error with the vector as a field
+        label = e["message"].split(" on CPU ")[0].split(": ")[-1]
+        assert e["code"] == "invalid argument" and e["vector"] == {f[0]: f[2] for f in FAULTS}[label], e
     for cpu in cpus:
         for label, _, vector, place in FAULTS:
             hits = [e for e in errors if f"{label} on CPU {cpu} (run 0): code raised" in e]
@@ -176,6 +179,7 @@ def test_qemu_code_that_never_ends_is_stopped_on_the_bsp_and_the_aps():
     assert "vector extensions (run --code): sse sse2 sse3 ssse3 sse4.1 sse4.2 avx fma avx2\n" in r.out, r.out
     recs = [json.loads(l) for l in r.out.splitlines() if l.startswith("{")]  # after info's text
     errors = [e["message"] for e in recs if e["type"] == "error"]
+    assert all(e["vector"] == 2 for e in recs if e["type"] == "error"), recs  # the NMI's
     assert len(errors) == 3 * len(HANGS), errors
     for cpu in (0, 1, 2):
         for label, _, place in HANGS:

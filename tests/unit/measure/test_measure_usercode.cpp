@@ -197,6 +197,11 @@ TEST(UserCode, WatchdogStopIsReportedWithTheTimeLimitAndThePlace) {
               std::string::npos)
         << p.out;
     EXPECT_NE(p.out.find("\"type\":\"result\",\"cpu\":1"), std::string::npos) << p.out;  // CPU 1 measured
+    EXPECT_NE(p.out.find("{\"type\":\"error\",\"code\":\"invalid argument\",\"message\":\"spin on CPU 0"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("RIP 0x"), std::string::npos);
+    EXPECT_NE(p.out.find("\",\"vector\":2}"), std::string::npos) << p.out;
     EXPECT_TRUE(mp.live.empty());
 
     mtest::FakeMeasure mp2;

@@ -10,6 +10,10 @@ snippet work (`1: dec rcx; jnz 1b`, `loop: ...`). Shorthands:
   |n          (1 <= n <= 15) an n-byte NOP, the encodings the Intel SDM recommends
               (n >= 10: data16 prefixes before `cs nopw 0x0(%rax,%rax,1)`), one instruction
   N*|TEXT|    TEXT (statements without '|') repeated N times (1 <= N <= 100000)
+  pause_counting, resume_counting
+              pmulab's pause/resume markers (docs/measure.md "Pausing the count"):
+              nanoBench's magic values, .quad 0xF0B513B1C2813F04 and
+              .quad 0xE0B513B1C2813F04; pmulab replaces them in the body
 The code must be position-independent straight-line text: anything that needs a
 relocation (a symbol outside the snippet, an absolute address, `call foo`), a
 section other than .text, or an alignment directive (whose padding would depend on
@@ -107,6 +111,14 @@ def _nop_statement(s, i):
     return ".byte " + ",".join(f"0x{b:02x}" for b in NOPS[n])
 
 
+# The pause/resume markers (src/measure/measure.h kPauseMarker, kResumeMarker).
+MARKERS = {"pause_counting": ".quad 0xF0B513B1C2813F04", "resume_counting": ".quad 0xE0B513B1C2813F04"}
+
+
+def _marker_statement(s):
+    return MARKERS.get(s.strip().lower())
+
+
 def _check_directive(s, i):
     word = s.split(None, 1)[0].lower()
     if word.startswith(".") and not word.endswith(":") and word not in DATA_DIRECTIVES:
@@ -195,7 +207,7 @@ def _assemble(text, att):
     first_line = len(lines) + 1
     line_of = {}  # source line -> statement index
     for i, s in enumerate(stmts):
-        nop = _nop_statement(s, i)
+        nop = _marker_statement(s) or _nop_statement(s, i)
         if nop is None:
             _check_directive(s, i)
         lines.append(f"{STMT_SYM}{i}:")

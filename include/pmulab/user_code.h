@@ -31,7 +31,14 @@
  *
  * Faults (#DE #DB #BP #OF #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM) are caught:
  * the run stops, an error record names the vector, the block (init, late-init,
- * body, one-time-init) and the offset in it, and pmulab goes on.
+ * body, one-time-init) and the offset in it, and pmulab goes on. Code that never
+ * ends is stopped after `--timeout` seconds (default PMULAB_TIMEOUT) by an NMI and
+ * reported the same way.
+ *
+ * Pause/resume markers (nanoBench's magic values, 8 bytes each, little-endian, only in
+ * the body, alternating from a pause, every copy ending resumed): counting stops at
+ * PMULAB_PAUSE_MARKER and restarts at PMULAB_RESUME_MARKER. In GNU as:
+ *   .quad PMULAB_PAUSE_MARKER ... .quad PMULAB_RESUME_MARKER
  */
 #ifndef PMULAB_USER_CODE_H
 #define PMULAB_USER_CODE_H
@@ -43,5 +50,8 @@
 #define PMULAB_ALIGN 64                   /* the first copy sits at 64k + --align-offset */
 #define PMULAB_DRAIN_NOPS 128             /* --drain-frontend: NOPs of 15 bytes each */
 #define PMULAB_NO_MEM_REGS 6              /* --no-mem: R8..R13 hold at most 6 counter values */
+#define PMULAB_TIMEOUT 10                 /* --timeout default: seconds per job */
+#define PMULAB_PAUSE_MARKER 0xF0B513B1C2813F04  /* .quad: stop counting */
+#define PMULAB_RESUME_MARKER 0xE0B513B1C2813F04 /* .quad: count again */
 
 #endif /* PMULAB_USER_CODE_H */

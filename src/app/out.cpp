@@ -41,7 +41,7 @@ void Out::error(const Error& e) {
     JsonWriter w(jl);
     w.begin_object().field("type", "error").field("code", errc_name(e.code));
     w.field("message", msg.view());
-    if (e.code == Errc::fault) w.field_u("vector", e.vector);
+    if (e.code == Errc::fault || e.has_vector) w.field_u("vector", e.vector);
     w.end_object();
     jl.put('\n');
     // Errors belong to the results too: a run that failed says why in its file.

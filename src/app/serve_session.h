@@ -85,6 +85,7 @@ public:
     Status vector_enter(VectorSaved* v) override { return m_->vector_enter(v); }
     void vector_leave(const VectorSaved& v) override { m_->vector_leave(v); }
     Status prepare() override { return m_->prepare(); }
+    void set_job_timeout(u32 seconds) override { m_->set_job_timeout(seconds); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
 
 private:

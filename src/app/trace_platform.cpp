@@ -19,6 +19,7 @@ public:
     Status vector_enter(VectorSaved* v) override { return inner_.vector_enter(v); }
     void vector_leave(const VectorSaved& v) override { inner_.vector_leave(v); }
     Status prepare() override { return inner_.prepare(); }
+    void set_job_timeout(u32 seconds) override { inner_.set_job_timeout(seconds); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override {
         Status s = inner_.run_on_cpu(hw, cpu, fn, ctx);
         trace_.flush();

@@ -36,8 +36,10 @@ struct Error {
     // message from the fuzz corpora reaches this size).
     static constexpr usize kMsgMax = 512;
     Errc code = Errc::internal;
-    // Hardware fault details where code == Errc::fault.
+    // Hardware fault details where code == Errc::fault, or where has_vector says so
+    // (user code that raised an exception: a usage error with its vector, run --code).
     u8 vector = 0;
+    bool has_vector = false;
     char msg[kMsgMax] = {};
 
     static Error make(Errc c, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

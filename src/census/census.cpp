@@ -246,6 +246,59 @@ Status census_collect(Hw& hw, Vec<CpuRecord>& out) {
     return ok_status();
 }
 
+// Vector extensions `run --code` can use: CPUID.01H and 07H feature flags (SDM Vol. 2A
+// CPUID, Tables 3-10/3-11 and leaf 07H); the VEX/EVEX ones need XSAVE (01H:ECX[26]),
+// since pmulab sets CR4.OSXSAVE and XCR0 itself while measuring (docs/measure.md).
+usize census_vector_extensions(const CpuRecord& r, const char** names, usize max) {
+    const CpuIdentity& id = r.dec.id;
+    CpuidRegs l1 = r.raw.get(1), l7 = id.max_leaf >= 7 ? r.raw.get(7, 0) : CpuidRegs{};
+    bool xsave = (l1.ecx >> 26) & 1, avx = xsave && ((l1.ecx >> 28) & 1);
+    struct Flag {
+        const char* name;
+        bool on;
+    };
+    const Flag flags[] = {
+        {"sse", bool((l1.edx >> 25) & 1)},
+        {"sse2", bool((l1.edx >> 26) & 1)},
+        {"sse3", bool(l1.ecx & 1)},
+        {"ssse3", bool((l1.ecx >> 9) & 1)},
+        {"sse4.1", bool((l1.ecx >> 19) & 1)},
+        {"sse4.2", bool((l1.ecx >> 20) & 1)},
+        {"avx", avx},
+        {"fma", avx && ((l1.ecx >> 12) & 1)},
+        {"avx2", avx && ((l7.ebx >> 5) & 1)},
+        {"avx512f", avx && ((l7.ebx >> 16) & 1)},
+        {"avx512dq", avx && ((l7.ebx >> 17) & 1)},
+        {"avx512bw", avx && ((l7.ebx >> 30) & 1)},
+        {"avx512vl", avx && ((l7.ebx >> 31) & 1)},
+    };
+    usize n = 0;
+    for (const Flag& f : flags)
+        if (f.on && n < max) names[n++] = f.name;
+    return n;
+}
+
+namespace {
+
+void put_vector_extensions(StrBuf& out, const CpuRecord& r) {
+    const char* names[kVectorExtensionsMax];
+    usize n = census_vector_extensions(r, names, kVectorExtensionsMax);
+    if (!n) out.put("none");
+    for (usize i = 0; i < n; ++i) out.printf("%s%s", i ? " " : "", names[i]);
+}
+
+bool same_vector_extensions(const CpuRecord& a, const CpuRecord& b) {
+    const char* na[kVectorExtensionsMax];
+    const char* nb[kVectorExtensionsMax];
+    usize n = census_vector_extensions(a, na, kVectorExtensionsMax);
+    if (census_vector_extensions(b, nb, kVectorExtensionsMax) != n) return false;
+    for (usize i = 0; i < n; ++i)
+        if (na[i] != nb[i]) return false;
+    return true;
+}
+
+}  // namespace
+
 void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
     usize collected = 0;
     for (const CpuRecord& r : cpus) collected += r.collected;
@@ -323,6 +376,23 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         out.printf("\nnote: %u different PMU configurations across CPUs (hybrid part or "
                    "asymmetric firmware setup)\n",
                    unsigned(groups));
+    // What user code may use (pmulab enables OSXSAVE/XCR0 itself while measuring).
+    bool first_line = true;
+    for (const Vec<u32>&members : group_indices(cpus.size(), [&](usize i, usize j) {
+             return cpus[i].collected && cpus[j].collected && same_vector_extensions(cpus[i], cpus[j]);
+         })) {
+        if (!cpus[members[0]].collected) continue;
+        out.put(first_line ? "\n" : "");
+        first_line = false;
+        out.put("vector extensions (run --code)");
+        if (members.size() != cpus.size()) {
+            out.put(" of CPU ");
+            put_cpu_list(out, cpus, members);
+        }
+        out.put(": ");
+        put_vector_extensions(out, cpus[members[0]]);
+        out.put('\n');
+    }
 }
 
 void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
@@ -371,34 +441,11 @@ void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
     }
     w.field_b("pdcm", id.pdcm);
     w.field_hex("max_leaf", id.max_leaf);
-    // Vector extensions `run --code` can use: CPUID.01H and 07H feature flags (SDM Vol. 2A
-    // CPUID, Tables 3-10/3-11 and leaf 07H); the VEX/EVEX ones need XSAVE (01H:ECX[26]),
-    // since pmulab sets CR4.OSXSAVE and XCR0 itself while measuring (docs/measure.md).
     w.key("vector_extensions").begin_array();
     {
-        CpuidRegs l1 = r.raw.get(1), l7 = id.max_leaf >= 7 ? r.raw.get(7, 0) : CpuidRegs{};
-        bool xsave = (l1.ecx >> 26) & 1, avx = xsave && ((l1.ecx >> 28) & 1);
-        struct Flag {
-            const char* name;
-            bool on;
-        };
-        const Flag flags[] = {
-            {"sse", bool((l1.edx >> 25) & 1)},
-            {"sse2", bool((l1.edx >> 26) & 1)},
-            {"sse3", bool(l1.ecx & 1)},
-            {"ssse3", bool((l1.ecx >> 9) & 1)},
-            {"sse4.1", bool((l1.ecx >> 19) & 1)},
-            {"sse4.2", bool((l1.ecx >> 20) & 1)},
-            {"avx", avx},
-            {"fma", avx && ((l1.ecx >> 12) & 1)},
-            {"avx2", avx && ((l7.ebx >> 5) & 1)},
-            {"avx512f", avx && ((l7.ebx >> 16) & 1)},
-            {"avx512dq", avx && ((l7.ebx >> 17) & 1)},
-            {"avx512bw", avx && ((l7.ebx >> 30) & 1)},
-            {"avx512vl", avx && ((l7.ebx >> 31) & 1)},
-        };
-        for (const Flag& f : flags)
-            if (f.on) w.str(f.name);
+        const char* names[kVectorExtensionsMax];
+        usize n = census_vector_extensions(r, names, kVectorExtensionsMax);
+        for (usize i = 0; i < n; ++i) w.str(names[i]);
     }
     w.end_array();
     w.field_hex("max_ext_leaf", id.max_ext_leaf);

@@ -42,7 +42,14 @@ void census_decode(CpuRecord& r);
 
 // Human-readable report: a summary, one row per CPU, and a detailed PMU block for
 // each distinct PMU (hybrid parts show one block per core type).
+// It ends with the vector extensions `run --code` can use (one line, or one per CPU
+// where they differ), as the records' "vector_extensions".
 void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
+
+// The vector extensions user code can run on this CPU (names as in the records:
+// "sse", ..., "avx2", "avx512f", ...) into names; returns how many (at most max).
+usize census_vector_extensions(const CpuRecord& r, const char** names, usize max);
+inline constexpr usize kVectorExtensionsMax = 16;
 
 struct TscFreq;  // census/tsc_freq.h
 // One JSON object per CPU, newline-terminated (JSON Lines); with tsc (live `info`) also

@@ -17,6 +17,7 @@ const char kRunHelp[] =
     "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
     "                  [--topdown 1|2] [--metrics NAMES] [--metrics-file PATH]\n"
     "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
+    "                  [--timeout SECONDS]\n"
     "\n"
     "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
     "the register contract: R14, RDI, RSI, RBP point into the middle of scratch areas, RSP to\n"
@@ -34,8 +35,10 @@ const char kRunHelp[] =
     "  --no-mem          counter values stay in R8.. between the reads (nanoBench -no_mem):\n"
     "                    the code must not change R8..R8+n-1 (n reads; R8 for tsc), and\n"
     "                    RAX-RDX do not reach the body from init (late-init may set them)\n"
+    "  --timeout S       seconds a job (one benchmark on one CPU) may take (default 10,\n"
+    "                    1..86400): then pmulab's watchdog stops it (an NMI from another CPU)\n"
     "Faults in the code (#UD, #DE, #GP, #PF, ...) are reported with the vector and where\n"
-    "they happened; the command goes on with the next CPU.\n"
+    "they happened, code that never ends after --timeout; the command goes on with the next CPU.\n"
     "\n"
     "Measures built-in kernels ('pmulab bench list') nanoBench-style: the kernel body is\n"
     "copied U and 2U times into generated code between serialised counter reads, run W\n"
@@ -211,6 +214,10 @@ Status parse_run_options(Args& args, RunOptions* o) {
             o->cfg.drain_frontend = true;
         } else if (args.flag("--no-mem")) {
             o->cfg.no_mem = true;
+        } else if (args.option("--timeout", &v, &err)) {
+            PMULAB_TRY(err);
+            PMULAB_TRY(num("--timeout", 1, kTimeoutMax, &tmp));
+            o->cfg.timeout_s = u32(tmp);
         } else if (args.option("--bench", &v, &err)) {
             PMULAB_TRY(err);
             bench = accumulate(&o->bench_joined, v, ',');

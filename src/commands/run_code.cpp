@@ -76,14 +76,23 @@ Status load_user_code(Out& out, RunOptions& o) {
         Vec<u8>& blk = user_block(o.user, i);
         for (char c : d) blk.push(u8(c));
     }
+    // Pause/resume markers: only in the body, paired within each copy (codegen.cpp).
+    UserCodeBlocks blocks{CodeSpan{o.user.body.data(), o.user.body.size()},
+                          CodeSpan{o.user.init.data(), o.user.init.size()},
+                          CodeSpan{o.user.late_init.data(), o.user.late_init.size()},
+                          CodeSpan{o.user.one_time_init.data(), o.user.one_time_init.size()}};
+    Result<u32> pairs = check_markers(blocks, o.cfg.no_mem);
+    if (!pairs.ok()) return pairs.error();
     o.user.hash = fnv1a64(o.user.body.data(), o.user.body.size());
     StrBuf head;
     head.printf("pmulab run: code '%s': %u bytes, FNV-1a 64 %016llx", o.user.name, unsigned(o.user.body.size()),
                 (unsigned long long)o.user.hash);
-    const Vec<u8>* blocks[3] = {&o.user.init, &o.user.late_init, &o.user.one_time_init};
+    const Vec<u8>* others[3] = {&o.user.init, &o.user.late_init, &o.user.one_time_init};
     static const char* const kBlock[3] = {"init", "late-init", "one-time-init"};
     for (unsigned i = 0; i < 3; ++i)
-        if (!blocks[i]->empty()) head.printf(", %s %u bytes", kBlock[i], unsigned(blocks[i]->size()));
+        if (!others[i]->empty()) head.printf(", %s %u bytes", kBlock[i], unsigned(others[i]->size()));
+    if (pairs.value())
+        head.printf(", %u pause/resume marker pair%s per copy", unsigned(pairs.value()), pairs.value() == 1 ? "" : "s");
     head.put('\n');
     out.text_buf(head);
     return ok_status();

@@ -70,7 +70,25 @@ public:
 };
 static_assert(ApicIcr::delivery_mode_field::mask == 0x700 && ApicIcr::xapic_destination_field::mask == 0xFFull << 56);
 constexpr u64 kDeliveryFixed = 0;  // 000b
+constexpr u64 kDeliveryNmi = 4;    // 100b (the vector is ignored)
 constexpr u64 kDeliveryInit = 5;   // 101b
+
+// The local APIC timer, SDM Vol. 3A "APIC Timer": the LVT timer entry (Figure "Local
+// Vector Table (LVT)"), the initial- and current-count registers and the divide
+// configuration (Figure "Divide Configuration Register": 1011b divides by 1).
+constexpr u32 kApicLvtTimer = 0x320;
+constexpr u32 kApicInitialCount = 0x380;
+constexpr u32 kApicCurrentCount = 0x390;
+constexpr u32 kApicDivide = 0x3E0;
+constexpr u32 kDivideBy1 = 0xB;
+class ApicLvtTimer : public regs::RegValue<ApicLvtTimer> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(ApicLvtTimer, vector, 7, 0)
+    PMULAB_REG_FLAG(ApicLvtTimer, masked, 16)
+    PMULAB_REG_FIELD(ApicLvtTimer, mode, 18, 17)  // 00b one-shot
+};
+static_assert(ApicLvtTimer::masked_field::mask == 0x10000);
 
 // RFLAGS.IF, SDM Vol. 1 §3.4.3.
 constexpr u64 kRflagsIf = u64(1) << 9;
@@ -138,6 +156,20 @@ bool apic_takes_wake_ipi(const ApMailbox& m) {
         tpr = *reinterpret_cast<volatile u32*>(uintptr_t(base.mmio() + kApicTpr));
     }
     return ApicSvr(svr).software_enable() && ApicTpr(tpr).priority_class() < (kApWakeVector >> 4);
+}
+
+// This CPU's local APIC register `off` (the AP's mode is the BSP's: apic_takes_wake_ipi).
+u32 apic_read(const ApMailbox& m, u32 off) {
+    if (m.bsp_x2apic) {
+        u64 v = 0;
+        (void)pmulab_safe_rdmsr(kX2ApicMsrBase + off / 16, &v);
+        return u32(v);
+    }
+    return *reinterpret_cast<volatile u32*>(uintptr_t(m.bsp_mmio + off));
+}
+void apic_write(const ApMailbox& m, u32 off, u32 v) {
+    if (m.bsp_x2apic) (void)pmulab_safe_wrmsr(kX2ApicMsrBase + off / 16, v);
+    else *reinterpret_cast<volatile u32*>(uintptr_t(m.bsp_mmio + off)) = v;
 }
 
 // The worker, on the AP (started by StartupThisAP, returns on kCmdExit). Runs with
@@ -236,7 +268,77 @@ bool spin_until(const volatile u64& word, u64 want, EFI_EVENT timer) {
 
 constexpr u64 k100nsPerSecond = 10000000;
 
+u32 g_code_timeout = 0;  // seconds; 0: ApWorkers::kJobTimeoutSeconds
+
+// ---- the BSP's watchdog, run by a worker on an AP (no allocation, no boot services) ----
+
+// Calibration of the AP's local APIC timer: counting down from 2^32 - 1 (masked, divide
+// by 1) while the BSP stalls a known time.
+struct CalCtx {
+    const ApMailbox* m;
+    u32 lvt, divide, elapsed;
+};
+void cal_start(void* p) {
+    auto* c = static_cast<CalCtx*>(p);
+    c->lvt = apic_read(*c->m, kApicLvtTimer);
+    c->divide = apic_read(*c->m, kApicDivide);
+    apic_write(*c->m, kApicLvtTimer, u32(ApicLvtTimer().set_vector(kApTimerVector).set_masked().raw()));
+    apic_write(*c->m, kApicDivide, kDivideBy1);
+    apic_write(*c->m, kApicInitialCount, 0xFFFFFFFFu);
+}
+void cal_read(void* p) {
+    auto* c = static_cast<CalCtx*>(p);
+    c->elapsed = 0xFFFFFFFFu - apic_read(*c->m, kApicCurrentCount);
+    apic_write(*c->m, kApicInitialCount, 0);
+    apic_write(*c->m, kApicDivide, c->divide);
+    apic_write(*c->m, kApicLvtTimer, c->lvt);
+}
+
+// The watch: one-shot timer rounds (each below 2^31 ticks) while halted; woken by the
+// timer or by the BSP's wake IPI (cancel). When the last round ends first, an NMI goes
+// to the target with the watchdog flag set (fault_stubs.S pmulab_nmi).
+struct WatchCtx {
+    const ApMailbox* m = nullptr;
+    bool x2apic = false;
+    u64 mmio = 0;
+    u64 target = 0;
+    u32 per_round = 0, rounds = 0;
+    volatile u32 cancel = 0, armed = 0, fired = 0;
+};
+WatchCtx g_watch;
+
+void watch_fn(void* p) {
+    auto* w = static_cast<WatchCtx*>(p);
+    const ApMailbox& m = *w->m;
+    u32 lvt = apic_read(m, kApicLvtTimer), divide = apic_read(m, kApicDivide);
+    apic_write(m, kApicDivide, kDivideBy1);
+    apic_write(m, kApicLvtTimer, u32(ApicLvtTimer().set_vector(kApTimerVector).raw()));  // one-shot, unmasked
+    u32 left = w->rounds;
+    apic_write(m, kApicInitialCount, w->per_round);
+    store_release(w->armed, u32(1));
+    for (;;) {
+        if (load_acquire(w->cancel)) break;
+        asm volatile("sti; hlt; cli" ::: "memory");
+        if (load_acquire(w->cancel)) break;
+        if (left == 0 || apic_read(m, kApicCurrentCount) != 0) continue;  // not the timer
+        if (--left > 0) {
+            apic_write(m, kApicInitialCount, w->per_round);
+            continue;
+        }
+        watchdog_nmi_arm(true);
+        send_ipi(w->x2apic, w->mmio, w->target, ApicIcr().set_delivery_mode(kDeliveryNmi).set_level_assert());
+        store_release(w->fired, u32(1));
+    }
+    apic_write(m, kApicInitialCount, 0);
+    apic_write(m, kApicLvtTimer, u32(ApicLvtTimer(lvt).set_masked().raw()));
+    apic_write(m, kApicDivide, divide);
+    apic_write(m, kApicLvtTimer, lvt);
+}
+
 }  // namespace
+
+void set_code_timeout(u32 seconds) { g_code_timeout = seconds; }
+u32 code_timeout() { return g_code_timeout; }
 
 Status ApWorkers::start(ApMailbox& m) {
     if (!mp_) return Error::make(Errc::unsupported, "no MP Services: cannot run on CPU %u", m.cpu);
@@ -293,6 +395,15 @@ Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_1
         send_ipi(x2apic_, apic_mmio_, m.apic_id,
                  ApicIcr().set_vector(kApWakeVector).set_delivery_mode(kDeliveryFixed).set_level_assert());
     bool finished = spin_until(m.done, seq, timer_);
+    if (!finished && cmd == kCmdRun) {
+        // The watchdog: an NMI ends generated code in flight like a fault (vector 2), and
+        // the job reports it and returns (fault_stubs.S pmulab_nmi).
+        watchdog_nmi_arm(true);
+        send_ipi(x2apic_, apic_mmio_, m.apic_id, ApicIcr().set_delivery_mode(kDeliveryNmi).set_level_assert());
+        arm(timer_, 5 * k100nsPerSecond);
+        finished = spin_until(m.done, seq, timer_);
+        watchdog_nmi_settle();
+    }
     u64 allocs = guard_end(allocs_before);
     if (!finished) {
         // Stop the CPU where it is (INIT: it waits for a SIPI), so that it never runs in
@@ -315,7 +426,7 @@ Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_1
     return ok_status();
 }
 
-Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx) {
+Status ApWorkers::ready(u32 cpu) {
     if (cpu >= count_ || !boxes_) return Error::make(Errc::invalid_argument, "no logical processor %u", cpu);
     ApMailbox& m = boxes_[cpu];
     if (m.state == kHung)
@@ -325,7 +436,79 @@ Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx) {
                            cpu);
     if (m.state == kBroken) return Error::make(Errc::io, "CPU %u did not start pmulab's worker", cpu);
     if (m.state == kOff) PMULAB_TRY(start(m));
-    return post(m, kCmdRun, fn, ctx, u64(kJobTimeoutSeconds) * k100nsPerSecond, "a job");
+    return ok_status();
+}
+
+Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx) {
+    PMULAB_TRY(ready(cpu));
+    u32 seconds = g_code_timeout ? g_code_timeout : kJobTimeoutSeconds;
+    return post(boxes_[cpu], kCmdRun, fn, ctx, u64(seconds) * k100nsPerSecond, "a job");
+}
+
+Status ApWorkers::calibrate(ApMailbox& m) {
+    CalCtx c{&m, 0, 0, 0};
+    PMULAB_TRY(post(m, kCmdRun, cal_start, &c, 5 * k100nsPerSecond, "the APIC timer calibration"));
+    gBS->Stall(20000);
+    PMULAB_TRY(post(m, kCmdRun, cal_read, &c, 5 * k100nsPerSecond, "the APIC timer calibration"));
+    if (c.elapsed == 0 || c.elapsed == 0xFFFFFFFFu)
+        return Error::make(Errc::unsupported, "the local APIC timer of CPU %u does not count", m.cpu);
+    timer_hz_ = u64(c.elapsed) * 50;  // ticks in 20 ms
+    return ok_status();
+}
+
+Status ApWorkers::watch_begin(u32 watcher, u64 target_apic, u32 seconds) {
+    PMULAB_TRY(ready(watcher));
+    ApMailbox& m = boxes_[watcher];
+    // A worker that polls would run instructions beside the measurement: only a halting one.
+    if (!m.wake_ipi) return Error::make(Errc::unsupported, "CPU %u cannot halt between jobs", watcher);
+    if (!timer_hz_) PMULAB_TRY(calibrate(m));
+    u64 ticks = timer_hz_ * seconds;
+    u64 rounds = ticks / 0x80000000ull + 1;
+    g_watch.m = &m;
+    g_watch.x2apic = x2apic_;
+    g_watch.mmio = apic_mmio_;
+    g_watch.target = target_apic;
+    g_watch.per_round = u32(ticks / rounds);
+    g_watch.rounds = u32(rounds);
+    g_watch.cancel = 0;
+    g_watch.armed = 0;
+    g_watch.fired = 0;
+    m.fn = watch_fn;
+    m.ctx = &g_watch;
+    m.cmd = kCmdRun;
+    u64 seq = m.seq + 1;
+    store_release(m.seq, seq);
+    send_ipi(x2apic_, apic_mmio_, m.apic_id,
+             ApicIcr().set_vector(kApWakeVector).set_delivery_mode(kDeliveryFixed).set_level_assert());
+    watcher_ = &m;
+    watch_seq_ = seq;
+    arm(timer_, 5 * k100nsPerSecond);
+    for (u32 i = 1; !load_acquire(g_watch.armed); ++i) {
+        asm volatile("pause" ::: "memory");
+        if ((i & 255) == 0 && gBS->CheckEvent(timer_) == EFI_SUCCESS && !load_acquire(g_watch.armed)) {
+            watch_end();
+            return Error::make(Errc::io, "CPU %u did not start watching within 5 s", watcher);
+        }
+    }
+    return ok_status();
+}
+
+void ApWorkers::watch_end() {
+    if (!watcher_) return;
+    ApMailbox& m = *watcher_;
+    watcher_ = nullptr;
+    store_release(g_watch.cancel, u32(1));
+    send_ipi(x2apic_, apic_mmio_, m.apic_id,
+             ApicIcr().set_vector(kApWakeVector).set_delivery_mode(kDeliveryFixed).set_level_assert());
+    arm(timer_, 5 * k100nsPerSecond);
+    bool finished = spin_until(m.done, watch_seq_, timer_);
+    if (load_acquire(g_watch.fired)) watchdog_nmi_settle();
+    if (!finished) {
+        ApicIcr init = ApicIcr().set_delivery_mode(kDeliveryInit).set_level_assert().set_level_trigger();
+        send_ipi(x2apic_, apic_mmio_, m.apic_id, init);
+        if (!x2apic_) send_ipi(x2apic_, apic_mmio_, m.apic_id, ApicIcr(init).set_level_assert(false));
+        m.state = kHung;
+    }
 }
 
 void ApWorkers::shutdown() {

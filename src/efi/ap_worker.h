@@ -30,6 +30,13 @@ namespace pmulab::efi {
 
 // The IPI vector that wakes a halted worker (in the AP exception table only).
 inline constexpr u8 kApWakeVector = 0xF7;
+// The vector of a watching worker's local APIC timer (AP exception table only).
+inline constexpr u8 kApTimerVector = 0xF6;
+
+// The watchdog of jobs that run generated code (`run --timeout`, docs/measure.md): 0 is
+// pmulab's own default for every other job (ApWorkers::kJobTimeoutSeconds, then INIT).
+void set_code_timeout(u32 seconds);
+u32 code_timeout();
 
 struct ApMailbox;
 
@@ -41,12 +48,19 @@ public:
     Status run(u32 cpu, CpuFn fn, void* ctx);
     // Every worker returns to MP Services; waits (bounded) until MP Services saw it.
     void shutdown();
+    // The BSP's watchdog: AP `watcher` halts with its local APIC timer armed for
+    // `seconds` and, if watch_end has not come by then, sends an NMI to the APIC
+    // `target` (the BSP). Errors: this AP cannot watch (no wake IPI, no APIC timer).
+    Status watch_begin(u32 watcher, u64 target_apic, u32 seconds);
+    void watch_end();
     // Seconds a job may take on an AP (firmware timer time).
     static constexpr u32 kJobTimeoutSeconds = 120;
 
 private:
     Status start(ApMailbox& m);
     Status post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_100ns, const char* what);
+    Status calibrate(ApMailbox& m);
+    Status ready(u32 cpu);
     EfiMpServicesProtocol* mp_ = nullptr;
     ApMailbox* boxes_ = nullptr;
     u32 count_ = 0;
@@ -54,6 +68,9 @@ private:
     bool x2apic_ = false;
     bool apic_ok_ = false;
     u64 apic_mmio_ = 0;
+    u64 timer_hz_ = 0;  // the local APIC timer's rate (divide by 1), from calibrate()
+    ApMailbox* watcher_ = nullptr;
+    u64 watch_seq_ = 0;
 };
 
 // The allocation guard (runtime.cpp's operator new/delete).

@@ -137,8 +137,16 @@ Status EfiHw::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
         return Error::make(Errc::invalid_argument, "no logical processor %u (there are %u)", cpu, count_);
     u32 self = current_cpu();
     if (cpu == self) {
-        // The BSP runs with pmulab's IDT loaded for the whole session.
+        // The BSP runs with pmulab's IDT loaded for the whole session. A job that runs
+        // generated code (code_timeout set) is watched by a halted AP, which sends an NMI
+        // when it overruns (ap_worker.h); with no AP that can watch there is no watchdog.
+        bool watched = false;
+        if (code_timeout() && self == bsp_)
+            for (u32 w = 0; w < count_ && !watched; ++w)
+                if (w != bsp_ && topo_[w].enabled)
+                    watched = workers_.watch_begin(w, topo_[bsp_].apic_id, code_timeout()).ok();
         fn(ctx);
+        if (watched) workers_.watch_end();
         return ok_status();
     }
     if (self != bsp_)

@@ -23,6 +23,8 @@ PMULAB_EXC(17)
 PMULAB_EXC(19)
 #undef PMULAB_EXC
 void pmulab_ap_wake();
+void pmulab_nmi();
+extern pmulab::u64 pmulab_nmi_armed;
 extern pmulab::u64 pmulab_prev_exc[32];
 extern pmulab::u64 pmulab_gen_lo, pmulab_gen_hi, pmulab_gen_exit;
 extern pmulab::u64 pmulab_gen_fault[5];
@@ -90,9 +92,10 @@ Status fault_layer_init() {
         void (*stub)();
     };
     static const Hook kHooks[] = {
-        {0, pmulab_exc_0},   {1, pmulab_exc_1},   {3, pmulab_exc_3},   {4, pmulab_exc_4},   {5, pmulab_exc_5},
-        {6, pmulab_exc_6},   {7, pmulab_exc_7},   {10, pmulab_exc_10}, {11, pmulab_exc_11}, {12, pmulab_exc_12},
-        {13, pmulab_exc_13}, {14, pmulab_exc_14}, {16, pmulab_exc_16}, {17, pmulab_exc_17}, {19, pmulab_exc_19},
+        {0, pmulab_exc_0},   {1, pmulab_exc_1},   {2, pmulab_nmi},     {3, pmulab_exc_3},
+        {4, pmulab_exc_4},   {5, pmulab_exc_5},   {6, pmulab_exc_6},   {7, pmulab_exc_7},
+        {10, pmulab_exc_10}, {11, pmulab_exc_11}, {12, pmulab_exc_12}, {13, pmulab_exc_13},
+        {14, pmulab_exc_14}, {16, pmulab_exc_16}, {17, pmulab_exc_17}, {19, pmulab_exc_19},
     };
     for (const Hook& h : kHooks) {
         if (h.vector >= entries) continue;
@@ -108,6 +111,9 @@ Status fault_layer_init() {
         u16 cs;
         asm volatile("mov %%cs, %0" : "=r"(cs));
         set_gate(g_ap_idt[kApWakeVector], u64(reinterpret_cast<uintptr_t>(pmulab_ap_wake)), cs);
+        // The watchdog's local APIC timer only needs to end HLT too (the same stub: EOI).
+        if (kApTimerVector < entries)
+            set_gate(g_ap_idt[kApTimerVector], u64(reinterpret_cast<uintptr_t>(pmulab_ap_wake)), cs);
     }
     return ok_status();
 }
@@ -151,6 +157,15 @@ bool generated_code_leave(u64 out[4]) {
 void generated_code_reset() {
     pmulab_gen_lo = pmulab_gen_hi = 0;
     asm volatile("" ::: "memory");
+}
+
+void watchdog_nmi_arm(bool on) { __atomic_store_n(&pmulab_nmi_armed, on ? 1 : 0, __ATOMIC_SEQ_CST); }
+
+void watchdog_nmi_settle() {
+    // An NMI sent with the flag set clears it when it arrives; wait (bounded) for that, so
+    // that a late NMI never reaches the firmware's handler.
+    for (u32 i = 0; i < 10000000 && __atomic_load_n(&pmulab_nmi_armed, __ATOMIC_ACQUIRE); ++i) asm volatile("pause");
+    watchdog_nmi_arm(false);
 }
 
 void fault_layer_fini() {

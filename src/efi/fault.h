@@ -16,7 +16,7 @@ struct SavedIdtr {
     u64 base;
 } __attribute__((packed));
 
-// Builds pmulab's IDT: a copy of the current one with #DE #DB #BP #OF #BR #UD #NM
+// Builds pmulab's IDT: a copy of the current one with the NMI and #DE #DB #BP #OF #BR #UD #NM
 // #TS #NP #SS #GP #PF #MF #AC #XM pointing at pmulab's stubs (which chain to the
 // originals for faults that are not pmulab's). BSP only (allocates).
 Status fault_layer_init();
@@ -34,6 +34,12 @@ void generated_code_enter(const void* lo, usize code_size, usize exit_offset);
 bool generated_code_leave(u64 out[4]);
 // Forgets the running generated code without reading the record (an AP stopped in it).
 void generated_code_reset();
+// The watchdog (run --timeout): with the flag on, the next NMI on any CPU whose RIP is
+// in the running generated code ends it like a fault with vector 2 (the stub clears the
+// flag); an NMI without the flag goes to the firmware's handler.
+void watchdog_nmi_arm(bool on);
+// After a watchdog NMI was sent: waits (bounded) until it arrived, then clears the flag.
+void watchdog_nmi_settle();
 // Frees the IDT copy (after every CPU has left).
 void fault_layer_fini();
 

@@ -182,6 +182,38 @@ exc_common:
     ret
 
 /*
+ * NMI (vector 2): pmulab's watchdog (run --timeout, ap_worker.cpp). The CPU that
+ * watches a job sets pmulab_nmi_armed and sends an NMI IPI to the CPU whose job
+ * overran. With the flag set, an NMI whose RIP is inside the running generated code is
+ * recorded like a fault (vector 2) and resumes at the region's exit path (exc_common);
+ * one elsewhere (the job had just left the code) is dropped. Either way the flag is
+ * cleared. Without the flag the NMI is not pmulab's: the firmware's handler gets it
+ * with the stack as the CPU left it. NMIs stay blocked until the IRETQ (SDM Vol. 3A
+ * "NMI Handling"), so the handler is never entered twice.
+ */
+    .globl pmulab_nmi
+    .type pmulab_nmi, @function
+pmulab_nmi:
+    cmpq $0, pmulab_nmi_armed(%rip)
+    jne 1f
+    jmp *pmulab_prev_exc+16(%rip)
+1:  push %rax
+    push %rcx
+    push %rdx
+    push %rsi
+    mov $2, %esi
+    lea 32(%rsp), %rdx
+    xor %ecx, %ecx
+    call exc_common
+    movq $0, pmulab_nmi_armed(%rip)
+    pop %rsi
+    pop %rdx
+    pop %rcx
+    pop %rax
+    iretq
+    .size pmulab_nmi, .-pmulab_nmi
+
+/*
  * The wake IPI of pmulab's AP workers (ap_worker.cpp; vector kApWakeVector, in the AP
  * exception table only). A halted worker only needs to leave HLT: the stub signals
  * end of interrupt to the local APIC (SDM Vol. 3A "Signaling Interrupt Servicing
@@ -226,6 +258,9 @@ pmulab_gen_exit:
     .globl pmulab_gen_fault
 pmulab_gen_fault:           /* faulted, vector, RIP, error code, CR2 */
     .fill 5, 8, 0
+    .globl pmulab_nmi_armed
+pmulab_nmi_armed:           /* 1: the next NMI is pmulab's watchdog */
+    .quad 0
     .globl pmulab_wake_eoi_mmio
 pmulab_wake_eoi_mmio:       /* xAPIC MMIO base, or 0: x2APIC */
     .quad 0

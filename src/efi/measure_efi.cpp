@@ -1,5 +1,6 @@
 #include "measure_efi.h"
 
+#include "ap_worker.h"
 #include "efi_defs.h"
 #include "fault.h"
 #include "measure/kernel_bodies.h"
@@ -162,6 +163,10 @@ void EfiMeasure::serialize() {
     u32 a = 0, b, c = 0, d;
     asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d)::"memory");
 }
+
+// The watchdog of jobs that run generated code: on an AP the BSP's wait (ap_worker.cpp
+// ApWorkers::post) and on the BSP a halted AP (ApWorkers::watch_begin) send an NMI.
+void EfiMeasure::set_job_timeout(u32 seconds) { set_code_timeout(seconds); }
 
 void EfiMeasure::execute(const Region& region, RegionFrame* frame) {
     auto fn = reinterpret_cast<void (*)(RegionFrame*)>(const_cast<void*>(region.code));

@@ -20,6 +20,7 @@ public:
     Status prepare() override;
     Status vector_enter(VectorSaved* saved) override;
     void vector_leave(const VectorSaved& saved) override;
+    void set_job_timeout(u32 seconds) override;
 
 private:
     Hw& hw_;

@@ -152,6 +152,8 @@ constexpr i32 kDataHostRsp = 8;  // the caller's RSP after the prologue's pushes
 constexpr i32 kDataSaved = 16;   // RAX, RBX, RCX, RDX across the start reads (CPUID clobbers RBX)
 constexpr i32 kDataReads = 48;   // start values of the n reads, then the end values
 constexpr u8 kSavedAcrossReads[4] = {kRax, kRbx, kRcx, kRdx};
+constexpr i32 kDataMarkSave = 512;  // RAX, RBX, RCX, RDX, flags across a pause/resume sequence
+constexpr i32 kDataMarkAcc = 576;   // per read: the sum of (resume - pause) values of a run
 constexpr i32 frame_gpr(unsigned r) { return i32(offsetof(RegionFrame, gpr) + 8 * r); }
 
 // The reads (start or end) into data slots starting at `slot0`.
@@ -208,6 +210,71 @@ void emit_drain(Emitter& e) {
     static constexpr u8 k15[15] = {0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x2E, 0x0F,
                                    0x1F, 0x84, 0x00, 0x00, 0x00, 0x00, 0x00};
     for (int i = 0; i < 128; ++i) e.bytes(k15, 15);
+}
+
+// A pause (or resume) marker's replacement: the registers and flags the reads clobber
+// saved in the data page, SER, each read's value subtracted from (pause) or added to
+// (resume) its accumulator, SER, everything restored. LAHF/SETO and CMP/SAHF keep the
+// arithmetic flags without a stack (nanoBench's way). Same instructions both ways, so a
+// pause followed by a resume costs the same wherever it is.
+void emit_marker(Emitter& e, const RegionSpec& s, bool resume) {
+    for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x89, true, kSavedAcrossReads[i], kDataMarkSave + 8 * i32(i));
+    e.b(0x9F);                        // lahf
+    e.b(0x0F), e.b(0x90), e.b(0xC0);  // seto al
+    e.rip_mem(0x89, true, kRax, kDataMarkSave + 32);
+    e.serialize(s.serialize);
+    const ReadGroup& g = *s.group;
+    for (usize i = 0; i < g.reads.size(); ++i) {
+        const CounterRead& r = g.reads[i];
+        if (r.kind == CounterAccess::rdtsc) e.rdtsc();
+        else {
+            e.mov_imm32(kRcx, r.index);
+            if (r.kind == CounterAccess::rdpmc) e.rdpmc();
+            else e.rdmsr();
+        }
+        e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);                              // shl $32, %rdx
+        e.b(0x48), e.b(0x09), e.b(0xD0);                                         // or %rdx, %rax
+        e.rip_mem(resume ? 0x01 : 0x29, true, kRax, kDataMarkAcc + 8 * i32(i));  // add/sub %rax, acc[i]
+    }
+    e.serialize(s.serialize);
+    e.rip_mem(0x8B, true, kRax, kDataMarkSave + 32);
+    e.b(0x3C), e.b(0x81);  // cmp $-127, %al: OF = the saved OF (SETO's 1 - (-127) overflows)
+    e.b(0x9E);             // sahf
+    for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x8B, true, kSavedAcrossReads[i], kDataMarkSave + 8 * i32(i));
+}
+
+u64 le64(const u8* p) {
+    u64 v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+    return v;
+}
+
+// Markers in [p, p + n): each at its offset, in order (kind 0 pause, 1 resume).
+template <typename F> void scan_markers(const u8* p, usize n, F&& f) {
+    for (usize i = 0; i + 8 <= n;) {
+        u64 v = le64(p + i);
+        if (v == kPauseMarker || v == kResumeMarker) {
+            f(i, v == kResumeMarker);
+            i += 8;
+        } else {
+            ++i;
+        }
+    }
+}
+
+// One copy of the body, markers replaced (only with counter reads in memory).
+void emit_copy(Emitter& e, const RegionSpec& s, bool markers) {
+    if (!markers) {
+        e.bytes(s.body, s.body_len);
+        return;
+    }
+    usize done = 0;
+    scan_markers(s.body, s.body_len, [&](usize at, bool resume) {
+        e.bytes(s.body + done, at - done);
+        emit_marker(e, s, resume);
+        done = at + 8;
+    });
+    e.bytes(s.body + done, s.body_len - done);
 }
 
 // Everything from the start serialisation up to the first copy.
@@ -269,13 +336,73 @@ FaultPlace locate_fault(const Region& r, usize off) {
     return p;
 }
 
+Result<u32> check_markers(const UserCodeBlocks& b, bool no_mem) {
+    const CodeSpan* others[3] = {&b.init, &b.late_init, &b.one_time_init};
+    static const char* const kName[3] = {"--init", "--late-init", "--one-time-init"};
+    for (unsigned k = 0; k < 3; ++k) {
+        usize first = ~usize(0);
+        scan_markers(others[k]->data, others[k]->len, [&](usize at, bool) {
+            if (first == ~usize(0)) first = at;
+        });
+        if (first != ~usize(0))
+            return Error::make(Errc::invalid_argument,
+                               "%s: a pause/resume marker at offset %u: markers pause the count only in the body "
+                               "(--code)",
+                               kName[k], unsigned(first));
+    }
+    u32 pairs = 0;
+    bool paused = false;
+    usize at_pause = 0;
+    Status bad = ok_status();
+    scan_markers(b.body.data, b.body.len, [&](usize at, bool resume) {
+        if (!bad.ok()) return;
+        if (resume && !paused)
+            bad = Error::make(Errc::invalid_argument,
+                              "--code: a resume marker at offset %u without a pause marker before it", unsigned(at));
+        else if (!resume && paused)
+            bad = Error::make(Errc::invalid_argument,
+                              "--code: a second pause marker at offset %u (the one at offset %u is not resumed yet)",
+                              unsigned(at), unsigned(at_pause));
+        else if (resume) ++pairs;
+        paused = !resume;
+        at_pause = at;
+    });
+    PMULAB_TRY(bad);
+    if (paused)
+        return Error::make(Errc::invalid_argument,
+                           "--code: the pause marker at offset %u is not resumed in the body (each copy must resume "
+                           "counting before it ends)",
+                           unsigned(at_pause));
+    if (pairs && no_mem)
+        return Error::make(Errc::invalid_argument,
+                           "--no-mem: pause/resume markers keep their sums in the harness's memory; drop --no-mem");
+    return pairs;
+}
+
 Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     usize n = s.group ? s.group->reads.size() : 0;
     if (s.group && n == 0) return Error::make(Errc::internal, "emit_region: no counter reads");
     if (n > kMaxReads)
         return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",
                            unsigned(n), unsigned(kMaxReads));
-    if (s.copies && s.body_len && s.copies > (kMaxRegionBytes - 8192) / s.body_len)
+    u64 pairs = 0;
+    if (s.group && !s.no_mem) scan_markers(s.body, s.body_len, [&](usize, bool resume) { pairs += resume; });
+    usize copy_len = s.body_len, pair_len = 0;
+    if (pairs) {
+        Vec<u8> tmp;
+        Emitter t(&tmp);
+        emit_marker(t, s, false);
+        emit_marker(t, s, true);
+        pair_len = tmp.size();
+        copy_len = s.body_len + usize(pairs) * (pair_len - 16);
+    }
+    u64 pad_pairs = pairs * s.marker_pad_copies;
+    if (pad_pairs && pad_pairs > (kMaxRegionBytes - 8192) / pair_len)
+        return Error::make(Errc::invalid_argument,
+                           "the pause/resume markers of %llu copies exceed the %u MiB limit "
+                           "for generated code (lower --unroll, raise --loop)",
+                           (unsigned long long)s.marker_pad_copies, unsigned(kMaxRegionBytes >> 20));
+    if (s.copies && copy_len && s.copies > (kMaxRegionBytes - 8192 - pad_pairs * pair_len) / copy_len)
         return Error::make(Errc::invalid_argument,
                            "%llu copies of a %u-byte body exceed the %u MiB limit for generated code "
                            "(lower --unroll, raise --loop)",
@@ -291,7 +418,8 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
         return Error::make(Errc::internal, "emit_region: RAX, RBX, RCX, RDX and RSP cannot be carried");
     usize base = out->size();
     Emitter e(out);
-    out->reserve(base + 8192 + n * 64 + s.init.len + s.late_init.len + usize(s.copies) * s.body_len);
+    out->reserve(base + 8192 + n * 64 + s.init.len + s.late_init.len + usize(s.copies) * copy_len +
+                 usize(pad_pairs) * pair_len);
     RegionLayout lay;
 
     // Prologue: callee-saved registers and flags, the frame pointer and the caller's
@@ -300,6 +428,10 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     for (u8 r : kSaved) e.push(r);
     e.pushfq();
     e.rip_mem(0x89, true, kRdi, kDataFrame);
+    if (pairs) {  // the accumulators start at 0 in every run
+        e.xor_eax();
+        for (usize i = 0; i < n; ++i) e.rip_mem(0x89, true, kRax, kDataMarkAcc + 8 * i32(i));
+    }
     e.rip_mem(0x89, true, kRsp, kDataHostRsp);
     if (s.group) emit_writes(e, s.group->start_writes);
     // RSP: the frame's private stack when it has one (cmovnz: no branch).
@@ -327,8 +459,13 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     lay.late_init_offset = late_at - base;
 
     lay.body_offset = e.pos() - base;
-    for (u64 c = 0; c < s.copies; ++c) e.bytes(s.body, s.body_len);
+    for (u64 c = 0; c < s.copies; ++c) emit_copy(e, s, pairs != 0);
     lay.body_end = e.pos() - base;
+    lay.copy_len = copy_len;
+    for (u64 k = 0; k < pad_pairs; ++k) {  // the markers' cost, for the U/2U difference
+        emit_marker(e, s, false);
+        emit_marker(e, s, true);
+    }
     if (s.loop) {
         e.dec_r15();
         e.jnz_back(base + lay.body_offset);
@@ -370,6 +507,7 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
             e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(i));
             e.store64(kRax, kRdi, i32(offsetof(RegionFrame, start) + 8 * i));
             e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(n + i));
+            if (pairs) e.rip_mem(0x2B, true, kRax, kDataMarkAcc + 8 * i32(i));  // sub acc[i], %rax: the pauses
             e.store64(kRax, kRdi, i32(offsetof(RegionFrame, end) + 8 * i));
         }
     }

@@ -55,7 +55,7 @@ struct WorkerState {
     const Region* once = nullptr;  // the one-time-init region, or null
     RegionFrame* frame = nullptr;
     const u64* regs = nullptr;  // initial registers (frame->gpr is reset from them)
-    u32 reps = 0, warmup = 0, initial_warmup = 0;
+    u32 reps = 0, warmup = 0, initial_warmup = 0, timeout_s = 0;
     IrqMode irq = IrqMode::cli;
     i64* raw[2] = {nullptr, nullptr};  // [rep * nreads + read]
     u16 carry = 0;
@@ -104,7 +104,7 @@ const char* vector_name(u64 v) {
 // The error for a region that faulted (frame->faulted). It is built on the measuring
 // CPU, often an AP, so it formats into fixed buffers: allocating there would call the
 // firmware's pool allocator from an AP, which changes the BSP's TPL behind its back.
-Error fault_error(const Region& r, const RegionFrame& f) {
+Error fault_error(const Region& r, const RegionFrame& f, u32 timeout_s) {
     u64 code = u64(reinterpret_cast<uintptr_t>(r.code));
     usize off = usize(f.fault_rip - code);
     FaultPlace p = locate_fault(r, off);
@@ -129,9 +129,19 @@ Error fault_error(const Region& r, const RegionFrame& f) {
     if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
         f.fault_vector == 14 || f.fault_vector == 17)
         n += format_to(extra + n, sizeof extra - n, ", error code 0x%llx", (unsigned long long)f.fault_error);
-    return Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
-                       vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where,
-                       (unsigned long long)f.fault_rip, extra);
+    Error e;
+    if (f.fault_vector == kWatchdogVector)
+        e = Error::make(Errc::invalid_argument,
+                        "code did not finish within %u s (--timeout): pmulab's watchdog stopped it (NMI) at %s, "
+                        "RIP 0x%llx",
+                        timeout_s, where, (unsigned long long)f.fault_rip);
+    else
+        e = Error::make(Errc::invalid_argument, "code raised %s (vector %llu) at %s, RIP 0x%llx%s",
+                        vector_name(f.fault_vector), (unsigned long long)f.fault_vector, where,
+                        (unsigned long long)f.fault_rip, extra);
+    e.vector = u8(f.fault_vector);  // the record's "vector" (a usage error: the code is the user's)
+    e.has_vector = true;
+    return e;
 }
 
 // --trace-msr: the accesses the region performs itself, in its order (codegen.cpp):
@@ -172,7 +182,7 @@ Status run_once_traced(WorkerState* c, const Region& region, MsrTrace* trace) {
     if (vec) c->mp->vector_leave(vs);
     c->mp->irq_restore(saved);
     PMULAB_TRY(s);
-    if (c->frame->faulted) return fault_error(region, *c->frame);
+    if (c->frame->faulted) return fault_error(region, *c->frame, c->timeout_s);
     return ok_status();
 }
 
@@ -285,12 +295,13 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
         spec.carry = bc.carry;
         spec.no_mem = cfg.no_mem;
         spec.no_mem_loop = cfg.loop;
+        spec.marker_pad_copies = w == 0 ? copies[1] - copies[0] : 0;
         Vec<u8> code;
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();
         Region& r = out->regions[w];
         PMULAB_TRY(place(out->pages[w], code, &r, lay.value()));
-        r.body_len = bc.body.len;
+        r.body_len = lay.value().copy_len;  // markers expanded
         r.copies = copies[w];
         r.loop = cfg.loop;
         r.init_len = bc.init.len;
@@ -377,6 +388,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
         delete frame;
         return worst;
     }
+    mp.set_job_timeout(cfg.timeout_s);
     Scratch scratch_areas(mp);
     // Each CPU's noise sources and serialisation, probed on it once (noise.h).
     Vec<NoiseCaps> caps;
@@ -503,6 +515,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
                 w.regs = bc.regs;
                 w.carry = bc.carry;
                 w.initial_warmup = cfg.initial_warmup;
+                w.timeout_s = cfg.timeout_s;
                 w.reps = cfg.reps;
                 w.warmup = cfg.warmup;
                 w.irq = cfg.irq;
@@ -562,6 +575,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
         for (Vec<GroupCode*>& code : code_by_mode)
             for (GroupCode* gc : code) delete gc;
     }
+    mp.set_job_timeout(0);
     delete noise;
     delete frame;
     return worst;

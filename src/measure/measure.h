@@ -102,6 +102,11 @@ struct CodeSpan {
 enum class CodeBlock : u8 { init, late_init, body, one_time_init, harness };
 const char* code_block_name(CodeBlock b);
 
+// The user blocks as spans (for check_markers).
+struct UserCodeBlocks {
+    CodeSpan body, init, late_init, one_time_init;
+};
+
 struct RegionSpec {
     const u8* body = nullptr;
     usize body_len = 0;
@@ -121,14 +126,30 @@ struct RegionSpec {
     // and the loop count is an immediate (no_mem_loop).
     bool no_mem = false;
     u64 no_mem_loop = 1;
+    // Pause/resume markers in the body (kPauseMarker, kResumeMarker) become pause and
+    // resume sequences; this many copies' worth of empty pairs (a pause right followed by
+    // a resume) go after the copies, in the loop: the short version gets the long one's
+    // extra copies' worth, so that the markers' own cost cancels in the U/2U difference.
+    u64 marker_pad_copies = 0;
 };
 inline constexpr u32 kNoMemReads = 6;  // R8..R13
+
+// Pause/resume markers inside user code's body (docs/measure.md "Pausing the count"):
+// nanoBench's magic values as little-endian 64-bit words (.quad 0xF0B513B1C2813F04 and
+// .quad 0xE0B513B1C2813F04). Counting stops at a pause and resumes at the next resume.
+inline constexpr u64 kPauseMarker = 0xF0B513B1C2813F04ull;
+inline constexpr u64 kResumeMarker = 0xE0B513B1C2813F04ull;
+// Checks the body's markers: none in the other blocks, pause and resume alternating
+// within each copy, starting with a pause and ending resumed; not with --no-mem. Returns
+// the number of pause/resume pairs per copy.
+Result<u32> check_markers(const UserCodeBlocks& blocks, bool no_mem);
 
 struct RegionLayout {
     usize size = 0;         // total bytes, code and the data page
     usize code_size = 0;    // bytes of code (the data page starts at the next 4 KiB)
     usize body_offset = 0;  // first copy (64-byte aligned + align_offset, relative to the start)
     usize body_end = 0;     // after the last copy (before the loop branch)
+    usize copy_len = 0;     // bytes of one emitted copy (the body, markers expanded)
     usize tail_offset = 0;  // end serialisation and reads: 64-byte aligned in every version
     usize init_offset = 0, late_init_offset = 0;
     usize exit_offset = 0;  // the exit path (the platform resumes here after a fault)
@@ -209,6 +230,10 @@ public:
 
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }
+    // The watchdog (--timeout): a job that runs longer than `seconds` is stopped where it
+    // is (on UEFI by an NMI from another CPU) and the region ends like a fault with vector
+    // 2 (kWatchdogVector). 0 restores the platform's default for other jobs.
+    virtual void set_job_timeout(u32 seconds) {}
 
     // --- on the BSP ---
     // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
@@ -240,6 +265,11 @@ struct BenchInstance {
     bool optional = false;  // from --bench all: skip (with a warning) where unsupported
 };
 
+inline constexpr u32 kTimeoutDefault = 10;
+inline constexpr u32 kTimeoutMax = 86400;
+// The fault vector a region reports when the watchdog stopped it (the NMI's).
+inline constexpr u64 kWatchdogVector = 2;
+
 struct MeasureConfig {
     Vec<BenchInstance> benches;
     Vec<u32> cpus;
@@ -255,8 +285,9 @@ struct MeasureConfig {
     u32 align_offset = 0;    // --align-offset
     u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
     bool drain_frontend = false;
-    u64 r14_size = kScratchBytes;  // --r14-size (user code)
-    bool no_mem = false;           // --no-mem
+    u64 r14_size = kScratchBytes;     // --r14-size (user code)
+    bool no_mem = false;              // --no-mem
+    u32 timeout_s = kTimeoutDefault;  // --timeout: seconds a job may take (watchdog)
 };
 
 inline constexpr u64 kUnrollMax = 1000000;

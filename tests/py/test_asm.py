@@ -296,3 +296,13 @@ def test_asm_pmulab_lab_refuses_bad_code_before_any_boot():
         assert p.stderr.startswith(f"pmulab-lab: error: run: {bad}:2: --asm: statement 1 'imul rax, rbx, rcx, rdx': "
                                      "invalid operand for instruction (llvm-mc)\n"), p.stderr
         assert not os.path.exists(os.path.join(td, "out"))
+
+
+# pmulab's pause/resume markers are pseudo-instructions (any case) that become nanoBench's
+# 8-byte magic values, which `run --code` replaces in the body.
+def test_asm_pause_and_resume_markers():
+    got = assemble("add rax, rbx; pause_counting; jmp 1f; 1: nop; RESUME_COUNTING")
+    assert got.hex() == "4801d8" + "043f81c2b113b5f0" + "eb00" + "90" + "043f81c2b113b5e0", got.hex()
+    assert assemble("pause_counting").hex() == (0xF0B513B1C2813F04).to_bytes(8, "little").hex()
+    assert assemble("resume_counting").hex() == (0xE0B513B1C2813F04).to_bytes(8, "little").hex()
+    assert assemble("pause").hex() == "f390"  # the PAUSE instruction stays itself

@@ -243,3 +243,25 @@ def test_error_report_cut_between_cpu_sections():
         assert "the report ends inside the section of logical CPU #5" in r.err and "truncated dump?" in r.err, r
     finally:
         os.unlink(path)
+
+
+# The text table names the vector extensions `run --code` can use, as the records do:
+# one line when every CPU has the same set, else one line per set with its CPUs.
+def test_text_names_the_vector_extensions_as_the_records_do():
+    for name in DUMPS:
+        recs = _json(name)
+        text = run_tool(TOOL, data_path("cpuid", name)).out.splitlines()
+        lines = [l for l in text if l.startswith("vector extensions (run --code)")]
+        sets = []
+        for rec in recs:
+            if rec["vector_extensions"] not in sets:
+                sets.append(rec["vector_extensions"])
+        assert len(lines) == len(sets), (name, lines)
+        for l, want in zip(lines, sets):
+            assert l.split(": ", 1)[1] == (" ".join(want) or "none"), (name, l, want)
+        if len(sets) == 1:
+            assert lines[0].startswith("vector extensions (run --code): "), (name, lines)
+    arrow = run_tool(TOOL, data_path("cpuid", "GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt")).out
+    assert "vector extensions (run --code): sse sse2 sse3 ssse3 sse4.1 sse4.2 avx fma avx2\n" in arrow, arrow
+    zen5 = run_tool(TOOL, data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt")).out
+    assert "avx2 avx512f avx512dq avx512bw avx512vl\n" in zen5, zen5

@@ -119,6 +119,12 @@ public:
         copies_seen.push_back(region.copies);
         frame_gprs = std::vector<u64>(frame->gpr, frame->gpr + kGprCount);
         u64 run = executions - 1;
+        if (stop_at && executions == stop_at) {  // the watchdog stopped this run (vector 2)
+            frame->faulted = 1;
+            frame->fault_vector = kWatchdogVector;
+            frame->fault_rip = u64(reinterpret_cast<uintptr_t>(region.code)) + region.body_offset + 2;
+            return;
+        }
         for (u32 r = 0; r < reads; ++r) {
             u64 width_mask = r < widths.size() ? low_mask(widths[r]) : ~u64(0);
             u64 start = (base - 1000 + run * 977) & width_mask;
@@ -130,7 +136,11 @@ public:
         }
     }
 
+    void set_job_timeout(u32 seconds) override { timeouts.push_back(seconds); }
+
     std::map<void*, usize> live;
+    std::vector<u32> timeouts;  // set_job_timeout calls
+    u64 stop_at = 0;            // 1-based execution the watchdog stops (0: none)
     int code_allocs = 0, data_allocs = 0;
     bool fail_alloc = false, lvt_unsupported = false, masked = false;
     int masks = 0, restores = 0, serializes = 0;

@@ -72,7 +72,9 @@ TEST(CensusSim, QemuTcgFourCpusWithoutPmu) {
               "\n"
               "PMU of CPU 0-3 (4 CPUs):\n"
               "  PMU              : none enumerated (no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
-              "counters are not assumed in a virtual machine)\n");
+              "counters are not assumed in a virtual machine)\n"
+              "\n"
+              "vector extensions (run --code): sse sse2 sse3\n");
     expect_census_accesses(m);  // no PDCM: no MSR access at all
     EXPECT_EQ(m.run_on_cpu_calls(), 4u);
 
@@ -144,8 +146,11 @@ TEST(CensusSim, Version4GoldmontPlus) {
     EXPECT_EQ(l[15], "    UnHalted Core Cycles         available");
     EXPECT_EQ(l[21], "    Branch Mispredicts Retired   available");
     EXPECT_EQ(l[22], "    Topdown Slots                not enumerated");
-    EXPECT_EQ(l.back(), "  PERF_CAPABILITIES: 0x33c5 (full-width writes yes)");
-    EXPECT_EQ(l.size(), 29u);
+    // The PMU block ends 2 lines before the end: then the vector extensions user code can use.
+    EXPECT_EQ(l[l.size() - 3], "  PERF_CAPABILITIES: 0x33c5 (full-width writes yes)");
+    EXPECT_EQ(l[l.size() - 2], "");
+    EXPECT_EQ(l.back(), "vector extensions (run --code): sse sse2 sse3 ssse3");
+    EXPECT_EQ(l.size(), 31u);
     expect_census_accesses(m);
 
     RunResult j = run(p, {"--json", "info"});
@@ -216,7 +221,9 @@ TEST(CensusSim, HybridMachineHasTwoPmuGroups) {
     EXPECT_TRUE(r.has_line("  core type        : atom (0x20), native model id 0x000001"));
     EXPECT_TRUE(r.has_line("  GP counters      : 6 x 48 bits"));
     EXPECT_TRUE(r.has_line("  fixed counters   : 3 x 48 bits (EDX[4:0]=3, ECX mask 0x7; effective: 0-2)"));
-    EXPECT_EQ(l.back(), "note: 2 different PMU configurations across CPUs (hybrid part or asymmetric firmware setup)");
+    EXPECT_EQ(l[l.size() - 3],
+              "note: 2 different PMU configurations across CPUs (hybrid part or asymmetric firmware setup)");
+    EXPECT_EQ(l.back(), "vector extensions (run --code): sse sse2 sse3 ssse3");
     expect_census_accesses(m);
 
     std::vector<Json> recs = parse_json_lines(run(p, {"info", "--json"}).out);

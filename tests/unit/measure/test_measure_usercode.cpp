@@ -176,4 +176,67 @@ TEST(UserCode, PublicHeaderAgreesWithTheEngine) {
     EXPECT_EQ(u64(PMULAB_R14_MAX), kR14Max);
     EXPECT_EQ(usize(PMULAB_USER_CODE_MAX), kUserCodeMax);
     EXPECT_EQ(u32(PMULAB_NO_MEM_REGS), kNoMemReads);
+    EXPECT_EQ(u32(PMULAB_TIMEOUT), MeasureConfig().timeout_s);
+    EXPECT_EQ(u64(PMULAB_PAUSE_MARKER), kPauseMarker);
+    EXPECT_EQ(u64(PMULAB_RESUME_MARKER), kResumeMarker);
+}
+
+// --timeout: the engine arms the platform's watchdog for the run and restores the
+// default after it; a run the watchdog stopped (vector 2) is an error naming the time
+// limit and the place, and the command goes on with the next CPU.
+TEST(UserCode, WatchdogStopIsReportedWithTheTimeLimitAndThePlace) {
+    mtest::FakeHw hw;
+    mtest::FakeMeasure mp;
+    mtest::FakePlatform p(hw, &mp);
+    mp.stop_at = 5;  // the 5th run on CPU 0 (a measured run of the short version)
+    int rc = mtest::run_cmd(p, "run --code 4801d8 --name spin --timeout 3 --cpu all --json");
+    EXPECT_EQ(rc, 2) << p.out;  // user code at fault, as for exceptions
+    EXPECT_EQ(mp.timeouts, (std::vector<u32>{3, 0}));
+    EXPECT_NE(p.out.find("spin on CPU 0 (run 0): code did not finish within 3 s (--timeout): pmulab's watchdog "
+                         "stopped it (NMI) at offset 2 of the body (copy 1 of 100), RIP 0x"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("\"type\":\"result\",\"cpu\":1"), std::string::npos) << p.out;  // CPU 1 measured
+    EXPECT_NE(p.out.find("{\"type\":\"error\",\"code\":\"invalid argument\",\"message\":\"spin on CPU 0"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("RIP 0x"), std::string::npos);
+    EXPECT_NE(p.out.find("\",\"vector\":2}"), std::string::npos) << p.out;
+    EXPECT_TRUE(mp.live.empty());
+
+    mtest::FakeMeasure mp2;
+    mtest::FakePlatform p2(hw, &mp2);
+    EXPECT_EQ(mtest::run_cmd(p2, "run --code 90 --json"), 0) << p2.out;
+    EXPECT_EQ(mp2.timeouts, (std::vector<u32>{10, 0}));  // the default
+    EXPECT_EQ(err("--code 90 --timeout 0"), "--timeout: 0 is out of range 1..86400");
+    EXPECT_EQ(err("--code 90 --timeout 86401"), "--timeout: 86401 is out of range 1..86400");
+}
+
+// Pause/resume markers: only in the body, alternating from a pause, resumed in each copy,
+// not with --no-mem; the header line counts the pairs.
+TEST(UserCode, PauseResumeMarkersAreChecked) {
+    const std::string P = "043f81c2b113b5f0", R = "043f81c2b113b5e0";
+    auto run_err = [&](const std::string& line) {
+        mtest::FakeHw hw;
+        mtest::FakeMeasure mp;
+        mtest::FakePlatform p(hw, &mp);
+        int rc = mtest::run_cmd(p, "run " + line);
+        return std::to_string(rc) + " " + p.out;
+    };
+    EXPECT_EQ(run_err("--code " + P + "90"),
+              "2 pmulab: error: --code: the pause marker at offset 0 is not resumed in the body (each copy must resume "
+              "counting before it ends)\n");
+    EXPECT_EQ(run_err("--code 90" + R), "2 pmulab: error: --code: a resume marker at offset 1 without a pause marker "
+                                        "before it\n");
+    EXPECT_EQ(run_err("--code " + P + P + R),
+              "2 pmulab: error: --code: a second pause marker at offset 8 (the one at offset 0 is not resumed yet)\n");
+    EXPECT_EQ(run_err("--code 90 --late-init 90" + P),
+              "2 pmulab: error: --late-init: a pause/resume marker at offset 1: markers pause the count only in the "
+              "body (--code)\n");
+    EXPECT_EQ(run_err("--code " + P + R + " --no-mem"),
+              "2 pmulab: error: --no-mem: pause/resume markers keep their sums in the harness's memory; drop "
+              "--no-mem\n");
+    std::string ok = run_err("--code " + P + "90" + R + "4801d8" + P + R);
+    EXPECT_EQ(ok.rfind("0 pmulab run: code 'code': 36 bytes, FNV-1a 64 ", 0), 0u) << ok;
+    EXPECT_NE(ok.find(", 2 pause/resume marker pairs per copy\n"), std::string::npos) << ok;
 }

@@ -184,7 +184,14 @@ def test_lava_job_templates_pass_lavas_schema_and_validate():
                                                "images": {"image": {"url": "https://lab.example/p.img"}}}
         assert usb["actions"][1]["boot"]["method"] == "minimal"
         pxe = jobs[2][0]
-        assert pxe["actions"][1]["boot"]["commands"] == ["dhcp net0", "chain tftp://{SERVER_IP}/{KERNEL} --lava selftest"]
+        # --json by default (full records come back from the console), --text to keep text.
+        assert pxe["actions"][1]["boot"]["commands"] == ["dhcp net0",
+                                                         "chain tftp://{SERVER_IP}/{KERNEL} --lava --json selftest"]
+        os.makedirs(os.path.join(td, "text"))
+        pxe_text, _ = _render(os.path.join(td, "text"), "x86-pxe", one, "--efi-url", "https://lab.example/pmulab.efi",
+                              "--text")
+        assert pxe_text["actions"][1]["boot"]["commands"] == ["dhcp net0",
+                                                              "chain tftp://{SERVER_IP}/{KERNEL} --lava selftest"]
         qemu = jobs[0][0]
         assert "-icount shift=7" in qemu["context"]["extra_options"]
         # lava-run --validate on the QEMU job with the local device.
@@ -366,6 +373,16 @@ def test_qemu_lava_run_boots_pmulab_and_records_the_campaign():
         recs = [json.loads(l) for l in _read(out).splitlines()]
         assert [(x["bench"], x.get("size"), x["per_iteration"]) for x in recs if x["type"] == "result"] == [
             ("nop", None, 128.0), ("add_chain", None, 128.0), ("pointer_chase", 8192, 128.0)]
+        # render put --json on the lines: the records are pmulab's own, as a local campaign
+        # writes them (every field, names with spaces), not rebuilt from the test cases.
+        res_recs = [x for x in recs if x["type"] == "result"]
+        assert all(x["unit"] == "TSC ticks / iteration" and x["fraction"] == [128, 1] and "noise" in x
+                   for x in res_recs), res_recs
+        names = [x["name"] for x in recs if x["type"] == "check"]
+        # the name exactly, "=" and spaces included (the test case id had "_" for both)
+        assert "U vs 2U linearity for nop (U = 1000 and 2000)" in names, names
+        # Exit statuses are test cases only: rebuilt, one per command.
+        assert [(x["command"], x["status"]) for x in recs if x["type"] == "exit"] == [("selftest", 0), ("run", 0)]
 
 
 def test_lava_results_into_a_new_job_folder_and_an_empty_log():

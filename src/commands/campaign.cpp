@@ -4,6 +4,7 @@
 
 #include "app/config.h"
 #include "commands/commands.h"
+#include "commands/measure_cmd.h"
 #include "events/event_files.h"
 
 namespace pmulab {
@@ -48,6 +49,7 @@ bool help_names(const char* help, StrView opt) {
 
 // One command line's words: the command, its options against its help, --events lists.
 void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
+    usize problems_before = out->problems.size();
     const char* cmd = nullptr;
     bool dashdash = false;
     usize n = cl.args.argv.size();
@@ -87,6 +89,22 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
         }
     }
     if (!cmd) ++out->commands;  // global options only but not a directive (e.g. "--json"): runs `info`
+    // `run` has a parser of its own that needs no CPU: its option values (counts, sizes,
+    // kernel names, hex code, --timeout ...) are checked here too, as the target would.
+    if (cmd && str_eq(cmd, "run") && out->problems.size() == problems_before) {
+        Vec<const char*> words;  // the words after the command, global options left out
+        bool seen = false;
+        for (usize i = 0; i < n; ++i) {
+            const char* w = cl.args.argv[i];
+            if (str_eq(w, "--") || is_global(w)) continue;
+            if (seen) words.push(w);
+            seen = true;
+        }
+        Args args(int(words.size()), words.data());
+        RunOptions o;
+        Status s = parse_run_options(args, &o);
+        if (!s.ok()) problem(out, name, cl.line_no, "run: %s", s.error().msg);
+    }
 }
 
 // Any "--shutdown" word, even in a file that is not text or a line that does not split.

@@ -39,11 +39,28 @@ TEST(Campaign, GoodCampaignHasNoProblems) {
 
 TEST(Campaign, EveryOptionTheParsersTakeIsAccepted) {
     // The options cmd_run, cmd_events, cmd_msr and cmd_selftest parse, each on its command.
-    Checked c = check("run --bench nop --events tsc --events-file \\pmulab\\x.cfg --unroll 10 --loop 0 --reps 3 "
-                      "--warmup 1 --agg median --basic --progress --raw --decimals 3 --irq cli --seed 1 "
-                      "--serialize lfence --size 4K --cpu all\n"
-                      "events --cpu 0 --check cycles\nmsr write 0x186 0 --unsafe --cpu bsp\nselftest --cpu all\n");
+    Checked c = check(
+        "run --bench nop,pointer_chase --events tsc --events-file \\pmulab\\x.cfg --unroll 10 --loop 2 --reps 3 "
+        "--warmup 1 --agg median --basic --progress --raw --decimals 3 --irq cli --seed 1 "
+        "--serialize lfence --size 4K --cpu all\n"
+        "events --cpu 0 --check cycles\nmsr write 0x186 0 --unsafe --cpu bsp\nselftest --cpu all\n");
     EXPECT_EQ(c.problems, std::vector<std::string>{});
+}
+
+// run's option values are checked by run's own parser, as the target would: a bad
+// count, an unknown kernel or bad hex costs no reboot.
+TEST(Campaign, RunOptionValuesAreCheckedToo) {
+    Checked c = check("run --code 90 --timeout 0\nrun --bench nop --reps 0\n--json run --bench nope\n"
+                      "run --code 9G\nrun --code 90 --timeout 5 --json\n");
+    EXPECT_EQ(c.problems, (std::vector<std::string>{
+                              "x.cfg:1: run: --timeout: 0 is out of range 1..86400",
+                              "x.cfg:2: run: --reps: 0 is out of range 1..100000",
+                              "x.cfg:3: run: --bench: unknown kernel 'nope'; kernels: empty, nop, add_chain, "
+                              "add_indep, imul_chain, div_chain, pointer_chase, store_stream, load_stream, "
+                              "branch_pred, branch_random, lfence, mfence, cpuid, rdtsc, rdmsr, rdpmc",
+                              "x.cfg:4: run: --code: 'G' at position 2 is not a hex digit (machine code as hex "
+                              "bytes, e.g. 4801d8 for add rax, rbx)",
+                          }));
 }
 
 TEST(Campaign, EveryProblemWithItsLineBeforeAnythingRuns) {

@@ -103,7 +103,10 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
         Args args(int(words.size()), words.data());
         RunOptions o;
         Status s = parse_run_options(args, &o);
-        if (!s.ok()) problem(out, name, cl.line_no, "run: %s", s.error().msg);
+        if (!s.ok()) {
+            const char* msg = s.error().msg;
+            problem(out, name, cl.line_no, "%s%s", StrView(msg).starts_with("run:") ? "" : "run: ", msg);
+        }
     }
 }
 

@@ -190,7 +190,10 @@ def test_qemu_code_that_never_ends_is_stopped_on_the_bsp_and_the_aps():
     after = [rec for rec in recs if rec["type"] == "result" and rec["bench"] == "after"]
     assert sorted(rec["cpu"] for rec in after) == [0, 1, 2], r
     for rec in after:
-        assert 0 < rec["median"] < 100 * TICK, rec  # TCG time, not -icount: measured, not exact
+        # TCG time, not -icount: the TSC follows the host clock, and one ADD per iteration
+        # can difference to 0 (or a fraction of a tick either way). What matters is that
+        # every CPU measures again after its hang, with a sane value and no error.
+        assert isinstance(rec["median"], (int, float)) and -TICK < rec["median"] < 100 * TICK, rec
     assert [m["cpu"] for m in recs if m["type"] == "msr"] == [2], r
 
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -12,32 +13,11 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
+using simm::Cmd;
+using simm::results;
+using simm::run_line;
+
 namespace {
-
-struct Cmd {
-    int status = -1;
-    std::string out;
-    std::vector<pmutest::Json> recs;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    EXPECT_TRUE(split_command_line(StrView(line.c_str()), &av).ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
-    return c;
-}
-
-std::vector<pmutest::Json> results(const Cmd& c) {
-    std::vector<pmutest::Json> r;
-    for (const pmutest::Json& j : c.recs)
-        if (j["type"].s() == "result") r.push_back(j);
-    return r;
-}
 
 std::vector<u64> writes_to(const SimCpu& c, u32 msr) {
     std::vector<u64> v;

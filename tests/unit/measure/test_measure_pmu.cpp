@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "measure/pmu_plan.h"
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -14,33 +15,11 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
+using simm::Cmd;
+using simm::results;
+using simm::run_line;
+
 namespace {
-
-struct Cmd {
-    int status = -1;
-    std::string out;
-    std::vector<pmutest::Json> recs;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    Status s = split_command_line(StrView(line.c_str()), &av);
-    EXPECT_TRUE(s.ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
-    return c;
-}
-
-std::vector<pmutest::Json> results(const Cmd& c) {
-    std::vector<pmutest::Json> r;
-    for (const pmutest::Json& j : c.recs)
-        if (j["type"].s() == "result") r.push_back(j);
-    return r;
-}
 
 struct Snap {
     std::vector<PmuState> st;

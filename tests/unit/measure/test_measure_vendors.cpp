@@ -3,6 +3,7 @@
 // instructions as event C0.00 occurrences and cycles on the current CPU).
 #include <gtest/gtest.h>
 
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "sim/sim_netburst.h"
 #include "support/test_platform.h"
@@ -11,34 +12,11 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
-namespace {
+using simm::Cmd;
+using simm::results;
+using simm::run_line;
 
-struct Cmd {
-    int status = -1;
-    std::string out;
-    std::vector<pmutest::Json> recs;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    EXPECT_TRUE(split_command_line(StrView(line.c_str()), &av).ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
-    return c;
-}
-
-std::vector<pmutest::Json> results(const Cmd& c) {
-    std::vector<pmutest::Json> r;
-    for (const pmutest::Json& j : c.recs)
-        if (j["type"].s() == "result") r.push_back(j);
-    return r;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST(RunVendors, AmdZenCountsRetiredInstructionsAndRestores) {
     SimMachine m = amd_zen3(1);

@@ -9,6 +9,7 @@
 
 #include "measure/metrics.h"
 #include "sim/sim_topdown.h"
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -16,26 +17,10 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
+using simm::Cmd;
+using simm::run_line;
+
 namespace {
-
-struct Cmd {
-    int status = -1;
-    std::string out;
-    std::vector<pmutest::Json> recs;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    Status s = split_command_line(StrView(line.c_str()), &av);
-    EXPECT_TRUE(s.ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
-    return c;
-}
 
 std::vector<pmutest::Json> metrics_of(const Cmd& c) {
     std::vector<pmutest::Json> r;

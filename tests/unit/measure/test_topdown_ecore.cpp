@@ -6,6 +6,7 @@
 
 #include "measure/metrics.h"
 #include "sim/sim_topdown.h"
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -13,33 +14,11 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
+using simm::Cmd;
+using simm::of_type;
+using simm::run_line;
+
 namespace {
-
-struct Cmd {
-    int status = -1;
-    std::string out;
-    std::vector<pmutest::Json> recs;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    Status s = split_command_line(StrView(line.c_str()), &av);
-    EXPECT_TRUE(s.ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    if (g.json) c.recs = pmutest::parse_json_lines(c.out);
-    return c;
-}
-
-std::vector<pmutest::Json> of_type(const Cmd& c, const char* type) {
-    std::vector<pmutest::Json> r;
-    for (const pmutest::Json& j : c.recs)
-        if (j["type"].s() == type) r.push_back(j);
-    return r;
-}
 
 const pmutest::Json* find(const std::vector<pmutest::Json>& v, const char* key, const char* value, u64 cpu = 0) {
     for (const pmutest::Json& j : v)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "measure/pmu_plan.h"
+#include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
 
@@ -10,24 +11,10 @@ using namespace pmulab;
 using namespace sim;
 using simm::SimPlatform;
 
+using simm::Cmd;
+using simm::run_line;
+
 namespace {
-
-struct Cmd {
-    int status = -1;
-    std::string out;
-};
-
-Cmd run_line(SimPlatform& p, const std::string& line) {
-    p.out.clear();
-    ArgVec av;
-    Status s = split_command_line(StrView(line.c_str()), &av);
-    EXPECT_TRUE(s.ok());
-    GlobalOptions g;
-    Cmd c;
-    c.status = app_run(p, av.argc(), av.argv.data(), &g);
-    c.out = p.out;
-    return c;
-}
 
 bool has_prefix_line(const std::string& out, const std::string& prefix) {
     return ("\n" + out).find("\n" + prefix) != std::string::npos;

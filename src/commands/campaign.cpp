@@ -52,6 +52,7 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
     usize problems_before = out->problems.size();
     const char* cmd = nullptr;
     bool dashdash = false;
+    Vec<const char*> rest;  // the command's own words, as app_run passes them to it
     usize n = cl.args.argv.size();
     for (usize i = 0; i < n; ++i) {
         const char* w = cl.args.argv[i];
@@ -69,6 +70,7 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
             ++out->commands;
             continue;
         }
+        rest.push(w);
         StrView word(w);
         if (dashdash || !word.starts_with("--")) continue;
         usize eq = word.find('=');
@@ -92,15 +94,7 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
     // `run` has a parser of its own that needs no CPU: its option values (counts, sizes,
     // kernel names, hex code, --timeout ...) are checked here too, as the target would.
     if (cmd && str_eq(cmd, "run") && out->problems.size() == problems_before) {
-        Vec<const char*> words;  // the words after the command, global options left out
-        bool seen = false;
-        for (usize i = 0; i < n; ++i) {
-            const char* w = cl.args.argv[i];
-            if (str_eq(w, "--") || is_global(w)) continue;
-            if (seen) words.push(w);
-            seen = true;
-        }
-        Args args(int(words.size()), words.data());
+        Args args(int(rest.size()), rest.data());
         RunOptions o;
         Status s = parse_run_options(args, &o);
         if (!s.ok()) {

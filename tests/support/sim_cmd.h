@@ -37,4 +37,11 @@ inline std::vector<pmutest::Json> of_type(const Cmd& c, const char* type) {
 }
 inline std::vector<pmutest::Json> results(const Cmd& c) { return of_type(c, "result"); }
 
+// The first record of `v` whose `key` is `value`, on CPU `cpu` (null when none is).
+inline const pmutest::Json* find(const std::vector<pmutest::Json>& v, const char* key, const char* value, u64 cpu = 0) {
+    for (const pmutest::Json& j : v)
+        if (j[key].s() == value && j["cpu"].u() == cpu) return &j;
+    return nullptr;
+}
+
 }  // namespace simm

@@ -15,16 +15,11 @@ using namespace sim;
 using simm::SimPlatform;
 
 using simm::Cmd;
+using simm::find;
 using simm::of_type;
 using simm::run_line;
 
 namespace {
-
-const pmutest::Json* find(const std::vector<pmutest::Json>& v, const char* key, const char* value, u64 cpu = 0) {
-    for (const pmutest::Json& j : v)
-        if (j[key].s() == value && j["cpu"].u() == cpu) return &j;
-    return nullptr;
-}
 
 TopdownBudget budget(u64 width, u64 ret, u64 bad, u64 fe, u64 be) {
     TopdownBudget b;

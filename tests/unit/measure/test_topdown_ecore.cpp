@@ -15,16 +15,11 @@ using namespace sim;
 using simm::SimPlatform;
 
 using simm::Cmd;
+using simm::find;
 using simm::of_type;
 using simm::run_line;
 
 namespace {
-
-const pmutest::Json* find(const std::vector<pmutest::Json>& v, const char* key, const char* value, u64 cpu = 0) {
-    for (const pmutest::Json& j : v)
-        if (j[key].s() == value && j["cpu"].u() == cpu) return &j;
-    return nullptr;
-}
 
 const char kFast[] = " --reps 3 --warmup 1 --unroll 10";
 const char* const kL1[4] = {"tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"};

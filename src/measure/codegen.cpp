@@ -156,21 +156,28 @@ constexpr i32 kDataMarkSave = 512;  // RAX, RBX, RCX, RDX, flags across a pause/
 constexpr i32 kDataMarkAcc = 576;   // per read: the sum of (resume - pause) values of a run
 constexpr i32 frame_gpr(unsigned r) { return i32(offsetof(RegionFrame, gpr) + 8 * r); }
 
+// One counter read into EDX:EAX (RDTSC, or ECX = index and RDPMC / RDMSR).
+void emit_read(Emitter& e, const CounterRead& r) {
+    if (r.kind == CounterAccess::rdtsc) {
+        e.rdtsc();
+        return;
+    }
+    e.mov_imm32(kRcx, r.index);
+    if (r.kind == CounterAccess::rdpmc) e.rdpmc();
+    else e.rdmsr();
+}
+
+// One counter read combined into RAX (EDX:EAX -> RAX; RDX clobbered).
+void emit_read_rax(Emitter& e, const CounterRead& r) {
+    emit_read(e, r);
+    e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);  // shl $32, %rdx
+    e.b(0x48), e.b(0x09), e.b(0xD0);             // or %rdx, %rax
+}
+
 // The reads (start or end) into data slots starting at `slot0`.
 void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
     for (usize i = 0; i < g.reads.size(); ++i) {
-        const CounterRead& r = g.reads[i];
-        switch (r.kind) {
-            case CounterAccess::rdtsc: e.rdtsc(); break;
-            case CounterAccess::rdpmc:
-                e.mov_imm32(kRcx, r.index);
-                e.rdpmc();
-                break;
-            case CounterAccess::rdmsr:
-                e.mov_imm32(kRcx, r.index);
-                e.rdmsr();
-                break;
-        }
+        emit_read(e, g.reads[i]);
         i32 slot = slot0 + 8 * i32(i);
         e.rip_mem(0x89, false, kRax, slot);
         e.rip_mem(0x89, false, kRdx, slot + 4);
@@ -181,15 +188,7 @@ void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
 // by end - start in R8+i (end). No memory access.
 void emit_reads_no_mem(Emitter& e, const ReadGroup& g, bool end) {
     for (usize i = 0; i < g.reads.size(); ++i) {
-        const CounterRead& r = g.reads[i];
-        if (r.kind == CounterAccess::rdtsc) e.rdtsc();
-        else {
-            e.mov_imm32(kRcx, r.index);
-            if (r.kind == CounterAccess::rdpmc) e.rdpmc();
-            else e.rdmsr();
-        }
-        e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);                 // shl $32, %rdx
-        e.b(0x48), e.b(0x09), e.b(0xD0);                            // or %rdx, %rax
+        emit_read_rax(e, g.reads[i]);
         u8 reg = u8(i);                                             // R8 + i
         if (end) e.b(0x4C), e.b(0x29), e.b(u8(0xC0 | (reg << 3)));  // sub %r(8+i), %rax
         e.b(0x49), e.b(0x89), e.b(u8(0xC0 | reg));                  // mov %rax, %r(8+i)
@@ -225,15 +224,7 @@ void emit_marker(Emitter& e, const RegionSpec& s, bool resume) {
     e.serialize(s.serialize);
     const ReadGroup& g = *s.group;
     for (usize i = 0; i < g.reads.size(); ++i) {
-        const CounterRead& r = g.reads[i];
-        if (r.kind == CounterAccess::rdtsc) e.rdtsc();
-        else {
-            e.mov_imm32(kRcx, r.index);
-            if (r.kind == CounterAccess::rdpmc) e.rdpmc();
-            else e.rdmsr();
-        }
-        e.b(0x48), e.b(0xC1), e.b(0xE2), e.b(0x20);                              // shl $32, %rdx
-        e.b(0x48), e.b(0x09), e.b(0xD0);                                         // or %rdx, %rax
+        emit_read_rax(e, g.reads[i]);
         e.rip_mem(resume ? 0x01 : 0x29, true, kRax, kDataMarkAcc + 8 * i32(i));  // add/sub %rax, acc[i]
     }
     e.serialize(s.serialize);

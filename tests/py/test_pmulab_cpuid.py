@@ -22,6 +22,7 @@ EXPECTED_CPUS = {
     "GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt": 16,
     "cpuid-r-1_KVM_AMD_EPYC.txt": 1,
     "cpuid-r_KVM_AMD_EPYC_2cpu.txt": 2,
+    "cpuid-r_KVM_Intel_EmeraldRapids_16cpu.txt": 16,
 }
 
 
@@ -113,6 +114,21 @@ def test_zen5_and_k8_json_values():
     # K8: no leaf 06H (maximum basic leaf 1), 8000_0008H:EBX = 0.
     assert (k[0]["pmu"]["amd"]["irperf"], k[0]["pmu"]["amd"]["aperf_mperf"]) == (False, False)
     assert k[0]["pmu"]["present"] is True
+
+
+def test_kvm_guest_without_pmu_emerald_rapids():
+    # The one real Intel server seen so far (docs/silicon.md): a KVM guest whose hypervisor
+    # exposes no PMU. pmulab must say "none", not invent counters from the model number.
+    e = _json("cpuid-r_KVM_Intel_EmeraldRapids_16cpu.txt")
+    assert len(e) == 16
+    assert (e[0]["vendor"], e[0]["family"], e[0]["model"], e[0]["stepping"]) == ("GenuineIntel", 6, 0xCF, 2)
+    assert e[0]["hypervisor"] is True
+    assert all(c["pmu"]["present"] is False and c["pmu"]["perfmon_version"] == 0 for c in e)
+    assert [c["apic_id"] for c in e] == list(range(16))
+    assert "avx512f" in e[0]["vector_extensions"]
+    r = run_tool(TOOL, data_path("cpuid", "cpuid-r_KVM_Intel_EmeraldRapids_16cpu.txt"))
+    assert r.rc == 0, r
+    assert "PMU              : none: CPUID.0AH reports version 0" in r.out, r.out
 
 
 def test_hybrid_flag_alder_lake_vs_raptor_lake():

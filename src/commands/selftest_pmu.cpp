@@ -95,7 +95,7 @@ Result<PmuMeasurement> measure_pmu(Hw& hw, MeasurePlatform& mp, u32 cpu, const P
     PmuMeasurement m;
     PmuCapture cap(events, cfg.reps, &m);
     Errc e = measure_run(hw, mp, cfg, plan.groups, cap);
-    for (const PmuGroupState* st : plan.state)
+    for (const Box<PmuGroupState>& st : plan.state)
         if (st->overflow_read) {
             m.overflow_read = true;
             m.overflow.known = true;

@@ -95,24 +95,24 @@ bool is_amd_ctl(u32 m) {
            (m - msr::AMD_PERF_CTL_EXT0) % 2 == 0;
 }
 
-// A named bit of a register, written when set.
-struct Flag {
-    bool on;
-    const char* name;
-};
-// The set flags, each after a space.
-template <usize N> void flags(StrBuf& out, const Flag (&f)[N]) {
-    for (const Flag& x : f)
-        if (x.on) out.printf(" %s", x.name);
-}
-// The set flags joined by `sep`.
-template <usize N> void joined(StrBuf& out, const char* sep, const Flag (&f)[N]) {
-    const char* s = "";
-    for (const Flag& x : f) {
-        if (!x.on) continue;
-        out.printf("%s%s", s, x.name);
-        s = sep;
+// A register's flags: `names` (space-separated) of the bits in on[], in order; each
+// set one written after `first` (the first written) or `sep` (the others).
+template <usize N>
+void put_flags(StrBuf& out, const char* names, const bool (&on)[N], const char* first, const char* sep) {
+    StrView rest(names);
+    bool any = false;
+    for (usize i = 0; i < N; ++i) {
+        usize sp = rest.find(' ');
+        StrView name = rest.sub(0, sp);
+        rest = rest.sub(sp + 1);
+        if (!on[i]) continue;
+        out.put(StrView(any ? sep : first)).put(name);
+        any = true;
     }
+}
+// The set flags, each after a space.
+template <usize N> void flags(StrBuf& out, const char* names, const bool (&on)[N]) {
+    put_flags(out, names, on, " ", " ");
 }
 
 // Intel GLOBAL_CTRL / STATUS / OVF_CTRL / INUSE: the counter bits (SDM §20.2.2, Figure 20-3).
@@ -173,21 +173,15 @@ void netburst_fields(u32 m, u64 v, StrBuf& out) {
         out.printf("escr_select=%llu active_thread=%llu", (unsigned long long)c.escr_select(),
                    (unsigned long long)c.active_thread());
         if (c.threshold()) out.printf(" threshold=%llu", (unsigned long long)c.threshold());
-        flags(out, {{c.compare(), "compare"},
-                    {c.complement(), "complement"},
-                    {c.edge(), "edge"},
-                    {c.force_ovf(), "force_ovf"},
-                    {c.ovf_pmi(), "ovf_pmi"},
-                    {c.ovf_pmi_t1(), "ovf_pmi_t1"},
-                    {c.cascade(), "cascade"},
-                    {c.ovf(), "ovf"},
-                    {c.enable(), "enable"}});
+        flags(out, "compare complement edge force_ovf ovf_pmi ovf_pmi_t1 cascade ovf enable",
+              {c.compare(), c.complement(), c.edge(), c.force_ovf(), c.ovf_pmi(), c.ovf_pmi_t1(), c.cascade(), c.ovf(),
+               c.enable()});
     } else if (escr_index(m) >= 0) {
         Escr e(v);  // SDM Vol. 3B §20.15.1
         out.printf("event_select=0x%02llx event_mask=0x%04llx", (unsigned long long)e.event_select(),
                    (unsigned long long)e.event_mask());
         if (e.tag_enable()) out.printf(" tag=%llu", (unsigned long long)e.tag_value());
-        flags(out, {{e.t0_os(), "t0_os"}, {e.t0_usr(), "t0_usr"}, {e.t1_os(), "t1_os"}, {e.t1_usr(), "t1_usr"}});
+        flags(out, "t0_os t0_usr t1_os t1_usr", {e.t0_os(), e.t0_usr(), e.t1_os(), e.t1_usr()});
     }
 }
 
@@ -196,14 +190,8 @@ void amd_ctl_fields(u64 v, StrBuf& out) {
     regs::amd::PerfEvtSel s(v);
     out.printf("event=0x%03llx umask=0x%02llx", (unsigned long long)s.event_select(), (unsigned long long)s.umask());
     if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
-    flags(out, {{s.usr(), "usr"},
-                {s.os(), "os"},
-                {s.edge(), "edge"},
-                {s.intr(), "int"},
-                {s.inv(), "inv"},
-                {s.guest_only(), "guest"},
-                {s.host_only(), "host"},
-                {s.en(), "en"}});
+    flags(out, "usr os edge int inv guest host en",
+          {s.usr(), s.os(), s.edge(), s.intr(), s.inv(), s.guest_only(), s.host_only(), s.en()});
 }
 
 // AMD's other PMU-related MSRs; false when m is none of them.
@@ -233,15 +221,8 @@ void intel_evtsel_fields(u64 v, StrBuf& out) {
     out.printf("event=0x%02llx umask=0x%02llx", (unsigned long long)s.event_select(), (unsigned long long)s.umask());
     if (s.umask2()) out.printf(" umask2=0x%02llx", (unsigned long long)s.umask2());
     if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
-    flags(out, {{s.usr(), "usr"},
-                {s.os(), "os"},
-                {s.edge(), "edge"},
-                {s.pc(), "pc"},
-                {s.intr(), "int"},
-                {s.any_thread(), "any"},
-                {s.inv(), "inv"},
-                {s.eq(), "eq"},
-                {s.en(), "en"}});
+    flags(out, "usr os edge pc int any inv eq en",
+          {s.usr(), s.os(), s.edge(), s.pc(), s.intr(), s.any_thread(), s.inv(), s.eq(), s.en()});
 }
 
 // IA32_FIXED_CTR_CTRL (SDM Vol. 3B §20.2.2 Figure 20-2).
@@ -252,7 +233,7 @@ void fixed_ctr_ctrl_fields(u64 v, StrBuf& out) {
         if (!c.group(i)) continue;
         out.printf("%sFIXED_CTR%u=", any ? " " : "", i);
         any = true;
-        joined(out, "+", {{c.os(i), "os"}, {c.usr(i), "usr"}, {c.any_thread(i), "any"}, {c.pmi(i), "pmi"}});
+        put_flags(out, "os usr any pmi", {c.os(i), c.usr(i), c.any_thread(i), c.pmi(i)}, "", "+");
     }
     if (!any) out.put("none");
 }
@@ -268,11 +249,8 @@ void intel_other_fields(u32 m, u64 v, StrBuf& out) {
         case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
         case msr::IA32_DEBUGCTL: {
             regs::DebugCtl d(v);  // SDM Vol. 3B §18.4.1
-            joined(out, " ",
-                   {{d.lbr(), "LBR"},
-                    {d.btf(), "BTF"},
-                    {d.freeze_perfmon_on_pmi(), "FREEZE_PERFMON_ON_PMI"},
-                    {d.freeze_while_smm(), "FREEZE_WHILE_SMM"}});
+            put_flags(out, "LBR BTF FREEZE_PERFMON_ON_PMI FREEZE_WHILE_SMM",
+                      {d.lbr(), d.btf(), d.freeze_perfmon_on_pmi(), d.freeze_while_smm()}, "", " ");
             return;
         }
         default: return;

@@ -7,12 +7,8 @@
 namespace pmulab {
 
 const char* trace_op_name(TraceOp op) {
-    switch (op) {
-        case TraceOp::rdmsr: return "RDMSR";
-        case TraceOp::wrmsr: return "WRMSR";
-        case TraceOp::rdpmc: return "RDPMC";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {"RDMSR", "WRMSR", "RDPMC"};  // in TraceOp's order
+    return unsigned(op) < 3 ? kNames[unsigned(op)] : "?";
 }
 
 TraceNames trace_names(const CpuDecoded& d) {
@@ -296,14 +292,7 @@ void MsrTrace::record(TraceOp op, u32 addr, u64 value, u8 vector, bool code) {
     if (count_ >= cap_) {
         ++dropped_;
     } else {
-        TraceEntry& e = buf_[count_++];
-        e = TraceEntry();
-        e.cpu = cpu;
-        e.op = op;
-        e.addr = addr;
-        e.value = value;
-        e.vector = vector;
-        e.code = code;
+        buf_[count_++] = TraceEntry{.cpu = cpu, .op = op, .vector = vector, .code = code, .addr = addr, .value = value};
     }
     // The BSP outside any run_on_cpu: print now, so that the trace stays next to the
     // output it belongs to.

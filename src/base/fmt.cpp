@@ -33,104 +33,130 @@ void emit_padded(Sink& s, const char* digits, usize len, int width, bool left, c
         for (; pad > 0; --pad) s.put(' ');
 }
 
+// The variable arguments, passed by reference between the formatter's steps.
+struct Args {
+    va_list ap;
+};
+
+// One conversion: %[flags][width][.precision][length]conv.
+struct Conv {
+    bool left = false, alt = false;
+    char padc = ' ';
+    int width = 0;
+    int prec = -1;
+    int lng = 0;  // count of 'l' (z counts as 2)
+    char conv = 0;
+};
+
+// A number of digits, or '*' for an int argument.
+int parse_count(const char*& p, Args& a) {
+    int v = 0;
+    if (*p == '*') {
+        ++p;
+        return va_arg(a.ap, int);
+    }
+    while (*p >= '0' && *p <= '9') v = v * 10 + (*p++ - '0');
+    return v;
+}
+
+// Parses the conversion after '%'; returns where its conversion character is.
+const char* parse_conv(const char* p, Args& a, Conv* c) {
+    for (;; ++p) {
+        if (*p == '-') c->left = true;
+        else if (*p == '0') c->padc = '0';
+        else if (*p == '#') c->alt = true;
+        else break;
+    }
+    c->width = parse_count(p, a);
+    if (*p == '.') {
+        ++p;
+        c->prec = parse_count(p, a);
+    }
+    while (*p == 'l') {
+        ++c->lng;
+        ++p;
+    }
+    if (*p == 'z') {
+        c->lng = 2;
+        ++p;
+    }
+    c->conv = *p;
+    return p;
+}
+
+// The digits of v in `base`, right-aligned in tmp; returns how many.
+usize to_digits(u64 v, unsigned base, const char* dig, char (&tmp)[24]) {
+    usize n = 0;
+    do {
+        tmp[sizeof tmp - 1 - n++] = dig[v % base];
+        v /= base;
+    } while (v);
+    return n;
+}
+
+void put_integer(Sink& s, const Conv& c, Args& a) {
+    char tmp[24];
+    if (c.conv == 'd' || c.conv == 'i') {
+        i64 v = c.lng ? va_arg(a.ap, i64) : va_arg(a.ap, int);
+        u64 mag = v < 0 ? u64(0) - u64(v) : u64(v);
+        usize n = to_digits(mag, 10, "0123456789", tmp);
+        emit_padded(s, tmp + sizeof tmp - n, n, c.width, c.left, c.padc, v < 0 ? "-" : nullptr);
+        return;
+    }
+    u64 v;
+    if (c.conv == 'p') v = u64(uintptr_t(va_arg(a.ap, void*)));
+    else v = c.lng ? va_arg(a.ap, u64) : va_arg(a.ap, unsigned);
+    unsigned base = c.conv == 'u' ? 10 : c.conv == 'o' ? 8 : 16;
+    usize n = to_digits(v, base, c.conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef", tmp);
+    const char* prefix = (c.alt || c.conv == 'p') && base == 16 ? "0x" : nullptr;
+    emit_padded(s, tmp + sizeof tmp - n, n, c.width, c.left, c.padc, prefix);
+}
+
+void put_conv(Sink& s, const Conv& c, Args& a) {
+    switch (c.conv) {
+        case 'd':
+        case 'i':
+        case 'u':
+        case 'x':
+        case 'X':
+        case 'o':
+        case 'p': put_integer(s, c, a); break;
+        case 'c': {
+            char ch = char(va_arg(a.ap, int));
+            emit_padded(s, &ch, 1, c.width, c.left, ' ', nullptr);
+            break;
+        }
+        case 's': {
+            const char* str = va_arg(a.ap, const char*);
+            if (!str) str = "(null)";
+            usize n = 0;
+            // Precision first: "%.*s" may point into text with no NUL after it.
+            while ((c.prec < 0 || n < usize(c.prec)) && str[n]) ++n;
+            emit_padded(s, str, n, c.width, c.left, ' ', nullptr);
+            break;
+        }
+        case '%': s.put('%'); break;
+        default:
+            s.put('%');
+            s.put(c.conv);
+            break;
+    }
+}
+
 void vformat(Sink& s, const char* fmt, va_list ap) {
+    Args a;
+    va_copy(a.ap, ap);
     for (const char* p = fmt; *p; ++p) {
         if (*p != '%') {
             s.put(*p);
             continue;
         }
-        ++p;
-        bool left = false, alt = false;
-        char padc = ' ';
-        for (;; ++p) {
-            if (*p == '-') left = true;
-            else if (*p == '0') padc = '0';
-            else if (*p == '#') alt = true;
-            else break;
-        }
-        int width = 0;
-        if (*p == '*') {
-            width = va_arg(ap, int);
-            ++p;
-        } else {
-            while (*p >= '0' && *p <= '9') width = width * 10 + (*p++ - '0');
-        }
-        int prec = -1;
-        if (*p == '.') {
-            ++p;
-            prec = 0;
-            if (*p == '*') {
-                prec = va_arg(ap, int);
-                ++p;
-            } else {
-                while (*p >= '0' && *p <= '9') prec = prec * 10 + (*p++ - '0');
-            }
-        }
-        int lng = 0;
-        while (*p == 'l') {
-            ++lng;
-            ++p;
-        }
-        if (*p == 'z') {
-            lng = 2;
-            ++p;
-        }
-        char conv = *p;
-        if (!conv) break;
-        char tmp[24];
-        switch (conv) {
-            case 'd':
-            case 'i': {
-                i64 v = lng ? va_arg(ap, i64) : va_arg(ap, int);
-                u64 mag = v < 0 ? u64(0) - u64(v) : u64(v);
-                usize n = 0;
-                do {
-                    tmp[sizeof tmp - 1 - n++] = char('0' + mag % 10);
-                    mag /= 10;
-                } while (mag);
-                emit_padded(s, tmp + sizeof tmp - n, n, width, left, padc, v < 0 ? "-" : nullptr);
-                break;
-            }
-            case 'u':
-            case 'x':
-            case 'X':
-            case 'o':
-            case 'p': {
-                u64 v;
-                if (conv == 'p') v = u64(uintptr_t(va_arg(ap, void*)));
-                else v = lng ? va_arg(ap, u64) : va_arg(ap, unsigned);
-                unsigned base = conv == 'u' ? 10 : conv == 'o' ? 8 : 16;
-                const char* dig = conv == 'X' ? "0123456789ABCDEF" : "0123456789abcdef";
-                usize n = 0;
-                do {
-                    tmp[sizeof tmp - 1 - n++] = dig[v % base];
-                    v /= base;
-                } while (v);
-                const char* prefix = (alt || conv == 'p') && base == 16 ? "0x" : nullptr;
-                emit_padded(s, tmp + sizeof tmp - n, n, width, left, padc, prefix);
-                break;
-            }
-            case 'c': {
-                char c = char(va_arg(ap, int));
-                emit_padded(s, &c, 1, width, left, ' ', nullptr);
-                break;
-            }
-            case 's': {
-                const char* str = va_arg(ap, const char*);
-                if (!str) str = "(null)";
-                usize n = 0;
-                // Precision first: "%.*s" may point into text with no NUL after it.
-                while ((prec < 0 || n < usize(prec)) && str[n]) ++n;
-                emit_padded(s, str, n, width, left, ' ', nullptr);
-                break;
-            }
-            case '%': s.put('%'); break;
-            default:
-                s.put('%');
-                s.put(conv);
-                break;
-        }
+        Conv c;
+        p = parse_conv(p + 1, a, &c);
+        if (!c.conv) break;
+        put_conv(s, c, a);
     }
+    va_end(a.ap);
 }
 
 }  // namespace

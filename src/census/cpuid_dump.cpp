@@ -40,14 +40,9 @@ int hex_val(char c) {
 
 // Exactly 1..8 hex digits.
 bool hex_u32(StrView s, u32* out) {
-    if (s.empty() || s.len > 8) return false;
-    u32 v = 0;
-    for (usize i = 0; i < s.len; ++i) {
-        int d = hex_val(s[i]);
-        if (d < 0) return false;
-        v = v << 4 | u32(d);
-    }
-    *out = v;
+    u64 v = 0;
+    if (s.len > 8 || !parse_hex_u64(s, &v)) return false;
+    *out = u32(v);
     return true;
 }
 

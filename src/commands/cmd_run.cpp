@@ -457,20 +457,17 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Vec<EventsForCpus> sets;
     PMULAB_TRY(resolve_run_events(out, o, &sets));
     PMULAB_TRY(check_metric_support(out, o, sets));
-    Vec<PmuPlan*> plans;
+    Vec<Box<PmuPlan>> plans;
     Vec<TopdownMethod> methods;  // of each plan (run_metrics.cpp)
     for (EventsForCpus& set : sets) {
-        Vec<PmuPlan*> part;
+        Vec<Box<PmuPlan>> part;
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (s.ok()) s = prepare_metric_plans(o, set, &part);
-        for (PmuPlan* pl : part) plans.push(pl), methods.push(set.topdown.method);
-        if (!s.ok()) {
-            free_pmu_plans(&plans);
-            return s.error();
-        }
+        for (Box<PmuPlan>& pl : part) plans.push(move(pl)), methods.push(set.topdown.method);
+        if (!s.ok()) return s.error();
     }
     StrBuf head;
-    for (const PmuPlan* pl : plans) {
+    for (const Box<PmuPlan>& pl : plans) {
         result_table_fit(o, pl->groups);
         head.put("pmulab run: ");
         put_cpu_list(head, pl->cpus);
@@ -494,13 +491,13 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     MetricCollector metrics;
     RunSink sink(out, o, &metrics);
     for (usize k = 0; k < plans.size(); ++k) {
-        PmuPlan* pl = plans[k];
+        PmuPlan* pl = plans[k].get();
         o.cfg.cpus.clear();
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
         // Failures were reported through the sink; the outcome also takes the engine's word.
         out.fail(measure_run(p.hw(), mp, o.cfg, pl->groups, sink));
         metrics.emit(out, o, methods[k]);
-        for (const PmuGroupState* st : pl->state) {
+        for (const Box<PmuGroupState>& st : pl->state) {
             if (st->restore.gp_counters_inexact) {
                 StrBuf c;
                 regs::put_counter_set(c, st->restore.gp_counters_inexact, "PMC");
@@ -514,7 +511,6 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
                          (unsigned long long)st->restore.status_bits_lost);
         }
     }
-    free_pmu_plans(&plans);
     return ok_status();
 }
 

@@ -148,6 +148,32 @@ void check_chase(Checks& ck) {
     }
 }
 
+// A variant's measurement of nop against U/2U's (`ref`); `unsupported` is the verdict
+// when the variant cannot run here.
+void report_agrees(Checks& ck, const char* name, u32 cpu, const Result<Frac>& r, Frac ref,
+                   Verdict unsupported = Verdict::fail) {
+    if (!r.ok()) ck.report(r.error().code == Errc::unsupported ? unsupported : Verdict::fail, name, cpu, r.error().msg);
+    else
+        ck.reportf(agrees(r.value(), ref) ? Verdict::pass : Verdict::fail, name, cpu, "%s vs %s",
+                   fixed2(r.value()).c_str(), fixed2(ref).c_str());
+}
+
+// Basic mode, the loop and --irq lvt each measure nop like U/2U (`u1`, U = 1000) does.
+void check_variants(Checks& ck, Hw& hw, MeasurePlatform& mp, MeasureArgs a, Frac u1) {
+    a.unroll = 1000;
+    a.basic = true;
+    report_agrees(ck, "basic mode (0 and U copies) agrees with U/2U for nop", a.cpu, measure_tsc(hw, mp, a), u1);
+    a.basic = false;
+    a.unroll = 100;
+    a.loop = 10;
+    report_agrees(ck, "loop overhead cancels: nop with --loop 10 agrees with U/2U", a.cpu, measure_tsc(hw, mp, a), u1);
+    a.loop = 1;
+    a.unroll = 1000;
+    a.irq = IrqMode::lvt;
+    report_agrees(ck, "interrupts masked via the local APIC LVT (--irq lvt) agree with cli for nop", a.cpu,
+                  measure_tsc(hw, mp, a), u1, Verdict::skip);
+}
+
 void check_measurements(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
     MeasureArgs a;
     a.cpu = cpu;
@@ -173,38 +199,7 @@ void check_measurements(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
         ck.reportf(agrees(u1.value(), u2.value()) ? Verdict::pass : Verdict::fail, n_lin, cpu,
                    "%s vs %s TSC ticks per iteration", fixed2(u1.value()).c_str(), fixed2(u2.value()).c_str());
 
-    if (u1.ok()) {
-        a.unroll = 1000;
-        a.basic = true;
-        Result<Frac> b = measure_tsc(hw, mp, a);
-        a.basic = false;
-        const char* n_basic = "basic mode (0 and U copies) agrees with U/2U for nop";
-        if (!b.ok()) ck.report(Verdict::fail, n_basic, cpu, b.error().msg);
-        else
-            ck.reportf(agrees(b.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_basic, cpu, "%s vs %s",
-                       fixed2(b.value()).c_str(), fixed2(u1.value()).c_str());
-
-        a.unroll = 100;
-        a.loop = 10;
-        Result<Frac> l = measure_tsc(hw, mp, a);
-        a.loop = 1;
-        const char* n_loop = "loop overhead cancels: nop with --loop 10 agrees with U/2U";
-        if (!l.ok()) ck.report(Verdict::fail, n_loop, cpu, l.error().msg);
-        else
-            ck.reportf(agrees(l.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_loop, cpu, "%s vs %s",
-                       fixed2(l.value()).c_str(), fixed2(u1.value()).c_str());
-
-        a.unroll = 1000;
-        a.irq = IrqMode::lvt;
-        Result<Frac> v = measure_tsc(hw, mp, a);
-        a.irq = IrqMode::cli;
-        const char* n_lvt = "interrupts masked via the local APIC LVT (--irq lvt) agree with cli for nop";
-        if (!v.ok())
-            ck.report(v.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, n_lvt, cpu, v.error().msg);
-        else
-            ck.reportf(agrees(v.value(), u1.value()) ? Verdict::pass : Verdict::fail, n_lvt, cpu, "%s vs %s",
-                       fixed2(v.value()).c_str(), fixed2(u1.value()).c_str());
-    }
+    if (u1.ok()) check_variants(ck, hw, mp, a, u1.value());
 
     // RDPMC: either it works, or the probe catches the fault and the kernel is
     // reported unsupported (QEMU TCG raises #UD) - never a crash.

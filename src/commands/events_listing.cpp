@@ -54,6 +54,17 @@ struct EventLine {
     char reason[sizeof(Error::msg)] = {};
 };
 
+// Allocates e on its own: false, with the reason in out, when no counter can take it.
+bool allocate_alone(const PmuInfo& info, const Event& e, Allocation* a, EventLine* out) {
+    Status s = pmu_allocate(info, &e, 1, a);
+    if (!s.ok()) {
+        str_copy(out->reason, sizeof out->reason, s.error().msg);
+        return false;
+    }
+    out->available = true;
+    return true;
+}
+
 void describe_event(const PmuInfo& info, const Row& row, const char* kind, EventLine* out) {
     *out = EventLine();
     str_copy(out->name, sizeof out->name, row.name);
@@ -80,12 +91,7 @@ void describe_event(const PmuInfo& info, const Row& row, const char* kind, Event
         return;
     }
     Allocation a;
-    Status s = pmu_allocate(info, &e, 1, &a);
-    if (!s.ok()) {
-        str_copy(out->reason, sizeof out->reason, s.error().msg);
-        return;
-    }
-    out->available = true;
+    if (!allocate_alone(info, e, &a, out)) return;
     const Assignment* as = a.find(0);
     EventCounters ec = event_counters(e, info.caps);
     StrBuf ctr;
@@ -112,12 +118,7 @@ void describe_vendor_event(const PmuInfo& info, const Event& e, EventLine* out) 
         format_to(out->code, sizeof out->code, "%03X.%02X", unsigned(e.event_select), unsigned(e.umask));
     else str_copy(out->code, sizeof out->code, "-");  // APERF, MPERF: no event select
     Allocation a;
-    Status s = pmu_allocate(info, &e, 1, &a);
-    if (!s.ok()) {
-        str_copy(out->reason, sizeof out->reason, s.error().msg);
-        return;
-    }
-    out->available = true;
+    if (!allocate_alone(info, e, &a, out)) return;
     const Assignment* as = a.find(0);
     StrBuf ctr;
     if (as && as->kind == CounterKind::fixed) {
@@ -354,89 +355,93 @@ void put_vendor_table(StrBuf& b, const PmuInfo& info, const Vec<EventLine>& line
 
 }  // namespace
 
-void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
-    Vec<EventLine> lines;
-    // Records: per CPU.
-    for (const CpuPmu& c : all) {
-        if (!c.status.ok()) {
-            out.error(c.status.error().with_context("CPU %u", c.cpu));
-            out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
-            continue;
-        }
-        StrBuf line;
-        JsonWriter w(line);
-        w.begin_object().field("type", "pmu");
-        write_pmu_json(w, c);
-        w.end_object();
-        line.put('\n');
-        out.record(line);
-        list_events(c.info, &lines);
-        for (const EventLine& l : lines) {
-            StrBuf el;
-            JsonWriter j(el);
-            j.begin_object().field("type", "event").field_u("cpu", c.cpu).field_u("apic_id", c.apic_id);
-            j.field("name", l.name).field("alias", l.alias).field("code", l.code).field("kind", l.kind);
-            j.key("arch_bit");
-            if (l.arch_bit >= 0) j.num(u64(l.arch_bit));
-            else j.null();
-            j.key("fixed_counter");
-            if (l.fixed_counter >= 0) j.num(u64(l.fixed_counter));
-            else j.null();
-            j.field_b("available", l.available).field("route", l.route);
-            j.key("counter");
-            if (l.available) j.str(StrView(l.counter));
-            else j.null();
-            j.field("reason", l.reason);
-            j.field("counter_method", counter_method_name(c.info.method));
-            if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) j.field("description", l.description);
-            if (l.nb_event >= 0) write_netburst_json(j, netburst::kEvents[l.nb_event], c.info);
-            j.end_object();
-            el.put('\n');
-            out.record(el);
-        }
+namespace {
+
+// One event's record (`lines` of CPU c).
+void write_event_record(Out& out, const CpuPmu& c, const EventLine& l) {
+    StrBuf el;
+    JsonWriter j(el);
+    j.begin_object().field("type", "event").field_u("cpu", c.cpu).field_u("apic_id", c.apic_id);
+    j.field("name", l.name).field("alias", l.alias).field("code", l.code).field("kind", l.kind);
+    j.key("arch_bit");
+    if (l.arch_bit >= 0) j.num(u64(l.arch_bit));
+    else j.null();
+    j.key("fixed_counter");
+    if (l.fixed_counter >= 0) j.num(u64(l.fixed_counter));
+    else j.null();
+    j.field_b("available", l.available).field("route", l.route);
+    j.key("counter");
+    if (l.available) j.str(StrView(l.counter));
+    else j.null();
+    j.field("reason", l.reason);
+    j.field("counter_method", counter_method_name(c.info.method));
+    if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) j.field("description", l.description);
+    if (l.nb_event >= 0) write_netburst_json(j, netburst::kEvents[l.nb_event], c.info);
+    j.end_object();
+    el.put('\n');
+    out.record(el);
+}
+
+// Records, per CPU: its PMU, then each of its events.
+void write_cpu_records(Out& out, const CpuPmu& c, Vec<EventLine>* lines) {
+    if (!c.status.ok()) {
+        out.error(c.status.error().with_context("CPU %u", c.cpu));
+        out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
+        return;
     }
-    // Text: per class of CPUs with the same PMU.
-    if (out.json()) return;
-    Vec<Vec<u32>> cls = classes(all);
-    StrBuf b;
-    for (const Vec<u32>& k : cls) {
-        const CpuPmu& c = all[k[0]];
-        if (!c.status.ok()) continue;
-        Vec<u32> cpus = class_cpus(all, k);
-        put_cpu_list(b, cpus);
-        b.put(": ");
-        put_pmu_summary(b, c.info);
-        b.put('\n');
-        put_reads(b, c.info);
-        if (c.info.kind == PmuKind::none) {
-            b.put("  Only 'tsc' (the time-stamp counter, read with RDTSC) can be measured here.\n\n");
-            continue;
-        }
-        list_events(c.info, &lines);
-        if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) {
-            put_vendor_table(b, c.info, lines);
-            continue;
-        }
-        b.put("\n  EVENT                         ALIAS                   CODE   COUNTER        AVAILABLE\n");
-        for (const EventLine& l : lines) {
-            usize col = b.size();
-            b.printf("  %s", l.name);
-            b.pad_to(col, 32);
-            b.put(l.alias);
-            b.pad_to(col, 56);
-            b.put(l.code);
-            b.pad_to(col, 63);
-            b.put(l.available ? l.counter : "-");
-            b.pad_to(col, 78);
-            put_available(b, l);
-            // pad_to leaves trailing spaces only before text, never at the end
-            b.put('\n');
-        }
+    StrBuf line;
+    JsonWriter w(line);
+    w.begin_object().field("type", "pmu");
+    write_pmu_json(w, c);
+    w.end_object();
+    line.put('\n');
+    out.record(line);
+    list_events(c.info, lines);
+    for (const EventLine& l : *lines) write_event_record(out, c, l);
+}
+
+// The Intel table of events.
+void put_intel_table(StrBuf& b, const Vec<EventLine>& lines) {
+    b.put("\n  EVENT                         ALIAS                   CODE   COUNTER        AVAILABLE\n");
+    for (const EventLine& l : lines) {
+        usize col = b.size();
+        b.printf("  %s", l.name);
+        b.pad_to(col, 32);
+        b.put(l.alias);
+        b.pad_to(col, 56);
+        b.put(l.code);
+        b.pad_to(col, 63);
+        b.put(l.available ? l.counter : "-");
+        b.pad_to(col, 78);
+        put_available(b, l);
+        // pad_to leaves trailing spaces only before text, never at the end
         b.put('\n');
     }
-    b.put(model_text.view());
-    // The syntax of each dialect listed (first-seen order; AMD's two share a text), or of
-    // the default dialect (Intel) when no CPU has counters.
+    b.put('\n');
+}
+
+// Text for one class of CPUs with the same PMU (k: indices into all).
+void put_class(StrBuf& b, const Vec<CpuPmu>& all, const Vec<u32>& k, Vec<EventLine>* lines) {
+    const CpuPmu& c = all[k[0]];
+    if (!c.status.ok()) return;
+    Vec<u32> cpus = class_cpus(all, k);
+    put_cpu_list(b, cpus);
+    b.put(": ");
+    put_pmu_summary(b, c.info);
+    b.put('\n');
+    put_reads(b, c.info);
+    if (c.info.kind == PmuKind::none) {
+        b.put("  Only 'tsc' (the time-stamp counter, read with RDTSC) can be measured here.\n\n");
+        return;
+    }
+    list_events(c.info, lines);
+    if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) put_vendor_table(b, c.info, *lines);
+    else put_intel_table(b, *lines);
+}
+
+// The syntax of each dialect listed (first-seen order; AMD's two share a text), or of
+// the default dialect (Intel) when no CPU has counters.
+void put_syntax_help(StrBuf& b, const Vec<CpuPmu>& all) {
     const char* shown[4] = {};
     usize n_shown = 0;
     for (const CpuPmu& c : all) {
@@ -449,6 +454,20 @@ void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
     }
     if (n_shown == 0) shown[n_shown++] = event_syntax_help(EventDialect::intel);
     for (usize i = 0; i < n_shown; ++i) b.put(shown[i]);
+}
+
+}  // namespace
+
+void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
+    Vec<EventLine> lines;
+    for (const CpuPmu& c : all) write_cpu_records(out, c, &lines);
+    // Text: per class of CPUs with the same PMU.
+    if (out.json()) return;
+    Vec<Vec<u32>> cls = classes(all);
+    StrBuf b;
+    for (const Vec<u32>& k : cls) put_class(b, all, k, &lines);
+    b.put(model_text.view());
+    put_syntax_help(b, all);
     out.text_buf(b);
 }
 

@@ -72,7 +72,7 @@ Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* set
 // without it are warned about (the other events are still measured there).
 Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCpus>& sets);
 // The PERF_METRICS reads added to a class's plans (perf_metrics method).
-Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<PmuPlan*>* plans);
+Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<Box<PmuPlan>>* plans);
 
 // Per-iteration values of one plan's results, for the metrics.
 class MetricCollector {

@@ -160,11 +160,11 @@ Status check_metric_support(Out& out, const RunOptions& o, const Vec<EventsForCp
     return ok_status();
 }
 
-Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<PmuPlan*>* plans) {
+Status prepare_metric_plans(const RunOptions& o, const EventsForCpus& set, Vec<Box<PmuPlan>>* plans) {
     if (!o.topdown_wanted || set.topdown.method != TopdownMethod::perf_metrics) return ok_status();
     unsigned level = o.topdown ? o.topdown : set.topdown.max_level;
     if (level > set.topdown.max_level) level = set.topdown.max_level;
-    for (PmuPlan* pl : *plans) PMULAB_TRY(add_topdown_reads(pl, level));
+    for (Box<PmuPlan>& pl : *plans) PMULAB_TRY(add_topdown_reads(pl.get(), level));
     return ok_status();
 }
 

@@ -95,7 +95,7 @@ Result<PmuMeasurement> measure_pmu(Hw& hw, MeasurePlatform& mp, u32 cpu, const P
     PmuMeasurement m;
     PmuCapture cap(events, cfg.reps, &m);
     Errc e = measure_run(hw, mp, cfg, plan.groups, cap);
-    for (const PmuGroupState* st : plan.state)
+    for (const Box<PmuGroupState>& st : plan.state)
         if (st->overflow_read) {
             m.overflow_read = true;
             m.overflow.known = true;
@@ -196,175 +196,205 @@ void put_wrap_runs(StrBuf& d, const WrapRuns& w) {
         d.printf(" (median %lld; %u of %u runs disturbed, beyond 1%% of it)", (long long)w.median, w.outliers, w.runs);
 }
 
-void check_pmu_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info) {
-    const u64 n = kernel_info(KernelId::add_indep).instructions;
-    bool fx0 = countable(info, "INST_RETIRED.ANY", CounterKind::fixed);
-    bool gp_ins = countable(info, "INST_RETIRED.ANY_P", CounterKind::gp);
-    const char* ins_spec = fx0 && gp_ins ? "INST_RETIRED.ANY,INST_RETIRED.ANY_P"
-                           : fx0         ? "INST_RETIRED.ANY"
-                                         : "INST_RETIRED.ANY_P";
-    const char* ins_names[2] = {fx0 ? "FIXED_CTR0" : "GP", "GP"};
-    usize ins_count = fx0 && gp_ins ? 2 : 1;
-
-    // 1. Instructions retired.
-    if (!fx0 && !gp_ins) {
-        ck.report(Verdict::skip, kPmuInstr, cpu,
-                  "neither fixed counter 0 nor the architectural event C0H.00H is available");
-    } else {
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, ins_spec, PmuArgs());
-        if (!m.ok()) {
-            ck.report(Verdict::fail, kPmuInstr, cpu, m.error().msg);
-        } else {
-            bool ok = true;
-            StrBuf d;
-            for (usize i = 0; i < ins_count; ++i) {
-                Frac f = m.value().ev[i].median;
-                ok &= within_1pct(f, n);
-                if (i) d.put(", ");
-                d.printf("%s ", ins_names[i]);
-                put_frac(d, f, 2);
-            }
-            d.printf(" per iteration of add_indep (expected %llu, tolerance 1%%)%s", (unsigned long long)n,
-                     fx0 ? "" : "; no fixed counter 0: GP only");
-            ck.report(ok ? Verdict::pass : Verdict::fail, kPmuInstr, cpu, d.c_str());
-        }
+// The checks of one CPU: where they report and what they measure with.
+struct CpuChecks {
+    Checks& ck;
+    Hw& hw;
+    MeasurePlatform& mp;
+    u32 cpu;
+    const PmuInfo& info;
+    Result<PmuMeasurement> measure(const char* spec, const PmuArgs& a) const {
+        return measure_pmu(hw, mp, cpu, info, spec, a);
     }
+};
 
-    // 2. Core cycles: fixed counter 1 vs 3C.00 in the same run.
-    if (!countable(info, "CPU_CLK_UNHALTED.THREAD", CounterKind::fixed) ||
-        !countable(info, "CPU_CLK_UNHALTED.THREAD_P", CounterKind::gp)) {
-        ck.report(Verdict::skip, kPmuCycles, cpu, "needs fixed counter 1 and the architectural event 3CH.00H");
-    } else {
-        PmuArgs a;
-        a.kernel = KernelId::add_chain;
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, "CPU_CLK_UNHALTED.THREAD,CPU_CLK_UNHALTED.THREAD_P",
-                                               a);
-        if (!m.ok()) {
-            ck.report(Verdict::fail, kPmuCycles, cpu, m.error().msg);
-        } else {
-            Frac f = m.value().ev[0].median, g = m.value().ev[1].median;
-            bool ok = positive(f) && positive(g) && agrees(f, g);
-            ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuCycles, cpu,
-                       "FIXED_CTR1 %s vs GP %s cycles per iteration of add_chain", fixed2(f).c_str(),
-                       fixed2(g).c_str());
-        }
+// The Intel checks' instructions-retired events: fixed counter 0 and/or C0H.00H.
+struct InstrEvents {
+    bool fx0 = false, gp = false;
+    const char* spec = nullptr;
+    const char* names[2] = {};
+    usize count = 0;
+    bool any() const { return fx0 || gp; }
+};
+InstrEvents instr_events(const PmuInfo& info) {
+    InstrEvents ie;
+    ie.fx0 = countable(info, "INST_RETIRED.ANY", CounterKind::fixed);
+    ie.gp = countable(info, "INST_RETIRED.ANY_P", CounterKind::gp);
+    ie.spec = ie.fx0 && ie.gp ? "INST_RETIRED.ANY,INST_RETIRED.ANY_P"
+              : ie.fx0        ? "INST_RETIRED.ANY"
+                              : "INST_RETIRED.ANY_P";
+    ie.names[0] = ie.fx0 ? "FIXED_CTR0" : "GP";
+    ie.names[1] = "GP";
+    ie.count = ie.fx0 && ie.gp ? 2 : 1;
+    return ie;
+}
+
+// The wrap checks' runs: every counter starts 4000 below 2^width; the first measured
+// run (no warm-up, 8000 instructions in the U version) wraps it.
+PmuArgs wrap_args() {
+    PmuArgs a;
+    a.unroll = 1000;
+    a.warmup = 0;
+    a.opts.preset_below_top = 4000;
+    return a;
+}
+
+// Gating: the counters programmed and enabled, the enable control `what` left off by
+// the start write: nothing may count.
+void check_gate(const CpuChecks& c, const char* name, const char* spec, const char* what) {
+    PmuArgs a;
+    a.opts.gate_off = true;
+    Result<PmuMeasurement> m = c.measure(spec, a);
+    if (!m.ok()) {
+        c.ck.report(Verdict::fail, name, c.cpu, m.error().msg);
+        return;
     }
+    i64 worst = largest_count(m.value(), m.value().ev.size());
+    c.ck.reportf(worst == 0 ? Verdict::pass : Verdict::fail, name, c.cpu,
+                 "with %s the largest count of any run is %lld", what, (long long)worst);
+}
 
-    // 3. Reference cycles (fixed counter 2, at the TSC rate but updated at the reference
-    //    clock) vs the TSC, same run, over 10^6 iterations.
-    if (!countable(info, "CPU_CLK_UNHALTED.REF_TSC", CounterKind::fixed)) {
-        ck.report(Verdict::skip, kPmuRef, cpu, "no fixed counter 2");
-    } else {
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, "CPU_CLK_UNHALTED.REF_TSC,tsc",
-                                               ref_args(KernelId::add_chain));
-        if (!m.ok()) {
-            ck.report(Verdict::fail, kPmuRef, cpu, m.error().msg);
-        } else {
-            Frac f = m.value().ev[0].median, t = m.value().ev[1].median;
-            bool ok = positive(f) && ref_agrees(f, t);
-            ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuRef, cpu,
-                       "FIXED_CTR2 %s vs TSC %s ticks per iteration of add_chain", fixed2(f).c_str(),
-                       fixed2(t).c_str());
-        }
+// 1. Instructions retired.
+void check_instructions(const CpuChecks& c, const InstrEvents& ie, u64 n) {
+    if (!ie.any()) {
+        c.ck.report(Verdict::skip, kPmuInstr, c.cpu,
+                    "neither fixed counter 0 nor the architectural event C0H.00H is available");
+        return;
     }
-
-    // 4. Wrap and overflow: every counter starts 4000 below 2^width; the first measured
-    //    run (no warm-up, 8000 instructions in the U version) wraps it. Counts must stay
-    //    exact modulo the width, the wrapping run must count like the others, and
-    //    (v2+) GLOBAL_STATUS must flag each counter.
-    if (!fx0 && !gp_ins) {
-        ck.report(Verdict::skip, kPmuWrap, cpu, "no counter can count instructions retired");
-    } else {
-        PmuArgs a;
-        a.unroll = 1000;
-        a.warmup = 0;
-        a.opts.preset_below_top = 4000;
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, ins_spec, a);
-        if (!m.ok()) {
-            ck.report(Verdict::fail, kPmuWrap, cpu, m.error().msg);
-        } else {
-            const PmuMeasurement& r = m.value();
-            bool ok = true;
-            StrBuf d;
-            d.printf("preset 2^%u-4000", info.gp_width);
-            if (fx0) d.printf(" (GP), 2^%u-4000 (fixed)", info.fixed_width);
-            d.put(": ");
-            for (usize i = 0; i < ins_count; ++i) {
-                const PmuEventResult& e = r.ev[i];
-                ok &= within_1pct(e.median, n);
-                // The wrapping run (the first) against the median of the short version.
-                WrapRuns w = judge_wrap_runs(e.short_raw);
-                ok &= w.ok;
-                if (i) d.put("; ");
-                d.printf("%s ", ins_names[i]);
-                put_frac(d, e.median, 2);
-                d.put(" per iteration, ");
-                put_wrap_runs(d, w);
-            }
-            if (info.global_ctrl) {
-                bool flags = r.overflow_read;
-                if (fx0) flags &= (r.overflow.fixed & 1) != 0;
-                if (gp_ins) flags &= r.overflow.gp != 0;
-                ok &= flags;
-                d.printf("; GLOBAL_STATUS overflow flags %s", flags ? "set" : "MISSING");
-            } else {
-                d.put("; version 1 has no GLOBAL_STATUS: checked by the counts");
-            }
-            ck.report(ok ? Verdict::pass : Verdict::fail, kPmuWrap, cpu, d.c_str());
-        }
+    Result<PmuMeasurement> m = c.measure(ie.spec, PmuArgs());
+    if (!m.ok()) {
+        c.ck.report(Verdict::fail, kPmuInstr, c.cpu, m.error().msg);
+        return;
     }
-
-    // 5. GLOBAL_CTRL gating: the same counters, programmed and enabled in PERFEVTSELx /
-    //    FIXED_CTR_CTRL, with GLOBAL_CTRL left 0 by the start write: nothing may count.
-    if (!info.global_ctrl) {
-        ck.reportf(Verdict::skip, kPmuGate, cpu, "architectural PMU version %u has no IA32_PERF_GLOBAL_CTRL",
-                   info.version);
-    } else if (!fx0 && !gp_ins) {
-        ck.report(Verdict::skip, kPmuGate, cpu, "no counter can count instructions retired");
-    } else {
-        PmuArgs a;
-        a.opts.gate_off = true;
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, ins_spec, a);
-        if (!m.ok()) {
-            ck.report(Verdict::fail, kPmuGate, cpu, m.error().msg);
-        } else {
-            i64 worst = largest_count(m.value(), ins_count);
-            ck.reportf(worst == 0 ? Verdict::pass : Verdict::fail, kPmuGate, cpu,
-                       "with GLOBAL_CTRL = 0 the largest count of any run is %lld", (long long)worst);
-        }
+    bool ok = true;
+    StrBuf d;
+    for (usize i = 0; i < ie.count; ++i) {
+        Frac f = m.value().ev[i].median;
+        ok &= within_1pct(f, n);
+        if (i) d.put(", ");
+        d.printf("%s ", ie.names[i]);
+        put_frac(d, f, 2);
     }
+    d.printf(" per iteration of add_indep (expected %llu, tolerance 1%%)%s", (unsigned long long)n,
+             ie.fx0 ? "" : "; no fixed counter 0: GP only");
+    c.ck.report(ok ? Verdict::pass : Verdict::fail, kPmuInstr, c.cpu, d.c_str());
+}
 
-    // 6. Each counter on its own: instructions retired pinned to one GP counter per run,
-    //    then each fixed counter's architectural event.
+// 2. Core cycles: fixed counter 1 vs 3C.00 in the same run.
+void check_core_cycles(const CpuChecks& c) {
+    if (!countable(c.info, "CPU_CLK_UNHALTED.THREAD", CounterKind::fixed) ||
+        !countable(c.info, "CPU_CLK_UNHALTED.THREAD_P", CounterKind::gp)) {
+        c.ck.report(Verdict::skip, kPmuCycles, c.cpu, "needs fixed counter 1 and the architectural event 3CH.00H");
+        return;
+    }
+    PmuArgs a;
+    a.kernel = KernelId::add_chain;
+    Result<PmuMeasurement> m = c.measure("CPU_CLK_UNHALTED.THREAD,CPU_CLK_UNHALTED.THREAD_P", a);
+    if (!m.ok()) {
+        c.ck.report(Verdict::fail, kPmuCycles, c.cpu, m.error().msg);
+        return;
+    }
+    Frac f = m.value().ev[0].median, g = m.value().ev[1].median;
+    bool ok = positive(f) && positive(g) && agrees(f, g);
+    c.ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuCycles, c.cpu,
+                 "FIXED_CTR1 %s vs GP %s cycles per iteration of add_chain", fixed2(f).c_str(), fixed2(g).c_str());
+}
+
+// 3. Reference cycles (fixed counter 2, at the TSC rate but updated at the reference
+//    clock) vs the TSC, same run, over 10^6 iterations.
+void check_ref_cycles(const CpuChecks& c) {
+    if (!countable(c.info, "CPU_CLK_UNHALTED.REF_TSC", CounterKind::fixed)) {
+        c.ck.report(Verdict::skip, kPmuRef, c.cpu, "no fixed counter 2");
+        return;
+    }
+    Result<PmuMeasurement> m = c.measure("CPU_CLK_UNHALTED.REF_TSC,tsc", ref_args(KernelId::add_chain));
+    if (!m.ok()) {
+        c.ck.report(Verdict::fail, kPmuRef, c.cpu, m.error().msg);
+        return;
+    }
+    Frac f = m.value().ev[0].median, t = m.value().ev[1].median;
+    bool ok = positive(f) && ref_agrees(f, t);
+    c.ck.reportf(ok ? Verdict::pass : Verdict::fail, kPmuRef, c.cpu,
+                 "FIXED_CTR2 %s vs TSC %s ticks per iteration of add_chain", fixed2(f).c_str(), fixed2(t).c_str());
+}
+
+// 4. Wrap and overflow (wrap_args): counts must stay exact modulo the width, the
+//    wrapping run must count like the others, and (v2+) GLOBAL_STATUS must flag each
+//    counter.
+void check_wrap_intel(const CpuChecks& c, const InstrEvents& ie, u64 n) {
+    if (!ie.any()) {
+        c.ck.report(Verdict::skip, kPmuWrap, c.cpu, "no counter can count instructions retired");
+        return;
+    }
+    Result<PmuMeasurement> m = c.measure(ie.spec, wrap_args());
+    if (!m.ok()) {
+        c.ck.report(Verdict::fail, kPmuWrap, c.cpu, m.error().msg);
+        return;
+    }
+    const PmuMeasurement& r = m.value();
+    bool ok = true;
+    StrBuf d;
+    d.printf("preset 2^%u-4000", c.info.gp_width);
+    if (ie.fx0) d.printf(" (GP), 2^%u-4000 (fixed)", c.info.fixed_width);
+    d.put(": ");
+    for (usize i = 0; i < ie.count; ++i) {
+        const PmuEventResult& e = r.ev[i];
+        ok &= within_1pct(e.median, n);
+        // The wrapping run (the first) against the median of the short version.
+        WrapRuns w = judge_wrap_runs(e.short_raw);
+        ok &= w.ok;
+        if (i) d.put("; ");
+        d.printf("%s ", ie.names[i]);
+        put_frac(d, e.median, 2);
+        d.put(" per iteration, ");
+        put_wrap_runs(d, w);
+    }
+    if (c.info.global_ctrl) {
+        bool flags = r.overflow_read;
+        if (ie.fx0) flags &= (r.overflow.fixed & 1) != 0;
+        if (ie.gp) flags &= r.overflow.gp != 0;
+        ok &= flags;
+        d.printf("; GLOBAL_STATUS overflow flags %s", flags ? "set" : "MISSING");
+    } else {
+        d.put("; version 1 has no GLOBAL_STATUS: checked by the counts");
+    }
+    c.ck.report(ok ? Verdict::pass : Verdict::fail, kPmuWrap, c.cpu, d.c_str());
+}
+
+// 6a. Instructions retired pinned to one GP counter per run.
+void check_each_gp(const CpuChecks& c, u64 n) {
     for (unsigned i = 0; i < 32; ++i) {
-        if (!((info.gp_mask >> i) & 1)) continue;
+        if (!((c.info.gp_mask >> i) & 1)) continue;
         char name[120], spec[40];
         format_to(name, sizeof name, "%s: PMC%u (C0.00.CTR=%u)", kPmuEach, i, i);
         format_to(spec, sizeof spec, "C0.00.CTR=%u PMC%u", i, i);
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, spec, PmuArgs());
+        Result<PmuMeasurement> m = c.measure(spec, PmuArgs());
         if (!m.ok()) {
-            ck.report(Verdict::fail, name, cpu, m.error().msg);
+            c.ck.report(Verdict::fail, name, c.cpu, m.error().msg);
             continue;
         }
         Frac f = m.value().ev[0].median;
-        ck.reportf(within_1pct(f, n) ? Verdict::pass : Verdict::fail, name, cpu,
-                   "%s per iteration of add_indep (expected %llu)", fixed2(f).c_str(), (unsigned long long)n);
+        c.ck.reportf(within_1pct(f, n) ? Verdict::pass : Verdict::fail, name, c.cpu,
+                     "%s per iteration of add_indep (expected %llu)", fixed2(f).c_str(), (unsigned long long)n);
     }
+}
+
+// 6b. Each fixed counter's architectural event.
+void check_each_fixed(const CpuChecks& c, u64 n) {
     static const char* const fixed_events[] = {"INST_RETIRED.ANY", "CPU_CLK_UNHALTED.THREAD",
                                                "CPU_CLK_UNHALTED.REF_TSC", "TOPDOWN.SLOTS"};
     for (unsigned i = 0; i < 16; ++i) {
-        if (!((info.fixed_mask >> i) & 1)) continue;
+        if (!((c.info.fixed_mask >> i) & 1)) continue;
         char name[120];
         format_to(name, sizeof name, "%s: FIXED_CTR%u", kPmuEach, i);
-        if (i >= 4 || !countable(info, fixed_events[i], CounterKind::fixed)) {
-            ck.reportf(Verdict::skip, name, cpu, "no architectural event is defined for FIXED_CTR%u", i);
+        if (i >= 4 || !countable(c.info, fixed_events[i], CounterKind::fixed)) {
+            c.ck.reportf(Verdict::skip, name, c.cpu, "no architectural event is defined for FIXED_CTR%u", i);
             continue;
         }
         // FIXED_CTR2 counts at the reference clock: a long window (see ref_agrees).
-        Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, fixed_events[i],
-                                               i == 2 ? ref_args(KernelId::add_indep) : PmuArgs());
+        Result<PmuMeasurement> m = c.measure(fixed_events[i], i == 2 ? ref_args(KernelId::add_indep) : PmuArgs());
         if (!m.ok()) {
-            ck.report(Verdict::fail, name, cpu, m.error().msg);
+            c.ck.report(Verdict::fail, name, c.cpu, m.error().msg);
             continue;
         }
         Frac f = m.value().ev[0].median;
@@ -372,9 +402,28 @@ void check_pmu_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuIn
         char want[40];
         if (i == 0) format_to(want, sizeof want, " (expected %llu)", (unsigned long long)n);
         else str_copy(want, sizeof want, " (must be > 0)");
-        ck.reportf(ok ? Verdict::pass : Verdict::fail, name, cpu, "%s: %s per iteration of add_indep%s",
-                   fixed_events[i], fixed2(f).c_str(), want);
+        c.ck.reportf(ok ? Verdict::pass : Verdict::fail, name, c.cpu, "%s: %s per iteration of add_indep%s",
+                     fixed_events[i], fixed2(f).c_str(), want);
     }
+}
+
+void check_pmu_cpu(const CpuChecks& c) {
+    const u64 n = kernel_info(KernelId::add_indep).instructions;
+    InstrEvents ie = instr_events(c.info);
+    check_instructions(c, ie, n);
+    check_core_cycles(c);
+    check_ref_cycles(c);
+    check_wrap_intel(c, ie, n);
+    // 5. GLOBAL_CTRL gating: the same counters, programmed and enabled in PERFEVTSELx /
+    //    FIXED_CTR_CTRL, with GLOBAL_CTRL left 0 by the start write: nothing may count.
+    if (!c.info.global_ctrl)
+        c.ck.reportf(Verdict::skip, kPmuGate, c.cpu, "architectural PMU version %u has no IA32_PERF_GLOBAL_CTRL",
+                     c.info.version);
+    else if (!ie.any()) c.ck.report(Verdict::skip, kPmuGate, c.cpu, "no counter can count instructions retired");
+    else check_gate(c, kPmuGate, ie.spec, "GLOBAL_CTRL = 0");
+    // 6. Each counter on its own.
+    check_each_gp(c, n);
+    check_each_fixed(c, n);
 }
 
 // ---------------------------------------------------------------- AMD and NetBurst
@@ -390,13 +439,12 @@ const char kVendWrap[] = "counter wraps at the enumerated width";
 const char kVendGate[] = "counting is gated by the enable controls";
 const char kVendOvf[] = "overflow flag after a wrap";
 
-// One measurement of `spec`; every event within 1% of n. *ok_out: the verdict.
-void check_counts(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info, const char* name,
-                  const char* spec, const PmuArgs& a) {
+// One measurement of `spec`; every event within 1% of n.
+void check_counts(const CpuChecks& c, const char* name, const char* spec, const PmuArgs& a) {
     const u64 n = kernel_info(a.kernel).instructions;
-    Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, spec, a);
+    Result<PmuMeasurement> m = c.measure(spec, a);
     if (!m.ok()) {
-        ck.report(Verdict::fail, name, cpu, m.error().msg);
+        c.ck.report(Verdict::fail, name, c.cpu, m.error().msg);
         return;
     }
     bool ok = true;
@@ -409,80 +457,64 @@ void check_counts(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInf
         put_frac(d, f, 2);
     }
     d.printf(" per iteration of %s (expected %llu, tolerance 1%%)", kernel_info(a.kernel).name, (unsigned long long)n);
-    ck.report(ok ? Verdict::pass : Verdict::fail, name, cpu, d.c_str());
+    c.ck.report(ok ? Verdict::pass : Verdict::fail, name, c.cpu, d.c_str());
 }
 
-void check_wrap(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info, const char* spec) {
+void check_wrap(const CpuChecks& c, const char* spec) {
     const u64 n = kernel_info(KernelId::add_indep).instructions;
-    PmuArgs a;
-    a.unroll = 1000;
-    a.warmup = 0;
-    a.opts.preset_below_top = 4000;
-    Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, spec, a);
+    Result<PmuMeasurement> m = c.measure(spec, wrap_args());
     if (!m.ok()) {
-        ck.report(Verdict::fail, kVendWrap, cpu, m.error().msg);
+        c.ck.report(Verdict::fail, kVendWrap, c.cpu, m.error().msg);
         return;
     }
     const PmuEventResult& e = m.value().ev[0];
     WrapRuns w = judge_wrap_runs(e.short_raw);
     bool ok = within_1pct(e.median, n) && w.ok;
     StrBuf d;
-    d.printf("%s preset 2^%u-4000: ", spec, info.gp_width);
+    d.printf("%s preset 2^%u-4000: ", spec, c.info.gp_width);
     put_frac(d, e.median, 2);
     d.put(" per iteration, ");
     put_wrap_runs(d, w);
-    if (info.global_ctrl) {
+    if (c.info.global_ctrl) {
         bool flags = m.value().overflow_read && m.value().overflow.gp != 0;
         ok &= flags;
         d.printf("; PerfMonV2 GLOBAL_STATUS overflow flag %s", flags ? "set" : "MISSING");
     }
-    ck.report(ok ? Verdict::pass : Verdict::fail, kVendWrap, cpu, d.c_str());
+    c.ck.report(ok ? Verdict::pass : Verdict::fail, kVendWrap, c.cpu, d.c_str());
 }
 
-void check_gate(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info, const char* spec,
-                const char* what) {
-    PmuArgs a;
-    a.opts.gate_off = true;
-    Result<PmuMeasurement> m = measure_pmu(hw, mp, cpu, info, spec, a);
-    if (!m.ok()) {
-        ck.report(Verdict::fail, kVendGate, cpu, m.error().msg);
-        return;
-    }
-    i64 worst = largest_count(m.value(), m.value().ev.size());
-    ck.reportf(worst == 0 ? Verdict::pass : Verdict::fail, kVendGate, cpu,
-               "with %s the largest count of any run is %lld", what, (long long)worst);
-}
-
-void check_pmu_amd(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info) {
+void check_pmu_amd(const CpuChecks& c) {
+    const PmuInfo& info = c.info;
     for (unsigned i = 0; i < 32; ++i) {
         if (!((info.gp_mask >> i) & 1)) continue;
         char name[120], spec[40];
         format_to(name, sizeof name, "%s: PERF_CTR%u (PMCx0C0)", kVendInstr, i);
         format_to(spec, sizeof spec, "0C0.00.CTR=%u", i);
-        check_counts(ck, hw, mp, cpu, info, name, spec, PmuArgs());
+        check_counts(c, name, spec, PmuArgs());
     }
     if (!((info.fixed_mask >> regs::amd::kFixedIrPerf) & 1))
-        ck.report(Verdict::skip, kVendIr, cpu,
-                  info.caps.amd_irperf_erratum1054 ? "IRPerfCount is not used: erratum 1054 (family 17h models 00h-2Fh)"
-                                                   : "no IRPerfCount (CPUID 8000_0008H:EBX[1] = 0)");
-    else check_counts(ck, hw, mp, cpu, info, kVendIr, "instructions,0C0.00", PmuArgs());
-    check_wrap(ck, hw, mp, cpu, info, "0C0.00");
-    check_gate(ck, hw, mp, cpu, info, "0C0.00",
+        c.ck.report(Verdict::skip, kVendIr, c.cpu,
+                    info.caps.amd_irperf_erratum1054
+                        ? "IRPerfCount is not used: erratum 1054 (family 17h models 00h-2Fh)"
+                        : "no IRPerfCount (CPUID 8000_0008H:EBX[1] = 0)");
+    else check_counts(c, kVendIr, "instructions,0C0.00", PmuArgs());
+    check_wrap(c, "0C0.00");
+    check_gate(c, kVendGate, "0C0.00",
                info.global_ctrl ? "PerfMonV2 GLOBAL_CTL = 0 (PERF_CTL.EN set)" : "PERF_CTL.EN clear");
 }
 
-void check_pmu_netburst(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info) {
+void check_pmu_netburst(const CpuChecks& c) {
     // instr_retired lives on CRU_ESCR0/1, which feed the IQ counters 12-17 (SDM Vol. 3B
     // §20.15): the allocation puts it there.
     char name[120];
     format_to(name, sizeof name, "%s: instr_retired on an IQ counter", kVendInstr);
-    check_counts(ck, hw, mp, cpu, info, name, "instr_retired", PmuArgs());
-    check_wrap(ck, hw, mp, cpu, info, "instr_retired");
-    check_gate(ck, hw, mp, cpu, info, "instr_retired", "CCCR.Enable clear");
+    check_counts(c, name, "instr_retired", PmuArgs());
+    check_wrap(c, "instr_retired");
+    check_gate(c, kVendGate, "instr_retired", "CCCR.Enable clear");
     // Generated code starts and stops with plain CCCR writes, which replace the sticky
     // CCCR.OVF: the flag cannot be checked through a measurement.
-    ck.report(Verdict::unverified, kVendOvf, cpu,
-              "CCCR.OVF is cleared by the stop write of generated code: overflow is reported unknown on NetBurst");
+    c.ck.report(Verdict::unverified, kVendOvf, c.cpu,
+                "CCCR.OVF is cleared by the stop write of generated code: overflow is reported unknown on NetBurst");
 }
 
 }  // namespace
@@ -521,10 +553,10 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
         return;
     }
     for (u32 k : with_pmu) {
-        const PmuInfo& info = probed[k].info;
-        if (info.kind == PmuKind::amd) check_pmu_amd(ck, hw, *mp, cpus[k], info);
-        else if (info.kind == PmuKind::netburst) check_pmu_netburst(ck, hw, *mp, cpus[k], info);
-        else check_pmu_cpu(ck, hw, *mp, cpus[k], info);
+        const CpuChecks c{ck, hw, *mp, cpus[k], probed[k].info};
+        if (c.info.kind == PmuKind::amd) check_pmu_amd(c);
+        else if (c.info.kind == PmuKind::netburst) check_pmu_netburst(c);
+        else check_pmu_cpu(c);
     }
     if (with_pmu.size() != cpus.size())
         for (const char* n : names) ck.report(Verdict::skip, n, -1, reason);

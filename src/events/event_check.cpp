@@ -39,10 +39,8 @@ bool arch_available(const PmuCaps& c, int bit, StrBuf* why) {
 
 void put_gp_code(StrBuf& b, const Event& e) { b.printf("%02X.%02X", unsigned(e.event_select), unsigned(e.umask)); }
 
-}  // namespace
-
-Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
-    if (e.kind == EventKind::tsc) return EventRoute::none;
+// Whether the CPU has counters for the event's dialect at all.
+Status check_pmu_kind(const Event& e, const PmuCaps& c) {
     // No counters at all: say so first, whatever dialect the event was written in.
     if (c.version == 0 && !c.amd_core_counters && is_amd(e.dialect))
         return event_unsupported(e, "cannot be counted: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = 0, "
@@ -60,21 +58,27 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
         return event_unsupported(e,
                                  "cannot be counted: no architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)");
     }
-    if (e.core_type != kCoreTypeNone) {
-        const char* want = e.core_type == kCoreTypeCore ? "cpu_core" : "cpu_atom";
-        if (core_type == kCoreTypeNone)
-            return event_unsupported(e, "is for PMU %s, but this CPU is not hybrid (use cpu/.../)", want);
-        if (core_type != e.core_type)
-            return event_unsupported(e, "is for PMU %s, but this logical processor is %s", want,
-                                     core_type == kCoreTypeCore   ? "a P-core (cpu_core)"
-                                     : core_type == kCoreTypeAtom ? "an E-core (cpu_atom)"
-                                                                  : "of an unknown core type");
-    }
+    return ok_status();
+}
+
+// A hybrid PMU's event (cpu_core/cpu_atom) on this logical processor.
+Status check_core_type(const Event& e, u8 core_type) {
+    if (e.core_type == kCoreTypeNone) return ok_status();
+    const char* want = e.core_type == kCoreTypeCore ? "cpu_core" : "cpu_atom";
+    if (core_type == kCoreTypeNone)
+        return event_unsupported(e, "is for PMU %s, but this CPU is not hybrid (use cpu/.../)", want);
+    if (core_type != e.core_type)
+        return event_unsupported(e, "is for PMU %s, but this logical processor is %s", want,
+                                 core_type == kCoreTypeCore   ? "a P-core (cpu_core)"
+                                 : core_type == kCoreTypeAtom ? "an E-core (cpu_atom)"
+                                                              : "of an unknown core type");
+    return ok_status();
+}
+
+// The event select's width and the event select register's optional bits.
+Status check_modifiers(const Event& e, const PmuCaps& c) {
     if (e.event_select > 0xFF)
         return event_unsupported(e, "has event select 0x%X; Intel event selects are 8 bits", unsigned(e.event_select));
-    u32 gp = regs::gp_counters(c);
-    u32 fx = regs::fixed_counters(c);
-    StrBuf why;
     if (e.intel.any && !regs::has_anythread(c)) {
         if (c.version < 3)
             return event_unsupported(
@@ -86,40 +90,44 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
         return event_unsupported(e, "uses EQ, which this CPU does not enumerate (CPUID.23H.0:EBX[1] = 0)");
     if (e.intel.umask2 && !(c.leaf_23 && c.umask2))
         return event_unsupported(e, "uses UMASK2, which this CPU does not enumerate (CPUID.23H.0:EBX[0] = 0)");
+    return ok_status();
+}
 
-    if (e.kind == EventKind::fixed) {
-        if (e.fixed_counter >= 0 && ((fx >> e.fixed_counter) & 1)) return EventRoute::fixed;
-        StrBuf fixed_set;
-        if (fx) {
-            fixed_set.put("this CPU has ");
-            regs::put_counter_set(fixed_set, fx, "FIXED_CTR");
-        } else {
-            fixed_set.put("this CPU has no fixed counters");
-        }
-        StrBuf code;
-        put_gp_code(code, e);
-        if (!e.gp_equivalent)
-            return event_unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter,
-                                     fixed_set.c_str());
-        if (!gp)
-            return event_unsupported(e,
-                                     "cannot be counted: fixed counter %d is absent (%s) and there are no "
-                                     "general-purpose counters",
-                                     e.fixed_counter, fixed_set.c_str());
-        if (!arch_available(c, e.arch_bit, &why))
-            return event_unsupported(e,
-                                     "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
-                                     "unavailable: %s",
-                                     e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
-        if (!(gp & e.allowed_gp))
-            return event_unsupported(e,
-                                     "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
-                                     "counters do not exist",
-                                     e.fixed_counter);
-        return EventRoute::gp_fallback;
+// A fixed-counter event: its fixed counter, or else its GP equivalent.
+Result<EventRoute> fixed_route(const Event& e, const PmuCaps& c, u32 gp, u32 fx) {
+    if (e.fixed_counter >= 0 && ((fx >> e.fixed_counter) & 1)) return EventRoute::fixed;
+    StrBuf fixed_set, why;
+    if (fx) {
+        fixed_set.put("this CPU has ");
+        regs::put_counter_set(fixed_set, fx, "FIXED_CTR");
+    } else {
+        fixed_set.put("this CPU has no fixed counters");
     }
+    StrBuf code;
+    put_gp_code(code, e);
+    if (!e.gp_equivalent)
+        return event_unsupported(e, "needs fixed counter %d, which is absent (%s)", e.fixed_counter, fixed_set.c_str());
+    if (!gp)
+        return event_unsupported(e,
+                                 "cannot be counted: fixed counter %d is absent (%s) and there are no "
+                                 "general-purpose counters",
+                                 e.fixed_counter, fixed_set.c_str());
+    if (!arch_available(c, e.arch_bit, &why))
+        return event_unsupported(e,
+                                 "cannot be counted: fixed counter %d is absent (%s) and its GP equivalent %s is "
+                                 "unavailable: %s",
+                                 e.fixed_counter, fixed_set.c_str(), code.c_str(), why.c_str());
+    if (!(gp & e.allowed_gp))
+        return event_unsupported(e,
+                                 "cannot be counted: fixed counter %d is absent and its allowed general-purpose "
+                                 "counters do not exist",
+                                 e.fixed_counter);
+    return EventRoute::gp_fallback;
+}
 
-    StrBuf gp_set;
+// A general-purpose counter event: its architectural bit, pinned counter and allowed set.
+Result<EventRoute> gp_route(const Event& e, const PmuCaps& c, u32 gp) {
+    StrBuf gp_set, why;
     regs::put_counter_set(gp_set, gp, "PMC");
     if (!gp) return event_unsupported(e, "cannot be counted: this CPU has no general-purpose counters");
     if (e.arch_bit >= 0 && !arch_available(c, e.arch_bit, &why)) {
@@ -131,17 +139,25 @@ Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
     if (e.pinned_counter >= 0 && !((gp >> e.pinned_counter) & 1))
         return event_unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter,
                                  e.pinned_counter, gp_set.c_str());
-    if (!(gp & e.allowed_gp)) {
-        StrBuf allowed;
-        regs::put_counter_set(allowed, e.allowed_gp, "PMC");
+    StrBuf allowed;
+    regs::put_counter_set(allowed, e.allowed_gp, "PMC");
+    if (!(gp & e.allowed_gp))
         return event_unsupported(e, "may only use %s, but this CPU has %s", allowed.c_str(), gp_set.c_str());
-    }
-    if (e.pinned_counter >= 0 && !((e.allowed_gp >> e.pinned_counter) & 1)) {
-        StrBuf allowed;
-        regs::put_counter_set(allowed, e.allowed_gp, "PMC");
+    if (e.pinned_counter >= 0 && !((e.allowed_gp >> e.pinned_counter) & 1))
         return event_unsupported(e, "is pinned to PMC%d but may only use %s", e.pinned_counter, allowed.c_str());
-    }
     return EventRoute::gp;
+}
+
+}  // namespace
+
+Result<EventRoute> check_event(const Event& e, const PmuCaps& c, u8 core_type) {
+    if (e.kind == EventKind::tsc) return EventRoute::none;
+    PMULAB_TRY(check_pmu_kind(e, c));
+    PMULAB_TRY(check_core_type(e, core_type));
+    PMULAB_TRY(check_modifiers(e, c));
+    u32 gp = regs::gp_counters(c);
+    if (e.kind == EventKind::fixed) return fixed_route(e, c, gp, regs::fixed_counters(c));
+    return gp_route(e, c, gp);
 }
 
 EventCounters event_counters(const Event& e, const PmuCaps& c) {

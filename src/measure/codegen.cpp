@@ -370,58 +370,74 @@ Result<u32> check_markers(const UserCodeBlocks& b, bool no_mem) {
     return pairs;
 }
 
-Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
-    usize n = s.group ? s.group->reads.size() : 0;
-    if (s.group && n == 0) return Error::make(Errc::internal, "emit_region: no counter reads");
-    if (n > kMaxReads)
-        return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",
-                           unsigned(n), unsigned(kMaxReads));
-    u64 pairs = 0;
-    if (s.group && !s.no_mem) scan_markers(s.body, s.body_len, [&](usize, bool resume) { pairs += resume; });
-    usize copy_len = s.body_len, pair_len = 0;
-    if (pairs) {
-        Vec<u8> tmp;
-        Emitter t(&tmp);
-        emit_marker(t, s, false);
-        emit_marker(t, s, true);
-        pair_len = tmp.size();
-        copy_len = s.body_len + usize(pairs) * (pair_len - 16);
-    }
-    u64 pad_pairs = pairs * s.marker_pad_copies;
-    if (pad_pairs && pad_pairs > (kMaxRegionBytes - 8192) / pair_len)
+namespace {
+
+// The sizes a region's checks establish, used while emitting it.
+struct RegionSizes {
+    usize n = 0;         // counter reads
+    u64 pairs = 0;       // pause/resume marker pairs in one copy of the body
+    usize copy_len = 0;  // one copy, markers expanded
+    usize pair_len = 0;  // one expanded marker pair
+    u64 pad_pairs = 0;   // marker pairs emitted after the copies (the short version)
+};
+
+// The checks that guard the generated code's size and the harness's registers.
+Status check_region_limits(const RegionSpec& s, const RegionSizes& z) {
+    if (z.pad_pairs && z.pad_pairs > (kMaxRegionBytes - 8192) / z.pair_len)
         return Error::make(Errc::invalid_argument,
                            "the pause/resume markers of %llu copies exceed the %u MiB limit "
                            "for generated code (lower --unroll, raise --loop)",
                            (unsigned long long)s.marker_pad_copies, unsigned(kMaxRegionBytes >> 20));
-    if (s.copies && copy_len && s.copies > (kMaxRegionBytes - 8192 - pad_pairs * pair_len) / copy_len)
+    if (s.copies && z.copy_len && s.copies > (kMaxRegionBytes - 8192 - z.pad_pairs * z.pair_len) / z.copy_len)
         return Error::make(Errc::invalid_argument,
                            "%llu copies of a %u-byte body exceed the %u MiB limit for generated code "
                            "(lower --unroll, raise --loop)",
                            (unsigned long long)s.copies, unsigned(s.body_len), unsigned(kMaxRegionBytes >> 20));
-    if (s.no_mem && n > kNoMemReads)
+    if (s.no_mem && z.n > kNoMemReads)
         return Error::make(Errc::invalid_argument,
                            "--no-mem keeps the counter values in R8-R13: at most %u reads per run, this group has %u "
                            "(measure fewer events)",
-                           unsigned(kNoMemReads), unsigned(n));
+                           unsigned(kNoMemReads), unsigned(z.n));
     if (s.no_mem && s.no_mem_loop > 0xFFFFFFFFull)
         return Error::make(Errc::invalid_argument, "--no-mem: the loop count must fit in 32 bits");
     if (s.carry & ((1u << kRax) | (1u << kRbx) | (1u << kRcx) | (1u << kRdx) | (1u << kRsp)))
         return Error::make(Errc::internal, "emit_region: RAX, RBX, RCX, RDX and RSP cannot be carried");
-    usize base = out->size();
-    Emitter e(out);
-    out->reserve(base + 8192 + n * 64 + s.init.len + s.late_init.len + usize(s.copies) * copy_len +
-                 usize(pad_pairs) * pair_len);
-    RegionLayout lay;
+    return ok_status();
+}
 
-    // Prologue: callee-saved registers and flags, the frame pointer and the caller's
-    // RSP into the data page, the start writes, the code's registers.
-    static constexpr u8 kSaved[6] = {kRbx, kRbp, kR12, kR13, kR14, kR15};
+Result<RegionSizes> region_sizes(const RegionSpec& s) {
+    RegionSizes z;
+    z.n = s.group ? s.group->reads.size() : 0;
+    if (s.group && z.n == 0) return Error::make(Errc::internal, "emit_region: no counter reads");
+    if (z.n > kMaxReads)
+        return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",
+                           unsigned(z.n), unsigned(kMaxReads));
+    if (s.group && !s.no_mem) scan_markers(s.body, s.body_len, [&](usize, bool resume) { z.pairs += resume; });
+    z.copy_len = s.body_len;
+    if (z.pairs) {
+        Vec<u8> tmp;
+        Emitter t(&tmp);
+        emit_marker(t, s, false);
+        emit_marker(t, s, true);
+        z.pair_len = tmp.size();
+        z.copy_len = s.body_len + usize(z.pairs) * (z.pair_len - 16);
+    }
+    z.pad_pairs = z.pairs * s.marker_pad_copies;
+    PMULAB_TRY(check_region_limits(s, z));
+    return z;
+}
+
+constexpr u8 kSaved[6] = {kRbx, kRbp, kR12, kR13, kR14, kR15};
+
+// Prologue: callee-saved registers and flags, the frame pointer and the caller's
+// RSP into the data page, the start writes, the code's registers.
+void emit_prologue(Emitter& e, const RegionSpec& s, const RegionSizes& z) {
     for (u8 r : kSaved) e.push(r);
     e.pushfq();
     e.rip_mem(0x89, true, kRdi, kDataFrame);
-    if (pairs) {  // the accumulators start at 0 in every run
+    if (z.pairs) {  // the accumulators start at 0 in every run
         e.xor_eax();
-        for (usize i = 0; i < n; ++i) e.rip_mem(0x89, true, kRax, kDataMarkAcc + 8 * i32(i));
+        for (usize i = 0; i < z.n; ++i) e.rip_mem(0x89, true, kRax, kDataMarkAcc + 8 * i32(i));
     }
     e.rip_mem(0x89, true, kRsp, kDataHostRsp);
     if (s.group) emit_writes(e, s.group->start_writes);
@@ -432,13 +448,15 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     static constexpr u8 kLoaded[] = {kRax, kRbx, kRcx, kRdx, kRbp, kRsi, kR8, kR9, kR10, kR11, kR12, kR13, kR14, kR15};
     for (u8 r : kLoaded) e.load64(r, kRdi, frame_gpr(r));
     e.load64(kRdi, kRdi, frame_gpr(kRdi));
+}
 
-    lay.init_offset = e.pos() - base;
+// The init block, then the window's start with the first copy 64-byte aligned
+// (+ align_offset): the fill runs before the window opens.
+void emit_init_and_window_start(Emitter& e, const RegionSpec& s, usize base, RegionLayout* lay) {
+    lay->init_offset = e.pos() - base;
     e.bytes(s.init.data, s.init.len);
     if (s.group && !s.no_mem)
         for (unsigned i = 0; i < 4; ++i) e.rip_mem(0x89, true, kSavedAcrossReads[i], kDataSaved + 8 * i32(i));
-
-    // Align the first copy to 64 bytes (+ align_offset): the fill runs before the window opens.
     Vec<u8> scratch;
     Emitter probe(&scratch);
     usize late_probe = 0;
@@ -447,26 +465,34 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
     e.nops((64 + (s.align_offset % 64) - at % 64) % 64);
     usize late_at = 0;
     emit_window_prefix(e, s, &late_at);
-    lay.late_init_offset = late_at - base;
+    lay->late_init_offset = late_at - base;
+}
 
-    lay.body_offset = e.pos() - base;
-    for (u64 c = 0; c < s.copies; ++c) emit_copy(e, s, pairs != 0);
-    lay.body_end = e.pos() - base;
-    lay.copy_len = copy_len;
-    for (u64 k = 0; k < pad_pairs; ++k) {  // the markers' cost, for the U/2U difference
+// The copies of the body, the markers' padding and the loop, then a jump over the
+// fill to a 64-byte aligned tail.
+void emit_copies(Emitter& e, const RegionSpec& s, const RegionSizes& z, usize base, RegionLayout* lay) {
+    lay->body_offset = e.pos() - base;
+    for (u64 c = 0; c < s.copies; ++c) emit_copy(e, s, z.pairs != 0);
+    lay->body_end = e.pos() - base;
+    lay->copy_len = z.copy_len;
+    for (u64 k = 0; k < z.pad_pairs; ++k) {  // the markers' cost, for the U/2U difference
         emit_marker(e, s, false);
         emit_marker(e, s, true);
     }
     if (s.loop) {
         e.dec_r15();
-        e.jnz_back(base + lay.body_offset);
+        e.jnz_back(base + lay->body_offset);
     }
     // Everything after the copies starts 64-byte aligned in every version: a jump over
     // the fill (the same instruction in both versions, so it cancels).
     usize jmp_at = e.jmp_fwd();
     e.nops((64 - (e.pos() - base) % 64) % 64);
     e.patch_jmp(jmp_at, e.pos());
-    lay.tail_offset = e.pos() - base;
+    lay->tail_offset = e.pos() - base;
+}
+
+// The window's end: the end reads and the stop writes, then the carried registers.
+void emit_window_end(Emitter& e, const RegionSpec& s, usize n) {
     if (s.group) {
         e.serialize(s.serialize);
         if (s.no_mem) emit_reads_no_mem(e, *s.group, true);
@@ -486,24 +512,44 @@ Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
         e.rip_mem(0x8B, true, kRax, kDataFrame);
         e.store64(u8(r), kRax, frame_gpr(r));
     }
+}
 
-    // Exit (also the resume point after a fault): the caller's stack and flags, the
-    // reads into the frame, the callee-saved registers.
-    lay.exit_offset = e.pos() - base;
+// Exit (also the resume point after a fault): the caller's stack and flags, the
+// reads into the frame, the callee-saved registers.
+void emit_exit(Emitter& e, const RegionSpec& s, const RegionSizes& z) {
     e.rip_mem(0x8B, true, kRsp, kDataHostRsp);
     e.popfq();
     if (s.group) {
         e.rip_mem(0x8B, true, kRdi, kDataFrame);
-        for (usize i = 0; i < n; ++i) {
+        for (usize i = 0; i < z.n; ++i) {
             e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(i));
             e.store64(kRax, kRdi, i32(offsetof(RegionFrame, start) + 8 * i));
-            e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(n + i));
-            if (pairs) e.rip_mem(0x2B, true, kRax, kDataMarkAcc + 8 * i32(i));  // sub acc[i], %rax: the pauses
+            e.rip_mem(0x8B, true, kRax, kDataReads + 8 * i32(z.n + i));
+            if (z.pairs) e.rip_mem(0x2B, true, kRax, kDataMarkAcc + 8 * i32(i));  // sub acc[i], %rax: the pauses
             e.store64(kRax, kRdi, i32(offsetof(RegionFrame, end) + 8 * i));
         }
     }
     for (int i = 5; i >= 0; --i) e.pop(kSaved[i]);
     e.ret();
+}
+
+}  // namespace
+
+Result<RegionLayout> emit_region(const RegionSpec& s, Vec<u8>* out) {
+    Result<RegionSizes> zr = region_sizes(s);
+    if (!zr.ok()) return zr.error();
+    const RegionSizes& z = zr.value();
+    usize base = out->size();
+    Emitter e(out);
+    out->reserve(base + 8192 + z.n * 64 + s.init.len + s.late_init.len + usize(s.copies) * z.copy_len +
+                 usize(z.pad_pairs) * z.pair_len);
+    RegionLayout lay;
+    emit_prologue(e, s, z);
+    emit_init_and_window_start(e, s, base, &lay);
+    emit_copies(e, s, z, base, &lay);
+    emit_window_end(e, s, z.n);
+    lay.exit_offset = e.pos() - base;
+    emit_exit(e, s, z);
     lay.code_size = e.pos() - base;
     // The data page: its own 4 KiB page, so that the harness's stores never share a
     // page with code in flight (self-modifying-code detection).

@@ -97,9 +97,7 @@ pmulab_kb_load_stream_end:
      taken:      imul, add, test, js, nop, nop
      not taken:  imul, add, test, js, nop, jmp
    branch_pred runs it with R9 = 1, R10 = 2^63 (bit 63 alternates). */
-    .globl pmulab_kb_branch_pred_start
-    .globl pmulab_kb_branch_pred_end
-pmulab_kb_branch_pred_start:
+    .macro pmulab_lcg_branch_body
     imul %r9, %r8
     add %r10, %r8
     test %r8, %r8
@@ -109,20 +107,18 @@ pmulab_kb_branch_pred_start:
 1:  nop
     nop
 2:
+    .endm
+
+    .globl pmulab_kb_branch_pred_start
+    .globl pmulab_kb_branch_pred_end
+pmulab_kb_branch_pred_start:
+    pmulab_lcg_branch_body
 pmulab_kb_branch_pred_end:
 
     .globl pmulab_kb_branch_random_start
     .globl pmulab_kb_branch_random_end
 pmulab_kb_branch_random_start:
-    imul %r9, %r8
-    add %r10, %r8
-    test %r8, %r8
-    js 1f
-    nop
-    jmp 2f
-1:  nop
-    nop
-2:
+    pmulab_lcg_branch_body
 pmulab_kb_branch_random_end:
 
 /* lfence: 1 instruction */

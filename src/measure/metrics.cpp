@@ -9,19 +9,11 @@ namespace {
 
 // ---- exact arithmetic on Frac (num/den, den > 0), reduced after every step ----
 
-u64 gcd(u64 a, u64 b) {
-    while (b) {
-        u64 t = a % b;
-        a = b;
-        b = t;
-    }
-    return a ? a : 1;
-}
-
-u64 uabs(i64 v) { return v < 0 ? u64(0) - u64(v) : u64(v); }
+// Never 0, so that it can always divide.
+u64 gcd(u64 a, u64 b) { return max_of<u64>(gcd_u64(a, b), 1); }
 
 Frac reduce(i64 num, u64 den) {
-    u64 g = gcd(uabs(num), den);
+    u64 g = gcd(abs_u64(num), den);
     return Frac{num / i64(g), den / g};
 }
 
@@ -29,7 +21,7 @@ Error overflow() { return Error::make(Errc::unsupported, "a step of the formula 
 
 Result<Frac> f_mul(Frac a, Frac b) {
     // Cross-reduce first so that exact results stay in range.
-    u64 g1 = gcd(uabs(a.num), b.den), g2 = gcd(uabs(b.num), a.den);
+    u64 g1 = gcd(abs_u64(a.num), b.den), g2 = gcd(abs_u64(b.num), a.den);
     i64 n = 0;
     u64 d = 0;
     if (__builtin_mul_overflow(a.num / i64(g1), b.num / i64(g2), &n)) return overflow();
@@ -39,7 +31,7 @@ Result<Frac> f_mul(Frac a, Frac b) {
 
 Result<Frac> f_div(Frac a, Frac b) {
     if (b.num == 0) return Error::make(Errc::unsupported, "division by zero");
-    Frac inv{b.num < 0 ? -i64(b.den) : i64(b.den), uabs(b.num)};
+    Frac inv{b.num < 0 ? -i64(b.den) : i64(b.den), abs_u64(b.num)};
     if (b.den > u64(INT64_MAX)) return overflow();
     return f_mul(a, inv);
 }
@@ -86,40 +78,33 @@ private:
     void skip() {
         while (pos_ < s_.len && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
     }
-    Result<Frac> expr(int depth) {
-        if (depth > 32) return syntax("nested too deeply");
-        Result<Frac> a = term(depth);
+    // A left-associative chain of `next` operands joined by the operators o1 and o2;
+    // apply(v, operand, whether it was o2) combines them while evaluating.
+    template <typename Apply>
+    Result<Frac> chain(int depth, char o1, char o2, Result<Frac> (Parser::*next)(int), Apply apply) {
+        Result<Frac> a = (this->*next)(depth);
         if (!a.ok()) return a;
         Frac v = a.value();
         for (;;) {
             skip();
-            if (pos_ >= s_.len || (s_[pos_] != '+' && s_[pos_] != '-')) return v;
-            bool sub = s_[pos_++] == '-';
-            Result<Frac> b = term(depth);
+            if (pos_ >= s_.len || (s_[pos_] != o1 && s_[pos_] != o2)) return v;
+            bool second = s_[pos_++] == o2;
+            Result<Frac> b = (this->*next)(depth);
             if (!b.ok()) return b;
             if (in_) {
-                Result<Frac> r = f_add(v, b.value(), sub);
+                Result<Frac> r = apply(v, b.value(), second);
                 if (!r.ok()) return r;
                 v = r.value();
             }
         }
     }
+    Result<Frac> expr(int depth) {
+        if (depth > 32) return syntax("nested too deeply");
+        return chain(depth, '+', '-', &Parser::term, [](Frac x, Frac y, bool sub) { return f_add(x, y, sub); });
+    }
     Result<Frac> term(int depth) {
-        Result<Frac> a = factor(depth);
-        if (!a.ok()) return a;
-        Frac v = a.value();
-        for (;;) {
-            skip();
-            if (pos_ >= s_.len || (s_[pos_] != '*' && s_[pos_] != '/')) return v;
-            bool div = s_[pos_++] == '/';
-            Result<Frac> b = factor(depth);
-            if (!b.ok()) return b;
-            if (in_) {
-                Result<Frac> r = div ? f_div(v, b.value()) : f_mul(v, b.value());
-                if (!r.ok()) return r;
-                v = r.value();
-            }
-        }
+        return chain(depth, '*', '/', &Parser::factor,
+                     [](Frac x, Frac y, bool div) { return div ? f_div(x, y) : f_mul(x, y); });
     }
     Result<Frac> factor(int depth) {
         skip();

@@ -42,10 +42,6 @@ void label(char* dst, usize cap, StrView s) {
 
 }  // namespace
 
-PmuPlan::~PmuPlan() {
-    for (PmuGroupState* s : state) delete s;
-}
-
 bool events_are_tsc_only(const Vec<Event>& events) {
     for (const Event& e : events)
         if (e.needs_counter()) return false;
@@ -82,8 +78,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
                                "events)",
                                where.c_str(), unsigned(gi), unsigned(cg.events.size()), unsigned(kMaxReads));
         ReadGroup& g = out->groups.emplace();
-        auto* st = new PmuGroupState();
-        out->state.push(st);
+        PmuGroupState* st = out->state.push(make_box<PmuGroupState>()).get();
         st->events = out->events.data();
         st->n = out->events.size();
         st->group = &cg;
@@ -132,26 +127,20 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
 }
 
 Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const PmuRunOptions& opts,
-                     Vec<PmuPlan*>* plans) {
-    free_pmu_plans(plans);
+                     Vec<Box<PmuPlan>>* plans) {
+    plans->clear();
     for (const ProbedCpu& c : cpus) PMULAB_TRY_CTX(c.status, "CPU %u", c.cpu);
     for (const Vec<u32>& g : group_by_pmu(cpus)) {
         Vec<u32> cls;
         for (u32 k : g) cls.push(cpus[k].cpu);
-        auto* p = new PmuPlan();
-        plans->push(p);
+        PmuPlan* p = plans->push(make_box<PmuPlan>()).get();
         Status s = plan_pmu_groups(cpus[g[0]].info, events, cls, opts, p);
         if (!s.ok()) {
-            free_pmu_plans(plans);
+            plans->clear();
             return s;
         }
     }
     return ok_status();
-}
-
-void free_pmu_plans(Vec<PmuPlan*>* plans) {
-    for (PmuPlan* p : *plans) delete p;
-    plans->clear();
 }
 
 }  // namespace pmulab

@@ -15,6 +15,7 @@
 // Hooks run inside Hw::run_on_cpu on preallocated per-group state (no allocation).
 #pragma once
 
+#include "base/box.h"
 #include "measure/measure.h"
 #include "pmu/session.h"
 
@@ -50,12 +51,8 @@ struct PmuPlan {
     PmuInfo info;   // their PMU
     Vec<Event> events;
     Allocation alloc;
-    Vec<ReadGroup> groups;  // alloc.groups[i] -> groups[i]
-    Vec<PmuGroupState*> state;
-    PmuPlan() = default;
-    PmuPlan(const PmuPlan&) = delete;
-    PmuPlan& operator=(const PmuPlan&) = delete;
-    ~PmuPlan();
+    Vec<ReadGroup> groups;          // alloc.groups[i] -> groups[i]
+    Vec<Box<PmuGroupState>> state;  // per group: its hooks' context (groups[i].hooks.ctx)
 };
 
 // Whether every event is 'tsc' (the engine's plain path, no PMU access at all).
@@ -67,8 +64,7 @@ bool events_are_tsc_only(const Vec<Event>& events);
 // "CPUs 0-3: cannot count 'instructions': no architectural performance monitoring:
 // CPUID.0AH:EAX[7:0] = 0 (...)"), more than kMaxReads counters in one group.
 Status plan_pmu_runs(const Vec<ProbedCpu>& cpus, const Vec<Event>& events, const PmuRunOptions& opts,
-                     Vec<PmuPlan*>* plans);
-void free_pmu_plans(Vec<PmuPlan*>* plans);
+                     Vec<Box<PmuPlan>>* plans);
 
 // Plans for already detected PMUs (no hardware access): one plan for `cpus`, all of
 // which have `info`.

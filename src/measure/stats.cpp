@@ -4,6 +4,13 @@ namespace pmulab {
 
 namespace {
 
+Error overflow_error() {
+    return Error::make(Errc::internal,
+                       "a measurement value is too large for exact 64-bit arithmetic (lower --unroll/--loop/--reps)");
+}
+
+}  // namespace
+
 u64 gcd_u64(u64 a, u64 b) {
     while (b) {
         u64 t = a % b;
@@ -13,20 +20,11 @@ u64 gcd_u64(u64 a, u64 b) {
     return a;
 }
 
-u64 mag(i64 v) { return v < 0 ? u64(0) - u64(v) : u64(v); }
-
-Error overflow_error() {
-    return Error::make(Errc::internal,
-                       "a measurement value is too large for exact 64-bit arithmetic (lower --unroll/--loop/--reps)");
-}
-
-}  // namespace
-
 Frac frac_reduce(Frac f) {
     if (f.den == 0) return f;
-    u64 g = gcd_u64(mag(f.num), f.den);
+    u64 g = gcd_u64(abs_u64(f.num), f.den);
     if (g > 1) {
-        f.num = f.num < 0 ? -i64(mag(f.num) / g) : i64(mag(f.num) / g);
+        f.num = f.num < 0 ? -i64(abs_u64(f.num) / g) : i64(abs_u64(f.num) / g);
         f.den /= g;
     }
     if (f.num == 0) f.den = 1;
@@ -60,9 +58,9 @@ Result<Frac> frac_sub_div(Frac a, Frac b, u64 k) {
     if (__builtin_mul_overflow(b.num, i64(l / b.den), &y)) return overflow_error();
     if (__builtin_sub_overflow(x, y, &n)) return overflow_error();
     // Divide by k: reduce n/k first to keep the denominator small.
-    u64 g2 = gcd_u64(mag(n), k);
+    u64 g2 = gcd_u64(abs_u64(n), k);
     if (g2 > 1) {
-        n = n < 0 ? -i64(mag(n) / g2) : i64(mag(n) / g2);
+        n = n < 0 ? -i64(abs_u64(n) / g2) : i64(abs_u64(n) / g2);
         k /= g2;
     }
     u64 den;
@@ -75,7 +73,7 @@ Frac frac_abs(Frac a) {
     return a;
 }
 
-bool frac_is_integer(Frac f) { return f.den != 0 && mag(f.num) % f.den == 0; }
+bool frac_is_integer(Frac f) { return f.den != 0 && abs_u64(f.num) % f.den == 0; }
 
 void put_frac(StrBuf& out, Frac f, unsigned decimals) { put_fixed(out, f.num, f.den, decimals); }
 

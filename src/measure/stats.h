@@ -25,6 +25,10 @@ struct Frac {
     u64 den = 1;
 };
 
+// The greatest common divisor (0 when both are 0), and |v| without overflow.
+u64 gcd_u64(u64 a, u64 b);
+constexpr u64 abs_u64(i64 v) { return v < 0 ? u64(0) - u64(v) : u64(v); }
+
 // Lowest terms (den stays > 0).
 Frac frac_reduce(Frac f);
 // Exact comparison: -1, 0, 1. Uses 128-bit products (no division).

@@ -156,43 +156,31 @@ const char* vendor_id_name(Vendor v) {
     return "other";
 }
 
-const char* arch_event_key(unsigned b) {
-    static const char* const k[kArchEventCount] = {
-        "core_cycles",
-        "instructions_retired",
-        "reference_cycles",
-        "llc_references",
-        "llc_misses",
-        "branch_instructions_retired",
-        "branch_mispredicts_retired",
-        "topdown_slots",
-        "topdown_backend_bound",
-        "topdown_bad_speculation",
-        "topdown_frontend_bound",
-        "topdown_retiring",
-        "lbr_inserts",
-    };
-    return b < kArchEventCount ? k[b] : "unknown";
-}
+// Each architectural event (the bits of CPUID.0AH:EBX, SDM Vol. 3B §20.2): its snake_case
+// key and its title.
+struct ArchEventName {
+    const char* key;
+    const char* title;
+};
+constexpr ArchEventName kArchEventNames[kArchEventCount] = {
+    {"core_cycles", "UnHalted Core Cycles"},
+    {"instructions_retired", "Instructions Retired"},
+    {"reference_cycles", "UnHalted Reference Cycles"},
+    {"llc_references", "LLC References"},
+    {"llc_misses", "LLC Misses"},
+    {"branch_instructions_retired", "Branch Instructions Retired"},
+    {"branch_mispredicts_retired", "Branch Mispredicts Retired"},
+    {"topdown_slots", "Topdown Slots"},
+    {"topdown_backend_bound", "Topdown Backend Bound"},
+    {"topdown_bad_speculation", "Topdown Bad Speculation"},
+    {"topdown_frontend_bound", "Topdown Frontend Bound"},
+    {"topdown_retiring", "Topdown Retiring"},
+    {"lbr_inserts", "LBR Inserts"},
+};
 
-const char* arch_event_title(unsigned b) {
-    static const char* const k[kArchEventCount] = {
-        "UnHalted Core Cycles",
-        "Instructions Retired",
-        "UnHalted Reference Cycles",
-        "LLC References",
-        "LLC Misses",
-        "Branch Instructions Retired",
-        "Branch Mispredicts Retired",
-        "Topdown Slots",
-        "Topdown Backend Bound",
-        "Topdown Bad Speculation",
-        "Topdown Frontend Bound",
-        "Topdown Retiring",
-        "LBR Inserts",
-    };
-    return b < kArchEventCount ? k[b] : "unknown";
-}
+const char* arch_event_key(unsigned b) { return b < kArchEventCount ? kArchEventNames[b].key : "unknown"; }
+
+const char* arch_event_title(unsigned b) { return b < kArchEventCount ? kArchEventNames[b].title : "unknown"; }
 
 const char* core_type_name(u8 t) {
     switch (t) {
@@ -236,11 +224,10 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }
 
-CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
-    CpuDecoded d;
-    CpuIdentity& id = d.id;
-    PmuCaps& p = d.pmu;
+namespace {
 
+// Leaf 0: the maximum leaf and the vendor.
+void decode_vendor(const CpuidSnapshot& s, CpuIdentity& id) {
     CpuidRegs l0 = s.get(0);
     id.max_leaf = l0.eax;
     regs_to_chars(l0.ebx, id.vendor_string);
@@ -252,7 +239,10 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     else if (str_eq(id.vendor_string, "HygonGenuine")) id.vendor = Vendor::hygon;
     else if (str_eq(id.vendor_string, "CentaurHauls") || str_eq(id.vendor_string, "  Shanghai  "))
         id.vendor = Vendor::zhaoxin;
+}
 
+// Leaves 1, 7 and 1AH: signature, family/model/stepping, hybrid and core type.
+void decode_identity(const CpuidSnapshot& s, CpuIdentity& id) {
     if (id.max_leaf >= 1) {
         CpuidRegs l1 = s.get(1);
         id.signature = l1.eax;
@@ -284,75 +274,81 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         id.native_model_id = bits(r.eax, 23, 0);
         if (id.hybrid) id.core_type = id.leaf_1a_core_type;
     }
+}
 
-    // Architectural performance monitoring leaf (SDM Vol. 3B §20.2).
+// The architectural performance monitoring leaf 0AH (SDM Vol. 3B §20.2).
+void decode_leaf_0a(const CpuidSnapshot& s, const CpuIdentity& id, PmuCaps& p) {
     bool intel_like = id.vendor == Vendor::intel || id.vendor == Vendor::zhaoxin || id.vendor == Vendor::other;
-    if (id.max_leaf >= 0xA && intel_like) {
-        CpuidRegs a = s.get(0xA);
-        p.leaf_0a = true;
-        p.version = u8(bits(a.eax, 7, 0));
-        if (p.version > 0) {
-            p.gp_counters = u8(bits(a.eax, 15, 8));
-            p.gp_width = u8(bits(a.eax, 23, 16));
-            p.ebx_length = u8(bits(a.eax, 31, 24));
-            p.ebx = a.ebx;
-            u32 known = u32(low_mask(min_of<u32>(p.ebx_length, kArchEventCount)));
-            p.events_unavailable = a.ebx & known;
-            p.events_available = ~a.ebx & known;
-            if (p.version >= 2) {
-                // EDX is reserved in version 1 (no fixed-function counters).
-                p.fixed_counters = u8(bits(a.edx, 4, 0));
-                p.fixed_width = u8(bits(a.edx, 12, 5));
-                p.anythread_deprecated = bit(a.edx, 15);
-                if (p.version >= 5) p.fixed_mask = a.ecx;
-                for (u32 i = 0; i < 32; ++i)
-                    if (bit(p.fixed_mask, i) || p.fixed_counters > i) p.fixed_effective |= 1u << i;
-                // Linux's intel_pmu_init: v2..v4 parts on bare metal have at least 3 fixed
-                // counters even when EDX says fewer (Core 2 reports 0).
-                p.fixed_count_quirk = p.version < 5 && p.fixed_counters < 3 && !id.hypervisor;
-            }
-        }
-    }
-    if (id.max_leaf >= 0x23 && id.arch_perfmon_ext) {
-        CpuidRegs s0 = s.get(0x23, 0);
-        p.leaf_23 = true;
-        p.leaf23_subleaves = s0.eax;
-        p.umask2 = bit(s0.ebx, 0);
-        p.eq_bit = bit(s0.ebx, 1);
-        p.rdpmc_user_disable = bit(s0.ebx, 2);
-        p.topdown_slots_per_cycle = bits(s0.ecx, 7, 0);
-        if (bit(s0.eax, 1)) {
-            CpuidRegs s1 = s.get(0x23, 1);
-            p.gp_bitmap = s1.eax;
-            p.fixed_bitmap = s1.ebx;
-        }
-        if (bit(s0.eax, 2)) {
-            CpuidRegs s2 = s.get(0x23, 2);
-            p.acr_gp_bitmap = s2.eax;
-            p.acr_fixed_bitmap = s2.ebx;
-        }
-        if (bit(s0.eax, 3)) p.arch_events_bitmap = s.get(0x23, 3).eax;
-    }
+    if (id.max_leaf < 0xA || !intel_like) return;
+    CpuidRegs a = s.get(0xA);
+    p.leaf_0a = true;
+    p.version = u8(bits(a.eax, 7, 0));
+    if (p.version == 0) return;
+    p.gp_counters = u8(bits(a.eax, 15, 8));
+    p.gp_width = u8(bits(a.eax, 23, 16));
+    p.ebx_length = u8(bits(a.eax, 31, 24));
+    p.ebx = a.ebx;
+    u32 known = u32(low_mask(min_of<u32>(p.ebx_length, kArchEventCount)));
+    p.events_unavailable = a.ebx & known;
+    p.events_available = ~a.ebx & known;
+    if (p.version < 2) return;  // EDX is reserved in version 1 (no fixed-function counters).
+    p.fixed_counters = u8(bits(a.edx, 4, 0));
+    p.fixed_width = u8(bits(a.edx, 12, 5));
+    p.anythread_deprecated = bit(a.edx, 15);
+    if (p.version >= 5) p.fixed_mask = a.ecx;
+    for (u32 i = 0; i < 32; ++i)
+        if (bit(p.fixed_mask, i) || p.fixed_counters > i) p.fixed_effective |= 1u << i;
+    // Linux's intel_pmu_init: v2..v4 parts on bare metal have at least 3 fixed
+    // counters even when EDX says fewer (Core 2 reports 0).
+    p.fixed_count_quirk = p.version < 5 && p.fixed_counters < 3 && !id.hypervisor;
+}
 
+// Leaf 23H, the architectural performance monitoring extended leaf, and its subleaves.
+void decode_leaf_23(const CpuidSnapshot& s, const CpuIdentity& id, PmuCaps& p) {
+    if (id.max_leaf < 0x23 || !id.arch_perfmon_ext) return;
+    CpuidRegs s0 = s.get(0x23, 0);
+    p.leaf_23 = true;
+    p.leaf23_subleaves = s0.eax;
+    p.umask2 = bit(s0.ebx, 0);
+    p.eq_bit = bit(s0.ebx, 1);
+    p.rdpmc_user_disable = bit(s0.ebx, 2);
+    p.topdown_slots_per_cycle = bits(s0.ecx, 7, 0);
+    if (bit(s0.eax, 1)) {
+        CpuidRegs s1 = s.get(0x23, 1);
+        p.gp_bitmap = s1.eax;
+        p.fixed_bitmap = s1.ebx;
+    }
+    if (bit(s0.eax, 2)) {
+        CpuidRegs s2 = s.get(0x23, 2);
+        p.acr_gp_bitmap = s2.eax;
+        p.acr_fixed_bitmap = s2.ebx;
+    }
+    if (bit(s0.eax, 3)) p.arch_events_bitmap = s.get(0x23, 3).eax;
+}
+
+// The maximum extended leaf and the brand string (80000002H-80000004H), trimmed.
+void decode_brand(const CpuidSnapshot& s, CpuIdentity& id) {
     CpuidRegs e0 = s.get(0x80000000);
     if ((e0.eax & 0xffff0000u) == 0x80000000u) id.max_ext_leaf = e0.eax;
-    if (id.max_ext_leaf >= 0x80000004) {
-        for (u32 i = 0; i < 3; ++i) {
-            CpuidRegs r = s.get(0x80000002 + i);
-            regs_to_chars(r.eax, id.brand + 16 * i);
-            regs_to_chars(r.ebx, id.brand + 16 * i + 4);
-            regs_to_chars(r.ecx, id.brand + 16 * i + 8);
-            regs_to_chars(r.edx, id.brand + 16 * i + 12);
-        }
-        id.brand[48] = 0;
-        // Trim leading and trailing spaces.
-        usize b = 0;
-        while (id.brand[b] == ' ') ++b;
-        usize n = str_len(id.brand + b);
-        for (usize i = 0; i <= n; ++i) id.brand[i] = id.brand[b + i];
-        while (n > 0 && id.brand[n - 1] == ' ') id.brand[--n] = 0;
+    if (id.max_ext_leaf < 0x80000004) return;
+    for (u32 i = 0; i < 3; ++i) {
+        CpuidRegs r = s.get(0x80000002 + i);
+        regs_to_chars(r.eax, id.brand + 16 * i);
+        regs_to_chars(r.ebx, id.brand + 16 * i + 4);
+        regs_to_chars(r.ecx, id.brand + 16 * i + 8);
+        regs_to_chars(r.edx, id.brand + 16 * i + 12);
     }
-    bool amd_like = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    id.brand[48] = 0;
+    // Trim leading and trailing spaces.
+    usize b = 0;
+    while (id.brand[b] == ' ') ++b;
+    usize n = str_len(id.brand + b);
+    for (usize i = 0; i <= n; ++i) id.brand[i] = id.brand[b + i];
+    while (n > 0 && id.brand[n - 1] == ' ') id.brand[--n] = 0;
+}
+
+// AMD and Hygon: the core counters, IRPerfCount and the effective-frequency interface.
+void decode_amd(const CpuidSnapshot& s, const CpuIdentity& id, bool amd_like, PmuCaps& p) {
     if (amd_like && id.max_ext_leaf >= 0x80000001) {
         p.amd_perfctr_core = bit(s.get(0x80000001).ecx, kExt1EcxPerfCtrExtCore);
         // The 4 legacy counters PerfCtr0-3 (C001_0004H-C001_0007H, APM Vol. 2 §13.2.1) exist
@@ -369,6 +365,34 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     p.amd_irperf = p.amd_irperf_enumerated && !p.amd_irperf_erratum1054;
     if (amd_like && id.max_leaf >= 6) p.amd_efffreq = bit(s.get(6).ecx, 0);
     if (amd_like && id.max_ext_leaf >= 0x80000007) p.amd_efffreq_ro = bit(s.get(0x80000007).edx, 10);
+}
+
+// AMD PerfMonV2 and LbrExtV2 (80000022H).
+void decode_amd_perfmon_v2(const CpuidSnapshot& s, const CpuIdentity& id, bool amd_like, PmuCaps& p) {
+    if (!amd_like || id.max_ext_leaf < 0x80000022) return;
+    CpuidRegs r = s.get(0x80000022);
+    p.amd_perfmon_v2 = bit(r.eax, kExt22EaxPerfMonV2);
+    p.amd_lbr_v2 = bit(r.eax, kExt22EaxLbrV2);
+    if (p.amd_perfmon_v2) {
+        p.amd_core_counters = u8(bits(r.ebx, 3, 0));
+        p.amd_lbr_stack_size = u8(bits(r.ebx, 9, 4));
+        p.amd_nb_counters = u8(bits(r.ebx, 15, 10));
+    }
+}
+
+}  // namespace
+
+CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
+    CpuDecoded d;
+    CpuIdentity& id = d.id;
+    PmuCaps& p = d.pmu;
+    decode_vendor(s, id);
+    decode_identity(s, id);
+    decode_leaf_0a(s, id, p);
+    decode_leaf_23(s, id, p);
+    decode_brand(s, id);
+    bool amd_like = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    decode_amd(s, id, amd_like, p);
     // NetBurst: Intel family 0FH without architectural performance monitoring (every
     // Pentium 4 / NetBurst Xeon; the last ones (models 3/4/6, CPUID max leaf 5 or 6) have
     // no leaf 0AH). SDM Vol. 3B §20.15.
@@ -378,16 +402,7 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         CpuidRegs l1 = s.get(1);
         p.netburst_ht = bit(l1.edx, 28) && bits(l1.ebx, 23, 16) > 1;
     }
-    if (amd_like && id.max_ext_leaf >= 0x80000022) {
-        CpuidRegs r = s.get(0x80000022);
-        p.amd_perfmon_v2 = bit(r.eax, kExt22EaxPerfMonV2);
-        p.amd_lbr_v2 = bit(r.eax, kExt22EaxLbrV2);
-        if (p.amd_perfmon_v2) {
-            p.amd_core_counters = u8(bits(r.ebx, 3, 0));
-            p.amd_lbr_stack_size = u8(bits(r.ebx, 9, 4));
-            p.amd_nb_counters = u8(bits(r.ebx, 15, 10));
-        }
-    }
+    decode_amd_perfmon_v2(s, id, amd_like, p);
     return d;
 }
 

@@ -7,12 +7,8 @@
 namespace pmulab {
 
 const char* trace_op_name(TraceOp op) {
-    switch (op) {
-        case TraceOp::rdmsr: return "RDMSR";
-        case TraceOp::wrmsr: return "WRMSR";
-        case TraceOp::rdpmc: return "RDPMC";
-    }
-    return "?";
+    static constexpr const char* kNames[] = {"RDMSR", "WRMSR", "RDPMC"};  // in TraceOp's order
+    return unsigned(op) < 3 ? kNames[unsigned(op)] : "?";
 }
 
 TraceNames trace_names(const CpuDecoded& d) {
@@ -95,8 +91,24 @@ bool is_amd_ctl(u32 m) {
            (m - msr::AMD_PERF_CTL_EXT0) % 2 == 0;
 }
 
-void flag(StrBuf& out, bool on, const char* name) {
-    if (on) out.printf(" %s", name);
+// A register's flags: `names` (space-separated) of the bits in on[], in order; each
+// set one written after `first` (the first written) or `sep` (the others).
+template <usize N>
+void put_flags(StrBuf& out, const char* names, const bool (&on)[N], const char* first, const char* sep) {
+    StrView rest(names);
+    bool any = false;
+    for (usize i = 0; i < N; ++i) {
+        usize sp = rest.find(' ');
+        StrView name = rest.sub(0, sp);
+        rest = rest.sub(sp + 1);
+        if (!on[i]) continue;
+        out.put(StrView(any ? sep : first)).put(name);
+        any = true;
+    }
+}
+// The set flags, each after a space.
+template <usize N> void flags(StrBuf& out, const char* names, const bool (&on)[N]) {
+    put_flags(out, names, on, " ", " ");
 }
 
 // Intel GLOBAL_CTRL / STATUS / OVF_CTRL / INUSE: the counter bits (SDM §20.2.2, Figure 20-3).
@@ -147,60 +159,39 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
     out.printf("MSR 0x%x", addr);
 }
 
-void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
-    bool selector = (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters) || is_amd_ctl(m) ||
-                    (n.pmu.netburst && ((m >= netburst::kCccrBase && m < netburst::kCccrBase + netburst::kCounters) ||
-                                        netburst::escr_index(m) >= 0));
-    if (selector && v == 0) {
-        out.put("clear");
-        return;
+namespace {
+
+// NetBurst CCCRs and ESCRs (SDM Vol. 3B §20.15).
+void netburst_fields(u32 m, u64 v, StrBuf& out) {
+    using namespace netburst;
+    if (m >= kCccrBase && m < kCccrBase + kCounters) {
+        Cccr c(v);  // SDM Vol. 3B §20.15.3
+        out.printf("escr_select=%llu active_thread=%llu", (unsigned long long)c.escr_select(),
+                   (unsigned long long)c.active_thread());
+        if (c.threshold()) out.printf(" threshold=%llu", (unsigned long long)c.threshold());
+        flags(out, "compare complement edge force_ovf ovf_pmi ovf_pmi_t1 cascade ovf enable",
+              {c.compare(), c.complement(), c.edge(), c.force_ovf(), c.ovf_pmi(), c.ovf_pmi_t1(), c.cascade(), c.ovf(),
+               c.enable()});
+    } else if (escr_index(m) >= 0) {
+        Escr e(v);  // SDM Vol. 3B §20.15.1
+        out.printf("event_select=0x%02llx event_mask=0x%04llx", (unsigned long long)e.event_select(),
+                   (unsigned long long)e.event_mask());
+        if (e.tag_enable()) out.printf(" tag=%llu", (unsigned long long)e.tag_value());
+        flags(out, "t0_os t0_usr t1_os t1_usr", {e.t0_os(), e.t0_usr(), e.t1_os(), e.t1_usr()});
     }
-    if (n.pmu.netburst) {
-        using namespace netburst;
-        if (m >= kCccrBase && m < kCccrBase + kCounters) {
-            Cccr c(v);  // SDM Vol. 3B §20.15.3
-            out.printf("escr_select=%llu active_thread=%llu", (unsigned long long)c.escr_select(),
-                       (unsigned long long)c.active_thread());
-            if (c.threshold()) out.printf(" threshold=%llu", (unsigned long long)c.threshold());
-            flag(out, c.compare(), "compare");
-            flag(out, c.complement(), "complement");
-            flag(out, c.edge(), "edge");
-            flag(out, c.force_ovf(), "force_ovf");
-            flag(out, c.ovf_pmi(), "ovf_pmi");
-            flag(out, c.ovf_pmi_t1(), "ovf_pmi_t1");
-            flag(out, c.cascade(), "cascade");
-            flag(out, c.ovf(), "ovf");
-            flag(out, c.enable(), "enable");
-            return;
-        }
-        if (escr_index(m) >= 0) {
-            Escr e(v);  // SDM Vol. 3B §20.15.1
-            out.printf("event_select=0x%02llx event_mask=0x%04llx", (unsigned long long)e.event_select(),
-                       (unsigned long long)e.event_mask());
-            if (e.tag_enable()) out.printf(" tag=%llu", (unsigned long long)e.tag_value());
-            flag(out, e.t0_os(), "t0_os");
-            flag(out, e.t0_usr(), "t0_usr");
-            flag(out, e.t1_os(), "t1_os");
-            flag(out, e.t1_usr(), "t1_usr");
-            return;
-        }
-        return;
-    }
-    if (is_amd_ctl(m)) {
-        regs::amd::PerfEvtSel s(v);  // APM Vol. 2 §13.2.1 Figure 13-7
-        out.printf("event=0x%03llx umask=0x%02llx", (unsigned long long)s.event_select(),
-                   (unsigned long long)s.umask());
-        if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
-        flag(out, s.usr(), "usr");
-        flag(out, s.os(), "os");
-        flag(out, s.edge(), "edge");
-        flag(out, s.intr(), "int");
-        flag(out, s.inv(), "inv");
-        flag(out, s.guest_only(), "guest");
-        flag(out, s.host_only(), "host");
-        flag(out, s.en(), "en");
-        return;
-    }
+}
+
+// AMD PerfEvtSel / PERF_CTL (APM Vol. 2 §13.2.1 Figure 13-7).
+void amd_ctl_fields(u64 v, StrBuf& out) {
+    regs::amd::PerfEvtSel s(v);
+    out.printf("event=0x%03llx umask=0x%02llx", (unsigned long long)s.event_select(), (unsigned long long)s.umask());
+    if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
+    flags(out, "usr os edge int inv guest host en",
+          {s.usr(), s.os(), s.edge(), s.intr(), s.inv(), s.guest_only(), s.host_only(), s.en()});
+}
+
+// AMD's other PMU-related MSRs; false when m is none of them.
+bool amd_other_fields(u32 m, u64 v, StrBuf& out) {
     switch (m) {
         case msr::AMD_PERF_CNTR_GLOBAL_CTL:
         case msr::AMD_PERF_CNTR_GLOBAL_STATUS:
@@ -210,54 +201,43 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
             regs::put_counter_set(out, u32(g.counters()), "PERF_CTR");
             u64 rest = v & ~regs::amd::GlobalCtl::counters_field::mask;
             if (rest) out.printf(" other=0x%llx", (unsigned long long)rest);
-            return;
+            return true;
         }
-        case msr::AMD_HWCR: out.printf("IRPerfEn=%d", regs::amd::Hwcr(v).ir_perf_en() ? 1 : 0); return;
+        case msr::AMD_HWCR: out.printf("IRPerfEn=%d", regs::amd::Hwcr(v).ir_perf_en() ? 1 : 0); return true;
         case msr::AMD_DE_CFG:
             out.printf("LfenceSerializing=%d", regs::amd::DeCfg(v).lfence_serializing() ? 1 : 0);
-            return;
-        default: break;
+            return true;
+        default: return false;
     }
-    if (amd_like(n)) return;
-    if (m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters) {
-        regs::PerfEvtSel s(v);  // SDM Vol. 3B §20.2.1.1 Figure 20-1
-        out.printf("event=0x%02llx umask=0x%02llx", (unsigned long long)s.event_select(),
-                   (unsigned long long)s.umask());
-        if (s.umask2()) out.printf(" umask2=0x%02llx", (unsigned long long)s.umask2());
-        if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
-        flag(out, s.usr(), "usr");
-        flag(out, s.os(), "os");
-        flag(out, s.edge(), "edge");
-        flag(out, s.pc(), "pc");
-        flag(out, s.intr(), "int");
-        flag(out, s.any_thread(), "any");
-        flag(out, s.inv(), "inv");
-        flag(out, s.eq(), "eq");
-        flag(out, s.en(), "en");
-        return;
+}
+
+// IA32_PERFEVTSELx (SDM Vol. 3B §20.2.1.1 Figure 20-1).
+void intel_evtsel_fields(u64 v, StrBuf& out) {
+    regs::PerfEvtSel s(v);
+    out.printf("event=0x%02llx umask=0x%02llx", (unsigned long long)s.event_select(), (unsigned long long)s.umask());
+    if (s.umask2()) out.printf(" umask2=0x%02llx", (unsigned long long)s.umask2());
+    if (s.cmask()) out.printf(" cmask=%llu", (unsigned long long)s.cmask());
+    flags(out, "usr os edge pc int any inv eq en",
+          {s.usr(), s.os(), s.edge(), s.pc(), s.intr(), s.any_thread(), s.inv(), s.eq(), s.en()});
+}
+
+// IA32_FIXED_CTR_CTRL (SDM Vol. 3B §20.2.2 Figure 20-2).
+void fixed_ctr_ctrl_fields(u64 v, StrBuf& out) {
+    regs::FixedCtrCtrl c(v);
+    bool any = false;
+    for (unsigned i = 0; i < regs::FixedCtrCtrl::kGroups; ++i) {
+        if (!c.group(i)) continue;
+        out.printf("%sFIXED_CTR%u=", any ? " " : "", i);
+        any = true;
+        put_flags(out, "os usr any pmi", {c.os(i), c.usr(i), c.any_thread(i), c.pmi(i)}, "", "+");
     }
+    if (!any) out.put("none");
+}
+
+// Intel's other PMU-related MSRs.
+void intel_other_fields(u32 m, u64 v, StrBuf& out) {
     switch (m) {
-        case msr::IA32_FIXED_CTR_CTRL: {
-            regs::FixedCtrCtrl c(v);  // SDM Vol. 3B §20.2.2 Figure 20-2
-            bool any = false;
-            for (unsigned i = 0; i < regs::FixedCtrCtrl::kGroups; ++i) {
-                if (!c.group(i)) continue;
-                out.printf("%sFIXED_CTR%u=", any ? " " : "", i);
-                any = true;
-                bool first = true;
-                auto put = [&](bool on, const char* name) {
-                    if (!on) return;
-                    out.printf("%s%s", first ? "" : "+", name);
-                    first = false;
-                };
-                put(c.os(i), "os");
-                put(c.usr(i), "usr");
-                put(c.any_thread(i), "any");
-                put(c.pmi(i), "pmi");
-            }
-            if (!any) out.put("none");
-            return;
-        }
+        case msr::IA32_FIXED_CTR_CTRL: fixed_ctr_ctrl_fields(v, out); return;
         case msr::IA32_PERF_GLOBAL_CTRL:
         case msr::IA32_PERF_GLOBAL_STATUS:
         case msr::IA32_PERF_GLOBAL_OVF_CTRL:
@@ -265,20 +245,37 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
         case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
         case msr::IA32_DEBUGCTL: {
             regs::DebugCtl d(v);  // SDM Vol. 3B §18.4.1
-            const char* sep = "";
-            auto put = [&](bool on, const char* name) {
-                if (!on) return;
-                out.printf("%s%s", sep, name);
-                sep = " ";
-            };
-            put(d.lbr(), "LBR");
-            put(d.btf(), "BTF");
-            put(d.freeze_perfmon_on_pmi(), "FREEZE_PERFMON_ON_PMI");
-            put(d.freeze_while_smm(), "FREEZE_WHILE_SMM");
+            put_flags(out, "LBR BTF FREEZE_PERFMON_ON_PMI FREEZE_WHILE_SMM",
+                      {d.lbr(), d.btf(), d.freeze_perfmon_on_pmi(), d.freeze_while_smm()}, "", " ");
             return;
         }
         default: return;
     }
+}
+
+bool is_intel_evtsel(u32 m) { return m >= msr::IA32_PERFEVTSEL0 && m < msr::IA32_PERFEVTSEL0 + regs::kMaxGpCounters; }
+
+}  // namespace
+
+void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
+    bool selector = is_intel_evtsel(m) || is_amd_ctl(m) ||
+                    (n.pmu.netburst && ((m >= netburst::kCccrBase && m < netburst::kCccrBase + netburst::kCounters) ||
+                                        netburst::escr_index(m) >= 0));
+    if (selector && v == 0) {
+        out.put("clear");
+        return;
+    }
+    if (n.pmu.netburst) {
+        netburst_fields(m, v, out);
+        return;
+    }
+    if (is_amd_ctl(m)) {
+        amd_ctl_fields(v, out);
+        return;
+    }
+    if (amd_other_fields(m, v, out) || amd_like(n)) return;
+    if (is_intel_evtsel(m)) intel_evtsel_fields(v, out);
+    else intel_other_fields(m, v, out);
 }
 
 // ---------------------------------------------------------------- the tracer
@@ -286,25 +283,16 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
 MsrTrace::MsrTrace(Hw& inner, TraceSink& sink, u32 capacity)
     : inner_(inner),
       sink_(sink),
-      buf_(new TraceEntry[capacity ? capacity : 1]),
+      buf_(make_box_array<TraceEntry>(capacity ? capacity : 1)),
       cap_(capacity ? capacity : 1),
       bsp_(inner.current_cpu()) {}
-
-MsrTrace::~MsrTrace() { delete[] buf_; }
 
 void MsrTrace::record(TraceOp op, u32 addr, u64 value, u8 vector, bool code) {
     u32 cpu = inner_.current_cpu();
     if (count_ >= cap_) {
         ++dropped_;
     } else {
-        TraceEntry& e = buf_[count_++];
-        e = TraceEntry();
-        e.cpu = cpu;
-        e.op = op;
-        e.addr = addr;
-        e.value = value;
-        e.vector = vector;
-        e.code = code;
+        buf_[count_++] = TraceEntry{.cpu = cpu, .op = op, .vector = vector, .code = code, .addr = addr, .value = value};
     }
     // The BSP outside any run_on_cpu: print now, so that the trace stays next to the
     // output it belongs to.

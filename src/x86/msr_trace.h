@@ -15,6 +15,7 @@
 // count, so a measurement of 28 runs shows its per-run sequence once, "each of 28 runs".
 #pragma once
 
+#include "base/box.h"
 #include "base/fmt.h"
 #include "x86/cpuid.h"
 #include "x86/hw.h"
@@ -70,7 +71,6 @@ public:
     // Wraps `inner`; made on the BSP, which it takes from inner.current_cpu(). Entries go
     // to `sink`; `capacity` entries of fixed storage.
     MsrTrace(Hw& inner, TraceSink& sink, u32 capacity = kDefaultCapacity);
-    ~MsrTrace();
     MsrTrace(const MsrTrace&) = delete;
     MsrTrace& operator=(const MsrTrace&) = delete;
 
@@ -103,7 +103,7 @@ private:
 
     Hw& inner_;
     TraceSink& sink_;
-    TraceEntry* buf_;
+    Box<TraceEntry[]> buf_;
     u32 cap_;
     u32 count_ = 0;
     u64 dropped_ = 0;

@@ -269,7 +269,7 @@ MeasureConfig small(KernelId k, u32 cpu) {
 
 // Probes `cpus` once (as the commands do), then plans from the probes.
 Status plan_runs(SimMachine& m, const Vec<Event>& ev, const Vec<u32>& cpus, const PmuRunOptions& o,
-                 Vec<PmuPlan*>* plans) {
+                 Vec<Box<PmuPlan>>* plans) {
     Vec<ProbedCpu> probed;
     probe_cpus(m, cpus, &probed);
     return plan_pmu_runs(probed, ev, o, plans);
@@ -288,7 +288,7 @@ TEST(RunPmu, PresetsNearTheTopWrapAndSetOverflowFlags) {
         cpus.push(0);
         PmuRunOptions o;
         o.preset_below_top = 100;  // the first runs wrap every counter
-        Vec<PmuPlan*> plans;
+        Vec<Box<PmuPlan>> plans;
         ASSERT_TRUE(plan_runs(m, ev, cpus, o, &plans).ok());
         ASSERT_EQ(plans.size(), 1u);
         Capture cap;
@@ -299,7 +299,6 @@ TEST(RunPmu, PresetsNearTheTopWrapAndSetOverflowFlags) {
         EXPECT_TRUE(st.overflow.known);
         EXPECT_EQ(st.overflow.fixed, 1u);
         EXPECT_EQ(st.overflow.gp, 1u);
-        free_pmu_plans(&plans);
         expect_restored(m, before);
     }
 }
@@ -313,7 +312,7 @@ TEST(RunPmu, GateOffCountsNothing) {
     cpus.push(0);
     PmuRunOptions o;
     o.gate_off = true;
-    Vec<PmuPlan*> plans;
+    Vec<Box<PmuPlan>> plans;
     ASSERT_TRUE(plan_runs(m, ev, cpus, o, &plans).ok());
     ASSERT_EQ(plans[0]->groups[0].start_writes.size(), 1u);
     EXPECT_EQ(plans[0]->groups[0].start_writes[0].msr, 0x38Fu);
@@ -321,7 +320,6 @@ TEST(RunPmu, GateOffCountsNothing) {
     Capture cap;
     EXPECT_EQ(measure_run(m, mp, small(KernelId::add_indep, 0), plans[0]->groups, cap), Errc::ok);
     EXPECT_EQ(cap.per_iter, (std::vector<std::string>{"0.00", "0.00", "8.00"}));
-    free_pmu_plans(&plans);
 }
 
 TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
@@ -331,7 +329,7 @@ TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
     Vec<u32> cpus;
     cpus.push(0);
     cpus.push(1);
-    Vec<PmuPlan*> plans;
+    Vec<Box<PmuPlan>> plans;
     ASSERT_TRUE(plan_runs(m, ev, cpus, PmuRunOptions(), &plans).ok());
     ASSERT_EQ(plans.size(), 1u);
     EXPECT_EQ(plans[0]->cpus.size(), 2u);
@@ -357,7 +355,6 @@ TEST(RunPmu, PlanningDoesNotTouchTheHardwareBeyondDetection) {
     EXPECT_EQ(g.stop_writes[0].value, 0u);
     EXPECT_NE(g.hooks.setup, nullptr);
     EXPECT_NE(g.hooks.teardown, nullptr);
-    free_pmu_plans(&plans);
 }
 
 // ---------------------------------------------------------------- selftest

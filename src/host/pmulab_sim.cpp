@@ -59,21 +59,41 @@ void print_problem(void*, const char* msg) {
     std::fprintf(stderr, "pmulab-sim: error: %s\n", msg);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// pmulab-sim's own options and the pmulab command line after them.
+struct SimArgs {
     SimMachineOptions o;
     bool json = false, trace = false;
     const char* config = nullptr;
     std::vector<std::string> cmd;
+};
+
+// An option with a value: 0, or the exit status of a usage error.
+int set_option(const std::string& a, const char* v, SimArgs* args) {
+    SimMachineOptions& o = args->o;
+    if (a == "--dump") o.dump = v;
+    else if (a == "--model") o.model = v;
+    else if (a == "--cpus") o.cpus = v;
+    else if (a == "--config") args->config = v;
+    else if (a == "--format") {
+        if (!parse_dump_format(StrView(v), &o.format))
+            return usage_error(std::string("unknown dump format '") + v + "' (expected auto, cpuid-r or aida64)");
+    } else if (a == "--perf-capabilities") {
+        if (!parse_u64(v, &o.perf_caps))
+            return usage_error(std::string("--perf-capabilities: '") + v + "' is not a number (e.g. 0x33c5)");
+        o.have_perf_caps = true;
+    } else {
+        if (!parse_u64(v, &o.misc_enable))
+            return usage_error(std::string("--misc-enable: '") + v + "' is not a number (e.g. 0x850089)");
+        o.have_misc_enable = true;
+    }
+    return 0;
+}
+
+// -1 to go on, else the exit status (--help, --list-models, usage errors).
+int parse_args(int argc, char** argv, SimArgs* args) {
     int i = 1;
     for (; i < argc; ++i) {
         std::string a = argv[i];
-        auto value = [&](const char* name) -> const char* {
-            if (i + 1 >= argc) return nullptr;
-            (void)name;
-            return argv[++i];
-        };
         if (a == "--") {
             ++i;
             break;
@@ -83,82 +103,47 @@ int main(int argc, char** argv) {
             return 0;
         }
         if (a == "--list-models") {
-            for (const SimModel& m : sim_models()) std::printf("%-16s %s\n", m.name, m.what);
+            for (const sim::NamedModel& m : sim::named_models()) std::printf("%-16s %s\n", m.name, m.what);
             return 0;
         }
         if (a == "--json") {
-            json = true;
+            args->json = true;
         } else if (a == "--trace-msr") {
-            trace = true;
+            args->trace = true;
         } else if (a == "--dump" || a == "--model" || a == "--cpus" || a == "--format" || a == "--config" ||
                    a == "--perf-capabilities" || a == "--misc-enable") {
-            const char* v = value(a.c_str());
-            if (!v) return usage_error(a + " needs a value");
-            if (a == "--dump") o.dump = v;
-            else if (a == "--model") o.model = v;
-            else if (a == "--cpus") o.cpus = v;
-            else if (a == "--config") config = v;
-            else if (a == "--format") {
-                if (!parse_dump_format(StrView(v), &o.format))
-                    return usage_error(std::string("unknown dump format '") + v +
-                                       "' (expected auto, cpuid-r or aida64)");
-            } else if (a == "--perf-capabilities") {
-                if (!parse_u64(v, &o.perf_caps))
-                    return usage_error(std::string("--perf-capabilities: '") + v + "' is not a number (e.g. 0x33c5)");
-                o.have_perf_caps = true;
-            } else {
-                if (!parse_u64(v, &o.misc_enable))
-                    return usage_error(std::string("--misc-enable: '") + v + "' is not a number (e.g. 0x850089)");
-                o.have_misc_enable = true;
-            }
+            if (i + 1 >= argc) return usage_error(a + " needs a value");
+            if (int rc = set_option(a, argv[++i], args)) return rc;
         } else if (a.size() > 1 && a[0] == '-') {
             return usage_error("unknown option '" + a + "'");
         } else {
             break;  // the pmulab command line starts here
         }
     }
-    for (; i < argc; ++i) cmd.push_back(argv[i]);
+    for (; i < argc; ++i) args->cmd.push_back(argv[i]);
+    const SimMachineOptions& o = args->o;
     if (o.dump.empty() && o.model.empty()) return usage_error("no machine: give --dump FILE or --model NAME");
     if (!o.dump.empty() && !o.model.empty()) return usage_error("give either --dump or --model, not both");
-    if (config && !cmd.empty()) return usage_error("give either --config CAMPAIGN or a command line, not both");
+    if (args->config && !args->cmd.empty())
+        return usage_error("give either --config CAMPAIGN or a command line, not both");
+    return -1;
+}
 
-    std::unique_ptr<sim::SimMachine> machine;
-    std::string what;
-    Status bs = build_sim_machine(o, &machine, &what);
-    if (!bs.ok()) {
-        std::fprintf(stderr, "pmulab-sim: error: %s\n", bs.error().msg);
-        return bs.error().code == Errc::io ? 1 : 2;
-    }
-    what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
-    SimHostPlatform p(*machine, what);
-    p.exec().set_problem_hook(print_problem, nullptr);
+// Runs one pmulab command line on the simulated machine.
+int run_words(SimHostPlatform& p, const SimArgs& args, std::vector<std::string> words, const char* origin) {
+    if (args.trace) words.insert(words.begin(), "--trace-msr");
+    if (args.json) words.insert(words.begin(), "--json");
+    std::vector<const char*> av;
+    for (const std::string& w : words) av.push_back(w.c_str());
+    GlobalOptions g;
+    int rc = app_run(p, int(av.size()), av.data(), &g, origin);
+    std::fflush(stdout);
+    return rc;
+}
 
-    // Marked simulated: a banner in text mode, the meta record first in JSON mode.
-    if (json) {
-        StrBuf meta;
-        std::string line;
-        for (const std::string& w : cmd) line += (line.empty() ? "" : " ") + w;
-        build_meta_record(p, line.c_str(), &meta);
-        p.write(meta.view());
-    } else {
-        std::printf("pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
-                    what.c_str());
-    }
-
-    auto run_words = [&](std::vector<std::string> words, const char* origin) {
-        if (trace) words.insert(words.begin(), "--trace-msr");
-        if (json) words.insert(words.begin(), "--json");
-        std::vector<const char*> av;
-        for (const std::string& w : words) av.push_back(w.c_str());
-        GlobalOptions g;
-        int rc = app_run(p, int(av.size()), av.data(), &g, origin);
-        std::fflush(stdout);
-        return rc;
-    };
-
-    if (!config) return run_words(cmd, nullptr);
-
-    // A campaign: checked completely first, then every line in order (as pmulab boots it).
+// A campaign: checked completely first, then every line in order (as pmulab boots it).
+int run_campaign(SimHostPlatform& p, const SimArgs& args) {
+    const char* config = args.config;
     std::string text;
     std::FILE* f = std::fopen(config, "rb");
     if (!f) {
@@ -187,8 +172,40 @@ int main(int argc, char** argv) {
         }
         if (words.empty() || directive) continue;
         std::string origin = std::string(config) + ":" + std::to_string(cl.line_no);
-        int rc = run_words(words, origin.c_str());
+        int rc = run_words(p, args, words, origin.c_str());
         if (rc && !worst) worst = rc;
     }
     return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    SimArgs args;
+    if (int rc = parse_args(argc, argv, &args); rc >= 0) return rc;
+
+    std::unique_ptr<sim::SimMachine> machine;
+    std::string what;
+    Status bs = build_sim_machine(args.o, &machine, &what);
+    if (!bs.ok()) {
+        std::fprintf(stderr, "pmulab-sim: error: %s\n", bs.error().msg);
+        return bs.error().code == Errc::io ? 1 : 2;
+    }
+    what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
+    SimHostPlatform p(*machine, what);
+    p.exec().set_problem_hook(print_problem, nullptr);
+
+    // Marked simulated: a banner in text mode, the meta record first in JSON mode.
+    if (args.json) {
+        StrBuf meta;
+        std::string line;
+        for (const std::string& w : args.cmd) line += (line.empty() ? "" : " ") + w;
+        build_meta_record(p, line.c_str(), &meta);
+        p.write(meta.view());
+    } else {
+        std::printf("pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
+                    what.c_str());
+    }
+    if (!args.config) return run_words(p, args, args.cmd, nullptr);
+    return run_campaign(p, args);
 }

@@ -1,6 +1,6 @@
-// Internals shared by the simulated CPU's sources (sim_cpu.cpp: registers and
-// MSR access; sim_count.cpp: counting and state; sim_machine.cpp: the machine and
-// the builders). Not for use outside src/sim/.
+// Internals shared by the simulator's sources (the logical processor: sim_cpu.cpp,
+// sim_count.cpp; the PMU families: sim_pmu.cpp, sim_gp.cpp, sim_intel.cpp, sim_amd.cpp,
+// sim_topdown.cpp; the machine and its builders). Not for use outside src/sim/.
 #pragma once
 
 #include <algorithm>

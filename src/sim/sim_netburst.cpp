@@ -4,11 +4,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
-#include "census/cpuid_dump.h"
 
 namespace sim {
 
@@ -333,7 +328,7 @@ void NetBurstModel::event_cycles(u32 thread, u8 cpl, u64 cycles, const std::vect
     }
 }
 
-// ---- the driver API and the builders ----
+// ---- the driver API and the PmuModel ----
 
 void nb_run(SimCpu& c, u64 cycles, std::initializer_list<NbOccurrence> each) {
     NetBurstModel* m = c.netburst();
@@ -353,62 +348,17 @@ void nb_event(SimCpu& c, nb::Event e, u16 mask, u64 n) {
     m->event(c.netburst_thread(), c.cpl(), e, mask, n);
 }
 
-CpuidSnapshot prescott_snapshot() {
-    static const char kName[] = "GenuineIntel0000F41_P4_Prescott_CPUID.txt";
-    // __FILE__ is src/sim/sim_netburst.cpp, relative to the repository root or absolute.
-    // The dump is tests/data/cpuid/ of the same tree (the simulator moved from tests/sim).
-    std::filesystem::path p = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "tests" /
-                              "data" / "cpuid" / kName;
-    std::ifstream f(p, std::ios::binary);
-    if (!f.good()) {
-        std::fprintf(stderr, "sim_netburst: cannot open %s\n", p.string().c_str());
-        std::abort();
-    }
-    std::stringstream ss;
-    ss << f.rdbuf();
-    std::string text = ss.str();
-    pmulab::Vec<pmulab::CpuRecord> recs;
-    pmulab::Status s = pmulab::parse_cpuid_dump(pmulab::StrView(text.data(), text.size()), kName, &recs);
-    if (!s.ok() || recs.size() != 1) {
-        std::fprintf(stderr, "sim_netburst: %s: %s\n", kName, s.ok() ? "expected one CPU" : s.error().msg);
-        std::abort();
-    }
-    return recs[0].raw;
+bool NetBurstPmu::poke(u32 msr, u64 value) {
+    if (!regs_->exists(msr)) return false;
+    regs_->poke(msr, value);
+    return true;
 }
 
-SimMachine netburst_p4(u32 ncpus, bool ht) {
-    if (!ncpus || (ht && ncpus % 2)) {
-        std::fprintf(stderr, "sim_netburst: netburst_p4(%u, %s): HT packages have two logical processors\n", ncpus,
-                     ht ? "ht" : "no ht");
-        std::abort();
-    }
-    const CpuidSnapshot base = prescott_snapshot();
-    std::vector<CpuSpec> specs;
-    std::shared_ptr<NetBurstModel> pkg;
-    for (u32 i = 0; i < ncpus; ++i) {
-        CpuSpec c;
-        c.cpuid = base;
-        u32 thread = ht ? i % 2 : 0;
-        u32 package = ht ? i / 2 : i;
-        u32 apic = ht ? (package << 1) | thread : i;
-        CpuidRegs l1 = base.get(1);
-        // EBX: initial APIC ID 31:24, logical processors per package 23:16, CLFLUSH 15:8.
-        l1.ebx = (apic << 24) | ((ht ? 2u : 1u) << 16) | (l1.ebx & 0xFFFF);
-        c.cpuid.set(1, 0, l1);
-        c.topo.apic_id = apic;
-        c.topo.package = package;
-        c.topo.core = 0;
-        c.topo.thread = thread;
-        c.topo.bsp = i == 0;
-        c.microcode = 0x17;  // IA32_BIOS_SIGN_ID[63:32] of the dump (MSR 8BH = 0000_0017_0000_0000H)
-        if (thread == 0) pkg = std::make_shared<NetBurstModel>(c.cpuid);
-        c.netburst = pkg;
-        c.netburst_thread = thread;
-        specs.push_back(c);
-    }
-    SimMachine m(specs);
-    for (u32 i = 0; i < ncpus; ++i) m.cpu(i).poke(reg::MISC_ENABLE, kPrescottMiscEnable);
-    return m;
+void NetBurstPmu::retire(SimCpu& cpu, const Retired& r) {
+    (void)cpu;
+    regs_->run(thread_, cpl_, r.instructions,
+               {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 1}});
+    if (r.branches) regs_->event(thread_, cpl_, nb::kBranchRetired, nb::MMTP, r.branches);
 }
 
 }  // namespace sim

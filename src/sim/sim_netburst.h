@@ -277,16 +277,26 @@ private:
 void nb_run(SimCpu& c, u64 cycles, std::initializer_list<NbOccurrence> each = {});
 void nb_event(SimCpu& c, nb::Event e, u16 mask, u64 n);
 
-// Builders. The real Prescott snapshot (tests/data/cpuid/GenuineIntel0000F41_P4_
-// Prescott_CPUID.txt: Celeron D 326, family 0FH model 04H, no Hyper-Threading), with
-// IA32_MISC_ENABLE as that dump records it (2084_2081H: bit 7 "performance monitoring
-// available" set, bit 12 "PEBS unavailable" clear). `ncpus` logical processors; with
-// `ht` they are packages of two threads sharing one register file each, and the
-// snapshot says so (CPUID.01H:EBX[23:16] = 2, initial APIC ID package:thread, as a
-// Prescott Pentium 4 with HT reports); without, every CPU has its own.
-SimMachine netburst_p4(u32 ncpus = 1, bool ht = false);
-// The snapshot itself (leaves of the dump).
-CpuidSnapshot prescott_snapshot();
-inline constexpr u64 kPrescottMiscEnable = 0x20842081;
+// The NetBurst PMU of one logical processor (sim_pmu.h): the package's register file seen
+// from thread `thread`. run()/event() of the SimCpu do not reach it (its events are
+// NetBurst's own: nb_run, nb_event); retire() drives instr_retired NBOGUSNTAG,
+// uops_retired NBOGUS (one uop per instruction) and branch_retired MMTP.
+class NetBurstPmu final : public PmuModel {
+public:
+    NetBurstPmu(u32 cpu, const PmuLayout& layout, std::shared_ptr<NetBurstModel> regs, u32 thread)
+        : PmuModel(cpu, layout), regs_(std::move(regs)), thread_(thread) {}
+    bool claims(u32 msr) const override { return NetBurstModel::owns(msr); }
+    bool exists(u32 msr) const override { return regs_->exists(msr); }
+    u8 rdmsr(u32 msr, u64* out) const override { return regs_->rdmsr(msr, out); }
+    u8 wrmsr(u32 msr, u64 value) override { return regs_->wrmsr(cpu_, thread_, msr, value); }
+    bool poke(u32 msr, u64 value) override;
+    u8 rdpmc(u32 ecx, u64* out) const override { return regs_->rdpmc(ecx, out); }
+    void state(PmuState* out) const override { regs_->state(out); }
+    void retire(SimCpu& cpu, const Retired& r) override;
+
+private:
+    std::shared_ptr<NetBurstModel> regs_;
+    u32 thread_;
+};
 
 }  // namespace sim

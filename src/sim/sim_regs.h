@@ -12,38 +12,26 @@ using pmulab::u64;
 
 // The model's own register addresses (SDM Vol. 4 Table 2-2; AMD APM Vol. 2 §13.2).
 namespace reg {
-inline constexpr u32 TSC = 0x10;
-inline constexpr u32 PMC0 = 0xC1;
-inline constexpr u32 BIOS_SIGN_ID = 0x8B;
-inline constexpr u32 PERFEVTSEL0 = 0x186;
-inline constexpr u32 MISC_ENABLE = 0x1A0;
-inline constexpr u32 FIXED_CTR0 = 0x309;
-inline constexpr u32 PERF_METRICS = 0x329;
-inline constexpr u32 PERF_CAPABILITIES = 0x345;
-inline constexpr u32 FIXED_CTR_CTRL = 0x38D;
-inline constexpr u32 GLOBAL_STATUS = 0x38E;
-inline constexpr u32 GLOBAL_CTRL = 0x38F;
+// Every vendor: the TSC, the microcode revision, PKRS.
+inline constexpr u32 TSC = 0x10, BIOS_SIGN_ID = 0x8B, PKRS = 0x6E1;
+// Intel: the counters, their controls, the global MSRs.
+inline constexpr u32 PMC0 = 0xC1, PERFEVTSEL0 = 0x186, A_PMC0 = 0x4C1, FIXED_CTR0 = 0x309;
+inline constexpr u32 FIXED_CTR_CTRL = 0x38D, GLOBAL_STATUS = 0x38E, GLOBAL_CTRL = 0x38F;
 inline constexpr u32 GLOBAL_OVF_CTRL = 0x390;  // GLOBAL_STATUS_RESET from v4
-inline constexpr u32 GLOBAL_STATUS_SET = 0x391;
-inline constexpr u32 GLOBAL_INUSE = 0x392;
-inline constexpr u32 A_PMC0 = 0x4C1;
-inline constexpr u32 PKRS = 0x6E1;
-inline constexpr u32 AMD_PERF_CTL0 = 0xC0010000;
-inline constexpr u32 AMD_PERF_CTR0 = 0xC0010004;
+inline constexpr u32 GLOBAL_STATUS_SET = 0x391, GLOBAL_INUSE = 0x392;
+inline constexpr u32 PERF_METRICS = 0x329, PERF_CAPABILITIES = 0x345, MISC_ENABLE = 0x1A0;
+inline constexpr u32 SMI_COUNT = 0x34;  // MSR_SMI_COUNT (Intel, Nehalem on): SMIs since reset, read-only
+inline constexpr u32 DEBUGCTL = 0x1D9;  // IA32_DEBUGCTL: bit 14 FREEZE_WHILE_SMM
+// APERF/MPERF (Intel CPUID.06H:ECX[0], AMD EffFreq), and AMD's read-only aliases.
+inline constexpr u32 MPERF = 0xE7, APERF = 0xE8, AMD_MPERF_RO = 0xC00000E7, AMD_APERF_RO = 0xC00000E8;
+// AMD: legacy and PerfCtrExtCore counters, PerfMonV2's global MSRs.
+inline constexpr u32 AMD_PERF_CTL0 = 0xC0010000, AMD_PERF_CTR0 = 0xC0010004;
 inline constexpr u32 AMD_EXT_CTL0 = 0xC0010200;  // CTL_i = base + 2i, CTR_i = base + 2i + 1
-inline constexpr u32 AMD_GLOBAL_STATUS = 0xC0000300;
-inline constexpr u32 AMD_GLOBAL_CTL = 0xC0000301;
-inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302;
-inline constexpr u32 AMD_GLOBAL_STATUS_SET = 0xC0000303;
+inline constexpr u32 AMD_GLOBAL_STATUS = 0xC0000300, AMD_GLOBAL_CTL = 0xC0000301;
+inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302, AMD_GLOBAL_STATUS_SET = 0xC0000303;
 inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
 inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
 inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
-inline constexpr u32 MPERF = 0xE7;
-inline constexpr u32 APERF = 0xE8;
-inline constexpr u32 SMI_COUNT = 0x34;           // MSR_SMI_COUNT (Intel, Nehalem on): SMIs since reset, read-only
-inline constexpr u32 DEBUGCTL = 0x1D9;           // IA32_DEBUGCTL: bit 14 FREEZE_WHILE_SMM
-inline constexpr u32 AMD_MPERF_RO = 0xC00000E7;  // read-only aliases
-inline constexpr u32 AMD_APERF_RO = 0xC00000E8;
 }  // namespace reg
 
 // PERFEVTSEL fields (Intel SDM Figure 20-1/20-6; AMD PERF_CTL has the same low 32 bits).

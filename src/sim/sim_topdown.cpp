@@ -1,7 +1,8 @@
 // The simulated CPU, TopDown: slot budgets, the category events they issue, and
 // IA32_PERF_METRICS (0x329). See sim_cpu.h "TopDown" for the rules and their sources.
 #include "sim/sim_topdown.h"
-#include "sim/sim_internal.h"
+
+#include "sim/sim_families.h"
 
 namespace sim {
 
@@ -39,7 +40,9 @@ void SimCpu::set_topdown_body(const TopdownBudget& b) {
     td_body_set_ = true;
 }
 
-bool SimCpu::metrics_counting() const { return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1); }
+bool IntelPmu::metrics_counting() const {
+    return layout_.perf_metrics && fixed_enabled(3) && ((global_ctrl_ >> 48) & 1);
+}
 
 SimAtom sim_atom_core(const CpuidSnapshot& s) {
     CpuidRegs l1, l1a;
@@ -76,40 +79,37 @@ const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vec
     if (!b.slots_per_cycle && each_cycle_.empty()) return each;
     *buf = each;
     buf->insert(buf->end(), each_cycle_.begin(), each_cycle_.end());
-    if (!b.slots_per_cycle) return *buf;
-    if (layout_.kind == PmuLayout::Kind::amd) {
-        // Zen 4/5 pipeline utilisation (PPR PMCx1A0, PMCx0AA, PMCx0C1): empty dispatch slots by
-        // cause, ops dispatched (those that retire and those that do not) and ops retired.
-        // This model has no SMT sibling: PMCx1A0 unit mask 60h (SMT contention) stays 0.
-        buf->push_back({0x1A0, 0x01, b.fe_bound});               // no_ops_from_frontend
-        buf->push_back({0x1A0, 0x1E, b.be_bound});               // backend_stalls
-        buf->push_back({0x0AA, 0x07, b.retiring + b.bad_spec});  // de_src_op_disp.all
-        buf->push_back({0x0C1, 0x00, b.retiring});               // ex_ret_ops
-        // Level 2: microcode ops among the retiring (PMCx1C2), mispredicted branches and other
-        // restarts making up bad speculation (PMCx0C3, PMCx096), and no-retire cycles: waiting
-        // for any op (PMCx0D6 unit mask 02h) = the backend slots, for load data (A2h) = the
-        // memory-bound ones (a model of counts per cycle, not of which cycles).
-        buf->push_back({0x1C2, 0x00, b.heavy_ops});
-        buf->push_back({0x0C3, 0x00, b.br_mispredict});
-        buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
-        buf->push_back({0x0D6, 0x02, b.be_bound});
-        buf->push_back({0x0D6, 0xA2, b.mem_bound});
-        return *buf;
-    }
+    if (b.slots_per_cycle) model_->topdown_events(b, cycles, buf);
+    return *buf;
+}
+
+void AmdPmu::topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* buf) {
+    (void)cycles;
+    // Zen 4/5 pipeline utilisation (PPR PMCx1A0, PMCx0AA, PMCx0C1): empty dispatch slots by
+    // cause, ops dispatched (those that retire and those that do not) and ops retired.
+    // This model has no SMT sibling: PMCx1A0 unit mask 60h (SMT contention) stays 0.
+    buf->push_back({0x1A0, 0x01, b.fe_bound});               // no_ops_from_frontend
+    buf->push_back({0x1A0, 0x1E, b.be_bound});               // backend_stalls
+    buf->push_back({0x0AA, 0x07, b.retiring + b.bad_spec});  // de_src_op_disp.all
+    buf->push_back({0x0C1, 0x00, b.retiring});               // ex_ret_ops
+    // Level 2: microcode ops among the retiring (PMCx1C2), mispredicted branches and other
+    // restarts making up bad speculation (PMCx0C3, PMCx096), and no-retire cycles: waiting
+    // for any op (PMCx0D6 unit mask 02h) = the backend slots, for load data (A2h) = the
+    // memory-bound ones (a model of counts per cycle, not of which cycles).
+    buf->push_back({0x1C2, 0x00, b.heavy_ops});
+    buf->push_back({0x0C3, 0x00, b.br_mispredict});
+    buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
+    buf->push_back({0x0D6, 0x02, b.be_bound});
+    buf->push_back({0x0D6, 0xA2, b.mem_bound});
+}
+
+void IntelPmu::topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* buf) {
     // E cores: their own encodings besides the architectural ones below (Intel perfmon
     // JSON: Gracemont 71.00/74.00/C2.00, Crestmont 71.00/74.00/72.00; 73.00 on both).
-    switch (sim_atom_core(snapshot())) {
-        case SimAtom::gracemont:
-            buf->push_back({0x71, 0x00, b.fe_bound});
-            buf->push_back({0x74, 0x00, b.be_bound});
-            buf->push_back({0xC2, 0x00, b.retiring});
-            break;
-        case SimAtom::crestmont:
-            buf->push_back({0x71, 0x00, b.fe_bound});
-            buf->push_back({0x74, 0x00, b.be_bound});
-            buf->push_back({0x72, 0x00, b.retiring});
-            break;
-        default: break;
+    if (atom_ == SimAtom::gracemont || atom_ == SimAtom::crestmont) {
+        buf->push_back({0x71, 0x00, b.fe_bound});
+        buf->push_back({0x74, 0x00, b.be_bound});
+        buf->push_back({u16(atom_ == SimAtom::gracemont ? 0xC2 : 0x72), 0x00, b.retiring});
     }
     buf->push_back({0xA4, 0x01, b.slots_per_cycle});        // TOPDOWN.SLOTS
     buf->push_back({0xA4, 0x02, b.be_bound});               // topdown backend bound (arch)
@@ -119,10 +119,9 @@ const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vec
     buf->push_back({0x0E, 0x01, b.retiring + b.bad_spec});  // UOPS_ISSUED.ANY
     if (metrics_counting())
         for (unsigned i = 0; i < 8; ++i) td_[i] += b.part(i) * cycles;
-    return *buf;
 }
 
-u64 SimCpu::perf_metrics_value() const {
+u64 IntelPmu::perf_metrics_value() const {
     if (!layout_.perf_metrics) return 0;
     unsigned __int128 total = 0;
     for (unsigned i = 0; i < 4; ++i) total += td_[i];
@@ -156,58 +155,10 @@ u64 SimCpu::perf_metrics_value() const {
     return v;
 }
 
-u8 SimCpu::write_perf_metrics(u64 v) {
+u8 IntelPmu::write_perf_metrics(u64 v) {
     if (!layout_.perf_metrics_l2 && (v >> 32)) return kVectorGP;  // bytes 4-7 reserved
     for (unsigned i = 0; i < 8; ++i) td_[i] = (v >> (8 * i)) & 0xff;
     return 0;
-}
-
-}  // namespace sim
-
-namespace sim {
-
-namespace {
-
-SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
-    IntelCpuidSpec sp;
-    sp.max_leaf = 0x20;
-    sp.signature = signature;
-    sp.brand = brand;
-    sp.leaf_0a = {eax_0a, 0, 0, edx_0a};
-    return intel_machine(sp, {1, n, 1}, caps);
-}
-
-}  // namespace
-
-SimMachine intel_icelake(u32 n) {
-    // v5, 8 GP x 48, 4 fixed x 48 (EDX[4:0] = 4), AnyThread deprecated.
-    return topdown_part(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604,
-                        kIceLakePerfCaps, n);
-}
-
-SimMachine intel_sapphire_rapids(u32 n) {
-    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kIceLakePerfCaps, n);
-}
-
-SimMachine intel_skylake(u32 n) {
-    // v4, 4 GP x 48, 3 fixed x 48; no PERF_METRICS (PERF_CAPABILITIES[15] = 0).
-    return topdown_part(0x000506E3, "Intel(R) Core(TM) i7-6700K CPU @ 4.00GHz", 0x07300404, 0x00000603, 0x33c5, n);
-}
-
-SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
-    std::vector<CpuSpec> specs;
-    for (u32 i = 0; i < m.size(); ++i) {
-        CpuSpec s = m.cpu(i).spec();
-        s.cpuid.set(0x15, 0, l15);
-        specs.push_back(s);
-    }
-    return SimMachine(specs);
-}
-
-SimMachine intel_alder_lake() {
-    SimMachine m = intel_hybrid();
-    for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores
-    return m;
 }
 
 }  // namespace sim

@@ -34,18 +34,8 @@
 
 namespace sim {
 
-// TopDown-era parts (CPUID values from the SDM/perfmon tables; PERF_CAPABILITIES[15] where
-// the part has PERF_METRICS): Ice Lake client (06_7EH, v5, 8 GP, fixed 0-3, level 1),
-// Sapphire Rapids (06_8FH, also level 2), Skylake client (06_5EH, v4, 4 GP, fixed 0-2,
-// no PERF_METRICS), and Alder Lake as intel_hybrid() with PERF_METRICS on the P cores.
-inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
-SimMachine intel_icelake(u32 ncpus = 2);
-SimMachine intel_sapphire_rapids(u32 ncpus = 2);
-SimMachine intel_skylake(u32 ncpus = 2);
-SimMachine intel_alder_lake();
-// `m` with CPUID.15H (TSC/crystal ratio EBX/EAX, crystal Hz ECX; SDM Vol. 2A) on every CPU,
-// so that the TSC frequency is known (the CPUs' maximum basic leaf must reach 15H).
-SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15);
+// The TopDown-era parts (intel_icelake, intel_sapphire_rapids, intel_skylake,
+// intel_alder_lake, with_tsc_leaf15) are in sim_builders.h.
 
 // E cores by microarchitecture, from CPUID.01H and 1AH (hybrid E cores, core type 20H, and
 // Atom-only SoCs): their TopDown events and slots per cycle differ (Intel perfmon JSON).

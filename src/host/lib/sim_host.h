@@ -16,7 +16,7 @@ namespace pmulab {
 
 struct SimMachineOptions {
     std::string dump;   // a CPUID dump (the formats pmulab-cpuid reads)
-    std::string model;  // or a synthetic model (sim_model_names())
+    std::string model;  // or a named model (sim::named_models(), sim_builders.h)
     std::string cpus;   // "0,2", "0-3": the dump's CPUs to keep (empty: all)
     DumpFormat format = DumpFormat::automatic;
     bool have_perf_caps = false;
@@ -24,13 +24,6 @@ struct SimMachineOptions {
     bool have_misc_enable = false;
     u64 misc_enable = 0;  // IA32_MISC_ENABLE of every Intel CPU
 };
-
-// The synthetic models --model takes, with a one-line description each.
-struct SimModel {
-    const char* name;
-    const char* what;
-};
-const std::vector<SimModel>& sim_models();
 
 // Builds the machine. Errors: Errc::io when the dump cannot be read (exit 1), else
 // invalid_argument (a malformed dump "FILE:LINE: reason", an unknown model, a bad --cpus

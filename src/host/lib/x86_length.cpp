@@ -157,6 +157,94 @@ bool decode_vex_body(const uint8_t* p, size_t n, size_t at, unsigned map, Insn* 
     return true;
 }
 
+// The 0F map (two-byte opcodes, with the 0F38/0F3A three-byte maps); i is just past 0F.
+bool decode_0f(const uint8_t* p, size_t n, size_t i, Insn* out) {
+    if (i >= n) return false;
+    uint8_t op2 = p[i];
+    if (op2 == 0x38 || op2 == 0x3A) {
+        i += 2;  // the third opcode byte
+        if (i > n) return false;
+        size_t m = modrm_len(p + i, n - i);
+        if (!m) return false;
+        size_t len = i + m + (op2 == 0x3A ? 1 : 0);
+        if (len > n) return false;
+        out->len = len;
+        return true;
+    }
+    ++i;
+    if (op2 >= 0x80 && op2 <= 0x8F) {  // Jcc rel32
+        if (i + 4 > n) return false;
+        out->len = i + 4;
+        out->flow = Flow::jcc_rel;
+        out->rel = s32(p + i);
+        return true;
+    }
+    if (op2 == 0x05 || op2 == 0x34 || op2 == 0x0B || op2 == 0x07 || op2 == 0x35) out->flow = Flow::syscall;
+    size_t len = i;
+    if (!no_modrm_0f(op2)) {
+        size_t m = modrm_len(p + i, n - i);
+        if (!m) return false;
+        len += m;
+    }
+    len += size_t(imm_len_0f(op2));
+    if (len > n) return false;
+    out->len = len;
+    return true;
+}
+
+// Opcodes of the one-byte map that are invalid in 64-bit mode.
+bool invalid_in_64(uint8_t op) {
+    static const uint8_t k[] = {0x06, 0x07, 0x0E, 0x16, 0x17, 0x1E, 0x1F, 0x27, 0x2F,
+                                0x37, 0x3F, 0x60, 0x61, 0xCE, 0xD4, 0xD5, 0xD6};
+    for (uint8_t b : k)
+        if (op == b) return true;
+    return false;
+}
+
+// Control transfers of the one-byte map other than the relative jumps and calls.
+Flow one_byte_flow(uint8_t op, uint8_t modrm) {
+    if (op == 0xC3 || op == 0xC2 || op == 0xCB || op == 0xCA || op == 0xCF) return Flow::ret;
+    if (op == 0xCC || op == 0xCD || op == 0xF4 || op == 0xEA || op == 0x9A) return Flow::syscall;
+    if (op == 0xFF && ((modrm >> 3) & 7) >= 2 && ((modrm >> 3) & 7) <= 5) return Flow::indirect;
+    return Flow::none;
+}
+
+// The one-byte map; i is at the opcode.
+bool decode_one_byte(const uint8_t* p, size_t n, size_t i, bool opsize, bool rexw, Insn* out) {
+    uint8_t op = p[i++];
+    size_t len = i;
+    uint8_t modrm = 0;
+    if (has_modrm_1(op)) {
+        if (i >= n) return false;
+        modrm = p[i];
+        size_t m = modrm_len(p + i, n - i);
+        if (!m) return false;
+        len += m;
+    }
+    size_t imm_at = len;
+    // Relative jumps and calls.
+    if ((op >= 0x70 && op <= 0x7F) || (op >= 0xE0 && op <= 0xE3) || op == 0xEB) {
+        if (imm_at + 1 > n) return false;
+        out->len = imm_at + 1;
+        out->flow = op == 0xEB ? Flow::jmp_rel : Flow::jcc_rel;
+        out->rel = s8(p[imm_at]);
+        return true;
+    }
+    if (op == 0xE8 || op == 0xE9) {
+        if (imm_at + 4 > n) return false;
+        out->len = imm_at + 4;
+        out->flow = op == 0xE9 ? Flow::jmp_rel : Flow::call_rel;
+        out->rel = s32(p + imm_at);
+        return true;
+    }
+    out->flow = one_byte_flow(op, modrm);
+    if (invalid_in_64(op)) return false;
+    len += size_t(imm_len_1(op, opsize, rexw, modrm));
+    if (len > n || len > 15) return false;
+    out->len = len;
+    return true;
+}
+
 }  // namespace
 
 bool decode(const uint8_t* p, size_t n, Insn* out) {
@@ -190,80 +278,8 @@ bool decode(const uint8_t* p, size_t n, Insn* out) {
         if (i + 1 >= n) return false;
         return decode_vex_body(p, n, i + 4, p[i + 1] & 0x7, out);
     }
-    if (op == 0x0F) {
-        ++i;
-        if (i >= n) return false;
-        uint8_t op2 = p[i];
-        if (op2 == 0x38 || op2 == 0x3A) {
-            i += 2;  // the third opcode byte
-            if (i > n) return false;
-            size_t m = modrm_len(p + i, n - i);
-            if (!m) return false;
-            size_t len = i + m + (op2 == 0x3A ? 1 : 0);
-            if (len > n) return false;
-            out->len = len;
-            return true;
-        }
-        ++i;
-        if (op2 >= 0x80 && op2 <= 0x8F) {  // Jcc rel32
-            if (i + 4 > n) return false;
-            out->len = i + 4;
-            out->flow = Flow::jcc_rel;
-            out->rel = s32(p + i);
-            return true;
-        }
-        if (op2 == 0x05 || op2 == 0x34 || op2 == 0x0B || op2 == 0x07 || op2 == 0x35) out->flow = Flow::syscall;
-        size_t len = i;
-        if (!no_modrm_0f(op2)) {
-            size_t m = modrm_len(p + i, n - i);
-            if (!m) return false;
-            len += m;
-        }
-        len += size_t(imm_len_0f(op2));
-        if (len > n) return false;
-        out->len = len;
-        return true;
-    }
-    ++i;
-    size_t len = i;
-    uint8_t modrm = 0;
-    if (has_modrm_1(op)) {
-        if (i >= n) return false;
-        modrm = p[i];
-        size_t m = modrm_len(p + i, n - i);
-        if (!m) return false;
-        len += m;
-    }
-    size_t imm_at = len;
-    // Control transfers (one-byte map).
-    if ((op >= 0x70 && op <= 0x7F) || (op >= 0xE0 && op <= 0xE3) || op == 0xEB) {
-        if (imm_at + 1 > n) return false;
-        out->len = imm_at + 1;
-        out->flow = op == 0xEB ? Flow::jmp_rel : Flow::jcc_rel;
-        out->rel = s8(p[imm_at]);
-        return true;
-    }
-    if (op == 0xE8 || op == 0xE9) {
-        if (imm_at + 4 > n) return false;
-        out->len = imm_at + 4;
-        out->flow = op == 0xE9 ? Flow::jmp_rel : Flow::call_rel;
-        out->rel = s32(p + imm_at);
-        return true;
-    }
-    if (op == 0xC3 || op == 0xC2 || op == 0xCB || op == 0xCA || op == 0xCF) out->flow = Flow::ret;
-    if (op == 0xCC || op == 0xCD || op == 0xF4 || op == 0xEA || op == 0x9A) out->flow = Flow::syscall;
-    if (op == 0xFF) {
-        unsigned r = (modrm >> 3) & 7;
-        if (r >= 2 && r <= 5) out->flow = Flow::indirect;
-    }
-    if (op == 0x06 || op == 0x07 || op == 0x0E || op == 0x16 || op == 0x17 || op == 0x1E || op == 0x1F || op == 0x27 ||
-        op == 0x2F || op == 0x37 || op == 0x3F || op == 0x60 || op == 0x61 || op == 0xCE || op == 0xD4 || op == 0xD5 ||
-        op == 0xD6)
-        return false;  // invalid in 64-bit mode
-    len += size_t(imm_len_1(op, opsize, rexw, modrm));
-    if (len > n || len > 15) return false;
-    out->len = len;
-    return true;
+    if (op == 0x0F) return decode_0f(p, n, i + 1, out);
+    return decode_one_byte(p, n, i, opsize, rexw, out);
 }
 
 }  // namespace pmulab::x86len

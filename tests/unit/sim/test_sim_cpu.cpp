@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/sim_cpu.h"
+#include "sim/sim_netburst.h"
 
 using namespace sim;
 using pmulab::Errc;
@@ -938,4 +939,44 @@ TEST(SimTsc, RdtscStepAndReferenceCycles) {
     c.ref_cycles(50);
     EXPECT_EQ(m.rdtsc(), 250u);
     EXPECT_EQ(m.cpu(1).tsc(), 0u);  // every CPU has its own TSC
+}
+
+// ---- the executor's API: a batch of retired instructions, in each family's own events ----
+
+TEST(SimRetire, EachPmuFamilyCountsItsOwnEvents) {
+    const u64 os = evtsel::OS | evtsel::EN;
+    // Intel: C0H instructions, C4H branches; one cycle (3CH) and one TSC tick per instruction.
+    SimMachine intel = intel_v3();
+    SimCpu& i = intel.cpu(0);
+    ASSERT_EQ(wr(i, reg::PERFEVTSEL0, evtsel::make(0xC0, 0, os)), 0);
+    ASSERT_EQ(wr(i, reg::PERFEVTSEL0 + 1, evtsel::make(0xC4, 0, os)), 0);
+    ASSERT_EQ(wr(i, reg::PERFEVTSEL0 + 2, evtsel::make(0x3C, 0, os)), 0);
+    u64 tsc = i.tsc();
+    i.retire({10, 3});
+    EXPECT_EQ(rd(i, reg::PMC0), 10u);
+    EXPECT_EQ(rd(i, reg::PMC0 + 1), 3u);
+    EXPECT_EQ(rd(i, reg::PMC0 + 2), 10u);
+    EXPECT_EQ(i.tsc(), tsc + 10);
+    // AMD: C0H instructions, 76H cycles, C2H branches.
+    SimMachine amd = amd_zen4();
+    SimCpu& a = amd.cpu(0);
+    ASSERT_EQ(wr(a, reg::AMD_EXT_CTL0, evtsel::make(0xC0, 0, os)), 0);
+    ASSERT_EQ(wr(a, reg::AMD_EXT_CTL0 + 2, evtsel::make(0x76, 0, os)), 0);
+    ASSERT_EQ(wr(a, reg::AMD_EXT_CTL0 + 4, evtsel::make(0xC2, 0, os)), 0);
+    a.retire({10, 3});
+    EXPECT_EQ(rd(a, reg::AMD_EXT_CTL0 + 1), 10u);
+    EXPECT_EQ(rd(a, reg::AMD_EXT_CTL0 + 3), 10u);
+    EXPECT_EQ(rd(a, reg::AMD_EXT_CTL0 + 5), 3u);
+    // NetBurst: instr_retired NBOGUSNTAG on IQ counter 0 (CRU_ESCR0, CCCR ESCR select 4).
+    SimMachine p4 = netburst_p4();
+    SimCpu& n = p4.cpu(0);
+    ASSERT_EQ(wr(n, nb::CRU_ESCR0, nb::escr(0x02, nb::NBOGUSNTAG, nb::OS)), 0);
+    ASSERT_EQ(wr(n, nb::CCCR0 + nb::IQ0, nb::ENABLE | nb::escr_select(4) | nb::THREAD_ANY), 0);
+    n.retire({10, 3});
+    EXPECT_EQ(rd(n, nb::COUNTER0 + nb::IQ0), 10u);
+    // No PMU: only time passes.
+    SimMachine tcg = qemu_tcg(1);
+    tsc = tcg.cpu(0).tsc();
+    tcg.cpu(0).retire({10, 3});
+    EXPECT_EQ(tcg.cpu(0).tsc(), tsc + 10);
 }

@@ -1,0 +1,156 @@
+// AMD performance counters (sim_families.h; the rules and their sources are in
+// sim_cpu.h): legacy PERF_CTL/CTR0-3, PerfCtrExtCore, PerfMonV2's global MSRs, HWCR,
+// IRPerfCount and DE_CFG, RDPMC, and what a batch of retired instructions counts.
+#include "sim/sim_families.h"
+
+namespace sim {
+
+AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout) : GpPmu(cpu, layout) {}
+
+AmdPmu::Slot AmdPmu::classify(u32 m) const {
+    const PmuLayout& L = layout_;
+    auto in = [m](u32 base, u32 n, u32* i) {
+        if (m < base || m >= base + n) return false;
+        *i = m - base;
+        return true;
+    };
+    u32 i = 0;
+    if (L.amd_legacy && in(reg::AMD_PERF_CTL0, 4, &i)) return {Reg::ctl, i};
+    if (L.amd_legacy && in(reg::AMD_PERF_CTR0, 4, &i)) return {Reg::ctr, i};
+    if (L.amd_ext_core && in(reg::AMD_EXT_CTL0, 2 * L.amd_counters, &i)) return {(i & 1) ? Reg::ctr : Reg::ctl, i / 2};
+    if (L.amd_v2) {
+        if (m == reg::AMD_GLOBAL_STATUS) return {Reg::gstatus, 0};
+        if (m == reg::AMD_GLOBAL_CTL) return {Reg::gctl, 0};
+        if (m == reg::AMD_GLOBAL_STATUS_CLR) return {Reg::gclr, 0};
+        if (m == reg::AMD_GLOBAL_STATUS_SET) return {Reg::gset, 0};
+    }
+    if (m == reg::AMD_HWCR) return {Reg::hwcr, 0};
+    if (m == reg::AMD_DE_CFG && L.amd_de_cfg) return {Reg::de_cfg, 0};
+    if (m == reg::AMD_IRPERF && L.amd_irperf) return {Reg::irperf, 0};
+    return {};
+}
+
+u8 AmdPmu::rdmsr(u32 msr, u64* out) const {
+    Slot s = classify(msr);
+    switch (s.reg) {
+        case Reg::ctr: *out = gp_[s.index].ctr; return 0;
+        case Reg::ctl: *out = gp_[s.index].ctl; return 0;
+        case Reg::gstatus: *out = global_status_; return 0;
+        case Reg::gctl: *out = global_ctrl_; return 0;
+        case Reg::gclr:
+        case Reg::gset: *out = 0; return 0;  // write-only in effect: reads return 0
+        case Reg::hwcr: *out = hwcr_; return 0;
+        case Reg::de_cfg: *out = de_cfg_; return 0;
+        case Reg::irperf: *out = irperf_; return 0;
+        case Reg::none: break;
+    }
+    return kVectorGP;
+}
+
+u8 AmdPmu::wrmsr(u32 msr, u64 v) {
+    // AMD APM PerfEvtSel: 7:0, 15:8, 16-18, 20, 22-31, 35:32 (event[11:8]), 41:40
+    // (HostOnly/GuestOnly); 19, 21, 39:36 and 63:42 reserved.
+    constexpr u64 kCtlWritable = (0xffffffffull & ~(bit(19) | bit(21))) | (0xfull << 32) | (0x3ull << 40);
+    Slot s = classify(msr);
+    switch (s.reg) {
+        case Reg::ctl:
+            if (v & ~kCtlWritable) return kVectorGP;
+            gp_[s.index].ctl = v;
+            gp_[s.index].prev = false;
+            return 0;
+        case Reg::ctr:
+            check_counter_write(msr, s.index, "PERF_CTL");
+            // APM: 48-bit counters; the model drops bits 63:48 of the written value.
+            gp_[s.index].ctr = v & width_mask(layout_.gp_width);
+            return 0;
+        case Reg::gctl: return write_masked(&global_ctrl_, v, layout_.gp_mask);
+        case Reg::gclr:
+            if (v & ~u64(layout_.gp_mask)) return kVectorGP;
+            global_status_ &= ~v;
+            return 0;
+        case Reg::gset:
+            if (v & ~u64(layout_.gp_mask)) return kVectorGP;
+            global_status_ |= v;
+            return 0;
+        case Reg::hwcr: hwcr_ = v; return 0;  // only IRPerfEn (bit 30) has an effect here
+        case Reg::de_cfg: de_cfg_ = v; return 0;
+        case Reg::irperf: return write_masked(&irperf_, v, width_mask(48));  // InstRetCnt[47:0]
+        case Reg::gstatus:
+        case Reg::none: break;  // read-only
+    }
+    return kVectorGP;
+}
+
+bool AmdPmu::poke(u32 msr, u64 v) {
+    Slot s = classify(msr);
+    switch (s.reg) {
+        case Reg::ctr: gp_[s.index].ctr = v & width_mask(layout_.gp_width); return true;
+        case Reg::ctl: gp_[s.index].ctl = v; return true;
+        case Reg::gstatus: global_status_ = v; return true;
+        case Reg::gctl: global_ctrl_ = v; return true;
+        case Reg::hwcr: hwcr_ = v; return true;
+        case Reg::de_cfg: de_cfg_ = v; return true;
+        case Reg::irperf: irperf_ = v & width_mask(48); return true;
+        default: return false;
+    }
+}
+
+u8 AmdPmu::rdpmc(u32 ecx, u64* out) const {
+    if (ecx >= layout_.amd_counters) return kVectorGP;  // NB/L3 counters not modelled
+    *out = gp_[ecx].ctr;
+    return 0;
+}
+
+void AmdPmu::state(PmuState* st) const {
+    const PmuLayout& L = layout_;
+    for (u32 i = 0; i < L.amd_counters && i < 32; ++i) {
+        u32 ctl = L.amd_ext_core ? reg::AMD_EXT_CTL0 + 2 * i : reg::AMD_PERF_CTL0 + i;
+        u32 ctr = L.amd_ext_core ? reg::AMD_EXT_CTL0 + 2 * i + 1 : reg::AMD_PERF_CTR0 + i;
+        (*st)[ctl] = gp_[i].ctl;
+        (*st)[ctr] = gp_[i].ctr;
+    }
+    if (L.amd_v2) {
+        (*st)[reg::AMD_GLOBAL_CTL] = global_ctrl_;
+        (*st)[reg::AMD_GLOBAL_STATUS] = global_status_;
+    }
+    if (L.amd_irperf) {
+        (*st)[reg::AMD_HWCR] = hwcr_;
+        (*st)[reg::AMD_IRPERF] = irperf_;
+    }
+}
+
+// ---- counting ----
+
+bool AmdPmu::gp_enabled(u32 i) const {
+    if (!GpPmu::gp_enabled(i)) return false;
+    // HG_ONLY with EFER.SVME = 0: HostOnly or GuestOnly alone counts nothing.
+    u64 hg = (gp_[i].ctl >> 40) & 3;
+    return hg != 1 && hg != 2;
+}
+
+bool AmdPmu::gp_matches(u32 i, u16 event, u16 umask) const {
+    u64 c = gp_[i].ctl;
+    return ((c & 0xff) | (((c >> 32) & 0xf) << 8)) == event && ((c >> 8) & 0xff) == umask;
+}
+
+// IRPerfCount: every retired instruction, every CPL, while HWCR.IRPerfEn.
+void AmdPmu::count_irperf(u64 n) {
+    if (!layout_.amd_irperf || !((hwcr_ >> 30) & 1)) return;
+    irperf_ = (irperf_ + n + (layout_.amd_irperf_erratum1054 ? n / 8 : 0)) & width_mask(48);
+}
+
+void AmdPmu::run_others(u64 cycles, const std::vector<Occurrence>& each) {
+    for (const Occurrence& o : each)
+        if (o.event == 0xC0 && o.umask == 0) count_irperf(o.per_cycle * cycles);
+}
+
+void AmdPmu::event_others(u16 event, u16 umask, u64 n) {
+    if (event == 0xC0 && umask == 0) count_irperf(n);
+}
+
+void AmdPmu::retire(SimCpu& cpu, const Retired& r) {
+    cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
+    if (r.branches) cpu.event(0xC2, 0x00, r.branches);
+}
+
+}  // namespace sim

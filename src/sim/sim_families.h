@@ -1,0 +1,137 @@
+// The PMU families with general-purpose counters (sim_pmu.h): the machinery they share
+// (GpPmu, sim_gp.cpp), Intel's architectural PMU (IntelPmu, sim_intel.cpp; its TopDown
+// parts in sim_topdown.cpp) and AMD's (AmdPmu, sim_amd.cpp). Not for use outside src/sim/.
+#pragma once
+
+#include "sim/sim_internal.h"
+#include "sim/sim_topdown.h"
+
+namespace sim {
+
+// General-purpose counters: a control (PERFEVTSELx / PERF_CTLx) and a counter each, a
+// global enable and overflow status where the family has them.
+class GpPmu : public PmuModel {
+public:
+    GpPmu(u32 cpu, const PmuLayout& layout);
+    void run(u64 cycles, const std::vector<Occurrence>& each) override;
+    void event(u16 event_select, u16 umask, u64 n) override;
+
+protected:
+    struct Gp {
+        u64 ctl = 0;
+        u64 ctr = 0;
+        bool prev = false;  // EDGE: the condition in the last evaluated cycle
+    };
+    // GLOBAL_CTRL/GLOBAL_STATUS exist (Intel v2+, AMD PerfMonV2).
+    virtual bool has_global() const = 0;
+    virtual bool gp_matches(u32 i, u16 event_select, u16 umask) const = 0;
+    virtual bool gp_enabled(u32 i) const;
+    // The family's other counters (Intel's fixed counters, AMD's IRPerfCount).
+    virtual void run_others(u64 cycles, const std::vector<Occurrence>& each) = 0;
+    virtual void event_others(u16 event_select, u16 umask, u64 n) = 0;
+
+    u64 gp_increment(Gp& g, u64 per_cycle, u64 cycles);
+    void add_gp(u32 i, u64 inc);
+    // A counter write while its control's enable bit is set (`what`: the control's name).
+    void check_counter_write(u32 msr, u32 i, const char* what);
+    u8 write_masked(u64* reg, u64 v, u64 writable);
+
+    Gp gp_[32];
+    u64 global_ctrl_ = 0;
+    u64 global_status_ = 0;
+};
+
+// Intel architectural performance monitoring, versions 1-6 (SDM Vol. 3B ch. 20).
+class IntelPmu final : public GpPmu {
+public:
+    IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
+    bool exists(u32 msr) const override { return classify(msr).reg != Reg::none; }
+    u8 rdmsr(u32 msr, u64* out) const override;
+    u8 wrmsr(u32 msr, u64 value) override;
+    bool poke(u32 msr, u64 value) override;
+    u8 rdpmc(u32 ecx, u64* out) const override;
+    void state(PmuState* out) const override;
+    void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
+    void retire(SimCpu& cpu, const Retired& r) override;
+    u64 perf_metrics_value() const override;
+    u64 topdown_count(unsigned i) const override { return i < 8 ? td_[i] : 0; }
+
+private:
+    enum class Reg : u8 {
+        none,
+        pmc,
+        a_pmc,
+        evtsel,
+        fixed_ctr,
+        fixed_ctrl,
+        global_status,
+        global_ctrl,
+        ovf_ctrl,
+        status_set,
+        inuse,
+        perf_metrics,
+    };
+    struct Slot {
+        Reg reg = Reg::none;
+        u32 index = 0;
+    };
+    Slot classify(u32 msr) const;
+    bool has_global() const override { return layout_.version >= 2; }
+    bool gp_matches(u32 i, u16 event_select, u16 umask) const override;
+    void run_others(u64 cycles, const std::vector<Occurrence>& each) override;
+    void event_others(u16 event_select, u16 umask, u64 n) override;
+    u8 write_counter(Slot s, u32 msr, u64 v);
+    u64 evtsel_writable_mask() const;
+    u64 fixed_ctrl_writable_mask() const;
+    u64 global_ctrl_mask() const;
+    u64 ovf_ctrl_mask() const;
+    u64 status_set_mask() const;
+    u64 inuse() const;
+    bool fixed_enabled(u32 i) const;
+    void add_fixed(u32 i, u64 inc);
+    bool metrics_counting() const;
+    u8 write_perf_metrics(u64 v);
+
+    SimAtom atom_ = SimAtom::none;  // E-core TopDown events (sim_topdown.h)
+    u64 slots_per_cycle_ = 4;       // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
+    u64 fixed_ctr_[16] = {};
+    u64 fixed_ctrl_ = 0;
+    u64 td_[8] = {};  // PERF_METRICS categories (sim_topdown.h)
+};
+
+// AMD performance counters (APM Vol. 2 §13.2): legacy, PerfCtrExtCore, PerfMonV2, with
+// HWCR, IRPerfCount and DE_CFG.
+class AmdPmu final : public GpPmu {
+public:
+    AmdPmu(u32 cpu, const PmuLayout& layout);
+    // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, C0H/76H/C2H for retire().
+    void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
+    void retire(SimCpu& cpu, const Retired& r) override;
+    u8 rdpmc(u32 ecx, u64* out) const override;
+    // The MSRs.
+    bool exists(u32 msr) const override { return classify(msr).reg != Reg::none; }
+    u8 rdmsr(u32 msr, u64* out) const override;
+    u8 wrmsr(u32 msr, u64 value) override;
+    bool poke(u32 msr, u64 value) override;
+    void state(PmuState* out) const override;
+
+private:
+    enum class Reg : u8 { none, ctl, ctr, gstatus, gctl, gclr, gset, hwcr, de_cfg, irperf };
+    struct Slot {
+        Reg reg = Reg::none;
+        u32 index = 0;
+    };
+    Slot classify(u32 msr) const;
+    bool has_global() const override { return layout_.amd_v2; }
+    bool gp_enabled(u32 i) const override;
+    bool gp_matches(u32 i, u16 event_select, u16 umask) const override;
+    void run_others(u64 cycles, const std::vector<Occurrence>& each) override;
+    void event_others(u16 event_select, u16 umask, u64 n) override;
+    void count_irperf(u64 n);
+
+    u64 hwcr_ = 0, irperf_ = 0;
+    // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
+    u64 de_cfg_ = 0;
+};
+
+}  // namespace sim

@@ -1,0 +1,64 @@
+// The simulated machine: the Hw seam (src/x86/hw.h) over several SimCpus, with MP
+// Services' reachability rules. Its builders (CPUID dumps, documented models) are in
+// sim_builders.h.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "sim/sim_core.h"
+
+namespace sim {
+
+class SimMachine final : public pmulab::Hw {
+public:
+    explicit SimMachine(const std::vector<CpuSpec>& cpus);
+    // One CPU per snapshot; topology from CPUID (APIC ID from leaf 0BH or 01H,
+    // package/core/thread from the leaf 0BH shifts), CPU 0 is the BSP (sim_builders.cpp).
+    static SimMachine from_snapshots(const std::vector<CpuidSnapshot>& snaps, u64 perf_capabilities = 0);
+    // One CPU per record of a parsed dump (pmulab/cpuid_dump.h): its raw leaves, and
+    // its APIC ID and location where the dump gives them (sim_builders.cpp).
+    static SimMachine from_records(const pmulab::Vec<pmulab::CpuRecord>& recs, u64 perf_capabilities = 0);
+
+    SimCpu& cpu(u32 i) { return cpus_.at(i); }
+    const SimCpu& cpu(u32 i) const { return cpus_.at(i); }
+    u32 size() const { return u32(cpus_.size()); }
+    u32 bsp() const { return bsp_; }
+    // Makes CPU i the BSP (topology flags, and the CPU top-level code runs on).
+    void set_bsp(u32 i);
+    // Runs fn with `cpu` current (like run_on_cpu, without the reachability rules).
+    template <typename F> void on(u32 cpu_index, F&& fn) {
+        u32 saved = current_;
+        current_ = cpu_index;
+        fn();
+        current_ = saved;
+    }
+
+    // The k-th WRMSR from now on any CPU faults, once.
+    void fail_nth_wrmsr(u64 k, u8 vector = pmulab::kVectorGP);
+    // Every CPU's log merged in access order.
+    std::vector<LogEntry> log_all() const;
+    void clear_logs();
+    u64 run_on_cpu_calls() const { return run_calls_; }
+
+    // ---- Hw ----
+    CpuidRegs cpuid(u32 leaf, u32 subleaf) override;
+    Result<u64> rdmsr(u32 msr) override;
+    Status wrmsr(u32 msr, u64 value) override;
+    Result<u64> rdpmc(u32 index) override;
+    u64 rdtsc() override;
+    u32 cpu_count() override { return size(); }
+    u32 current_cpu() override { return current_; }
+    Result<CpuTopology> topology(u32 cpu) override;
+    Status run_on_cpu(u32 cpu, pmulab::CpuFn fn, void* ctx) override;
+
+private:
+    std::shared_ptr<Shared> shared_;
+    std::vector<SimCpu> cpus_;
+    u32 bsp_ = 0;
+    u32 current_ = 0;
+    bool in_ap_ = false;
+    u64 run_calls_ = 0;
+};
+
+}  // namespace sim

@@ -1,0 +1,173 @@
+// The PMU of one simulated logical processor: one model per PMU family behind one
+// interface (PmuModel). The logical processor (sim_cpu.h) owns CPUID, the log, injected
+// faults, the time-stamp counter and the MSRs every vendor has; it asks its PmuModel first
+// about every MSR and RDPMC, and hands it the events of every cycle it runs.
+//
+//   family                       model (source)                       registers
+//   Intel architectural v1-v6    IntelPmu (sim_intel.cpp)             PMCx/PERFEVTSELx, fixed, GLOBAL_*, PERF_METRICS
+//   AMD K7 .. Zen 5              AmdPmu (sim_amd.cpp)                 PERF_CTL/CTR, PerfCtrExtCore, PerfMonV2, HWCR,
+//   IRPerfCount NetBurst (family 0FH)        NetBurstPmu (sim_netburst.cpp)       ESCR/CCCR, over the package's
+//   NetBurstModel none (QEMU TCG, v0)          NoPmu (sim_pmu.cpp)                  nothing
+//
+// Intel and AMD share their general-purpose counters' machinery (GpPmu, sim_gp.cpp): the
+// event match per cycle with CMASK/INV/EDGE/EQ, width and wrap, overflow status and PMIs.
+// A new PMU family is a new PmuModel (and a case in make_pmu_model); a new model of a
+// known family is a builder (sim_builders.h) with the CPUID that describes it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/sim_regs.h"
+#include "x86/cpuid.h"
+#include "x86/hw.h"
+
+namespace sim {
+
+using pmulab::CpuidRegs;
+using pmulab::CpuidSnapshot;
+using pmulab::u16;
+using pmulab::u32;
+using pmulab::u64;
+using pmulab::u8;
+
+// One kind of event occurring `per_cycle` times in every cycle of a run().
+// umask bits 15:8 are the UMASK2 field (PERFEVTSEL 47:40) where enumerated.
+struct Occurrence {
+    u16 event = 0;
+    u16 umask = 0;
+    u64 per_cycle = 0;
+};
+
+// All PMU MSR values of one CPU as RDMSR would return them (address -> value).
+using PmuState = std::map<u32, u64>;
+
+// Hardware truths CPUID does not tell (the Core 2 erratum), and "no PMU at all".
+struct PmuOverrides {
+    int fixed_count = -1;  // >= 0: the hardware has this many fixed counters
+    int fixed_width = -1;  // >= 0: ... of this width
+    bool none = false;     // no PMU whatever CPUID says (QEMU TCG)
+    int topdown_l2 = -1;   // PERF_METRICS bytes 4-7: -1 by model (Golden Cove+), 0 no, 1 yes
+};
+
+// Slots of every cycle (sim_topdown.h): level 1 sums to slots_per_cycle, level 2 <= parent.
+struct TopdownBudget {
+    u64 slots_per_cycle = 0, retiring = 0, bad_spec = 0, fe_bound = 0, be_bound = 0;
+    u64 heavy_ops = 0, br_mispredict = 0, fetch_lat = 0, mem_bound = 0;
+    u64 part(unsigned i) const;  // 0..7 in PERF_METRICS byte order
+};
+
+// A batch of retired instructions, as the executor reports them (SimCpu::retire): each
+// PMU family turns it into its own events (Intel C0H/C4H/A4H, AMD C0H/76H/C2H, NetBurst
+// instr_retired/uops_retired/branch_retired).
+struct Retired {
+    u64 instructions = 0;
+    u64 branches = 0;   // of those instructions
+    bool body = false;  // the measured body: the body's TopDown budget applies (sim_topdown.h)
+};
+
+// The PMU the model derived from CPUID (its own decoding, not pmulab's).
+struct PmuLayout {
+    enum class Kind : u8 { none, intel, amd };
+    Kind kind = Kind::none;
+    u8 version = 0;   // Intel architectural perfmon version
+    u32 gp_mask = 0;  // GP counters that exist (bit i = counter i)
+    u32 gp_width = 0;
+    u32 fixed_mask = 0;  // fixed counters that exist
+    u32 fixed_width = 0;
+    bool anythread_writable = false;  // v3+
+    bool anythread_ignored = false;   // CPUID.0AH:EDX[15]
+    bool leaf23 = false;
+    bool umask2 = false;              // PERFEVTSEL 47:40 writable
+    bool rdpmc_user_disable = false;  // CPUID.23H.0:EBX[2]: FIXED_CTR_CTRL bits 33+4i
+    bool eq = false;                  // PERFEVTSEL 36 writable
+    bool vendor_intel = false;        // GenuineIntel (IA32_MISC_ENABLE exists)
+    bool pdcm = false;                // IA32_PERF_CAPABILITIES exists
+    u64 perf_caps = 0;
+    bool full_width_writes = false;                      // IA32_A_PMCx exist
+    bool perf_metrics = false, perf_metrics_l2 = false;  // IA32_PERF_METRICS (bytes 4-7: l2)
+    // AMD
+    bool amd_legacy = false;    // PERF_CTL/CTR0-3 at C001_0000/C001_0004
+    bool amd_ext_core = false;  // CTL/CTR at C001_0200 + 2i
+    bool amd_v2 = false;        // global control MSRs C000_0300..0303
+    u32 amd_counters = 0;
+    bool amd_irperf = false;  // IRPerfCount C000_00E9 (CPUID 8000_0008H:EBX[1])
+    // Family 17h models 00h-2Fh: erratum 1054, IRPerfCount "may be inaccurate"; the
+    // simulator makes it over-count by 1/8 so that code trusting it gets wrong counts.
+    bool amd_irperf_erratum1054 = false;
+    bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
+    bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
+    bool amd_de_cfg = false;      // DE_CFG C001_1029 (family >= 10h)
+    // Intel IA32_DEBUGCTL (every Intel CPU the model knows), with FREEZE_WHILE_SMM (bit 14)
+    // writable only where IA32_PERF_CAPABILITIES[12] enumerates it (else #GP).
+    bool debugctl = false;
+    bool freeze_while_smm = false;
+    bool smi_count = false;  // MSR_SMI_COUNT (34H): Intel architectural PMU v3 and later (Nehalem on)
+    bool efffreq = false;    // IA32_MPERF/APERF (E7H/E8H) on Intel: CPUID.06H:ECX[0]
+
+    bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
+    bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }
+};
+PmuLayout derive_layout(const CpuidSnapshot& s, u64 perf_capabilities, const PmuOverrides& ov);
+
+class SimCpu;
+struct CpuSpec;
+
+// One PMU family's registers and counting, for one logical processor.
+class PmuModel {
+public:
+    PmuModel(u32 cpu, const PmuLayout& layout) : cpu_(cpu), layout_(layout) {}
+    virtual ~PmuModel() = default;
+    PmuModel(const PmuModel&) = delete;
+    PmuModel& operator=(const PmuModel&) = delete;
+
+    const PmuLayout& layout() const { return layout_; }
+    // IA32_PERF_CAPABILITIES changed: the same registers, some of them now (not) there.
+    void set_layout(const PmuLayout& layout) { layout_ = layout; }
+    // The privilege level the USR/OS filters see.
+    void set_cpl(u8 cpl) { cpl_ = cpl; }
+
+    // ---- MSRs and RDPMC ----
+    // Whether the model answers `msr` (else the CPU's own MSRs, then its UnknownMsr rule).
+    virtual bool claims(u32 msr) const { return exists(msr); }
+    virtual bool exists(u32 msr) const = 0;
+    // An MSR the model claims: 0 or the fault vector (#GP 13).
+    virtual u8 rdmsr(u32 msr, u64* out) const = 0;
+    virtual u8 wrmsr(u32 msr, u64 value) = 0;
+    // Raw state without the WRMSR checks; false when the MSR has no state to set.
+    virtual bool poke(u32 msr, u64 value) = 0;
+    virtual u8 rdpmc(u32 ecx, u64* out) const = 0;
+    virtual void state(PmuState* out) const = 0;
+
+    // ---- counting (SimCpu::run/event document the rules) ----
+    virtual void run(u64 cycles, const std::vector<Occurrence>& each) { (void)cycles, (void)each; }
+    virtual void event(u16 event_select, u16 umask, u64 n) { (void)event_select, (void)umask, (void)n; }
+    // The events a TopDown slot budget issues in each of `cycles` cycles, appended to *out.
+    virtual void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) {
+        (void)b, (void)cycles, (void)out;
+    }
+    // The family's events of a batch of retired instructions, driven through the CPU's
+    // run()/event() (so that SMIs, APERF/MPERF and TopDown budgets apply).
+    virtual void retire(SimCpu& cpu, const Retired& r) { (void)cpu, (void)r; }
+    virtual u64 perf_metrics_value() const { return 0; }
+    virtual u64 topdown_count(unsigned i) const { return (void)i, 0; }
+
+    u64 pmi_count() const { return pmis_; }
+    const std::vector<std::string>& violations() const { return violations_; }
+    void clear_violations() { violations_.clear(); }
+
+protected:
+    u32 cpu_;
+    PmuLayout layout_;
+    u8 cpl_ = 0;
+    u64 pmis_ = 0;
+    std::vector<std::string> violations_;
+};
+
+// The model for a logical processor: NetBurst where the spec carries a register file,
+// else by the layout's kind.
+std::unique_ptr<PmuModel> make_pmu_model(u32 cpu, const CpuSpec& spec, const PmuLayout& layout);
+
+}  // namespace sim

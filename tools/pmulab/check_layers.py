@@ -14,10 +14,14 @@ MAX_LINES (a file that grows past it should be split along its seams).
 Usage: tools/check-layers.py [--root DIR]. Prints one line per violation and exits 1
 when there are any, else prints a one-line summary and exits 0.
 """
+
+from __future__ import annotations
 import argparse
 import os
 import re
 import sys
+
+from . import ROOT
 
 # Rank of each folder under src/; equal ranks are peers that may not include each other.
 LAYERS = {
@@ -38,13 +42,13 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCE_EXT = (".h", ".cpp", ".S")
 
 
-def layer_of(rel):
+def layer_of(rel: str) -> str | None:
     """The layer folder of a path relative to src/ ('x86/cpuid.h' -> 'x86')."""
     top = rel.split("/", 1)[0]
     return top if top in LAYERS else None
 
 
-def resolve(src_root, including, target):
+def resolve(src_root: str, including: str, target: str) -> str | None:
     """Path (relative to src/) of an include: the including file's folder first, then src/."""
     here = os.path.dirname(including)
     for cand in (os.path.normpath(os.path.join(here, target)), os.path.normpath(target)):
@@ -53,9 +57,9 @@ def resolve(src_root, including, target):
     return None
 
 
-def main():
+def main() -> int:
     ap = argparse.ArgumentParser(description="check pmulab's include layering")
-    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    ap.add_argument("--root", default=ROOT)
     args = ap.parse_args()
     src_root = os.path.join(args.root, "src")
     files = []
@@ -117,5 +121,10 @@ def main():
     return 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/check-layers.py)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

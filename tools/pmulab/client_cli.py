@@ -7,7 +7,7 @@
   tools/pmulab-client --qemu --tcp [run-qemu options] --batch FILE   (QEMU, agent on TCP)
 
 FILE holds one pmulab command line per line (`#` comments, blank lines skipped; `-` is
-stdin); `--asm`, `--asm-init`, ... are assembled here (tools/pmulab_asm.py) into code
+stdin); `--asm`, `--asm-init`, ... are assembled here (tools/pmulab/asm.py) into code
 blobs, every line before anything boots. Every record the agent sends is printed as one
 JSON line with "id" (the request) and "line" (the line of FILE); each line ends with its
 {"type":"done","id":..,"line":..,"status":N}.
@@ -16,21 +16,23 @@ Exit status: 0 every line succeeded; 1 a line failed (its records say why) or th
 was lost; 2 bad arguments or a line that does not split or assemble (nothing runs).
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import sys
+from typing import Sequence
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pmulab_asm  # noqa: E402
-from pmulab_client import Agent, AgentError, asm_to_blobs  # noqa: E402
+from . import asm as pmulab_asm
+from .client import Agent, AgentError, asm_to_blobs
 
 
-def fail(msg, status=2):
+def fail(msg: str, status: int = 2) -> int:
     print(f"pmulab-client: error: {msg}", file=sys.stderr)
     return status
 
 
-def read_batch(path):
+def read_batch(path: str) -> list[tuple[int, list[str], dict[str, bytes]]]:
     try:
         data = sys.stdin.buffer.read() if path == "-" else open(path, "rb").read()
     except OSError as e:
@@ -56,7 +58,7 @@ def read_batch(path):
     return lines
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     p = argparse.ArgumentParser(prog="pmulab-client", description="Run command lines through pmulab serve.",
                                 epilog="Other options go to run-qemu.sh (--smp, --icount, --cpu, --kvm, ...).")
     where = p.add_mutually_exclusive_group()
@@ -125,5 +127,10 @@ def main(argv):
     return worst
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-client)."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    cli()

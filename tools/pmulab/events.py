@@ -29,14 +29,18 @@ used. Exit status: 0 success, 1 the output could not be written, 2 bad arguments
 bad input (the message names the file and line, or the JSON path, and the reason).
 """
 
+from __future__ import annotations
+
 import argparse
 import csv
 import json
 import os
 import re
 import sys
+from typing import Any, Dict, Iterable, NoReturn, Sequence
 
 PROG = "pmulab-events"
+Event = Dict[str, Any]  # one JSON object of a perfmon file (an event, a metric, a header)
 
 # Columns of mapfile.csv that the converter reads.
 MAP_COLUMNS = ("Family-model", "Version", "Filename", "EventType", "Core Type", "Native Model ID")
@@ -64,18 +68,19 @@ class InputError(Exception):
     """Bad input: reported as 'pmulab-events: error: ...' with exit status 2."""
 
 
-def fail(msg):
+def fail(msg: str) -> NoReturn:
     raise InputError(msg)
 
 
-def warn(msg):
+def warn(msg: str) -> None:
     print(f"{PROG}: warning: {msg}", file=sys.stderr)
 
 
 # ---------------------------------------------------------------- mapfile.csv
 
 class MapRow:
-    def __init__(self, line, family, model, steppings, rel, event_type, core_type, native, version):
+    def __init__(self, line: int, family: int, model: int, steppings: list[int] | None, rel: str,
+                 event_type: str, core_type: int | None, native: int | None, version: str) -> None:
         self.line = line
         self.version = version
         self.family = family        # display family (decimal in the mapfile)
@@ -86,7 +91,7 @@ class MapRow:
         self.core_type = core_type  # None, or CPUID.1AH:EAX[31:24]
         self.native = native        # None, or CPUID.1AH:EAX[23:0]
 
-    def match_lines(self):
+    def match_lines(self) -> list[str]:
         """The @match lines of this row (one per contiguous stepping range)."""
         base = f"@match GenuineIntel {self.family:02X}_{self.model:02X}"
         tail = ""
@@ -105,7 +110,7 @@ class MapRow:
 FM_RE = re.compile(r"^GenuineIntel-(\d+)-([0-9A-Fa-f]{1,2})(?:-\[([0-9A-Fa-f]+)\])?$")
 
 
-def parse_hex_field(text, what, where, limit):
+def parse_hex_field(text: str, what: str, where: str, limit: int) -> int:
     t = text.strip()
     if not re.fullmatch(r"0[xX][0-9A-Fa-f]+|[0-9A-Fa-f]+", t):
         fail(f"{where}: {what} '{text}' is not a hex number")
@@ -115,7 +120,7 @@ def parse_hex_field(text, what, where, limit):
     return v
 
 
-def read_mapfile(perfmon):
+def read_mapfile(perfmon: str) -> tuple[str, list[MapRow]]:
     path = os.path.join(perfmon, "mapfile.csv")
     try:
         f = open(path, newline="", encoding="utf-8")
@@ -183,9 +188,9 @@ def read_mapfile(perfmon):
     return path, rows
 
 
-def ranges(values):
+def ranges(values: Iterable[int]) -> list[tuple[int, int]]:
     """Contiguous runs of a sorted list of integers: [(lo, hi), ...]."""
-    out = []
+    out: list[list[int]] = []
     for v in values:
         if out and v == out[-1][1] + 1:
             out[-1][1] = v
@@ -199,7 +204,7 @@ def ranges(values):
 MODEL_RE = re.compile(r"^([0-9A-Fa-f]{1,2})_([0-9A-Fa-f]{1,2})[hH]?$")
 
 
-def parse_models(values):
+def parse_models(values: Iterable[str]) -> list[tuple[int, int]]:
     out = []
     for v in values:
         for item in v.split(","):
@@ -213,7 +218,7 @@ def parse_models(values):
 
 # ---------------------------------------------------------------- events
 
-def field(ev, key, where, default="0"):
+def field(ev: Event, key: str, where: str, default: str = "0") -> str:
     v = ev.get(key, default)
     if v is None:
         return default
@@ -222,7 +227,7 @@ def field(ev, key, where, default="0"):
     return v.strip()
 
 
-def flag(ev, key, where):
+def flag(ev: Event, key: str, where: str) -> bool:
     v = field(ev, key, where)
     if v in ("", "0"):
         return False
@@ -231,14 +236,14 @@ def flag(ev, key, where):
     fail(f"{where}.{key}: '{v}' is not 0 or 1")
 
 
-def hex_value(text, what, where):
+def hex_value(text: str, what: str, where: str) -> int:
     t = text.strip()
     if not re.fullmatch(r"0[xX][0-9A-Fa-f]+|[0-9]+", t):
         fail(f"{where}.{what}: '{text}' is not a number (hex with 0x, or decimal)")
     return int(t, 16) if t[:2].lower() == "0x" else int(t)
 
 
-def counter_set(text, what, where):
+def counter_set(text: str, what: str, where: str) -> tuple[str, Any] | None:
     """('fixed', n), ('gp', set) or None for an empty field."""
     t = text.strip()
     if not t:
@@ -255,7 +260,7 @@ def counter_set(text, what, where):
     return ("gp", s)
 
 
-def ctr_spec(s):
+def ctr_spec(s: set[int]) -> str:
     """The CTR= value for a set of general-purpose counters."""
     rs = ranges(sorted(s))
     if len(rs) == 1:
@@ -276,8 +281,9 @@ class Skip(Exception):
         self.reason = reason
 
 
-def convert_event(ev, where, include_deprecated):
-    """Returns (name, token, gp_set or None) or raises Skip / InputError."""
+def convert_event(ev: Event, where: str, include_deprecated: bool) -> tuple[str, Any, set[int] | None]:
+    """Returns (name, token, gp_set or None) or raises Skip / InputError; token is the text,
+    or (text, where CTR= goes) for an event on general-purpose counters."""
     if not isinstance(ev, dict):
         fail(f"{where}: expected an object, found {type(ev).__name__}")
     for key in ("EventCode", "UMask", "EventName"):
@@ -368,12 +374,12 @@ def convert_event(ev, where, include_deprecated):
     return name, (token, ctr_index), (gp or None)
 
 
-def printable(text):
+def printable(text: str) -> str:
     """Text for a header comment: printable ASCII only."""
     return "".join(c if " " <= c <= "~" else "?" for c in text)
 
 
-def load_json(path, rel):
+def load_json(path: str, rel: str) -> tuple[Event, list[Any], str]:
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -389,7 +395,7 @@ def load_json(path, rel):
         fail(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}")
     except RecursionError:
         fail(f"{path}: invalid JSON: nested too deeply")
-    header = {}
+    header: Event = {}
     if isinstance(data, dict):
         if "Events" not in data:
             fail(f"{path}: the top-level object has no 'Events' list")
@@ -408,12 +414,13 @@ def load_json(path, rel):
     return header, events, prefix
 
 
-def convert_file(perfmon, rel, rows, include_deprecated, mapfile_version):
+def convert_file(perfmon: str, rel: str, rows: list[MapRow], include_deprecated: bool,
+                 mapfile_version: str) -> tuple[list[str], int, dict[str, list[str]]]:
     path = os.path.join(perfmon, rel)
     header, events, prefix = load_json(path, rel)
     out_events = []  # (name, token, gp)
-    seen = {}
-    skipped = {}
+    seen: dict[str, Any] = {}
+    skipped: dict[str, list[str]] = {}
     for i, ev in enumerate(events):
         where = f"{path}: {prefix}[{i}]"
         try:
@@ -476,13 +483,13 @@ def convert_file(perfmon, rel, rows, include_deprecated, mapfile_version):
 METRIC_TOKEN = re.compile(r"\s*(?:(?P<num>\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)|(?P<id>[A-Za-z_][A-Za-z0-9_.]*)|(?P<op>[-+*/()]))")
 
 
-def metric_text(text, limit):
+def metric_text(text: str, limit: int) -> str:
     """A value for a metric-file field: no ';' or '#' (field and comment separators)."""
     t = printable(str(text)).replace(";", ",").replace("#", "no.").strip()
     return t[:limit]
 
 
-def convert_metric(m, where):
+def convert_metric(m: Event, where: str) -> str:
     """One Intel metric -> a pmulab metric line, or Skip."""
     if not isinstance(m, dict):
         raise InputError(f"{where}: not an object")
@@ -539,11 +546,11 @@ def convert_metric(m, where):
     return "; ".join(fields)
 
 
-def convert_metrics(perfmon, rel):
+def convert_metrics(perfmon: str, rel: str) -> list[tuple[str, list[str], int, int]]:
     """The metric files of the CPU whose event file is `rel`: [(out_name, lines, count, left)]."""
     code_dir = os.path.dirname(os.path.dirname(rel))
     mdir = os.path.join(perfmon, code_dir, "metrics")
-    results = []
+    results: list[tuple[str, list[str], int, int]] = []
     if not os.path.isdir(mdir):
         return results
     for fn in sorted(os.listdir(mdir)):
@@ -558,7 +565,8 @@ def convert_metrics(perfmon, rel):
         metrics = data.get("Metrics") if isinstance(data, dict) else data
         if not isinstance(metrics, list):
             raise InputError(f"{path}: no Metrics list")
-        lines, left = [], {}
+        lines: list[str] = []
+        left: dict[str, list[str]] = {}
         for i, m in enumerate(metrics):
             try:
                 lines.append(convert_metric(m, f"{path}: Metrics[{i}]"))
@@ -574,7 +582,7 @@ def convert_metrics(perfmon, rel):
     return results
 
 
-def main(argv=None):
+def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog=PROG,
         description="Convert Intel perfmon event files (a checkout of github.com/intel/perfmon) into "
@@ -595,7 +603,7 @@ def main(argv=None):
         models = parse_models(args.model) if args.model else None
         mapfile, rows = read_mapfile(args.perfmon)
         # JSON files in mapfile order, with the rows (CPUs) each serves.
-        by_file = {}
+        by_file: dict[str, list[MapRow]] = {}
         for r in rows:
             by_file.setdefault(r.rel, []).append(r)
         if models is not None:
@@ -611,7 +619,7 @@ def main(argv=None):
             chosen = list(by_file)
             if not chosen:
                 raise InputError(f"{mapfile}: no core or hybridcore rows")
-        outputs = {}
+        outputs: dict[str, tuple[str]] = {}
         for rel in chosen:
             out_name = os.path.basename(rel)[:-len(".json")] + ".evt"
             if out_name.lower() in {k.lower() for k in outputs}:
@@ -622,7 +630,7 @@ def main(argv=None):
             rs = by_file[rel]
             lines, count, skipped = convert_file(args.perfmon, rel, rs, args.include_deprecated, rs[0].version)
             results.append((out_name, rel, lines, count, skipped))
-        metric_files = []
+        metric_files: list[tuple[str, list[str], int, int]] = []
         if args.metrics:
             for rel in chosen:
                 for m in convert_metrics(args.perfmon, rel):
@@ -654,5 +662,10 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-events)."""
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    cli()

@@ -11,7 +11,7 @@
         image mode (--no-agent): a disk image with the campaign as \\pmulab\\pmulab.cfg
           (tools/mkimage.sh), booted as a USB stick would be (tools/qemu_run.py --image);
         agent mode (--agent): one boot into `pmulab serve --results` per configuration,
-          every campaign line sent as a request (tools/pmulab_client); the agent writes the
+          every campaign line sent as a request (tools/pmulab/client.py); the agent writes the
           same results files, and the status of every command comes back (commands.json).
       The default picks the agent when a campaign has more than one command.
       Every run folder also gets table.txt: per results file its command line and the
@@ -26,7 +26,7 @@
       with a note, so merging a lab folder again never counts a record twice.
 
 Campaign lines may use --asm TEXT, --asm-init, --asm-late-init, --asm-one-time-init
-(--att): they are assembled on the host (tools/pmulab_asm.py) into --code HEX in the
+(--att): they are assembled on the host (tools/pmulab/asm.py) into --code HEX in the
 image; code that does not assemble is an error (status 2) before any boot.
 
 Run folders are unique: <config>-smp<N>[-<cpu>]; two configs with the same base name
@@ -42,6 +42,8 @@ Exit status: 0 all boots ok; 1 some boot or pmulab command failed (the others ar
 merged), or a file could not be read or written; 2 bad arguments or bad input files.
 """
 
+from __future__ import annotations
+
 import argparse
 import concurrent.futures
 import csv
@@ -54,11 +56,14 @@ import shutil
 import subprocess
 import tempfile
 import sys
+from typing import Any, Callable, Dict, Iterable, NoReturn, Sequence, TextIO, Tuple
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pmulab_asm  # noqa: E402
-import pmulab_client  # noqa: E402
+from . import ROOT
+from . import asm as pmulab_asm
+from . import client as pmulab_client
+
+Record = Dict[str, Any]  # one JSON record (a results line, a command's state)
+Job = Tuple[str, int, str, str]  # one boot: (config, smp, cpu model, run folder)
 ESP_OFFSET = "@@1M"  # tools/mkimage.sh puts the ESP at 1 MiB
 AGENT_CMD_MAX = 4096  # the longest "cmd" the agent takes (docs/agent.md)
 
@@ -71,7 +76,7 @@ class LabError(Exception):
         self.status = status
 
 
-def say(text):
+def say(text: str) -> None:
     """A line on stdout; a reader that went away (`| head -1`) does not stop the work:
     the remaining boots still run and are merged."""
     try:
@@ -80,12 +85,12 @@ def say(text):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def die(msg, status=2):
+def die(msg: str, status: int = 2) -> NoReturn:
     print(f"pmulab-lab: error: {msg}", file=sys.stderr)
     sys.exit(status)
 
 
-def check_campaign(cfg, data):
+def check_campaign(cfg: str, data: bytes) -> None:
     """pmulab's own campaign check (build/host/pmulab-check) of the campaign as it will
     reach the target (data: --asm already assembled, one line per line): a typo costs no
     boot. Messages name cfg."""
@@ -102,7 +107,7 @@ def check_campaign(cfg, data):
         die(f"run: config {cfg} has errors; nothing was run (pmulab would refuse it)", r.returncode)
 
 
-def mtools(args, img):
+def mtools(args: list[str], img: str) -> str:
     env = dict(os.environ, MTOOLS_SKIP_CHECK="1", MTOOLS_NO_VFAT="0")
     try:
         p = subprocess.run([args[0], "-i", img + ESP_OFFSET, *args[1:]], stdout=subprocess.PIPE,
@@ -115,7 +120,7 @@ def mtools(args, img):
     return p.stdout
 
 
-def pull(img, out_dir):
+def pull(img: str, out_dir: str) -> list[str]:
     """Copies \\pmulab\\results\\* from the image into out_dir; returns the file names.
     Never overwrites: a name out_dir already holds stops the pull before anything is copied."""
     if not os.path.isfile(img):
@@ -163,7 +168,7 @@ def pull(img, out_dir):
     return names
 
 
-def flatten(obj, prefix="", out=None):
+def flatten(obj: Any, prefix: str = "", out: dict[str, str] | None = None) -> dict[str, str]:
     """The same flattening as pmulab's CSV writer: nested keys joined by '.', arrays by ';'."""
     if out is None:
         out = {}
@@ -184,7 +189,7 @@ def flatten(obj, prefix="", out=None):
     return out
 
 
-def read_text(path):
+def read_text(path: str) -> str:
     """A file's text (strict UTF-8); LabError with the reason otherwise."""
     try:
         with open(path, "rb") as f:
@@ -197,7 +202,7 @@ def read_text(path):
         raise LabError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})")
 
 
-def read_jsonl(path):
+def read_jsonl(path: str) -> list[Record]:
     recs = []
     for n, line in enumerate(read_text(path).split("\n"), 1):
         line = line.strip()
@@ -215,7 +220,7 @@ def read_jsonl(path):
     return recs
 
 
-def run_label(run_dir, folder):
+def run_label(run_dir: str, folder: str) -> str:
     """The run a results file belongs to: its folder relative to the parent of the folder
     given to merge, with the "results" folder pmulab-lab run and pull write stripped."""
     d = os.path.abspath(run_dir)
@@ -227,7 +232,7 @@ def run_label(run_dir, folder):
     return rel
 
 
-def write_file(path, write):
+def write_file(path: str, write: Callable[[TextIO], object]) -> None:
     try:
         with open(path, "w", newline="" if path.endswith(".csv") else None, encoding="utf-8") as f:
             write(f)
@@ -235,7 +240,7 @@ def write_file(path, write):
         raise LabError(f"cannot write {path}: {e.strerror}", 1)
 
 
-def merge(folders, prefix, labels=None):
+def merge(folders: Sequence[str], prefix: str, labels: dict[str, Record] | None = None) -> int:
     """Merges every *.jsonl below folders into PREFIX.jsonl / PREFIX.csv. Returns record count."""
     labels = labels or {}
     merged = []
@@ -254,7 +259,7 @@ def merge(folders, prefix, labels=None):
                 print(f"pmulab-lab: note: skipped {path}: a merged file (its records carry \"lab\")",
                       file=sys.stderr)
                 continue
-            lab = {"run": run_label(run_dir, folder), "file": os.path.basename(path)}
+            lab: Record = {"run": run_label(run_dir, folder), "file": os.path.basename(path)}
             lab.update(labels.get(os.path.abspath(run_dir), {}))
             for rec in recs:
                 rec = dict(rec)
@@ -287,11 +292,11 @@ def merge(folders, prefix, labels=None):
     return len(merged)
 
 
-def slug(s):
+def slug(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s).strip("_") or "x"
 
 
-def with_shutdown(data):
+def with_shutdown(data: bytes) -> bytes:
     """The campaign as written, byte for byte, plus a --shutdown line (in the file's own
     line ending) when it has none: the VM must power off when the campaign is done."""
     text = data.decode("utf-8")
@@ -302,7 +307,7 @@ def with_shutdown(data):
     return data + sep + b"# added by pmulab-lab" + nl + b"--shutdown" + nl
 
 
-def campaign_data(cfg, args):
+def campaign_data(cfg: str, args: argparse.Namespace) -> bytes:
     """The campaign as it reaches the target (--asm assembled), from cmd_run's check."""
     data = getattr(args, "campaigns", {}).get(cfg)
     if data is None:
@@ -311,7 +316,7 @@ def campaign_data(cfg, args):
     return data
 
 
-def boot_one(job, args):
+def boot_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
     """Builds the image, boots it, pulls the results. Returns (job, status, message)."""
     cfg, smp, cpu, run_dir = job
     img = os.path.join(run_dir, "pmulab.img")
@@ -351,7 +356,7 @@ def boot_one(job, args):
 
 # ---------------------------------------------------------------- agent mode
 
-def campaign_commands(data):
+def campaign_commands(data: bytes) -> list[tuple[int, list[str]]]:
     """(line number, words) of every command of a campaign (bytes, --asm already
     assembled), as pmulab reads it: '#' comments, blank lines and the '--shutdown' line
     are not commands."""
@@ -366,7 +371,7 @@ def campaign_commands(data):
     return out
 
 
-def agent_obstacle(commands, efi):
+def agent_obstacle(commands: list[tuple[int, list[str]]], efi: str) -> str | None:
     """Why a campaign cannot run through the agent (None when it can)."""
     default = os.path.join(ROOT, "build", "pmulab.efi")
     if os.path.realpath(efi) != os.path.realpath(default):
@@ -379,7 +384,7 @@ def agent_obstacle(commands, efi):
     return None
 
 
-def request_of(words):
+def request_of(words: list[str]) -> tuple[str | list[str], dict[str, bytes] | None]:
     """A campaign line as a request: the line itself (so the meta record's command_line is
     the one image mode writes), or, when it is longer than the agent takes (4096
     characters), with its --code* HEX sent as blobs."""
@@ -390,7 +395,7 @@ def request_of(words):
     return argv, blobs
 
 
-def line_ranges(lines):
+def line_ranges(lines: Sequence[Any]) -> str:
     """[3, 4, 5, 8] -> '3-5, 8'."""
     out, i = [], 0
     while i < len(lines):
@@ -402,7 +407,7 @@ def line_ranges(lines):
     return ", ".join(out)
 
 
-def link_results(states, rendered, res_dir, files):
+def link_results(states: list[Record], rendered: dict[int, str], res_dir: str, files: Iterable[str]) -> None:
     """Adds "results" to each command: the results file (NNNN-<command>, without .jsonl)
     it wrote, found by the meta record's command_line in the order the commands ran."""
     for st in states:
@@ -423,7 +428,7 @@ def link_results(states, rendered, res_dir, files):
             j = k + 1
 
 
-def agent_one(job, args):
+def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
     """Agent mode: one boot into `serve --results`, every command a request, the results
     files pulled from the disk image afterwards. Returns (job, status, message)."""
     cfg, smp, cpu, run_dir = job
@@ -440,7 +445,7 @@ def agent_one(job, args):
     if args.icount is not None:
         qargs += ["--icount", str(args.icount)]
     serve_args = ["--results"] + (["--unsafe"] if any("--unsafe" in w for _, w in commands) else [])
-    states = [{"line": n, "command": " ".join(pmulab_asm.quote(w) for w in words), "status": None,
+    states: list[Record] = [{"line": n, "command": " ".join(pmulab_asm.quote(w) for w in words), "status": None,
                "state": "not run", "reason": None} for n, words in commands]
     lost, qemu_status, console = None, None, os.path.join(run_dir, "console.txt")
     with open(console, "w") as log:
@@ -506,7 +511,7 @@ def agent_one(job, args):
     link_results(states, rendered if agent is not None else {}, os.path.join(run_dir, "results"), files)
     write_file(os.path.join(run_dir, "commands.json"),
                lambda f: f.write("[\n" + ",\n".join(json.dumps(st) for st in states) + "\n]\n"))
-    counts = {}
+    counts: dict[str, int] = {}
     for st in states:
         counts[st["state"]] = counts.get(st["state"], 0) + 1
     msg = f"agent, {len(states)} commands: " + ", ".join(f"{v} {k}" for k, v in counts.items())
@@ -528,7 +533,7 @@ def agent_one(job, args):
 
 # ---------------------------------------------------------------- table.txt
 
-def size_text(n):
+def size_text(n: int | None) -> str:
     """pmulab's size column: 4K, 64K, 1M (put_size_suffix), else bytes."""
     if not isinstance(n, int):
         return "-"
@@ -538,7 +543,7 @@ def size_text(n):
     return str(n)
 
 
-def write_table(run_dir):
+def write_table(run_dir: str) -> None:
     """run_dir/table.txt from its results files: per file its command line, the
     median/q1/q3/est table of its results (values as the records hold them) and its
     errors. Image and agent mode write the same files, so the same table."""
@@ -546,7 +551,7 @@ def write_table(run_dir):
     names = sorted(f for f in os.listdir(res) if f.endswith(".jsonl")) if os.path.isdir(res) else []
     out = [f"# {os.path.basename(run_dir)}: {len(names)} results files (pmulab-lab; values per iteration)"]
     for name in names:
-        recs = []
+        recs: list[Record] = []
         for line in read_text(os.path.join(res, name)).split("\n"):
             try:
                 rec = json.loads(line, parse_float=lambda t: t)  # the digits pmulab wrote
@@ -554,7 +559,7 @@ def write_table(run_dir):
                 continue
             if isinstance(rec, dict):
                 recs.append(rec)
-        meta = next((r for r in recs if r.get("type") == "meta"), {})
+        meta: Record = next((r for r in recs if r.get("type") == "meta"), {})
         out.append("")
         line = str(meta.get("command_line", "?"))
         if len(line) > 160:  # e.g. --code with kilobytes of hex: the file has it whole
@@ -574,7 +579,7 @@ def write_table(run_dir):
                            f"{str(r.get('event', '')):<{ew}} {str(r.get('counter', '')):<{cw}} "
                            f"{str(r.get('cpu', '')):>4} {str(r.get('apic_id', '')):>5} {str(r.get('run', '')):>4} "
                            + " ".join(f"{v:>12}" for v in vals) + f"  {r.get('unit', '')}")
-        others = {}
+        others: dict[Any, int] = {}
         for r in recs:
             if r.get("type") not in ("meta", "result", "error", "warning"):
                 others[r.get("type")] = others.get(r.get("type"), 0) + 1
@@ -588,9 +593,10 @@ def write_table(run_dir):
     write_file(os.path.join(run_dir, "table.txt"), lambda f: f.write("\n".join(out) + "\n"))
 
 
-def run_names(configs, smps, cpus):
+def run_names(configs: Sequence[str], smps: Sequence[int],
+              cpus: Sequence[str]) -> list[tuple[str, int, str, str]]:
     """(config, smp, cpu, folder name) for every boot; the names are unique."""
-    stems = {}
+    stems: dict[str, set[str]] = {}
     for cfg in configs:
         stems.setdefault(slug(os.path.splitext(os.path.basename(cfg))[0]), set()).add(os.path.realpath(cfg))
     out, used = [], set()
@@ -611,7 +617,7 @@ def run_names(configs, smps, cpus):
     return out
 
 
-def cmd_run(args):
+def cmd_run(args: argparse.Namespace) -> int:
     if not args.config:
         die("run: give at least one --config FILE")
     commands = {}
@@ -662,7 +668,8 @@ def cmd_run(args):
             modes[c] = "agent"
         else:
             modes[c] = "image"
-    jobs, labels = [], {}
+    jobs: list[Job] = []
+    labels: dict[str, Record] = {}
     for cfg, smp, cpu, name in run_names(args.config, smps, cpus):
         run_dir = os.path.join(args.out, name)
         if os.path.lexists(run_dir):
@@ -671,9 +678,9 @@ def cmd_run(args):
         labels[os.path.abspath(os.path.join(run_dir, "results"))] = {
             "run": name, "config": os.path.basename(cfg), "smp": int(smp), "cpu_model": cpu or "max",
             "mode": modes[cfg]}
-    for f in ("merged.jsonl", "merged.csv"):
-        if os.path.lexists(os.path.join(args.out, f)):
-            die(f"run: {os.path.join(args.out, f)} exists already; pick a new --out (results are never "
+    for fname in ("merged.jsonl", "merged.csv"):
+        if os.path.lexists(os.path.join(args.out, fname)):
+            die(f"run: {os.path.join(args.out, fname)} exists already; pick a new --out (results are never "
                 "overwritten)")
     try:
         os.makedirs(args.out, exist_ok=True)
@@ -710,7 +717,7 @@ def cmd_run(args):
     return 1 if failed else 0
 
 
-def seconds(text):
+def seconds(text: str) -> float:
     """--timeout: any float text; checked (finite, positive) by the command."""
     try:
         v = float(text)
@@ -719,7 +726,7 @@ def seconds(text):
     return v
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="pmulab-lab", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -767,7 +774,8 @@ def main(argv):
     return 2
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-lab)."""
     # Not SIGPIPE's default action: the agent's socket must give EPIPE (a lost agent,
     # reported), not kill pmulab-lab. A closed stdout (`pmulab-lab run ... | head`) ends
     # quietly below.
@@ -780,3 +788,7 @@ if __name__ == "__main__":
         # QEMU and run-qemu.sh get the same SIGINT and clean up after themselves.
         print("pmulab-lab: interrupted; results pulled so far are kept", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

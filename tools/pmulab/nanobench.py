@@ -25,18 +25,22 @@ Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code tha
 not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...).
 """
 
+from __future__ import annotations
+
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from fractions import Fraction
+from typing import Any, Dict, Sequence
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pmulab_asm  # noqa: E402
+from . import ROOT
+from . import asm as pmulab_asm
 
 PROG = "pmulab-nanobench"
+Options = Dict[str, Any]  # parsed options: name -> value (True for a flag)
+Record = Dict[str, Any]  # one JSON record of pmulab's output
 # nanoBench.sh's options: name -> kind (text, file, int, flag).
 NB_OPTIONS = {
     "asm": "text", "asm_init": "text", "asm_late_init": "text", "asm_one_time_init": "text",
@@ -72,7 +76,7 @@ class Usage(Exception):
     """Bad command line: message, exit status 2."""
 
 
-def parse_int(opt, text):
+def parse_int(opt: str, text: str) -> int:
     try:
         v = int(text, 0)
     except (ValueError, TypeError):
@@ -82,7 +86,7 @@ def parse_int(opt, text):
     return v
 
 
-def match_option(word):
+def match_option(word: str) -> tuple[str, str | None]:
     """(name, inline value or None) of a nanoBench option word, as getopt_long_only
     matches it: an exact name, else a unique prefix."""
     body = word.lstrip("-")
@@ -97,9 +101,10 @@ def match_option(word):
     return cands[0], (val if eq else None)
 
 
-def parse_args(argv):
+def parse_args(argv: Sequence[str]) -> tuple[Options, Options]:
     """(nanoBench options dict, own options dict). Usage on bad input."""
-    nb, own = {}, {}
+    nb: Options = {}
+    own: Options = {}
     i = 0
     while i < len(argv):
         w = argv[i]
@@ -139,7 +144,7 @@ def parse_args(argv):
     return nb, own
 
 
-def read_code_file(opt, path):
+def read_code_file(opt: str, path: str) -> bytes:
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -150,7 +155,7 @@ def read_code_file(opt, path):
     return data
 
 
-def config_names(path):
+def config_names(path: str) -> dict[str, str]:
     """{spec or name: display name} of a nanoBench config file; Usage on a bad file."""
     try:
         with open(path, "rb") as f:
@@ -171,7 +176,7 @@ def config_names(path):
     return names
 
 
-def pmulab_command(nb, own):
+def pmulab_command(nb: Options, own: Options) -> tuple[list[str], str | None]:
     """The `pmulab run` words for nanoBench options (with --asm* still as text: the caller
     assembles them), plus the config file to put on the volume (or None)."""
     cmd = ["run"]
@@ -224,7 +229,7 @@ def pmulab_command(nb, own):
     return cmd, config
 
 
-def display_name(rec, names):
+def display_name(rec: Record, names: dict[str, str]) -> str:
     ev = str(rec.get("event", "?"))
     for spec, nice, aliases in FIXED:
         if ev.lower() == spec or ev.upper() in aliases:
@@ -234,11 +239,11 @@ def display_name(rec, names):
     return names.get(ev, ev)
 
 
-def fmt(x):
+def fmt(x: float | str) -> str:
     return f"{float(x):.2f}"
 
 
-def format_results(records, nb, names=None):
+def format_results(records: list[Record], nb: Options, names: dict[str, str] | None = None) -> list[str]:
     """nanoBench's output lines for pmulab result records."""
     names = names or {}
     lines = []
@@ -257,7 +262,7 @@ def format_results(records, nb, names=None):
     return lines
 
 
-def diagnostics(records):
+def diagnostics(records: list[Record]) -> list[str]:
     """stderr lines for pmulab's error and warning records."""
     out = []
     for r in records:
@@ -266,7 +271,7 @@ def diagnostics(records):
     return out
 
 
-def split_output(text):
+def split_output(text: str) -> tuple[list[Record], list[str]]:
     """(JSON records, other lines) of pmulab's console output."""
     recs, other = [], []
     for line in text.splitlines():
@@ -284,11 +289,11 @@ def split_output(text):
     return recs, other
 
 
-def boot(words, config, own, verbose):
+def boot(words: list[str], config: str | None, own: Options, verbose: bool) -> tuple[int, str]:
     """Boots pmulab with one campaign line; returns (status, stdout text)."""
     if not own.get("--no-build"):
-        r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
-        if r.returncode != 0:
+        made = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
+        if made.returncode != 0:
             print(f"{PROG}: error: the build failed", file=sys.stderr)
             return 127, ""
     efi = os.path.join(ROOT, "build", "pmulab.efi")
@@ -322,7 +327,7 @@ def boot(words, config, own, verbose):
         return p.returncode, p.stdout
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     try:
         nb, own = parse_args(argv)
         if own.get("--help"):
@@ -393,7 +398,8 @@ def main(argv):
     return status
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-nanobench)."""
     import signal
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     try:
@@ -401,3 +407,7 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # QEMU got the same SIGINT; run-qemu.sh cleans up after itself
         print(f"{PROG}: stopped by SIGINT", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

@@ -20,10 +20,15 @@ the selection, an input cannot be read or the output cannot be written; 2 on bad
 arguments or bad input (not UTF-8, not JSON, a field of the wrong type: FILE:LINE).
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import sys
+from typing import Any, Dict, NoReturn, Sequence
+
+Record = Dict[str, Any]  # one JSON record of a results file
 
 
 def _need_matplotlib():
@@ -37,12 +42,12 @@ def _need_matplotlib():
     if os.path.exists("/usr/bin/python3") and os.path.realpath(sys.executable) != os.path.realpath(
             "/usr/bin/python3") and not os.environ.get("PMULAB_PLOT_REEXEC"):
         os.environ["PMULAB_PLOT_REEXEC"] = "1"
-        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(__file__), *sys.argv[1:]])
+        os.execv("/usr/bin/python3", ["/usr/bin/python3", os.path.abspath(sys.argv[0]), *sys.argv[1:]])
     print("pmulab-plot: error: matplotlib is missing (apt-get install python3-matplotlib)", file=sys.stderr)
     sys.exit(2)
 
 
-def die(msg, status=2):
+def die(msg: str, status: int = 2) -> NoReturn:
     print(f"pmulab-plot: error: {msg}", file=sys.stderr)
     sys.exit(status)
 
@@ -66,7 +71,7 @@ def _check(obj, where):
         die(f"{where}: cpu {json.dumps(obj['cpu'])[:40].strip(chr(34))!r} is not a CPU number")
 
 
-def load(paths):
+def load(paths: Sequence[str]) -> list[Record]:
     recs = []
     for p in paths:
         if not os.path.lexists(p):
@@ -99,21 +104,21 @@ def load(paths):
     return recs
 
 
-def value(r):
+def value(r: Record) -> float | None:
     v = r.get("per_iteration")
     if v is None:
         return None
     return float(v)
 
 
-def fmt_size(n):
+def fmt_size(n: int) -> str:
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift}{unit}"
     return str(n)
 
 
-def unit(event):
+def unit(event: object) -> str:
     """What one per-iteration value of the event counts."""
     return "TSC ticks per iteration" if str(event).lower() == "tsc" else "counts per iteration"
 
@@ -127,16 +132,16 @@ STAIRCASE_TITLES = {
 }
 
 
-def run_of(r):
+def run_of(r: Record) -> str:
     """The run a record belongs to: pmulab-lab's run folder, else the file it came from."""
     lab = r.get("lab", {})
     return str(lab.get("run") or os.path.basename(lab.get("source", "")))
 
 
-def series_keys(sel):
+def series_keys(sel: list[Record]) -> list[str]:
     """A series name per record: its run, plus the results file when one run has several
     files in the selection, plus the CPU when the selection has several."""
-    files = {}
+    files: dict[str, set[Any]] = {}
     for r in sel:
         files.setdefault(run_of(r), set()).add(r.get("lab", {}).get("file"))
     many_cpus = len({r.get("cpu", 0) for r in sel}) > 1
@@ -151,19 +156,19 @@ def series_keys(sel):
     return keys
 
 
-def y_from_zero(ax, values, args):
+def y_from_zero(ax: Any, values: Sequence[float | None], args: argparse.Namespace) -> None:
     """Bars and counts read against 0; --y-from-data zooms to the data instead."""
     if not args.y_from_data:
-        ax.set_ylim(bottom=min(0.0, min(values)))
+        ax.set_ylim(bottom=min([0.0, *(v for v in values if v is not None)]))
 
 
-def plot_staircase(recs, args, plt):
+def plot_staircase(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[Any, int]:
     sel = [r for r in recs if r.get("type") == "result" and r.get("event") == args.event
            and r.get("bench") == args.bench and "size" in r and value(r) is not None]
     if not sel:
         die(f"no '{args.bench}' results with a size for event '{args.event}'", 1)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    groups = {}
+    groups: dict[str, list[tuple[int, float | None]]] = {}
     for key, r in zip(series_keys(sel), sel):
         groups.setdefault(key, []).append((int(r["size"]), value(r)))
     for name, pts in sorted(groups.items()):
@@ -184,7 +189,7 @@ def plot_staircase(recs, args, plt):
     return fig, len(sel)
 
 
-def plot_cpus(recs, args, plt):
+def plot_cpus(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[Any, int]:
     sel = [r for r in recs if r.get("type") == "result" and r.get("event") == args.event
            and r.get("bench") == args.bench and value(r) is not None]
     if not sel:
@@ -237,13 +242,14 @@ def plot_cpus(recs, args, plt):
     return fig, len(bars)
 
 
-def plot_compare(recs, args, plt):
-    pts = {}
+def plot_compare(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[Any, int]:
+    pts: dict[tuple[Any, ...], dict[Any, float]] = {}
     for r in recs:
-        if r.get("type") != "result" or value(r) is None:
+        v = value(r)
+        if r.get("type") != "result" or v is None:
             continue
         key = (run_of(r), r.get("lab", {}).get("file"), r.get("cpu", 0), str(r.get("bench", "?")), r.get("size"))
-        pts.setdefault(key, {})[r.get("event")] = value(r)
+        pts.setdefault(key, {})[r.get("event")] = v
     xy = [(k, v[args.x], v[args.y]) for k, v in pts.items() if args.x in v and args.y in v]
     if not xy:
         die(f"no benchmark measured both '{args.x}' and '{args.y}'", 1)
@@ -262,7 +268,7 @@ def plot_compare(recs, args, plt):
     return fig, len(xy)
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog="pmulab-plot", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -301,5 +307,10 @@ def main(argv):
     return 0
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-plot)."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    cli()

@@ -9,7 +9,7 @@ noise and terminal escapes. The stream ends with a marker line
 and returns as its own.
 
 --asm TEXT, --asm-init, --asm-late-init, --asm-one-time-init (and --att) in pmulab's
-command line or in the --config campaign are assembled here (tools/pmulab_asm.py) into
+command line or in the --config campaign are assembled here (tools/pmulab/asm.py) into
 --code/--init/--late-init/--one-time-init HEX before the boot; bad assembly exits with
 status 2 naming the statement, without booting. A --config campaign is then checked
 with build/host/pmulab-check (as `make image` and pmulab-lab do): errors FILE:LINE,
@@ -26,6 +26,8 @@ a lock file left by a run that died is taken over. The firmware is found at the
 Debian paths, or where PMULAB_OVMF_CODE / PMULAB_OVMF_VARS say.
 """
 
+from __future__ import annotations
+
 import argparse
 import errno
 import fcntl
@@ -39,11 +41,11 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Iterable, NoReturn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import pmulab_asm  # noqa: E402
+from . import ROOT
+from . import asm as pmulab_asm
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OVMF_CODE_CANDIDATES = ["/usr/share/OVMF/OVMF_CODE_4M.fd", "/usr/share/OVMF/OVMF_CODE.fd"]
 OVMF_VARS_CANDIDATES = ["/usr/share/OVMF/OVMF_VARS_4M.fd", "/usr/share/OVMF/OVMF_VARS.fd"]
 EXIT_RE = re.compile(rb"^@@pmulab-exit (-?\d+)@@\s*$")
@@ -68,7 +70,7 @@ LOCK_NAME = "run-qemu.lock"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def log(msg):
+def log(msg: str) -> None:
     print(f"run-qemu: {msg}", file=sys.stderr, flush=True)
 
 
@@ -96,14 +98,14 @@ def _on_stop_signal(signum, frame):
     raise Stopped(signum)
 
 
-def first_existing(paths):
+def first_existing(paths: Iterable[str]) -> str | None:
     for p in paths:
         if os.path.exists(p):
             return p
     return None
 
 
-def ovmf(kind):
+def ovmf(kind: str) -> str | None:
     """The OVMF CODE or VARS file: $PMULAB_OVMF_<kind>, else the first Debian path present."""
     var = f"PMULAB_OVMF_{kind}"
     given = os.environ.get(var)
@@ -115,20 +117,20 @@ def ovmf(kind):
 
 
 class ArgParser(argparse.ArgumentParser):
-    def error(self, message):
+    def error(self, message: str) -> NoReturn:
         # The documented status for bad arguments is 126 (argparse's 2 is pmulab's
         # usage error), with one line, not the whole usage.
         raise Exit(EXIT_ARGS, f"error: {message} (see --help)")
 
 
-def seconds(text):
+def seconds(text: str) -> float:
     try:
         return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds")
 
 
-def parse_args(argv):
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     if "--" in argv:
         i = argv.index("--")
         own, app = argv[:i], argv[i + 1:]
@@ -176,7 +178,7 @@ def parse_args(argv):
                    help="extra QEMU argument (repeatable)")
     args = p.parse_args(own)
 
-    def bad(msg):
+    def bad(msg: str) -> NoReturn:
         raise Exit(EXIT_ARGS, f"error: {msg}")
     if not re.fullmatch(r"[1-9]\d*(,[a-z-]+=\d+)*", args.smp):
         bad(f"--smp: '{args.smp}' is not N or N,sockets=S,cores=C,threads=T")
@@ -232,14 +234,14 @@ def parse_args(argv):
     return args, app
 
 
-def with_shutdown(data):
+def with_shutdown(data: bytes) -> bytes:
     """The campaign byte for byte, plus a --shutdown line in the file's own line ending."""
     nl = b"\r\n" if b"\r\n" in data else b"\n"
     sep = b"" if not data or data.endswith(b"\n") else nl
     return data + sep + b"# added by run-qemu.sh: power off when the campaign is done" + nl + b"--shutdown" + nl
 
 
-def lock_keep_dir(d):
+def lock_keep_dir(d: str) -> tuple[str, int]:
     """Locks --keep DIR for this run: DIR/run-qemu.lock, flock'ed, with our PID inside.
     The kernel drops the lock when its holder dies, so a file left behind by a run that
     was killed is stale and taken over. Returns (path, fd)."""
@@ -278,7 +280,7 @@ def lock_keep_dir(d):
         return path, fd
 
 
-def unlock_keep_dir(lock):
+def unlock_keep_dir(lock: tuple[str, int]) -> None:
     path, fd = lock
     try:
         os.remove(path)  # while still holding it: nobody locks the file being removed
@@ -287,7 +289,7 @@ def unlock_keep_dir(lock):
     os.close(fd)
 
 
-def ensure_deps():
+def ensure_deps() -> tuple[str, str]:
     """Returns (OVMF_CODE, OVMF_VARS); installs what is missing first."""
     tools = ("qemu-system-x86_64", "mformat", "mcopy", "sgdisk")
     code, vars_ = ovmf("CODE"), ovmf("VARS")
@@ -307,13 +309,13 @@ def ensure_deps():
     return code, vars_
 
 
-def build():
+def build() -> None:
     r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi", "build/host/pmulab-check"], stdout=sys.stderr)
     if r.returncode != 0:
         raise Exit(EXIT_DEPS, "error: build failed")
 
 
-def check_campaign(args):
+def check_campaign(args: argparse.Namespace) -> None:
     """pmulab's own campaign check (build/host/pmulab-check, as `make image` and
     pmulab-lab run it) on the --config campaign as it will reach the target (--asm
     assembled): a typo costs no boot. Its messages name the file as given; the status
@@ -327,16 +329,17 @@ def check_campaign(args):
         tmp = os.path.join(td, "campaign.cfg")
         with open(tmp, "wb") as f:
             f.write(args.config_bytes)
-        r = subprocess.run([tool, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
-    if r.returncode == 0:
+        chk = subprocess.run([tool, tmp], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             errors="replace")
+    if chk.returncode == 0:
         return
-    text = (r.stdout + r.stderr).replace(tmp, args.config)
+    text = (chk.stdout + chk.stderr).replace(tmp, args.config)
     sys.stderr.write(text if not text or text.endswith("\n") else text + "\n")
-    raise Exit(r.returncode if r.returncode in (2, 3, 4) else EXIT_USAGE,
+    raise Exit(chk.returncode if chk.returncode in (2, 3, 4) else EXIT_USAGE,
                f"error: --config {args.config} has errors; nothing was booted (pmulab would refuse it)")
 
 
-def kvm_usable():
+def kvm_usable() -> bool:
     try:
         fd = os.open("/dev/kvm", os.O_RDWR)
         os.close(fd)
@@ -346,7 +349,8 @@ def kvm_usable():
         return False
 
 
-def qemu_command(args, workdir, image, vars_fd, accel, code):
+def qemu_command(args: argparse.Namespace, workdir: str, image: str, vars_fd: str, accel: str,
+                 code: str) -> list[str]:
     if accel == "kvm":
         cpu = args.cpu or "host"
         if "pmu=" not in cpu:
@@ -372,7 +376,7 @@ def qemu_command(args, workdir, image, vars_fd, accel, code):
     ]
 
 
-def tcp_nic(ports):
+def tcp_nic(ports: tuple[int, int] | None) -> list[str]:
     """A virtio-net NIC on QEMU's user-mode network for `serve --tcp`: restrict=on (the
     guest reaches nothing), one forward from the host's loopback only (never 0.0.0.0) to
     the guest's 10.0.2.15, and no option ROM (OVMF's own VirtioNetDxe drives it)."""
@@ -411,7 +415,7 @@ class Run:
         except (ProcessLookupError, AttributeError):
             pass
 
-    def run(self):
+    def run(self) -> int:
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         try:
@@ -461,7 +465,7 @@ class Run:
         self._kill()
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     try:
         return run_main(argv)
     except Exit as e:
@@ -472,7 +476,7 @@ def main(argv):
         return 128 + e.signum
 
 
-def run_main(argv):
+def run_main(argv: list[str]) -> int:
     args, app = parse_args(argv)
     lock = lock_keep_dir(args.keep) if args.keep else None
     try:
@@ -482,7 +486,7 @@ def run_main(argv):
             unlock_keep_dir(lock)
 
 
-def boot(args, app):
+def boot(args: argparse.Namespace, app: list[str]) -> int:
     code, vars_template = ensure_deps()
     if not args.no_build and not args.image:
         build()
@@ -572,8 +576,13 @@ def _quote(a):
     return a
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/qemu_run.py (run-qemu.sh))."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     for _s in STOP_SIGNALS:
         signal.signal(_s, _on_stop_signal)
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    cli()

@@ -25,7 +25,8 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-UNIT_BINARY = os.path.join(ROOT, "build", "test", "unit-tests")
+# PMULAB_UNIT_TESTS: another GoogleTest binary (a build elsewhere, the conftest's own test).
+UNIT_BINARY = os.environ.get("PMULAB_UNIT_TESTS") or os.path.join(ROOT, "build", "test", "unit-tests")
 UNIT_DIR = os.path.join(ROOT, "tests", "unit")
 
 
@@ -147,24 +148,25 @@ class GtestFailure(Exception):
 
 class GtestFile(pytest.File):
     """A tests/unit/**/*.cpp file: the cases it defines. The first file (in sorted order)
-    also holds the cases whose source file is not below tests/unit, and the listing's error."""
+    also holds the cases whose source file is none of them, and the listing's error."""
 
     def collect(self) -> Iterator[pytest.Item]:
         cases, by_file, error = _gtest_listing()
         here = os.path.realpath(str(self.path))
         mine = list(by_file.get(here, []))
-        if here == _first_unit_file():
-            known = {f for f in by_file if f.startswith(os.path.realpath(UNIT_DIR) + os.sep)}
-            mine += [c for f, cs in by_file.items() if f not in known for c in cs]
+        files = _unit_files()
+        if files and here == files[0]:
+            mine += [c for f, cs in by_file.items() if f not in files for c in cs]
             if error:
                 yield GtestCase.from_parent(self, name="unit-tests", case="")
         for case in mine:
             yield GtestCase.from_parent(self, name=case, case=case)
 
 
-def _first_unit_file() -> str:
-    files = sorted(os.path.join(d, f) for d, _, fs in os.walk(UNIT_DIR) for f in fs if f.endswith(".cpp"))
-    return os.path.realpath(files[0]) if files else ""
+def _unit_files() -> List[str]:
+    """The .cpp files below tests/unit (real paths, sorted)."""
+    return sorted(os.path.realpath(os.path.join(d, f)) for d, _, fs in os.walk(UNIT_DIR) for f in fs
+                  if f.endswith(".cpp"))
 
 
 def pytest_collect_file(file_path, parent):

@@ -6,9 +6,9 @@ Tiers (markers, `pytest -m TIER`):
   host  the Python tests in tests/py that boot nothing;
   qemu  the Python tests that boot pmulab in QEMU: a module that sets QEMU = True, or a
         function named test_qemu_*. They run in parallel under pytest-xdist (-n 2).
-Under xdist the unit cases stay together on one worker (the binary runs once) and so do
-the host tests (they run one after the other, as they always have); the QEMU tests are
-spread over the workers.
+Under xdist (`--dist loadgroup`) the unit cases stay together on one worker (the binary
+runs once); the host and QEMU tests are spread over the workers. Every test uses its own
+temporary folders, so two at a time do not meet (the QEMU tests always ran two at a time).
 
 The binary runs once per session (per worker), for exactly the cases selected (-k, -m,
 node ids), with --gtest_output=json; each item then reports its own case, a failure
@@ -183,13 +183,18 @@ def _boots_qemu(item: pytest.Item) -> bool:
     return bool(getattr(mod, "QEMU", False)) or item.name.startswith("test_qemu_")
 
 
+TIER_ORDER = {"unit": 0, "host": 1, "qemu": 2}
+
+
 @pytest.hookimpl(tryfirst=True)  # before -m deselects and xdist reads the groups
 def pytest_collection_modifyitems(config, items):
+    tier = {}
     for item in items:
         if isinstance(item, GtestCase):
+            tier[item.nodeid] = "unit"
             continue
-        if _boots_qemu(item):
-            item.add_marker(pytest.mark.qemu)
-        else:
-            item.add_marker(pytest.mark.host)
-            item.add_marker(pytest.mark.xdist_group("host"))
+        tier[item.nodeid] = "qemu" if _boots_qemu(item) else "host"
+        item.add_marker(getattr(pytest.mark, tier[item.nodeid]))
+    # The unit cases first (one binary run, on one worker), then the quick host tests,
+    # then the boots: fast failures come first, and the workers stay busy to the end.
+    items.sort(key=lambda i: TIER_ORDER[tier[i.nodeid]])

@@ -50,7 +50,8 @@ class GtestRun:
             cmd = [UNIT_BINARY, f"--gtest_output=json:{report}", "--gtest_brief=1"]
             if len(selected) < len(_gtest_listing()[0]):
                 cmd.append("--gtest_filter=" + ":".join(selected))
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # From the root: the fuzz replays find tests/fuzz from the working directory.
+            r = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             data = None
             if os.path.exists(report):
                 with open(report) as f:

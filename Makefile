@@ -1,6 +1,7 @@
 # pmulab build. `make` builds build/pmulab.efi and the host tools; `make test`
-# runs every test (host unit tests + QEMU integration tests) and ends with
-# "N passed, N failed"; `make bench` prints pmulab's own performance figures.
+# runs every test (host unit tests + QEMU integration tests, under pytest) and ends with
+# "N passed, N failed"; `make check` the fast part (no QEMU); `make bench` prints
+# pmulab's own performance figures.
 
 CLANGXX     ?= clang++
 HOSTCXX     ?= clang++
@@ -49,7 +50,7 @@ TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
 HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
-.PHONY: format all test unit-test qemu-test bench fuzz image sign clean deps
+.PHONY: format all test check unit-test qemu-test bench fuzz image sign clean deps
 all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
 
 # The version string (git describe), rewritten only when it changes so that
@@ -107,15 +108,26 @@ $(BUILD)/test/unit-tests: $(TEST_OBJS) $(TEST_CORE_OBJS)
 unit-test: $(BUILD)/test/unit-tests
 	$(BUILD)/test/unit-tests
 
-# Everything: host unit tests, host tool tests and QEMU boots; one summary line.
+# The tests run under pytest (pytest.ini, tests/conftest.py) through tests/run_tests.py,
+# which picks an interpreter that has pytest, pytest-xdist and mypy (/usr/bin/python3 when
+# $(PYTHON) lacks them) and ends with one line "N passed, N failed". Tiers are markers:
+# unit (GoogleTest cases), host (host tools, mypy), qemu (boots; 2 in parallel).
+# TEST_ARGS go to pytest: make check TEST_ARGS='-k topdown'.
+TEST_ARGS ?=
+
+# Everything: unit, host and QEMU tests; one summary line.
 # The packages are installed first, as a step of its own (a sub-make builds only after
 # it, also under -j).
 test: deps
 	$(MAKE) all $(BUILD)/test/unit-tests
-	$(PYTHON) tests/run_tests.py
+	$(PYTHON) tests/run_tests.py $(TEST_ARGS)
+
+# The fast tier: unit + host tests, no QEMU boot.
+check: all $(BUILD)/test/unit-tests
+	$(PYTHON) tests/run_tests.py -m 'not qemu' $(TEST_ARGS)
 
 qemu-test: all
-	$(PYTHON) tests/run_tests.py --only qemu
+	$(PYTHON) tests/run_tests.py -m qemu $(TEST_ARGS)
 
 bench: all $(BUILD)/bench/null.efi
 	$(PYTHON) tests/bench.py
@@ -139,7 +151,7 @@ EVENTS ?= tests/data/events
 EVENT_FILES = $(sort $(wildcard $(EVENTS)/*.evt))
 image: $(BUILD)/pmulab.img
 $(BUILD)/pmulab.img: $(IMAGE_EFI) $(CONFIG) tools/mkimage.sh $(EVENT_FILES) $(BUILD)/host/pmulab-check FORCE
-	@python3 tools/pmulab_asm.py --campaign $(CONFIG) $(BUILD)/image-check.cfg  # --asm assembled, line for line
+	@$(PYTHON) tools/pmulab-asm --campaign $(CONFIG) $(BUILD)/image-check.cfg  # --asm assembled, line for line
 	@$(BUILD)/host/pmulab-check $(BUILD)/image-check.cfg 2> $(BUILD)/image-check.err || { \
 		sed 's|$(BUILD)/image-check.cfg|$(CONFIG)|' $(BUILD)/image-check.err >&2; \
 		echo "make image: $(CONFIG) has errors (pmulab would run none of it)" >&2; exit 2; }

@@ -171,7 +171,7 @@ AGENT_LINE = 'run --asm "add rax, rbx" --events tsc'
 
 def agent_rate(n, tcp):
     """(seconds until the agent answered its hello, seconds per request) for n requests."""
-    from pmulab_client import Agent
+    from pmulab.client import Agent
     t0 = time.monotonic()
     agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=900, tcp=tcp)
     t_up = time.monotonic() - t0

@@ -1,155 +1,137 @@
 #!/usr/bin/env python3
-"""pmulab's test driver (`make test`).
+"""pmulab's test command (`make test`, `make check`): pytest, then one summary line.
 
-Runs, in order:
-  1. the host unit tests (GoogleTest binary build/test/unit-tests), counted per test;
-  2. every `test_*` function in tests/py/test_*.py (host tools and QEMU boots).
-A test function takes no arguments, raises AssertionError (or any exception) to
-fail, and may raise Skip("reason") to skip. Functions whose module sets
-QEMU = True, or whose name starts with test_qemu_, boot QEMU; they run in
-parallel (--jobs, default 2).
+  tests/run_tests.py                    every tier: unit, host, qemu (QEMU tests on -n 2)
+  tests/run_tests.py --only host        one tier: unit | host | qemu | py (host + qemu)
+  tests/run_tests.py -m "not qemu"      what `make check` runs (unit + host)
+  tests/run_tests.py -k topdown         tests whose name matches (pytest -k)
+  tests/run_tests.py --jobs 1           no xdist (PMULAB_TEST_JOBS; default 2)
+Any other argument goes to pytest as it is (a node id, -x, -vv, --lf, ...).
 
-The last line is the summary "N passed, N failed" (", N skipped" when any).
+The tests are collected by pytest from tests/ (pytest.ini, tests/conftest.py): the
+GoogleTest cases of build/test/unit-tests, tests/py/test_*.py, and the mypy check of
+tools/. The interpreter is this one when it has pytest, pytest-xdist and mypy, else
+/usr/bin/python3 (Debian's python3-pytest, python3-pytest-xdist and mypy serve that one;
+a python3 earlier on PATH, e.g. pyenv's, may lack them): it says so on stderr.
+
+After pytest's own summary the last line is "N passed, N failed" (", N skipped" when
+any); a collection error counts as failed. Exit status 0 when nothing failed and some
+test ran; 1 a failure; 5 no test was collected (pytest's own status, never a pass);
+2 pytest cannot be found or bad arguments.
 """
 
-import argparse
-import concurrent.futures
-import fnmatch
 import importlib.util
-import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-import traceback
+from typing import Dict, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "py"))
-
-from pmulab_test import Skip  # noqa: E402
-
-
-def run_unit(pattern):
-    binary = os.path.join(ROOT, "build", "test", "unit-tests")
-    if not os.path.exists(binary):
-        print(f"FAIL unit-tests: {binary} is missing (make build/test/unit-tests)")
-        return 0, 1, 0
-    with tempfile.TemporaryDirectory() as td:
-        report = os.path.join(td, "gtest.json")
-        cmd = [binary, f"--gtest_output=json:{report}", "--gtest_brief=1"]
-        if pattern:
-            cmd.append(f"--gtest_filter={pattern}")
-        t0 = time.time()
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        dt = time.time() - t0
-        if not os.path.exists(report):
-            print(r.stdout[-4000:])
-            print(f"FAIL unit-tests: the binary crashed (exit {r.returncode}) before writing its report")
-            return 0, 1, 0
-        with open(report) as f:
-            data = json.load(f)
-    passed = failed = skipped = 0
-    for suite in data.get("testsuites", []):
-        for t in suite.get("testsuite", []):
-            name = f"{suite['name']}.{t['name']}"
-            if t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN":
-                skipped += 1
-            elif t.get("failures"):
-                failed += 1
-                msg = t["failures"][0].get("failure", "").strip().splitlines()
-                print(f"FAIL unit {name}: {' | '.join(msg[:4])}")
-            else:
-                passed += 1
-    if r.returncode != 0 and failed == 0:
-        print(r.stdout[-4000:])
-        print(f"FAIL unit-tests: exit status {r.returncode} with no failed test (sanitizer report?)")
-        failed += 1
-    print(f"unit: {passed} passed, {failed} failed ({dt:.1f} s)")
-    return passed, failed, skipped
+SYSTEM_PYTHON = "/usr/bin/python3"
+NEEDED = ("pytest", "xdist", "mypy")
+TIERS = {"unit": "unit", "host": "host", "qemu": "qemu", "py": "host or qemu"}
 
 
-def load_py_tests(pattern, only):
-    tests = []
-    pydir = os.path.join(ROOT, "tests", "py")
-    for fn in sorted(os.listdir(pydir)):
-        if not (fn.startswith("test_") and fn.endswith(".py")):
-            continue
-        spec = importlib.util.spec_from_file_location(fn[:-3], os.path.join(pydir, fn))
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        for name in sorted(dir(mod)):
-            if not name.startswith("test_"):
-                continue
-            fn_obj = getattr(mod, name)
-            if not callable(fn_obj):
-                continue
-            full = f"{fn[:-3]}.{name}"
-            if pattern and not fnmatch.fnmatch(full, pattern) and pattern not in full:
-                continue
-            qemu = getattr(mod, "QEMU", False) or name.startswith("test_qemu_")
-            if only == "qemu" and not qemu:
-                continue
-            if only == "host" and qemu:
-                continue
-            tests.append((full, fn_obj, qemu))
-    return tests
+def missing_modules() -> List[str]:
+    return [m for m in NEEDED if importlib.util.find_spec(m) is None]
 
 
-def run_one(test):
-    full, fn, _ = test
-    t0 = time.time()
-    try:
-        fn()
-        return full, "PASS", "", time.time() - t0
-    except Skip as s:
-        return full, "SKIP", str(s), time.time() - t0
-    except Exception as e:  # noqa: BLE001 - a failing test is any exception
-        tb = traceback.format_exc().strip().splitlines()
-        detail = f"{type(e).__name__}: {e}"
-        where = [l for l in tb if l.strip().startswith("File") and "tests/py" in l]
-        if where:
-            detail += f"  [{where[-1].strip()}]"
-        return full, "FAIL", detail, time.time() - t0
+def pick_interpreter(argv: List[str]) -> None:
+    """Re-runs this script under /usr/bin/python3 when this interpreter lacks pytest,
+    xdist or mypy and that one is another interpreter; returns when this one will do."""
+    missing = missing_modules()
+    if not missing:
+        return
+    here = os.path.realpath(sys.executable)
+    if os.path.exists(SYSTEM_PYTHON) and os.path.realpath(SYSTEM_PYTHON) != here \
+            and not os.environ.get("PMULAB_TEST_REEXEC"):
+        print(f"pmulab: {sys.executable} has no {', '.join(missing)}; the tests run with {SYSTEM_PYTHON}",
+              file=sys.stderr)
+        os.environ["PMULAB_TEST_REEXEC"] = "1"
+        os.execv(SYSTEM_PYTHON, [SYSTEM_PYTHON, os.path.abspath(__file__), *argv])
+    if "pytest" in missing:
+        print(f"pmulab: pytest is missing for {sys.executable}: run `make deps` (Debian: apt-get install "
+              "python3-pytest python3-pytest-xdist mypy)", file=sys.stderr)
+        sys.exit(2)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["unit", "host", "qemu", "py"], help="run one group")
-    ap.add_argument("-k", dest="pattern", help="run tests whose name contains/matches this")
-    ap.add_argument("--jobs", type=int, default=int(os.environ.get("PMULAB_TEST_JOBS", "2")))
-    args = ap.parse_args()
+class Counter:
+    """Counts every test once: failed if any phase failed, else skipped, else passed."""
 
-    passed = failed = skipped = 0
-    if args.only in (None, "unit"):
-        p, f, s = run_unit(args.pattern if args.only == "unit" else None)
-        passed, failed, skipped = passed + p, failed + f, skipped + s
-    if args.only != "unit":
-        only = None if args.only in (None, "py") else args.only
-        tests = load_py_tests(args.pattern, only)
-        host = [t for t in tests if not t[2]]
-        qemu = [t for t in tests if t[2]]
-        results = [run_one(t) for t in host]
-        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
-            for res in ex.map(run_one, qemu):
-                results.append(res)
-                name, status, detail, dt = res
-                print(f"{status} {name} ({dt:.1f} s){': ' + detail if detail else ''}", flush=True)
-        for name, status, detail, dt in results[: len(host)]:
-            print(f"{status} {name} ({dt:.1f} s){': ' + detail if detail else ''}")
-        for _, status, _, _ in results:
-            if status == "PASS":
-                passed += 1
-            elif status == "SKIP":
-                skipped += 1
-            else:
-                failed += 1
-    summary = f"{passed} passed, {failed} failed"
-    if skipped:
-        summary += f", {skipped} skipped"
-    print(summary)
-    return 1 if failed else 0
+    def __init__(self) -> None:
+        self.outcome: Dict[str, str] = {}
+        self.collect_errors = 0
+
+    def pytest_runtest_logreport(self, report) -> None:
+        old = self.outcome.get(report.nodeid)
+        if report.failed:
+            self.outcome[report.nodeid] = "failed"
+        elif report.skipped and old != "failed":
+            self.outcome[report.nodeid] = "skipped"
+        elif report.when == "call" and old is None:
+            self.outcome[report.nodeid] = "passed"
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.collect_errors += 1
+
+    def summary(self) -> str:
+        n = {k: list(self.outcome.values()).count(k) for k in ("passed", "failed", "skipped")}
+        line = f"{n['passed']} passed, {n['failed'] + self.collect_errors} failed"
+        return line + (f", {n['skipped']} skipped" if n["skipped"] else "")
+
+    def failed(self) -> int:
+        return list(self.outcome.values()).count("failed") + self.collect_errors
+
+
+def pytest_args(argv: List[str]) -> List[str]:
+    """This script's own options (--only, --jobs) as pytest options; the rest as they are."""
+    out: List[str] = []
+    jobs = int(os.environ.get("PMULAB_TEST_JOBS", "2"))
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        value: Optional[str] = None
+        for opt in ("--only", "--jobs"):
+            if a == opt and i + 1 < len(argv):
+                value, i = argv[i + 1], i + 1
+            elif a.startswith(opt + "="):
+                value = a.split("=", 1)[1]
+            if value is not None:
+                break
+        if value is None:
+            out.append(a)
+        elif a.startswith("--only"):
+            if value not in TIERS:
+                sys.exit(f"run_tests: --only {value!r}: one of {', '.join(TIERS)}")
+            out += ["-m", TIERS[value]]
+        else:
+            jobs = int(value)
+        i += 1
+    if jobs > 1 and not any(a.startswith(("-n", "--numprocesses")) for a in out):
+        if importlib.util.find_spec("xdist") is None:
+            print("pmulab: pytest-xdist is missing (apt-get install python3-pytest-xdist); one test at a time",
+                  file=sys.stderr)
+        else:
+            out = ["-n", str(jobs), "--dist", "loadgroup", *out]
+    return out
+
+
+def main(argv: List[str]) -> int:
+    pick_interpreter(argv)
+    import pytest
+
+    os.chdir(ROOT)
+    counter = Counter()
+    args = pytest_args(argv)
+    rc = int(pytest.main(args, plugins=[counter]))
+    print(counter.summary(), flush=True)
+    if rc == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print("run_tests: no test was collected or selected: nothing ran", file=sys.stderr)
+        return rc
+    if counter.failed():
+        return 1
+    return rc
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Installs what pmulab needs to build, boot and test, on Debian/Ubuntu.
+# The Python packages (matplotlib, pytest, pytest-xdist, mypy) are Debian's, which serve
+# /usr/bin/python3: tests/run_tests.py runs the tests with that interpreter when the
+# python3 first on PATH (pyenv, a venv) lacks them.
 # Fast when everything is present (no apt call). Prints the exact command when it
 # cannot install (not root and no sudo).
 set -euo pipefail
@@ -19,6 +22,9 @@ needs=(
   "/usr/include/gtest/gtest.h:libgtest-dev"
   "/usr/lib/clang:libclang-rt-dev"
   "/usr/lib/python3/dist-packages/matplotlib:python3-matplotlib"
+  "/usr/lib/python3/dist-packages/pytest:python3-pytest"
+  "/usr/lib/python3/dist-packages/xdist:python3-pytest-xdist"
+  "/usr/lib/python3/dist-packages/mypy:mypy"
   "clang-format:clang-format"
   "llvm-mc:llvm"
 )

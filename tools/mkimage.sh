@@ -5,7 +5,7 @@
 #   \pmulab\results\          where pmulab writes its results
 #   plus any extra SRC=DEST pairs (DEST like ::/pmulab/events/x.evt)
 # Campaign lines with --asm TEXT (--asm-init, --asm-late-init, --asm-one-time-init, --att)
-# are assembled into --code HEX first (tools/pmulab_asm.py); bad assembly: status 2.
+# are assembled into --code HEX first (tools/pmulab-asm); bad assembly: status 2.
 # usage: tools/mkimage.sh OUT.img PMULAB.efi CONFIG|- [SRC=DEST ...] [--size MiB]
 set -euo pipefail
 usage() { echo "usage: $0 OUT.img PMULAB.efi CONFIG|- [SRC=DEST ...] [--size MiB]" >&2; exit 2; }
@@ -29,7 +29,7 @@ tmp=$(mktemp "${out}.XXXXXX")
 trap 'rm -f "$tmp" "$tmp.cfg" "$tmp.in" "$tmp.err"' EXIT
 if [[ $cfg == - ]]; then cat > "$tmp.in"; else cp "$cfg" "$tmp.in"; fi
 if grep -q -e '--asm' -e '--att' "$tmp.in"; then
-  python3 "$here/pmulab_asm.py" --campaign "$tmp.in" "$tmp.cfg" 2> "$tmp.err" || {
+  python3 "$here/pmulab-asm" --campaign "$tmp.in" "$tmp.cfg" 2> "$tmp.err" || {
     sed "s|$tmp.in|${cfg/#-/stdin}|" "$tmp.err" >&2; rm -f "$tmp.err"; exit 2; }
   rm -f "$tmp.err"
 else

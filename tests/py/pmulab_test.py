@@ -1,15 +1,19 @@
-"""Helpers for pmulab's Python tests (host tools and QEMU boots)."""
+"""Helpers for pmulab's Python tests (host tools and QEMU boots), run by pytest
+(tests/conftest.py). A test is a function test_*() without arguments that fails by
+raising (assert), and may raise Skip("reason")."""
 
 import json
 import os
 import subprocess
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD = os.path.join(ROOT, "build")
 
 
-class Skip(Exception):
-    """Raise to skip a test with a reason."""
+class Skip(pytest.skip.Exception):  # type: ignore[misc,name-defined]
+    """Raise to skip a test with a reason: pytest reports it as skipped (pytest.skip)."""
 
 
 class Result:

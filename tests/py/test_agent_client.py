@@ -3,13 +3,11 @@ blobs, bad input is refused with status 2 before anything boots."""
 
 import os
 import subprocess
-import sys
 import tempfile
 
 from pmulab_test import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pmulab_client  # noqa: E402
+from pmulab import client as pmulab_client
 
 CLIENT = os.path.join(ROOT, "tools", "pmulab-client")
 
@@ -216,7 +214,7 @@ def test_tcp_client_arguments_and_nobody_listening():
 def test_run_qemu_tcp_option_is_checked():
     """run-qemu.sh --tcp PORT[:GUEST_PORT]: bad values are refused (126) before anything
     boots; the forward it adds listens on 127.0.0.1 only."""
-    import qemu_run
+    from pmulab import qemu_run
     for bad in ("0", "65536", "x", "5555:", "1:2:3", "-1"):
         p = subprocess.run([os.path.join(ROOT, "run-qemu.sh"), "--no-build", f"--tcp={bad}", "--", "info"],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)

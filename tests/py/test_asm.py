@@ -1,4 +1,4 @@
-"""tools/pmulab_asm.py on the host: known encodings (llvm-mc and GNU as), AT&T, nanoBench's
+"""tools/pmulab-asm (pmulab.asm) on the host: known encodings (llvm-mc and GNU as), AT&T, nanoBench's
 |n NOPs and N*|x| repetitions, local labels and taken jumps, position-independence
 checks, errors naming the statement, and the rewriting of --asm in command lines,
 campaigns (tools/mkimage.sh, run-qemu.sh --config, pmulab-lab) before any boot."""
@@ -11,11 +11,10 @@ import tempfile
 
 from pmulab_test import ROOT, Skip
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pmulab_asm  # noqa: E402
-from pmulab_asm import AsmError, assemble  # noqa: E402
+from pmulab import asm as pmulab_asm
+from pmulab.asm import AsmError, assemble
 
-ASM = os.path.join(ROOT, "tools", "pmulab_asm.py")
+ASM = os.path.join(ROOT, "tools", "pmulab-asm")
 EFI = os.path.join(ROOT, "build", "pmulab.efi")
 
 KNOWN = [

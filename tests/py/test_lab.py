@@ -98,18 +98,18 @@ def test_qemu_lab_two_configs_two_smp_values_merged():
 # ---------------------------------------------------------------- issue 12: nothing lost, nothing mixed
 
 import contextlib  # noqa: E402
-import importlib.machinery  # noqa: E402
 import importlib.util  # noqa: E402
 import io  # noqa: E402
 import threading  # noqa: E402
 
 
 def _load_lab():
-    """tools/pmulab-lab as a module, so that a test can replace the QEMU boot."""
-    loader = importlib.machinery.SourceFileLoader("pmulab_lab_under_test", LAB)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
+    """pmulab.lab (tools/pmulab-lab) as a fresh module object of its own, so that a test
+    can replace the QEMU boot without touching the module other tests import."""
+    spec = importlib.util.find_spec("pmulab.lab")
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    loader.exec_module(mod)
+    spec.loader.exec_module(mod)
     return mod
 
 

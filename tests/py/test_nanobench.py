@@ -2,20 +2,14 @@
 with nanoBench's defaults), unique-prefix abbreviations, bad options (status 2, one
 clear line), campaign lines, and nanoBench's output form from recorded pmulab JSON."""
 
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
-import sys
 import tempfile
 
+from pmulab import nanobench as nbt
 from pmulab_test import ROOT, data_path
 
 TOOL = os.path.join(ROOT, "tools", "pmulab-nanobench")
-_loader = importlib.machinery.SourceFileLoader("pmulab_nanobench", TOOL)
-_spec = importlib.util.spec_from_loader("pmulab_nanobench", _loader)
-nbt = importlib.util.module_from_spec(_spec)
-_loader.exec_module(nbt)
 
 DEFAULTS = ["--unroll", "1000", "--loop", "1", "--reps", "10", "--warmup", "5", "--agg", "trimmed"]
 

@@ -11,13 +11,11 @@ The batch CLI (tools/pmulab-client --qemu ... --batch FILE) is the second boot.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 
 from pmulab_test import ROOT
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-from pmulab_client import Agent  # noqa: E402
+from pmulab.client import Agent
 
 QEMU = True
 TICK = 128

@@ -12,14 +12,12 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 
 from pmulab_test import ROOT, run_qemu
 
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-from pmulab_client import Agent  # noqa: E402
+from pmulab.client import Agent
 
 QEMU = True
 TICK = 128
@@ -189,7 +187,7 @@ def test_qemu_serve_tcp_idle_without_a_host():
     """A campaign of two `serve --tcp P --idle 1` lines with the NIC and nobody
     connecting: each stops after a second (the second one can listen on the same port
     again: the first gave it back), and the boot powers off with status 0."""
-    from pmulab_client import free_tcp_port
+    from pmulab.client import free_tcp_port
     port = free_tcp_port()
     with tempfile.TemporaryDirectory() as td:
         cfg = os.path.join(td, "serve.cfg")
@@ -212,7 +210,7 @@ def test_qemu_serve_tcp_idle_without_a_host():
 def test_qemu_serve_tcp_dhcp():
     """`serve --tcp P --addr dhcp`: the firmware's IPv4 policy set to DHCP, the lease from
     QEMU's user-mode network (10.0.2.15) within the bounded wait, and a host served on it."""
-    from pmulab_client import free_tcp_port
+    from pmulab.client import free_tcp_port
     port = free_tcp_port()
     r = run_qemu("serve", "--tcp", str(port), "--addr", "dhcp", "--idle", "1", smp="1", timeout=120,
                  extra=["--tcp", str(port)])
@@ -241,7 +239,7 @@ def test_qemu_serve_tcp_once_powers_off_when_the_host_goes_away():
 def test_qemu_serve_tcp_chooses_the_nic():
     """Two NICs: `--nic 1` listens on the second (its MAC in the link), `--nic 2` is a
     clear usage error naming how many there are."""
-    from pmulab_client import free_tcp_port
+    from pmulab.client import free_tcp_port
     port = free_tcp_port()
     with tempfile.TemporaryDirectory() as td:
         cfg = os.path.join(td, "nic.cfg")

@@ -201,8 +201,7 @@ def test_qemu_code_that_never_ends_is_stopped_on_the_bsp_and_the_aps():
 # afterwards (without -icount, as above).
 def test_qemu_agent_survives_code_that_never_ends():
     import sys
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    from pmulab_client import Agent
+    from pmulab.client import Agent
     agent = Agent.qemu(["--no-build", "--smp", "2"], timeout=300)
     try:
         for cpu in (0, 1):

@@ -1,6 +1,6 @@
-"""pmulab_client: drive `pmulab serve` from Python (docs/agent.md).
+"""pmulab.client: drive `pmulab serve` from Python (docs/agent.md).
 
-    from pmulab_client import Agent
+    from pmulab.client import Agent
     with Agent.qemu(["--smp", "2", "--icount", "7"]) as pm:      # boots pmulab in QEMU
         r = pm.run(asm="imul rax, rax", init_asm="mov rax, 1", events=["tsc"])
         print(r.counts)                                             # {'tsc': 128.0}
@@ -16,6 +16,8 @@ experiments per boot. Agent.serial(DEVICE) attaches to a lab machine booted into
 TCP. Only the standard library is used.
 """
 
+from __future__ import annotations
+
 import base64
 import itertools
 import json
@@ -27,12 +29,16 @@ import sys
 import tempfile
 import threading
 import time
+from typing import Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextIO, Tuple, Union
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TOOLS = os.path.dirname(HERE)
-if TOOLS not in sys.path:
-    sys.path.insert(0, TOOLS)
-import pmulab_asm  # noqa: E402
+from . import TOOLS
+from . import asm as pmulab_asm
+
+Record = Dict[str, Any]  # one JSON record from the agent
+RequestId = Union[int, str, None]  # a request's "id" (null: a line the agent could not read)
+# A batch line: a command line, its words (--asm allowed), or asm_to_blobs' (argv, blobs).
+Code = Union[bytes, str, None]  # machine code: bytes or hex text
+BatchLine = Union[str, Sequence[str], Tuple[List[str], Dict[str, bytes]]]
 
 PROTOCOL = 1
 BLOB_MAX = 64 << 10
@@ -42,10 +48,10 @@ CODE_TO_FILE = {"--code": "--code-file", "--init": "--init-file", "--late-init":
                 "--one-time-init": "--one-time-init-file"}
 
 
-_asm_cache = {}
+_asm_cache: dict[tuple[str, bool, str], bytes] = {}
 
 
-def assemble(text, att=False, what="--asm"):
+def assemble(text: str, att: bool = False, what: str = "--asm") -> bytes:
     """pmulab_asm.assemble, remembered: a batch repeats the same snippets."""
     key = (text, att, what)
     if key not in _asm_cache:
@@ -72,40 +78,40 @@ class RequestError(Exception):
 class Answer:
     """Everything the agent sent for one request."""
 
-    def __init__(self, rid, cmd):
+    def __init__(self, rid: RequestId, cmd: str | None) -> None:
         self.id, self.cmd = rid, cmd
-        self.records = []   # the command's records (each with "id"), errors included
-        self.done = None    # the {"type":"done"} record
-        self.raw = []       # the lines as the agent sent them (records, then done)
+        self.records: list[Record] = []  # the command's records (each with "id"), errors included
+        self.done: Record | None = None  # the {"type":"done"} record
+        self.raw: list[str] = []         # the lines as the agent sent them (records, then done)
 
     @property
-    def status(self):
+    def status(self) -> int | None:
         return None if self.done is None else self.done["status"]
 
     @property
-    def cancelled(self):
+    def cancelled(self) -> bool:
         return bool(self.done and self.done.get("cancelled"))
 
     @property
-    def timed_out(self):
+    def timed_out(self) -> bool:
         return bool(self.done and self.done.get("timed_out"))
 
-    def of_type(self, t):
+    def of_type(self, t: str) -> list[Record]:
         return [r for r in self.records if r.get("type") == t]
 
     @property
-    def results(self):
+    def results(self) -> list[Record]:
         return self.of_type("result")
 
     @property
-    def errors(self):
+    def errors(self) -> list[Record]:
         return self.of_type("error")
 
     @property
-    def counts(self):
+    def counts(self) -> dict[str, float]:
         """nanoBench's dict: event name -> per-iteration value (of the first CPU and
         benchmark that measured it)."""
-        d = {}
+        d: dict[str, float] = {}
         for r in self.results:
             d.setdefault(r["event"], float(r["per_iteration"]))
         return d
@@ -114,7 +120,7 @@ class Answer:
         return f"Answer(id={self.id!r}, status={self.status}, records={len(self.records)})"
 
 
-def asm_to_blobs(argv, att=False):
+def asm_to_blobs(argv: Sequence[str], att: bool = False) -> tuple[list[str], dict[str, bytes]]:
     """A command line (list of words) with --asm* TEXT and --code* HEX turned into
     --*-file NAME plus the blobs they name ({NAME: bytes}); --att applies to all --asm*.
     A --name is added from the first --asm text when none is given. AsmError on bad code."""
@@ -166,36 +172,41 @@ def asm_to_blobs(argv, att=False):
 class _Link:
     """A byte stream with line reads: a socket or a file descriptor (serial device)."""
 
-    def __init__(self, sock=None, fd=None):
+    def __init__(self, sock: socket.socket | None = None, fd: int | None = None) -> None:
+        assert (sock is None) != (fd is None), "a link is a socket or a file descriptor"
         self.sock, self.fd = sock, fd
         self.buf = b""
 
-    def fileno(self):
-        return self.sock.fileno() if self.sock else self.fd
+    def fileno(self) -> int:
+        return self.sock.fileno() if self.sock else self._fd()
 
-    def send(self, data):
+    def _fd(self) -> int:
+        assert self.fd is not None
+        return self.fd
+
+    def send(self, data: bytes) -> None:
         if self.sock:
             self.sock.sendall(data)
         else:
             while data:
-                n = os.write(self.fd, data)
+                n = os.write(self._fd(), data)
                 data = data[n:]
 
-    def readline(self, timeout):
+    def readline(self, timeout: float | None) -> bytes:
         end = None if timeout is None else time.monotonic() + timeout
         while b"\n" not in self.buf:
             left = None if end is None else max(0.0, end - time.monotonic())
             r, _, _ = select.select([self.fileno()], [], [], left)
             if not r:
                 raise TimeoutError("no answer from the agent in time")
-            chunk = self.sock.recv(65536) if self.sock else os.read(self.fd, 65536)
+            chunk = self.sock.recv(65536) if self.sock else os.read(self._fd(), 65536)
             if not chunk:
                 raise AgentError("the agent closed the link")
             self.buf += chunk
         line, _, self.buf = self.buf.partition(b"\n")
         return line
 
-    def close(self):
+    def close(self) -> None:
         try:
             if self.sock:
                 self.sock.close()
@@ -205,7 +216,7 @@ class _Link:
             pass
 
 
-def free_tcp_port():
+def free_tcp_port() -> int:
     """A TCP port on 127.0.0.1 that is free now (for QEMU's forward)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -245,21 +256,25 @@ class Agent:
 
     WINDOW = 8  # requests in flight (the agent reads 16 ahead)
 
-    def __init__(self, link, proc=None, workdir=None, timeout=600):
+    def __init__(self, link: _Link | None, proc: subprocess.Popen | None = None,
+                 workdir: str | None = None, timeout: float = 600) -> None:
         self.link = link
         self.proc = proc
         self.workdir = workdir
         self.timeout = timeout
-        self.hello = None
+        self.hello: Any = None  # the hello record (serial: the version records instead)
         self._ids = itertools.count(1)
-        self._pending = {}   # id -> Answer
-        self._finished = {}  # id -> Answer, done but not collected
-        self.console = []    # pmulab's own console lines (QEMU: the debug port)
-        self.firmware_lines = []  # what the port carried before the agent's hello
+        self._pending: dict[RequestId, Answer] = {}   # id -> Answer
+        self._finished: dict[RequestId, Answer] = {}  # id -> Answer, done but not collected
+        self.console: list[str] = []    # pmulab's own console lines (QEMU: the debug port)
+        self.firmware_lines: list[str] = []  # what the port carried before the agent's hello
+        self._stderr: list[str] = []    # QEMU's stderr (qemu_run.py's messages)
+        self.tcp_port: int | None = None
 
     # ---- constructors
     @classmethod
-    def qemu(cls, run_qemu_args=(), timeout=600, no_build=False, log=None, serve_args=(), tcp=False):
+    def qemu(cls, run_qemu_args: Sequence[str] = (), timeout: float = 600, no_build: bool = False,
+             log: TextIO | None = None, serve_args: Sequence[str] = (), tcp: bool = False) -> Agent:
         """Boots pmulab in QEMU (tools/qemu_run.py, i.e. ./run-qemu.sh and its options)
         with `serve --shutdown [serve_args]` and the agent on a second serial port wired
         to a unix socket here; with tcp=True, on TCP instead (`serve --tcp`, reached
@@ -341,7 +356,7 @@ class Agent:
         return agent
 
     @classmethod
-    def tcp(cls, host, port, timeout=600, connect_timeout=30):
+    def tcp(cls, host: str, port: int, timeout: float = 600, connect_timeout: float = 30) -> Agent:
         """Attaches to an agent on TCP (`pmulab serve --tcp PORT`, e.g. run-qemu.sh --tcp
         PORT, or a lab machine). Each connection gets its own hello; retries for up to
         connect_timeout seconds while the agent is not listening yet."""
@@ -350,7 +365,7 @@ class Agent:
         return agent
 
     @classmethod
-    def serial(cls, device, baud=115200, timeout=600):
+    def serial(cls, device: str, baud: int = 115200, timeout: float = 600) -> Agent:
         """Attaches to an agent on a serial device (e.g. /dev/ttyUSB0), 8N1 raw."""
         import termios
         import tty
@@ -379,7 +394,7 @@ class Agent:
         # what comes before it is skipped.
         end = time.monotonic() + self.timeout
         while True:
-            line = self.link.readline(max(0.0, end - time.monotonic()))
+            line = self._live().readline(max(0.0, end - time.monotonic()))
             k = line.find(b'{"type":"hello"')
             if k < 0:
                 self.firmware_lines.append(line.decode(errors="replace"))
@@ -390,36 +405,42 @@ class Agent:
             return
 
     # ---- the protocol
-    def submit(self, cmd, blobs=None, timeout_ms=None, rid=None):
+    def _live(self) -> _Link:
+        if self.link is None:
+            raise AgentError("the link to the agent is closed")
+        return self.link
+
+    def submit(self, cmd: str | Sequence[str], blobs: dict[str, bytes] | None = None,
+               timeout_ms: int | None = None, rid: RequestId | None = None) -> RequestId:
         """Sends one request without waiting; returns its id. `cmd` is a command line
         (str) or a list of words; `blobs` maps names to bytes."""
         if not isinstance(cmd, str):
             cmd = " ".join(pmulab_asm.quote(a) for a in cmd)
         rid = next(self._ids) if rid is None else rid
-        req = {"id": rid, "cmd": cmd}
+        req: Record = {"id": rid, "cmd": cmd}
         if blobs:
             req["blobs"] = {k: base64.b64encode(v).decode() for k, v in blobs.items()}
         if timeout_ms:
             req["timeout_ms"] = int(timeout_ms)
         self._pending[rid] = Answer(rid, cmd)
-        self.link.send((json.dumps(req, separators=(",", ":")) + "\n").encode())
+        self._live().send((json.dumps(req, separators=(",", ":")) + "\n").encode())
         return rid
 
-    def send_raw(self, line):
+    def send_raw(self, line: str | bytes) -> None:
         """Sends a line as it is (tests: malformed requests). Returns nothing."""
-        self.link.send(line if isinstance(line, bytes) else line.encode())
+        self._live().send(line if isinstance(line, bytes) else line.encode())
 
-    def cancel(self, rid):
+    def cancel(self, rid: RequestId) -> str:
         """Asks the agent to cancel request `rid` (running or waiting); returns the id
         of the cancel request (its own done record says whether there was one)."""
         cid = f"cancel-{next(self._ids)}"
         self._pending[cid] = Answer(cid, f"cancel {rid}")
-        self.link.send((json.dumps({"id": cid, "cancel": rid}) + "\n").encode())
+        self._live().send((json.dumps({"id": cid, "cancel": rid}) + "\n").encode())
         return cid
 
-    def read_record(self, timeout=None):
+    def read_record(self, timeout: float | None = None) -> Record:
         """The next record from the agent (dict), filed under its request."""
-        line = self.link.readline(self.timeout if timeout is None else timeout)
+        line = self._live().readline(self.timeout if timeout is None else timeout)
         try:
             rec = json.loads(line)
         except ValueError:
@@ -447,19 +468,22 @@ class Agent:
             other.raw.append(line.decode())
         return rec
 
-    def collect(self, rid, timeout=None):
+    def collect(self, rid: RequestId, timeout: float | None = None) -> Answer:
         """Waits for request `rid` to finish; returns its Answer."""
         while rid not in self._finished or self._finished[rid].done is None:
             self.read_record(timeout)
         return self._finished.pop(rid)
 
-    def request(self, cmd, blobs=None, timeout_ms=None, check=False, timeout=None):
+    def request(self, cmd: str | Sequence[str], blobs: dict[str, bytes] | None = None,
+                timeout_ms: int | None = None, check: bool = False,
+                timeout: float | None = None) -> Answer:
         ans = self.collect(self.submit(cmd, blobs, timeout_ms), timeout)
         if check and ans.status != 0:
             raise RequestError(ans)
         return ans
 
-    def batch(self, lines, timeout_ms=None):
+    def batch(self, lines: Iterable[BatchLine],
+              timeout_ms: int | None = None) -> Iterator[tuple[int, Answer]]:
         """Runs command lines through the agent with several in flight; yields
         (index, Answer) in order. A line is a str or a list of words (--asm allowed,
         assembled here), or an (argv, blobs) pair from asm_to_blobs."""
@@ -477,10 +501,14 @@ class Agent:
             yield i, self.collect(ids.pop(i))
 
     # ---- nanoBench-shaped calls
-    def run(self, code=None, asm=None, init=None, init_asm=None, late_init=None, late_init_asm=None,
-            one_time_init=None, one_time_init_asm=None, att=False, events=("tsc",), cpu=None, unroll=None,
-            loop=None, reps=None, warmup=None, initial_warmup=None, agg=None, basic=False, no_mem=False,
-            align_offset=None, drain_frontend=False, name=None, extra=(), timeout_ms=None, check=True):
+    def run(self, code: Code = None, asm: str | None = None, init: Code = None, init_asm: str | None = None,
+            late_init: Code = None, late_init_asm: str | None = None, one_time_init: Code = None,
+            one_time_init_asm: str | None = None, att: bool = False, events: str | Sequence[str] = ("tsc",),
+            cpu: int | str | None = None, unroll: int | None = None, loop: int | None = None,
+            reps: int | None = None, warmup: int | None = None, initial_warmup: int | None = None,
+            agg: str | None = None, basic: bool = False, no_mem: bool = False, align_offset: int | None = None,
+            drain_frontend: bool = False, name: str | None = None, extra: Sequence[str] = (),
+            timeout_ms: int | None = None, check: bool = True) -> Answer:
         """Measures user code (bytes or hex str in code/init/..., or assembly text in
         asm/init_asm/...); returns the Answer (.counts, .results, .records)."""
         argv = ["run"]
@@ -520,7 +548,8 @@ class Agent:
         argv += list(extra)
         return self.request(argv, blobs, timeout_ms, check=check)
 
-    def bench(self, kernels, events=("tsc",), **opts):
+    def bench(self, kernels: str | Sequence[str], events: str | Sequence[str] = ("tsc",),
+              **opts: object) -> Answer:
         """Built-in kernels (`run --bench`)."""
         argv = ["run", "--bench", kernels if isinstance(kernels, str) else ",".join(kernels),
                 "--events", events if isinstance(events, str) else ",".join(events)]
@@ -528,25 +557,27 @@ class Agent:
             argv += [f"--{k.replace('_', '-')}", str(v)]
         return self.request(argv, check=True)
 
-    def info(self):
+    def info(self) -> list[Record]:
         """The census: one {"type":"cpu"} record per logical processor."""
         return self.request("info", check=True).of_type("cpu")
 
-    def msr_read(self, msr, cpu=None):
+    def msr_read(self, msr: int | str, cpu: int | str | None = None) -> int | dict[int, int]:
         """The value of an MSR (int) on one CPU; with cpu="all" a {cpu: value} dict."""
         argv = ["msr", "read", hex(msr) if isinstance(msr, int) else str(msr)]
         if cpu is not None:
             argv += ["--cpu", str(cpu)]
         recs = self.request(argv, check=True).of_type("msr")
-        vals = {r["cpu"]: int(r["value"], 16) for r in recs}
-        return vals if cpu == "all" or len(vals) > 1 else next(iter(vals.values()))
+        vals: dict[int, int] = {r["cpu"]: int(r["value"], 16) for r in recs}
+        if cpu == "all" or len(vals) > 1:
+            return vals
+        return next(iter(vals.values()))
 
-    def selftest(self, cpu=None):
+    def selftest(self, cpu: int | str | None = None) -> Answer:
         argv = ["selftest"] + (["--cpu", str(cpu)] if cpu is not None else [])
         return self.request(argv)
 
     # ---- the end
-    def close(self, timeout=60):
+    def close(self, timeout: float = 60) -> int | None:
         """Stops the agent ({"stop":true}) and, for QEMU, waits for it to power off.
         Returns pmulab's exit status when known (0 after a clean stop)."""
         status = None
@@ -568,10 +599,10 @@ class Agent:
             self._reap()
         return status
 
-    def submit_stop(self):
+    def submit_stop(self) -> str:
         rid = f"stop-{next(self._ids)}"
         self._pending[rid] = Answer(rid, "stop")
-        self.link.send((json.dumps({"id": rid, "stop": True}) + "\n").encode())
+        self._live().send((json.dumps({"id": rid, "stop": True}) + "\n").encode())
         return rid
 
     def _reap(self):
@@ -583,9 +614,9 @@ class Agent:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
-    def __enter__(self):
+    def __enter__(self) -> Agent:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.close()
         return False

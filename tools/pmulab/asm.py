@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """pmulab_asm: assembles user code for `pmulab run --code` on the host.
 
-  python3 tools/pmulab_asm.py [--att] "add rax, rbx; imul rax, rbx"   -> prints the hex bytes
-  python3 tools/pmulab_asm.py --campaign IN OUT                       -> rewrites --asm in a campaign
+  tools/pmulab-asm [--att] "add rax, rbx; imul rax, rbx"   -> prints the hex bytes
+  tools/pmulab-asm --campaign IN OUT                       -> rewrites --asm in a campaign
 
 Syntax (docs/nanobench.md): Intel syntax without prefixes by default (`--att` for AT&T);
 statements are separated by ';' or newlines, as in nanoBench. Labels local to the
@@ -24,6 +24,8 @@ library is used. Errors raise AsmError, whose message names the option, the
 statement and the assembler's own message; the tools exit with status 2 (usage).
 """
 
+from __future__ import annotations
+
 import os
 import re
 import shutil
@@ -31,6 +33,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from typing import Sequence
 
 # Recommended multi-byte NOPs (Intel SDM Vol. 2B, NOP: Table 4-12), extended to 15
 # bytes with 0x66 prefixes before the 10-byte form, as GNU as and nanoBench do.
@@ -78,7 +81,7 @@ def _expand_repeats(text):
     return re.sub(r"(\d+)\s*\*\s*\|([^|]*)\|", rep, text)
 
 
-def split_statements(text):
+def split_statements(text: str) -> list[str]:
     """The user's statements, in order: ';' and newlines separate, repetitions expanded,
     empty statements dropped. A |n NOP is a statement of its own (it may also be written
     right after an instruction, as nanoBench allows: 'add rax, rbx|5')."""
@@ -126,7 +129,7 @@ def _check_directive(s, i):
                        ".byte/.long/.quad/.fill: the code must be position-independent straight .text)")
 
 
-def find_assembler():
+def find_assembler() -> tuple[str, str]:
     """('llvm-mc', path) or ('as', path); AsmError when neither is installed."""
     forced = os.environ.get("PMULAB_ASSEMBLER")  # llvm-mc or as (tests use it)
     for kind in ([forced] if forced else ["llvm-mc", "as"]):
@@ -193,7 +196,7 @@ def _elf(data):
     return named, syms
 
 
-def assemble(text, att=False, what="--asm"):
+def assemble(text: str, att: bool = False, what: str = "--asm") -> bytes:
     """The machine code of TEXT (bytes). AsmError names WHAT, the statement and the reason."""
     try:
         return _assemble(text, att)
@@ -270,7 +273,7 @@ def _assemble(text, att):
 
 # ----- command lines and campaigns -------------------------------------------------
 
-def default_name(text):
+def default_name(text: str) -> str:
     """The record label for asm text: statements joined by '; ', bounded to NAME_MAX
     characters; characters that campaign lines cannot carry become spaces."""
     s = "; ".join(p.strip() for p in re.split(r"[;\n]", text) if p.strip())
@@ -279,11 +282,11 @@ def default_name(text):
     return s if len(s) <= NAME_MAX else s[:NAME_MAX - 3] + "..."
 
 
-def has_asm(argv):
+def has_asm(argv: Sequence[str]) -> bool:
     return any(a == "--att" or a.split("=", 1)[0] in ASM_OPTIONS for a in argv)
 
 
-def rewrite_argv(argv):
+def rewrite_argv(argv: Sequence[str]) -> list[str]:
     """A pmulab command line with --asm* TEXT turned into --code* HEX (--att applies to all
     of them and is dropped). A --name LABEL is added after the code when the line has
     --asm and no --name. Returns a new list; AsmError on bad code or a missing value."""
@@ -321,7 +324,7 @@ def rewrite_argv(argv):
     return out
 
 
-def split_line(line):
+def split_line(line: str) -> list[str]:
     """Words of a campaign line, as pmulab splits them (src/app/command_line.cpp)."""
     words, i, n = [], 0, len(line)
     while i < n:
@@ -350,7 +353,7 @@ def split_line(line):
     return words
 
 
-def quote(a):
+def quote(a: str) -> str:
     """A word for a pmulab command line (the inverse of split_line)."""
     # A lone backslash is literal to pmulab; only \\ and \" are escapes.
     if a == "" or any(c in a for c in " \t\"#") or "\\\\" in a or a.endswith("\\"):
@@ -368,7 +371,7 @@ def _strip_comment(line):
     return line
 
 
-def rewrite_campaign(data, name="campaign"):
+def rewrite_campaign(data: bytes, name: str = "campaign") -> bytes:
     """A campaign file (bytes) with every line that has --asm* rewritten into --code*;
     other lines stay byte for byte. AsmError names the file and line."""
     text = data.decode("utf-8")
@@ -392,9 +395,9 @@ def rewrite_campaign(data, name="campaign"):
     return "".join(out).encode("utf-8")
 
 
-def main(argv):
+def main(argv: Sequence[str]) -> int:
     import argparse
-    ap = argparse.ArgumentParser(prog="pmulab_asm.py", description="Assemble code for pmulab run --code.")
+    ap = argparse.ArgumentParser(prog="pmulab-asm", description="Assemble code for pmulab run --code.")
     ap.add_argument("--att", action="store_true", help="AT&T syntax (default Intel, no prefixes)")
     ap.add_argument("--campaign", nargs=2, metavar=("IN", "OUT"),
                     help="rewrite the --asm options of a campaign file into --code")
@@ -427,5 +430,10 @@ def main(argv):
         return 2
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The command line entry point (tools/pmulab-asm)."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    cli()

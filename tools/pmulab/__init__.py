@@ -1,0 +1,23 @@
+"""pmulab's host-side Python tools as one package (tools/pmulab).
+
+The scripts in tools/ (pmulab-client, pmulab-lab, pmulab-nanobench, pmulab-plot,
+pmulab-events, pmulab-asm, check-layers.py, qemu_run.py behind run-qemu.sh) are thin
+entry points into these modules; Python's own script directory rule puts tools/ on the
+path for them, and the tests get it from pytest.ini (`pythonpath = tools`). Only the
+standard library is used (pmulab.plot: matplotlib).
+
+  asm          --asm text -> machine code (llvm-mc or GNU as), campaign rewriting
+  client       Agent: drive `pmulab serve` (QEMU, serial, TCP)
+  client_cli   tools/pmulab-client
+  qemu_run     run-qemu.sh: boot pmulab under QEMU + OVMF
+  lab          tools/pmulab-lab: campaigns over configs x smp x CPU models
+  nanobench    tools/pmulab-nanobench: nanoBench.sh's interface
+  plot         tools/pmulab-plot
+  events       tools/pmulab-events: perfmon JSON -> pmulab event files
+  check_layers tools/check-layers.py: the include layers of src/
+"""
+
+import os
+
+TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(TOOLS)

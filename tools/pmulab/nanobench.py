@@ -1,0 +1,413 @@
+#!/usr/bin/env python3
+"""pmulab-nanobench: nanoBench.sh's command line, measured by pmulab (docs/nanobench.md).
+
+  tools/pmulab-nanobench -asm "imul rax, rbx" -asm_init "mov rax, 1" -config cfg.txt -range
+  tools/pmulab-nanobench --icount 7 -asm "add rax, rbx" -unroll 100      (exact under QEMU)
+  tools/pmulab-nanobench --campaign stick.cfg -asm "imul rax, rbx"       (a line for a stick)
+  tools/pmulab-nanobench --parse results.jsonl -range                    (print a stick's results)
+
+nanoBench's options (one or two dashes, '-opt value' or '-opt=value', any unique prefix:
+-l is -loop_count, -a is ambiguous) become a `pmulab run` command line; by default it
+boots in QEMU (tools/qemu_run.py, on an image made by tools/mkimage.sh with the event
+files and the -config file on it) and prints nanoBench's output: one 'NAME: 2.00' line
+per event ('NAME: 2.00 [1.98;2.03]' with -range).
+
+Options of this tool (two dashes, never abbreviated):
+  --icount SHIFT  --smp N  --cpu-model MODEL  --kvm  --timeout S  --no-build   QEMU boot
+  --events SPECS    pmulab events to measure as well (e.g. tsc); without -config,
+                    -fixed_counters and --events: tsc
+  --campaign FILE   append the pmulab command line to FILE (a campaign for a stick)
+                    instead of booting
+  --parse FILE      print nanoBench's output for the result records of a pmulab JSONL
+                    file (e.g. pulled from a stick) instead of booting
+  --dry-run         print the pmulab command line and stop
+Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code that does
+not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from fractions import Fraction
+from typing import Any, Dict, Sequence
+
+from . import ROOT
+from . import asm as pmulab_asm
+
+PROG = "pmulab-nanobench"
+Options = Dict[str, Any]  # parsed options: name -> value (True for a flag)
+Record = Dict[str, Any]  # one JSON record of pmulab's output
+# nanoBench.sh's options: name -> kind (text, file, int, flag).
+NB_OPTIONS = {
+    "asm": "text", "asm_init": "text", "asm_late_init": "text", "asm_one_time_init": "text",
+    "code": "file", "code_init": "file", "code_late_init": "file", "code_one_time_init": "file",
+    "config": "file", "fixed_counters": "flag",
+    "n_measurements": "int", "unroll_count": "int", "loop_count": "int", "warm_up_count": "int",
+    "initial_warm_up_count": "int", "alignment_offset": "int",
+    "avg": "flag", "median": "flag", "min": "flag", "max": "flag", "range": "flag",
+    "basic_mode": "flag", "no_mem": "flag", "no_normalization": "flag", "df": "flag",
+    "cpu": "int", "verbose": "flag", "usr": "int", "os": "int", "debug": "flag",
+}
+# nanoBench's defaults (nanoBench README).
+NB_DEFAULTS = {"n_measurements": 10, "unroll_count": 1000, "loop_count": 0, "warm_up_count": 5,
+               "initial_warm_up_count": 0, "alignment_offset": 0, "usr": 1, "os": 0}
+OWN_OPTIONS = {"--icount": True, "--smp": True, "--cpu-model": True, "--kvm": False, "--timeout": True,
+               "--no-build": False, "--events": True, "--campaign": True, "--parse": True,
+               "--dry-run": False}
+# Blocks: nanoBench's asm option, its code option, pmulab's asm and hex options.
+BLOCKS = [("asm", "code", "--asm", "--code"), ("asm_init", "code_init", "--asm-init", "--init"),
+          ("asm_late_init", "code_late_init", "--asm-late-init", "--late-init"),
+          ("asm_one_time_init", "code_one_time_init", "--asm-one-time-init", "--one-time-init")]
+AGGS = {"avg": "trimmed", "median": "median", "min": "min", "max": "max"}
+# -fixed_counters: pmulab's vendor-neutral names of the three fixed-function events
+# (FIXED_CTR0-2 on Intel), printed under nanoBench's names; the record's event may be
+# any of the aliases.
+FIXED = [("instructions", "Instructions retired", ("FIXED_CTR0", "INST_RETIRED.ANY")),
+         ("cycles", "Core cycles", ("FIXED_CTR1", "CPU_CLK_UNHALTED.THREAD")),
+         ("ref-cycles", "Reference cycles", ("FIXED_CTR2", "CPU_CLK_UNHALTED.REF_TSC"))]
+CONFIG_DEST = "\\pmulab\\nanobench\\"
+
+
+class Usage(Exception):
+    """Bad command line: message, exit status 2."""
+
+
+def parse_int(opt: str, text: str) -> int:
+    try:
+        v = int(text, 0)
+    except (ValueError, TypeError):
+        raise Usage(f"-{opt}: '{text}' is not a number")
+    if v < 0:
+        raise Usage(f"-{opt}: '{text}' must not be negative")
+    return v
+
+
+def match_option(word: str) -> tuple[str, str | None]:
+    """(name, inline value or None) of a nanoBench option word, as getopt_long_only
+    matches it: an exact name, else a unique prefix."""
+    body = word.lstrip("-")
+    name, eq, val = body.partition("=")
+    if name in NB_OPTIONS:
+        return name, (val if eq else None)
+    cands = sorted(n for n in NB_OPTIONS if n.startswith(name)) if name else []
+    if not cands:
+        raise Usage(f"unrecognized option '{word}' (nanoBench options: see --help)")
+    if len(cands) > 1:
+        raise Usage(f"option '{word}' is ambiguous; possibilities: " + " ".join("-" + c for c in cands))
+    return cands[0], (val if eq else None)
+
+
+def parse_args(argv: Sequence[str]) -> tuple[Options, Options]:
+    """(nanoBench options dict, own options dict). Usage on bad input."""
+    nb: Options = {}
+    own: Options = {}
+    i = 0
+    while i < len(argv):
+        w = argv[i]
+        i += 1
+        key, eq, val = w.partition("=")
+        if key in OWN_OPTIONS:
+            if OWN_OPTIONS[key]:
+                if not eq:
+                    if i >= len(argv):
+                        raise Usage(f"{key} needs a value")
+                    val = argv[i]
+                    i += 1
+                own[key] = val
+            else:
+                if eq:
+                    raise Usage(f"{key} takes no value")
+                own[key] = True
+            continue
+        if w in ("-h", "--help", "-help"):
+            own["--help"] = True
+            continue
+        if not w.startswith("-") or w in ("-", "--"):
+            raise Usage(f"unexpected argument '{w}' (nanoBench options start with '-')")
+        name, inline = match_option(w)
+        kind = NB_OPTIONS[name]
+        if kind == "flag":
+            if inline is not None:
+                raise Usage(f"-{name} takes no value")
+            nb[name] = True
+            continue
+        if inline is None:
+            if i >= len(argv):
+                raise Usage(f"-{name} needs a value")
+            inline = argv[i]
+            i += 1
+        nb[name] = parse_int(name, inline) if kind == "int" else inline
+    return nb, own
+
+
+def read_code_file(opt: str, path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise Usage(f"-{opt} {path}: cannot read: {e.strerror}")
+    if not data:
+        raise Usage(f"-{opt} {path}: the file is empty")
+    return data
+
+
+def config_names(path: str) -> dict[str, str]:
+    """{spec or name: display name} of a nanoBench config file; Usage on a bad file."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("ascii")
+    except OSError as e:
+        raise Usage(f"-config {path}: cannot read: {e.strerror}")
+    except UnicodeDecodeError as e:
+        raise Usage(f"-config {path}: not ASCII text (byte at {e.start}); pmulab reads ASCII event files")
+    names = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split(None, 1)
+        name = parts[1].strip() if len(parts) > 1 else parts[0]
+        names[parts[0]] = name
+        names[name] = name
+    return names
+
+
+def pmulab_command(nb: Options, own: Options) -> tuple[list[str], str | None]:
+    """The `pmulab run` words for nanoBench options (with --asm* still as text: the caller
+    assembles them), plus the config file to put on the volume (or None)."""
+    cmd = ["run"]
+    for asm_opt, code_opt, p_asm, p_code in BLOCKS:
+        if asm_opt in nb and code_opt in nb:
+            raise Usage(f"-{asm_opt} and -{code_opt} give the same code twice; use one of them")
+        if asm_opt in nb:
+            cmd += [p_asm, nb[asm_opt]]
+        elif code_opt in nb:
+            cmd += [p_code, read_code_file(code_opt, nb[code_opt]).hex()]
+    if "asm" not in nb and "code" not in nb:
+        raise Usage("give the code to measure: -asm \"TEXT\" or -code FILE")
+    if "code" in nb and "asm" not in nb:
+        cmd += ["--name", os.path.basename(nb["code"])[:pmulab_asm.NAME_MAX]]
+    events = []
+    if own.get("--events"):
+        events += [own["--events"]]
+    if nb.get("fixed_counters"):
+        events += [f for f, _, _ in FIXED]
+    if events:
+        cmd += ["--events", ",".join(events)]
+    config = nb.get("config")
+    if config is not None:
+        config_names(config)  # readable, ASCII
+        cmd += ["--events-file", CONFIG_DEST + os.path.basename(config)]
+    elif not events:
+        cmd += ["--events", "tsc"]
+    if "cpu" in nb:
+        cmd += ["--cpu", str(nb["cpu"])]
+    v = {k: nb.get(k, d) for k, d in NB_DEFAULTS.items()}
+    cmd += ["--unroll", str(v["unroll_count"]), "--loop", str(max(1, v["loop_count"])),
+            "--reps", str(v["n_measurements"]), "--warmup", str(v["warm_up_count"])]
+    aggs = [a for a in AGGS if nb.get(a)]
+    if len(aggs) > 1:
+        raise Usage("give at most one of -avg, -median, -min, -max")
+    cmd += ["--agg", AGGS[aggs[0] if aggs else "avg"]]
+    if v["initial_warm_up_count"]:
+        cmd += ["--initial-warmup", str(v["initial_warm_up_count"])]
+    if v["alignment_offset"]:
+        cmd += ["--align-offset", str(v["alignment_offset"])]
+    if nb.get("basic_mode"):
+        cmd.append("--basic")
+    if nb.get("no_mem"):
+        cmd.append("--no-mem")
+    if nb.get("df"):
+        cmd.append("--drain-frontend")
+    for k in ("usr", "os"):
+        if v[k] not in (0, 1):
+            raise Usage(f"-{k}: '{v[k]}' must be 0 or 1")
+    return cmd, config
+
+
+def display_name(rec: Record, names: dict[str, str]) -> str:
+    ev = str(rec.get("event", "?"))
+    for spec, nice, aliases in FIXED:
+        if ev.lower() == spec or ev.upper() in aliases:
+            return nice
+    if ev == "tsc":
+        return "TSC"
+    return names.get(ev, ev)
+
+
+def fmt(x: float | str) -> str:
+    return f"{float(x):.2f}"
+
+
+def format_results(records: list[Record], nb: Options, names: dict[str, str] | None = None) -> list[str]:
+    """nanoBench's output lines for pmulab result records."""
+    names = names or {}
+    lines = []
+    for r in records:
+        if r.get("type") != "result":
+            continue
+        frac = r.get("fraction")
+        value = Fraction(frac[0], frac[1]) if isinstance(frac, list) and len(frac) == 2 else \
+            Fraction(str(r.get("per_iteration", 0)))
+        scale = r.get("iterations", 1) if nb.get("no_normalization") else 1
+        line = f"{display_name(r, names)}: {fmt(value * scale)}"
+        if nb.get("range"):
+            lo, hi = Fraction(str(r.get("min", 0))), Fraction(str(r.get("max", 0)))
+            line += f" [{fmt(lo * scale)};{fmt(hi * scale)}]"
+        lines.append(line)
+    return lines
+
+
+def diagnostics(records: list[Record]) -> list[str]:
+    """stderr lines for pmulab's error and warning records."""
+    out = []
+    for r in records:
+        if r.get("type") in ("error", "warning"):
+            out.append(f"{PROG}: pmulab {r['type']}: {r.get('message', json.dumps(r))}")
+    return out
+
+
+def split_output(text: str) -> tuple[list[Record], list[str]]:
+    """(JSON records, other lines) of pmulab's console output."""
+    recs, other = [], []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("{"):
+            try:
+                obj = json.loads(s)
+                if isinstance(obj, dict):
+                    recs.append(obj)
+                    continue
+            except json.JSONDecodeError:
+                pass
+        if s:
+            other.append(line)
+    return recs, other
+
+
+def boot(words: list[str], config: str | None, own: Options, verbose: bool) -> tuple[int, str]:
+    """Boots pmulab with one campaign line; returns (status, stdout text)."""
+    if not own.get("--no-build"):
+        made = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
+        if made.returncode != 0:
+            print(f"{PROG}: error: the build failed", file=sys.stderr)
+            return 127, ""
+    efi = os.path.join(ROOT, "build", "pmulab.efi")
+    with tempfile.TemporaryDirectory(prefix="pmulab-nanobench-") as td:
+        cfg = os.path.join(td, "pmulab.cfg")
+        with open(cfg, "w") as f:
+            f.write(" ".join(pmulab_asm.quote(w) for w in words) + " --json\n--shutdown\n")
+        img = os.path.join(td, "pmulab.img")
+        events = os.path.join(ROOT, "tests", "data", "events")
+        pairs = [f"{os.path.join(events, n)}=::/pmulab/events/{n}"
+                 for n in sorted(os.listdir(events)) if n.endswith(".evt")] if os.path.isdir(events) else []
+        if config:
+            pairs.append(f"{config}=::" + (CONFIG_DEST + os.path.basename(config)).replace("\\", "/"))
+        r = subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, cfg, *pairs],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            sys.stderr.write(r.stderr)
+            print(f"{PROG}: error: could not build the disk image", file=sys.stderr)
+            return 125, ""
+        cmd = [sys.executable, os.path.join(ROOT, "tools", "qemu_run.py"), "--no-build", "--image", img,
+               "--smp", own.get("--smp", "4"), "--timeout", own.get("--timeout", "600")]
+        if own.get("--icount") is not None:
+            cmd += ["--icount", own["--icount"]]
+        if own.get("--cpu-model"):
+            cmd += ["--cpu", own["--cpu-model"]]
+        if own.get("--kvm"):
+            cmd.append("--kvm")
+        if verbose:
+            print(f"{PROG}: " + " ".join(cmd), file=sys.stderr)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, errors="replace")
+        return p.returncode, p.stdout
+
+
+def main(argv: Sequence[str]) -> int:
+    try:
+        nb, own = parse_args(argv)
+        if own.get("--help"):
+            print(__doc__.strip())
+            print("\nnanoBench options: " + " ".join("-" + n for n in NB_OPTIONS))
+            return 0
+        if own.get("--parse"):
+            try:
+                with open(own["--parse"], encoding="utf-8", errors="replace") as f:
+                    recs, _ = split_output(f.read())
+            except OSError as e:
+                raise Usage(f"--parse {own['--parse']}: cannot read: {e.strerror}")
+            names = config_names(nb["config"]) if "config" in nb else {}
+            for line in format_results(recs, nb, names):
+                print(line)
+            return 0
+        words, config = pmulab_command(nb, own)
+        words = pmulab_asm.rewrite_argv(words)
+    except Usage as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except pmulab_asm.AsmError as e:
+        msg = str(e)
+        for asm_opt, _, p_asm, _ in BLOCKS:  # in nanoBench's spelling
+            if msg.startswith(p_asm + ":"):
+                msg = "-" + asm_opt + msg[len(p_asm):]
+        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        return 2
+    line = " ".join(pmulab_asm.quote(w) for w in words)
+    verbose = bool(nb.get("verbose"))
+    if own.get("--dry-run"):
+        print(line)
+        return 0
+    if own.get("--campaign"):
+        path = own["--campaign"]
+        try:
+            with open(path, "a") as f:
+                shown = [a for k, a in enumerate(argv) if not a.startswith("--campaign")
+                         and not (k and argv[k - 1] == "--campaign")]
+                f.write(f"# {PROG} " + " ".join(pmulab_asm.quote(a) for a in shown)[:2000] + "\n")
+                f.write(line + "\n")
+        except OSError as e:
+            print(f"{PROG}: error: --campaign {path}: cannot write: {e.strerror}", file=sys.stderr)
+            return 1
+        print(f"{PROG}: appended to {path}: {line}", file=sys.stderr)
+        if config:
+            print(f"{PROG}: put {config} on the stick as {CONFIG_DEST}{os.path.basename(config)} "
+                  f"(tools/mkimage.sh IMG EFI {path} {config}=::/pmulab/nanobench/{os.path.basename(config)})",
+                  file=sys.stderr)
+        return 0
+    if verbose:
+        print(f"{PROG}: pmulab {line}", file=sys.stderr)
+    status, out = boot(words, config, own, verbose)
+    recs, other = split_output(out)
+    for l in other:
+        print(l, file=sys.stderr)
+    for l in diagnostics(recs):
+        print(l, file=sys.stderr)
+    names = config_names(config) if config else {}
+    for l in format_results(recs, nb, names):
+        print(l)
+    if verbose:
+        for r in recs:
+            if r.get("type") == "result":
+                print(f"{PROG}: {display_name(r, names)}: " + ", ".join(
+                    f"{k} {r[k]}" for k in ("min", "median", "avg", "trimmed", "max", "iterations") if k in r),
+                    file=sys.stderr)
+    return status
+
+
+def cli() -> None:
+    """The command line entry point (tools/pmulab-nanobench)."""
+    import signal
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # QEMU got the same SIGINT; run-qemu.sh cleans up after itself
+        print(f"{PROG}: stopped by SIGINT", file=sys.stderr)
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    cli()

@@ -264,9 +264,7 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         // SDM Vol. 2A Figure 3-6 note: DisplayFamily/DisplayModel. AMD applies the
         // extended model only for base family 0Fh (APM Vol. 3, CPUID Fn0000_0001_EAX).
         id.family = base_family == 0xF ? base_family + ext_family : base_family;
-        bool use_ext_model = id.vendor == Vendor::amd || id.vendor == Vendor::hygon
-                                 ? base_family == 0xF
-                                 : (base_family == 0x6 || base_family == 0xF);
+        bool use_ext_model = is_amd_family(id.vendor) ? base_family == 0xF : (base_family == 0x6 || base_family == 0xF);
         id.model = use_ext_model ? (ext_model << 4) + base_model : base_model;
         id.initial_apic_id = bits(l1.ebx, 31, 24);
         id.hypervisor = bit(l1.ecx, kLeaf1EcxHypervisor);
@@ -352,7 +350,7 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
         for (usize i = 0; i <= n; ++i) id.brand[i] = id.brand[b + i];
         while (n > 0 && id.brand[n - 1] == ' ') id.brand[--n] = 0;
     }
-    bool amd_like = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    bool amd_like = is_amd_family(id.vendor);
     if (amd_like && id.max_ext_leaf >= 0x80000001) {
         p.amd_perfctr_core = bit(s.get(0x80000001).ecx, kExt1EcxPerfCtrExtCore);
         // The 4 legacy counters PerfCtr0-3 (C001_0004H-C001_0007H, APM Vol. 2 §13.2.1) exist

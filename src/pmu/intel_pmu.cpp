@@ -65,9 +65,10 @@ bool intel_explain_absent(const CpuDecoded& d, PmuInfo* p) {
 // ---- planning ----
 
 Status intel_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
+    if (info.kind != PmuKind::intel_arch) return allocate_without_pmu(info, events, n, out);  // no counters
     const PmuCaps& c = info.caps;
     // CPUID.(23H,3):EAX: architectural events supported (bit set) - SDM Vol. 2A, leaf 23H.
-    if (info.kind == PmuKind::intel_arch && c.leaf_23 && (c.leaf23_subleaves & 8)) {
+    if (c.leaf_23 && (c.leaf23_subleaves & 8)) {
         for (usize i = 0; i < n; ++i) {
             const Event& e = events[i];
             if (e.arch_bit < 0 || ((c.arch_events_bitmap >> e.arch_bit) & 1)) continue;
@@ -81,7 +82,7 @@ Status intel_allocate(const PmuInfo& info, const Event* events, usize n, Allocat
                                unsigned(e.umask), e.arch_bit);
         }
     }
-    return allocate_on_caps(info, events, n, out);
+    return allocate_counters(events, n, c, out, info.core_type);
 }
 
 void intel_summary(StrBuf& out, const PmuInfo& p) {

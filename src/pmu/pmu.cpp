@@ -25,7 +25,7 @@ extern const PmuFamily kNoPmuFamily = {
     .claims = nullptr,
     .decode = nullptr,
     .explain_absent = nullptr,
-    .allocate = allocate_on_caps,
+    .allocate = allocate_without_pmu,
     .summary = nullptr,
     .access = tsc_access,
     .control_writes = no_control_writes,
@@ -55,9 +55,9 @@ const char* pmu_kind_name(PmuKind k) {
     return kNoPmuFamily.name;
 }
 
-Status allocate_on_caps(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
+Status allocate_without_pmu(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
     PmuCaps effective = info.caps;
-    if (info.kind != PmuKind::intel_arch) effective.version = 0;  // AMD etc.: not programmable here
+    effective.version = 0;  // no architectural counters to program
     return allocate_counters(events, n, effective, out, info.core_type);
 }
 

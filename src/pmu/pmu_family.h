@@ -99,10 +99,10 @@ const PmuFamily& pmu_family(const PmuInfo& info);
 // info.kind is none.
 const PmuFamily& pmu_backend_family(const PmuInfo& info);
 
-// allocate_counters on info's caps, as an architectural PMU of info.version when info
-// is Intel architectural, else with no programmable architectural counters (version 0):
-// the rules of alloc.h for the Intel family and for a CPU without PMU ('tsc' only).
-Status allocate_on_caps(const PmuInfo& info, const Event* events, usize n, Allocation* out);
+// allocate_counters on info's caps as if the CPU had no architectural counters (version
+// 0): only 'tsc' allocates, every other event fails with the reason. The allocation of
+// kNoPmuFamily, and of a family that found no usable counters.
+Status allocate_without_pmu(const PmuInfo& info, const Event* events, usize n, Allocation* out);
 
 // u32 bit test shared by the families' hooks.
 inline bool has_bit(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }

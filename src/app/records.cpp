@@ -226,7 +226,7 @@ Result<u64> microcode_revision(Hw& hw, Vendor v) {
         if (!r.ok()) return r.error();
         return r.value() >> 32;
     }
-    if (v == Vendor::amd || v == Vendor::hygon) {
+    if (is_amd_family(v)) {
         // AMD: MSR 8BH is PATCH_LEVEL, the revision in bits 31:0 (read-only).
         Result<u64> r = hw.rdmsr(msr::IA32_BIOS_SIGN_ID);
         return r.ok() ? Result<u64>(r.value() & 0xffffffffu) : r;

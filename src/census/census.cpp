@@ -68,7 +68,7 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  core type        : %s (0x%02x from CPUID.1AH), native model id 0x%06x\n",
                    id.leaf_1a_core_type ? core_type_name(id.leaf_1a_core_type) : "not reported", id.leaf_1a_core_type,
                    id.native_model_id);
-    bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    bool amd = is_amd_family(id.vendor);
     if (amd) {
         if (!p.amd_core_counters) {
             out.printf("  PMU              : none enumerated (%s)\n",
@@ -333,7 +333,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
                                                 : r.dec.id.core_type == kCoreTypeAtom ? "E"
                                                                                       : "?")
                                              : "-");
-        bool amd = r.dec.id.vendor == Vendor::amd || r.dec.id.vendor == Vendor::hygon;
+        bool amd = is_amd_family(r.dec.id.vendor);
         if (!p.present()) {
             out.put("  none\n");
             continue;
@@ -491,7 +491,7 @@ void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
         json_index_array(w, p.acr_fixed_bitmap);
         w.field_hex("arch_events_bitmap", p.arch_events_bitmap);
     }
-    if (id.vendor == Vendor::amd || id.vendor == Vendor::hygon) {
+    if (is_amd_family(id.vendor)) {
         w.key("amd").begin_object();
         w.field_b("perfctr_ext_core", p.amd_perfctr_core);
         w.field_b("perfmon_v2", p.amd_perfmon_v2);

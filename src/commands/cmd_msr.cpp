@@ -78,7 +78,7 @@ Status msr_write_check(const CpuDecoded& cpu, u32 m, u64 value, bool unsafe) {
                            "msr write: IA32_PEBS_ENABLE (0x3f1) makes the CPU write PEBS records to memory (the DS "
                            "area pmulab does not set up). Add --unsafe if you mean it");
     bool intel_like = cpu.id.vendor == Vendor::intel || cpu.id.vendor == Vendor::zhaoxin;
-    bool amd_like = cpu.id.vendor == Vendor::amd || cpu.id.vendor == Vendor::hygon;
+    bool amd_like = is_amd_family(cpu.id.vendor);
     if (intel_like && !cpu.pmu.netburst) {
         StrBuf name;
         if (regs::pmu_msr_name(cpu.pmu, m, name)) {

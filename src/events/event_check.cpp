@@ -189,8 +189,7 @@ const char* event_dialect_name(EventDialect d) {
 }
 
 EventDialect event_dialect_for(const CpuIdentity& id, const PmuCaps& caps) {
-    if (id.vendor == Vendor::amd || id.vendor == Vendor::hygon)
-        return id.family >= 0x17 ? EventDialect::amd_zen : EventDialect::amd;
+    if (is_amd_family(id.vendor)) return id.family >= 0x17 ? EventDialect::amd_zen : EventDialect::amd;
     if (id.vendor == Vendor::intel && id.family == 0xF && caps.version == 0) return EventDialect::netburst;
     return EventDialect::intel;
 }

@@ -41,7 +41,7 @@ void probe_aperf(Hw& hw, const CpuIdentity& id, NoiseCaps* c) {
         note(c->aperf_absent, "CPUID.06H:ECX[0] = 0: no APERF/MPERF");
         return;
     }
-    bool amd = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    bool amd = is_amd_family(id.vendor);
     // AMD: the read-only aliases where CPUID 8000_0007H:EDX[10] (EffFreqRO) says they exist.
     bool ro = amd && id.max_ext_leaf >= 0x80000007u && ((hw.cpuid(0x80000007u, 0).edx >> 10) & 1);
     c->aperf_msr = regs::amd::fixed_like_msr(regs::amd::kFixedAperf, ro);
@@ -113,8 +113,7 @@ void noise_probe(Hw& hw, NoiseCaps* out) {
     CpuProbe pr;
     pmu_probe(hw, &pr, ProbeRdpmc::skip);
     CpuDecoded d = decode_cpuid(pr.cpuid);
-    if ((d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon) && amd_reads_de_cfg(d.id.family))
-        pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
+    if (is_amd_family(d.id.vendor) && amd_reads_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo info;
     pmu_decode(pr, &info);
     probe_smi(hw, d.id, out);

@@ -16,8 +16,8 @@ struct Cand {
 
 struct GroupState {
     int32_t owner[kSlots];
-    u32 count = 0;  // counter events
-    bool taken_alone = false;
+    u32 count = 0;       // counter events
+    bool alone = false;  // holds a TakenAlone event
     GroupState() {
         for (int32_t& o : owner) o = -1;
     }
@@ -121,11 +121,12 @@ Status place_counters(const Event* events, usize n, const EventCounters* counter
 }
 
 namespace {
-Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out) {
+
+// Most constrained first; TakenAlone events last (they open groups of their own).
+Vec<u32> placement_order(const Event* events, usize n, const Vec<Cand>& cand) {
     Vec<u32> order;
     for (usize i = 0; i < n; ++i)
         if (cand[i].counter) order.push(u32(i));
-    // Most constrained first; TakenAlone events last (they open groups of their own).
     auto key_less = [&](u32 a, u32 b) {
         const Event& ea = events[a];
         const Event& eb = events[b];
@@ -137,80 +138,75 @@ Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out)
         return a < b;
     };
     sort_small(order.data(), order.size(), key_less);
+    return order;
+}
 
+// The counter of slot s (GLOBAL_CTRL layout) for event e.
+Assignment slot_assignment(const Event& e, unsigned s) {
+    Assignment a;
+    if (s < kFixedSlot) {
+        a.kind = CounterKind::gp;
+        a.index = u8(s);
+        a.gp_fallback = e.kind == EventKind::fixed;
+    } else {
+        a.kind = CounterKind::fixed;
+        a.index = u8(s - kFixedSlot);
+    }
+    return a;
+}
+
+Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out) {
     Vec<GroupState> gs;
     Vec<u32> group_of;
     group_of.resize(n);
-    for (u32 ev : order) {
-        bool alone = events[ev].taken_alone;
-        bool placed = false;
-        for (usize g = 0; g < gs.size() && !placed; ++g) {
-            if (gs[g].taken_alone || (alone && gs[g].count > 0)) continue;
-            if (place(gs[g], cand, ev)) {
-                gs[g].count++;
-                gs[g].taken_alone |= alone;
-                group_of[ev] = u32(g);
-                placed = true;
-            }
-        }
-        if (!placed) {
-            GroupState& ng = gs.emplace();
-            if (!place(ng, cand, ev))
-                return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", events[ev].name);
-            ng.count = 1;
-            ng.taken_alone = alone;
-            group_of[ev] = u32(gs.size() - 1);
-        }
+    for (u32 ev : placement_order(events, n, cand)) {
+        auto fits = [&](GroupState& g) {
+            if (!place(g, cand, ev)) return false;
+            ++g.count;
+            return true;
+        };
+        if (!first_fit(gs, events[ev].taken_alone, fits, &group_of[ev]))
+            return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", events[ev].name);
     }
-    // tsc needs no counter: group 0.
-    for (usize i = 0; i < n; ++i) {
-        if (cand[i].counter) continue;
-        if (gs.empty()) gs.emplace();
-        group_of[i] = 0;
+    Vec<Assignment> as;
+    as.resize(n);
+    Vec<bool> alone;
+    for (const GroupState& g : gs) {
+        alone.push(g.alone);
+        for (unsigned s = 0; s < kSlots; ++s)
+            if (g.owner[s] >= 0) as[u32(g.owner[s])] = slot_assignment(events[g.owner[s]], s);
     }
-
-    for (usize g = 0; g < gs.size(); ++g) {
-        CounterGroup& cg = out->groups.emplace();
-        cg.taken_alone = gs[g].taken_alone;
-        for (unsigned s = 0; s < kSlots; ++s) {
-            int32_t o = gs[g].owner[s];
-            if (o < 0) continue;
-            Assignment a;
-            a.event = u32(o);
-            if (s < kFixedSlot) {
-                a.kind = CounterKind::gp;
-                a.index = u8(s);
-                a.gp_fallback = events[o].kind == EventKind::fixed;
-                cg.gp_mask |= u32(1) << s;
-            } else {
-                a.kind = CounterKind::fixed;
-                a.index = u8(s - kFixedSlot);
-                cg.fixed_mask |= u32(1) << a.index;
-            }
-            cg.events.push(a);
-        }
-        for (usize i = 0; i < n; ++i) {
-            if (cand[i].counter || group_of[i] != g) continue;
-            Assignment a;
-            a.event = u32(i);
-            a.kind = CounterKind::none;
-            cg.events.push(a);
-        }
-        sort_small(cg.events.data(), cg.events.size(),
-                   [](const Assignment& x, const Assignment& y) { return x.event < y.event; });
-    }
-    out->group_of = move(group_of);
+    emit_allocation(as, group_of, alone, out);
     return ok_status();
 }
+
 }  // namespace
 
-const char* counter_kind_name(CounterKind k) {
-    switch (k) {
-        case CounterKind::gp: return "gp";
-        case CounterKind::fixed: return "fixed";
-        case CounterKind::none: return "none";
+void emit_allocation(Vec<Assignment>& as, Vec<u32>& group_of, Vec<bool>& alone, Allocation* out) {
+    usize n = as.size();
+    for (usize i = 0; i < n; ++i) {
+        if (as[i].kind != CounterKind::none) continue;
+        if (alone.empty()) alone.push(false);
+        group_of[i] = 0;
     }
-    return "none";
+    for (usize g = 0; g < alone.size(); ++g) {
+        CounterGroup& cg = out->groups.emplace();
+        cg.taken_alone = alone[g];
+        for (usize i = 0; i < n; ++i) {
+            if (group_of[i] != g) continue;
+            Assignment a = as[i];
+            a.event = u32(i);
+            if (a.kind == CounterKind::gp) cg.gp_mask |= u32(1) << a.index;
+            else if (a.kind == CounterKind::fixed) cg.fixed_mask |= u32(1) << a.index;
+            cg.events.push(a);
+        }
+    }
+    out->group_of = move(group_of);
+}
+
+const char* counter_kind_name(CounterKind k) {
+    constexpr const char* kNames[] = {"gp", "fixed", "none"};  // CounterKind order
+    return unsigned(k) < sizeof kNames / sizeof kNames[0] ? kNames[unsigned(k)] : "none";
 }
 
 void put_counter_name(StrBuf& out, CounterKind kind, u8 index) {

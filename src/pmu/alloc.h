@@ -72,6 +72,34 @@ inline Status allocate_counters(const Vec<Event>& events, const PmuCaps& caps, A
 // grouping rules (TakenAlone, most constrained first, augmenting paths) apply.
 Status place_counters(const Event* events, usize n, const EventCounters* counters, Allocation* out);
 
+// The grouping rule every allocator shares (first fit in group order; a TakenAlone
+// event opens a group of its own and nothing joins it): puts one event into the first
+// group of `gs` where place(group) succeeds, else into a new one. place(G&) tries the
+// placement and, when it fits, records it and counts the event in G::count. G has
+// `count` (counter events) and `alone` (holds a TakenAlone event). False: the event does
+// not fit an empty group either. *group: the group it joined.
+template <typename G, typename Place> bool first_fit(Vec<G>& gs, bool taken_alone, Place&& place, u32* group) {
+    for (usize g = 0; g < gs.size(); ++g) {
+        G& x = gs[g];
+        if (x.alone || (taken_alone && x.count > 0)) continue;
+        if (place(x)) {
+            *group = u32(g);
+            return true;
+        }
+    }
+    G& x = gs.emplace();
+    x.alone = taken_alone;
+    *group = u32(gs.size() - 1);
+    return place(x);
+}
+
+// The common end of every allocation: as[i] is event i's counter (kind none for an
+// event without one, such as 'tsc'; the event field is set here), group_of[i] its group
+// (for events with a counter), alone[g] whether group g holds a TakenAlone event.
+// Events without a counter join group 0 (opened when there is none); each group lists
+// its events in input order.
+void emit_allocation(Vec<Assignment>& as, Vec<u32>& group_of, Vec<bool>& alone, Allocation* out);
+
 // "PMC3", "FIXED_CTR1", "TSC".
 void put_counter_name(StrBuf& out, CounterKind kind, u8 index);
 const char* counter_kind_name(CounterKind k);  // "gp", "fixed", "none"

@@ -1,8 +1,6 @@
-// The AMD core PMU backend (see amd_pmu.h). Register values via x86/amd_regs.h only.
-#include "pmu/amd_pmu.h"
-
-#include <stdarg.h>
-
+// The AMD core PMU family (see amd_pmu.h): the kAmdFamily description. Register values
+// via x86/amd_regs.h only.
+#include "pmu/pmu_family.h"
 #include "x86/msr_addr.h"
 
 namespace pmulab {
@@ -19,20 +17,22 @@ const char* fixed_like_name(unsigned i) {
 
 namespace {
 
-bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
+constexpr unsigned kMax = AmdPmuState::kMax;
+
 bool amd_dialect(EventDialect d) { return d == EventDialect::amd || d == EventDialect::amd_zen; }
+// PERF_CTL/CTR at C001_0200H + 2i (PerfCtrExtCore or PerfMonV2).
+bool ext_counters(const PmuInfo& info) { return info.caps.amd_perfctr_core || info.caps.amd_perfmon_v2; }
+// PerfMonV2: PerfCntrGlobalCtl gates every counter.
+bool v2(const PmuInfo& info) { return info.caps.amd_perfmon_v2; }
+u32 ctl(const PmuInfo& info, unsigned i) { return regs::amd::ctl_msr(i, ext_counters(info)); }
+u32 ctr(const PmuInfo& info, unsigned i) { return regs::amd::ctr_msr(i, ext_counters(info)); }
 
-}  // namespace
+// ---- decode ----
 
-void amd_fill_info(PmuInfo* p) {
+bool amd_claims(Vendor vendor, const PmuCaps& c) { return is_amd_family(vendor) && c.amd_core_counters; }
+
+void amd_decode(const CpuProbe&, const CpuDecoded&, PmuInfo* p) {
     const PmuCaps& c = p->caps;
-    if (!c.amd_core_counters) {
-        format_to(p->absent, sizeof p->absent,
-                  "no AMD core counters enumerated: no PerfCtrExtCore (CPUID 8000_0001H:ECX[23]) or PerfMonV2 "
-                  "(8000_0022H:EAX[0])%s",
-                  p->hypervisor ? " under a hypervisor, which does not expose the legacy counters either" : "");
-        return;
-    }
     p->kind = PmuKind::amd;
     p->gp_mask = u32(low_mask(min_of<unsigned>(c.amd_core_counters, regs::amd::kMaxCounters)));
     p->gp_width = regs::amd::kCounterWidth;
@@ -43,7 +43,18 @@ void amd_fill_info(PmuInfo* p) {
     p->full_width_writes = true;  // PERF_CTR takes all 48 bits
 }
 
-void put_amd_summary(StrBuf& out, const PmuInfo& p) {
+bool amd_explain_absent(const CpuDecoded& d, PmuInfo* p) {
+    if (!is_amd_family(d.id.vendor)) return false;
+    format_to(p->absent, sizeof p->absent,
+              "no performance-monitoring counters: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = "
+              "0, no PerfMonV2) and CPUID.0AH:EAX[7:0] = 0%s",
+              p->hypervisor ? " (a hypervisor without PMU passthrough)" : "");
+    return true;
+}
+
+// ---- planning ----
+
+void amd_summary(StrBuf& out, const PmuInfo& p) {
     const PmuCaps& c = p.caps;
     out.printf("AMD core PMU (%s): ", c.amd_perfmon_v2     ? "PerfMonV2"
                                       : c.amd_perfctr_core ? "PerfCtrExtCore"
@@ -54,7 +65,7 @@ void put_amd_summary(StrBuf& out, const PmuInfo& p) {
     if (!p.fixed_mask) out.put("none");
     bool first = true;
     for (unsigned i = 0; i < regs::amd::kFixedLikeCount; ++i)
-        if (has(p.fixed_mask, i)) {
+        if (has_bit(p.fixed_mask, i)) {
             out.printf("%s%s", first ? "" : ",", regs::amd::fixed_like_name(i));
             first = false;
         }
@@ -63,6 +74,31 @@ void put_amd_summary(StrBuf& out, const PmuInfo& p) {
     out.printf(", reads with %s", p.method == CounterMethod::rdpmc ? "RDPMC" : "RDMSR");
 }
 
+// The counters a fixed-like event may use: its fixed-like counter, else (with a GP
+// encoding) a PERF_CTR.
+Status fixed_like_counters(const PmuInfo& info, const Event& e, const StrBuf& have, EventCounters* c) {
+    bool present = e.fixed_counter >= 0 && has_bit(info.fixed_mask, unsigned(e.fixed_counter));
+    // IRPerfCount counts at every privilege level: only for events counting both.
+    bool fits = present && (e.fixed_counter != regs::amd::kFixedIrPerf || (e.usr && e.os));
+    if (fits && e.pinned_counter < 0) c->fixed = 1u << e.fixed_counter;
+    if (e.gp_equivalent) {
+        c->gp = info.gp_mask & e.allowed_gp;
+        if (e.pinned_counter >= 0) c->gp &= 1u << e.pinned_counter;
+    }
+    if (c->fixed || c->gp) return ok_status();
+    if (!e.gp_equivalent)
+        return event_unsupported(e, "needs %s, which this CPU does not have (%s)",
+                                 regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
+                                 e.fixed_counter != regs::amd::kFixedIrPerf ? "CPUID 06H:ECX[0] EffFreq = 0"
+                                 : info.caps.amd_irperf_erratum1054
+                                     ? "disabled on family 17h models 00h-2Fh by erratum 1054"
+                                     : "CPUID 8000_0008H:EBX[1] = 0");
+    return event_unsupported(e, "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
+                             have.c_str());
+}
+
+// Allocation on an AMD PMU: events of the AMD dialects only; IRPerfCount takes
+// 'instructions' counted at every privilege level, else a PERF_CTR with C0.00.
 Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
     out->groups.clear();
     out->group_of.clear();
@@ -80,29 +116,10 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
                                      e.dialect == EventDialect::netburst ? "a NetBurst PMU" : "an Intel PMU");
         EventCounters& c = cand[i];
         if (e.kind == EventKind::fixed) {
-            bool present = e.fixed_counter >= 0 && has(info.fixed_mask, unsigned(e.fixed_counter));
-            // IRPerfCount counts at every privilege level: only for events counting both.
-            bool fits = present && (e.fixed_counter != regs::amd::kFixedIrPerf || (e.usr && e.os));
-            if (fits && e.pinned_counter < 0) c.fixed = 1u << e.fixed_counter;
-            if (e.gp_equivalent) {
-                c.gp = info.gp_mask & e.allowed_gp;
-                if (e.pinned_counter >= 0) c.gp &= 1u << e.pinned_counter;
-            }
-            if (!c.fixed && !c.gp) {
-                if (!e.gp_equivalent)
-                    return event_unsupported(e, "needs %s, which this CPU does not have (%s)",
-                                             regs::amd::fixed_like_name(unsigned(e.fixed_counter)),
-                                             e.fixed_counter != regs::amd::kFixedIrPerf ? "CPUID 06H:ECX[0] EffFreq = 0"
-                                             : info.caps.amd_irperf_erratum1054
-                                                 ? "disabled on family 17h models 00h-2Fh by erratum 1054"
-                                                 : "CPUID 8000_0008H:EBX[1] = 0");
-                return event_unsupported(e,
-                                         "cannot be counted: no general-purpose counter left for it (this CPU has %s)",
-                                         have.c_str());
-            }
+            PMULAB_TRY(fixed_like_counters(info, e, have, &c));
             continue;
         }
-        if (e.pinned_counter >= 0 && !has(info.gp_mask, unsigned(e.pinned_counter)))
+        if (e.pinned_counter >= 0 && !has_bit(info.gp_mask, unsigned(e.pinned_counter)))
             return event_unsupported(e, "is pinned to PMC%d (.CTR=%d), but this CPU has %s", e.pinned_counter,
                                      e.pinned_counter, have.c_str());
         c.gp = info.gp_mask & e.allowed_gp;
@@ -112,38 +129,24 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
     return place_counters(events, n, cand.data(), out);
 }
 
-// ---- the backend ----
-
-void AmdPmu::init(Hw* hw, const PmuInfo& info) {
-    *this = AmdPmu();
-    hw_ = hw;
-    info_ = info;
-    ledger_.bind(hw);
-    v2_ = info.caps.amd_perfmon_v2;
-    ext_ = info.caps.amd_perfctr_core || v2_;
-}
-
-Status AmdPmu::allocate(const Event* events, usize n, Allocation* out) const {
-    return amd_allocate(info_, events, n, out);
-}
-
-u64 AmdPmu::ctl_value(const Event& e, bool en) {
+// The PERF_CTL value of an event (EN as given, INT clear).
+u64 ctl_value(const Event& e, bool en) {
     PerfEvtSel v;
     v.set_event_select(e.event_select).set_umask(e.umask).set_usr(e.usr).set_os(e.os).set_edge(e.edge);
     v.set_inv(e.inv).set_cmask(e.cmask).set_host_only(e.amd.host_only).set_guest_only(e.amd.guest_only).set_en(en);
     return v.raw();
 }
 
-CounterAccess AmdPmu::access(CounterKind kind, u8 index) const {
+CounterAccess amd_access(const PmuInfo& info, CounterKind kind, u8 index) {
     CounterAccess a;
     if (kind == CounterKind::gp) {
-        bool rdpmc = info_.method == CounterMethod::rdpmc;
+        bool rdpmc = info.method == CounterMethod::rdpmc;
         a.kind = rdpmc ? CounterAccess::rdpmc : CounterAccess::rdmsr;
-        a.index = rdpmc ? index : ctr(index);  // RDPMC ECX = i reads PERF_CTR i (APM RDPMC)
-        a.width = info_.gp_width;
+        a.index = rdpmc ? index : ctr(info, index);  // RDPMC ECX = i reads PERF_CTR i (APM RDPMC)
+        a.width = info.gp_width;
     } else if (kind == CounterKind::fixed) {
         a.kind = CounterAccess::rdmsr;
-        a.index = regs::amd::fixed_like_msr(index, info_.caps.amd_efffreq_ro);
+        a.index = regs::amd::fixed_like_msr(index, info.caps.amd_efffreq_ro);
         a.width = index == regs::amd::kFixedIrPerf ? regs::amd::kIrPerfWidth : regs::amd::kAperfMperfWidth;
     } else {
         a.kind = CounterAccess::rdtsc;
@@ -152,164 +155,157 @@ CounterAccess AmdPmu::access(CounterKind kind, u8 index) const {
     return a;
 }
 
-void AmdPmu::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start, PmuWriteList* stop) const {
-    start->count = stop->count = 0;
-    if (v2_) {
+void amd_control_writes(const PmuInfo& info, const Event* events, const CounterGroup& g, PmuWriteList* start,
+                        PmuWriteList* stop) {
+    if (v2(info)) {
         start->add(msr::AMD_PERF_CNTR_GLOBAL_CTL, GlobalCtl().set_counters(g.gp_mask).raw());
         stop->add(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
         return;
     }
     for (const Assignment& as : g.events) {
         if (as.kind != CounterKind::gp) continue;
-        start->add(ctl(as.index), ctl_value(events[as.event], true));
-        stop->add(ctl(as.index), ctl_value(events[as.event], false));
+        start->add(ctl(info, as.index), ctl_value(events[as.event], true));
+        stop->add(ctl(info, as.index), ctl_value(events[as.event], false));
     }
 }
 
-Status AmdPmu::save(const PmuTouch& t) {
-    if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
-    if (ledger_.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
-    if ((t.gp & ~info_.gp_mask) || (t.fixed & ~info_.fixed_mask) || t.aux_count)
+// ---- on the CPU ----
+
+// Restore order (ledger phases): GLOBAL_CTL = 0 (when set) and EN cleared first;
+// counters pmulab wrote; PERF_CTLs; HWCR; GLOBAL_STATUS bits back exactly through
+// STATUS_CLR/STATUS_SET; GLOBAL_CTL last, so counting resumes only on a complete state.
+Status amd_save(PmuCore& core, const PmuTouch& t) {
+    const PmuInfo& info = core.info;
+    MsrLedger& ledger = core.ledger;
+    if ((t.gp & ~info.gp_mask) || (t.fixed & ~info.fixed_mask) || t.aux_count)
         return Error::make(Errc::internal, "registers requested that this AMD PMU does not have");
-    touched_gp_ = t.gp;
-    touched_fixed_ = t.fixed;
-    programmed_ = false;
-    // Restore order (ledger phases): GLOBAL_CTL = 0 (when set) and EN cleared first;
-    // counters pmulab wrote; PERF_CTLs; HWCR; GLOBAL_STATUS bits back exactly through
-    // STATUS_CLR/STATUS_SET; GLOBAL_CTL last, so counting resumes only on a complete state.
-    ledger_.begin();
     const u64 en = PerfEvtSel::en_field::mask;
-    if (v2_) {
-        PMULAB_TRY(ledger_.save(MsrReg::global(msr::AMD_PERF_CNTR_GLOBAL_CTL).disabled_by(~u64(0))));
-        PMULAB_TRY(ledger_.save(MsrReg::status(msr::AMD_PERF_CNTR_GLOBAL_STATUS, msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
-                                               msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET, t.gp)));
+    if (v2(core.info)) {
+        PMULAB_TRY(ledger.save(MsrReg::global(msr::AMD_PERF_CNTR_GLOBAL_CTL).disabled_by(~u64(0))));
+        PMULAB_TRY(ledger.save(MsrReg::status(msr::AMD_PERF_CNTR_GLOBAL_STATUS, msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR,
+                                              msr::AMD_PERF_CNTR_GLOBAL_STATUS_SET, t.gp)));
     }
     for (unsigned i = 0; i < kMax; ++i) {
-        if (!has(t.gp, i)) continue;
-        PMULAB_TRY(ledger_.save(MsrReg::event_select(ctl(i)).disabled_by(en)));
-        PMULAB_TRY(ledger_.save(MsrReg::counter(ctr(i)).gated_by(ctl(i))));
+        if (!has_bit(t.gp, i)) continue;
+        PMULAB_TRY(ledger.save(MsrReg::event_select(ctl(info, i)).disabled_by(en)));
+        PMULAB_TRY(ledger.save(MsrReg::counter(ctr(info, i)).gated_by(ctl(info, i))));
     }
-    if (has(t.fixed, regs::amd::kFixedIrPerf)) PMULAB_TRY(ledger_.save(MsrReg::control(msr::AMD_HWCR)));
-    ledger_.arm();
+    if (has_bit(t.fixed, regs::amd::kFixedIrPerf)) PMULAB_TRY(ledger.save(MsrReg::control(msr::AMD_HWCR)));
     return ok_status();
 }
 
-Status AmdPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
-    if ((g.gp_mask & ~touched_gp_) || (g.fixed_mask & ~touched_fixed_))
-        return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
-    u64 mask = regs::counter_mask(info_.gp_width);
+Status amd_check_presets(const PmuCore& core, const Event*, const CounterGroup& g, const u64* presets) {
+    u64 mask = regs::counter_mask(core.info.gp_width);
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
         u64 p = presets ? presets[k] : 0;
         if (as.kind == CounterKind::gp && (p & ~mask))
             return Error::make(Errc::invalid_argument, "preset 0x%llX does not fit the %u-bit counter PMC%u",
-                               (unsigned long long)p, info_.gp_width, unsigned(as.index));
+                               (unsigned long long)p, core.info.gp_width, unsigned(as.index));
         if (as.kind == CounterKind::fixed && p)
             return Error::make(Errc::invalid_argument, "%s is free-running and cannot be preset (preset 0x%llX)",
                                regs::amd::fixed_like_name(as.index), (unsigned long long)p);
     }
-    programmed_ = false;
-    group_gp_ = g.gp_mask;
-    const u64 en = PerfEvtSel::en_field::mask;
-    auto fail = [&](const Status& s) -> Status {
-        Error e = s.error();
-        (void)restore();
-        return e;
-    };
-    Status st = ok_status();
-    if (v2_ && ledger_.shadow(msr::AMD_PERF_CNTR_GLOBAL_CTL)) {
-        st = write(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
-        if (!st.ok()) return fail(st);
-    }
+    return ok_status();
+}
+
+// IRPerfCount: HWCR.IRPerfEn set (when it is not).
+Status enable_irperf(PmuCore& core) {
+    u64 hwcr = core.ledger.shadow(msr::AMD_HWCR);
+    u64 want = Hwcr(hwcr).set_ir_perf_en().raw();
+    return want != hwcr ? core.write(msr::AMD_HWCR, want) : ok_status();
+}
+
+// One PERF_CTR of the group: EN clear, preset, PERF_CTL.
+Status program_counter(PmuCore& core, const Event& e, unsigned i, u64 preset) {
+    const PmuInfo& info = core.info;
+    u64 sel = core.ledger.shadow(ctl(info, i));
+    if (sel & PerfEvtSel::en_field::mask) PMULAB_TRY(core.write(ctl(info, i), sel & ~PerfEvtSel::en_field::mask));
+    core.amd.preset[i] = preset;
+    PMULAB_TRY(core.write(ctr(info, i), preset));
+    core.amd.group_ctl[i] = ctl_value(e, false);
+    return core.write(ctl(info, i), ctl_value(e, v2(core.info)));
+}
+
+Status amd_program(PmuCore& core, const Event* events, const CounterGroup& g, const u64* presets) {
+    const PmuInfo& info = core.info;
+    if (v2(core.info) && core.ledger.shadow(msr::AMD_PERF_CNTR_GLOBAL_CTL))
+        PMULAB_TRY(core.write(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0));
     for (unsigned i = 0; i < kMax; ++i) {
-        if (!has(touched_gp_, i) || has(g.gp_mask, i) || ledger_.shadow(ctl(i)) == 0) continue;
-        st = write(ctl(i), 0);
-        if (!st.ok()) return fail(st);
+        if (!has_bit(core.touched_gp, i) || has_bit(g.gp_mask, i) || core.ledger.shadow(ctl(info, i)) == 0) continue;
+        PMULAB_TRY(core.write(ctl(info, i), 0));
     }
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
-        if (as.kind == CounterKind::fixed && as.index == regs::amd::kFixedIrPerf) {
-            u64 hwcr = ledger_.shadow(msr::AMD_HWCR);
-            u64 want = Hwcr(hwcr).set_ir_perf_en().raw();
-            if (want != hwcr) {
-                st = write(msr::AMD_HWCR, want);
-                if (!st.ok()) return fail(st);
-            }
-        }
+        if (as.kind == CounterKind::fixed && as.index == regs::amd::kFixedIrPerf) PMULAB_TRY(enable_irperf(core));
         if (as.kind != CounterKind::gp) continue;
-        unsigned i = as.index;
-        u64 sel = ledger_.shadow(ctl(i));
-        if (sel & en) {
-            st = write(ctl(i), sel & ~en);
-            if (!st.ok()) return fail(st);
-        }
-        preset_[i] = presets ? presets[k] : 0;
-        st = write(ctr(i), preset_[i]);
-        if (!st.ok()) return fail(st);
-        group_ctl_[i] = ctl_value(events[as.event], false);
-        st = write(ctl(i), ctl_value(events[as.event], v2_));
-        if (!st.ok()) return fail(st);
+        PMULAB_TRY(program_counter(core, events[as.event], as.index, presets ? presets[k] : 0));
     }
-    if (v2_ && g.gp_mask) {
-        st = write(msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR, g.gp_mask);
-        if (!st.ok()) return fail(st);
-    }
-    programmed_ = true;
+    if (v2(core.info) && g.gp_mask) PMULAB_TRY(core.write(msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR, g.gp_mask));
     return ok_status();
 }
 
-Status AmdPmu::start() {
-    if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
-    if (v2_) return write(msr::AMD_PERF_CNTR_GLOBAL_CTL, GlobalCtl().set_counters(group_gp_).raw());
+Status amd_start(PmuCore& core) {
+    if (v2(core.info)) return core.write(msr::AMD_PERF_CNTR_GLOBAL_CTL, GlobalCtl().set_counters(core.group_gp).raw());
     for (unsigned i = 0; i < kMax; ++i)
-        if (has(group_gp_, i)) PMULAB_TRY(write(ctl(i), group_ctl_[i] | PerfEvtSel::en_field::mask));
+        if (has_bit(core.group_gp, i))
+            PMULAB_TRY(core.write(ctl(core.info, i), core.amd.group_ctl[i] | PerfEvtSel::en_field::mask));
     return ok_status();
 }
 
-Status AmdPmu::stop() {
-    if (!programmed_) return Error::make(Errc::internal, "PMU stopped before a group was programmed");
-    if (v2_) return write(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
+Status amd_stop(PmuCore& core) {
+    if (v2(core.info)) return core.write(msr::AMD_PERF_CNTR_GLOBAL_CTL, 0);
     for (unsigned i = 0; i < kMax; ++i)
-        if (has(group_gp_, i)) PMULAB_TRY(write(ctl(i), group_ctl_[i]));
+        if (has_bit(core.group_gp, i)) PMULAB_TRY(core.write(ctl(core.info, i), core.amd.group_ctl[i]));
     return ok_status();
 }
 
-Result<u64> AmdPmu::read(CounterKind kind, u8 index) {
-    bool gp = kind == CounterKind::gp;
-    if (kind == CounterKind::none || !has(gp ? info_.gp_mask : info_.fixed_mask, index))
-        return absent_counter_error(kind, index);
-    return perform_read(*hw_, access(kind, index));
-}
-
-Result<OverflowState> AmdPmu::overflow() {
+Result<OverflowState> amd_overflow(PmuCore& core) {
     OverflowState o;
     o.known = true;
-    if (v2_) {
-        Result<u64> r = hw_->rdmsr(msr::AMD_PERF_CNTR_GLOBAL_STATUS);
+    if (v2(core.info)) {
+        Result<u64> r = core.hw->rdmsr(msr::AMD_PERF_CNTR_GLOBAL_STATUS);
         if (!r.ok()) return r.error();
-        o.gp = u32(GlobalCtl(r.value()).counters()) & group_gp_;
+        o.gp = u32(GlobalCtl(r.value()).counters()) & core.group_gp;
         return o;
     }
     // Without PerfMonV2 nothing latches the overflow: a counter that wrapped is below
     // its preset (valid for less than one full 2^48 period).
     for (unsigned i = 0; i < kMax; ++i) {
-        if (!has(group_gp_, i)) continue;
-        Result<u64> r = hw_->rdmsr(ctr(i));
+        if (!has_bit(core.group_gp, i)) continue;
+        Result<u64> r = core.hw->rdmsr(ctr(core.info, i));
         if (!r.ok()) return r.error();
-        if ((r.value() & regs::counter_mask(info_.gp_width)) < preset_[i]) o.gp |= 1u << i;
+        if ((r.value() & regs::counter_mask(core.info.gp_width)) < core.amd.preset[i]) o.gp |= 1u << i;
     }
     return o;
 }
 
-Status AmdPmu::clear_overflow() {
-    if (!v2_ || !group_gp_) return ok_status();
-    return write(msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR, group_gp_);
+Status amd_clear_overflow(PmuCore& core) {
+    if (!v2(core.info) || !core.group_gp) return ok_status();
+    return core.write(msr::AMD_PERF_CNTR_GLOBAL_STATUS_CLR, core.group_gp);
 }
 
-Status AmdPmu::restore(RestoreReport* report) {
-    programmed_ = false;
-    return ledger_.restore(report);
-}
+}  // namespace
+
+extern const PmuFamily kAmdFamily = {
+    .kind = PmuKind::amd,
+    .name = "amd",
+    .rdpmc_fixed = false,
+    .claims = amd_claims,
+    .decode = amd_decode,
+    .explain_absent = amd_explain_absent,
+    .allocate = amd_allocate,
+    .summary = amd_summary,
+    .access = amd_access,
+    .control_writes = amd_control_writes,
+    .bind = nullptr,
+    .save = amd_save,
+    .check_presets = amd_check_presets,
+    .program = amd_program,
+    .start = amd_start,
+    .stop = amd_stop,
+    .overflow = amd_overflow,
+    .clear_overflow = amd_clear_overflow,
+};
 
 }  // namespace pmulab

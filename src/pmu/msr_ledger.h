@@ -1,8 +1,9 @@
 // The ledger of the PMU MSRs a backend saves, writes and restores: the one place that
 // keeps "what the register held before pmulab" (saved), "what pmulab last wrote to it"
 // (shadow) and "whether pmulab wrote it" (written), and that puts everything back in a
-// declared order. The three backends (intel_pmu, amd_pmu, netburst_pmu) list their
-// registers and how each is restored; the bookkeeping is here.
+// declared order. The save hooks of the three PMU families (intel_pmu, amd_pmu,
+// netburst_pmu; pmu_family.h) list their registers and how each is restored; the
+// bookkeeping is here, in the PmuCore that PmuBackend (session.h) owns.
 //
 // Restore order (restore()):
 //   disable pass  every register with enable bits, in the order saved: those bits

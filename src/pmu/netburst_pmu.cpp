@@ -1,7 +1,5 @@
-// The NetBurst ESCR/CCCR backend (see netburst_pmu.h).
-#include "pmu/netburst_pmu.h"
-
-#include <stdarg.h>
+// The NetBurst ESCR/CCCR family (see netburst_pmu.h): the kNetBurstFamily description.
+#include "pmu/pmu_family.h"
 
 namespace pmulab {
 
@@ -10,7 +8,7 @@ using netburst::Escr;
 
 namespace {
 
-bool has(u32 mask, unsigned i) { return i < 32 && ((mask >> i) & 1); }
+constexpr unsigned kN = NetBurstPmuState::kN;
 
 // Counters an event may use on this model: those fed by its existing ESCRs.
 u32 event_counters_nb(const Event& e, u32 model) {
@@ -24,10 +22,21 @@ u32 event_counters_nb(const Event& e, u32 model) {
     return c;
 }
 
-}  // namespace
+// ---- decode ----
 
-void netburst_fill_info(PmuInfo* p, bool available) {
-    if (!available) {
+bool netburst_claims(Vendor, const PmuCaps& c) { return c.netburst; }
+
+void netburst_decode(const CpuProbe& probe, const CpuDecoded&, PmuInfo* p) {
+    // IA32_MISC_ENABLE[7] "Performance Monitoring Available" (SDM Vol. 4 Table 2-2).
+    const ProbeRead& me = probe.misc_enable;
+    if (!me.ok) {
+        format_to(p->absent, sizeof p->absent,
+                  "NetBurst processor, but RDMSR IA32_MISC_ENABLE (0x1A0) failed (%s): whether performance "
+                  "monitoring is available (bit 7) is unknown",
+                  me.error.msg);
+        return;
+    }
+    if (!((me.value >> netburst::kMiscEnablePerfMonAvailable) & 1)) {
         format_to(p->absent, sizeof p->absent,
                   "NetBurst processor without performance monitoring: IA32_MISC_ENABLE[7] (Performance Monitoring "
                   "Available) is 0");
@@ -40,18 +49,17 @@ void netburst_fill_info(PmuInfo* p, bool available) {
     p->dialect = EventDialect::netburst;
 }
 
-void put_netburst_summary(StrBuf& out, const PmuInfo& p) {
+// ---- planning ----
+
+void netburst_summary(StrBuf& out, const PmuInfo& p) {
     out.printf("NetBurst ESCR/CCCR PMU: 18 counters (BPU_COUNTER0-3, MS_COUNTER0-3, FLAME_COUNTER0-3, "
                "IQ_COUNTER0-5; %u bits), reads with %s",
                p.gp_width, p.method == CounterMethod::rdpmc ? "RDPMC" : "RDMSR");
 }
 
-Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
-    out->groups.clear();
-    out->group_of.clear();
-    u32 model = info.caps.netburst_model;
-    Vec<u32> allowed;
-    allowed.resize(n);
+// The counters each event may use (allowed[i]; events without a counter: 0).
+Status netburst_candidates(const PmuInfo& info, const Event* events, usize n, Vec<u32>* allowed) {
+    allowed->resize(n);
     for (usize i = 0; i < n; ++i) {
         const Event& e = events[i];
         if (!e.needs_counter()) continue;
@@ -60,97 +68,72 @@ Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allo
         if (e.dialect != EventDialect::netburst || e.netburst.event < 0 || e.netburst.event >= netburst::kEventCount)
             return event_unsupported(e, "is not a NetBurst event; this CPU has the NetBurst ESCR/CCCR PMU (see 'pmulab "
                                         "events')");
-        allowed[i] = event_counters_nb(e, model);
-        if (!allowed[i]) {
+        (*allowed)[i] = event_counters_nb(e, info.caps.netburst_model);
+        if (!(*allowed)[i]) {
             if (e.pinned_counter >= 0)
                 return event_unsupported(e, "is pinned to counter %d, which none of its ESCRs feeds", e.pinned_counter);
             return event_unsupported(e, "has no ESCR on this model");
         }
     }
-    // Groups in input order: an event joins the first group where all still fit.
-    struct G {
-        u8 ev[netburst::kCounters];
-        u32 al[netburst::kCounters];
-        u32 idx[netburst::kCounters];
-        netburst::Placement pl[netburst::kCounters];
-        unsigned count = 0;
-        bool alone = false;
-    };
-    Vec<G> gs;
+    return ok_status();
+}
+
+// One group of events being formed, with a placement of all of them.
+struct NbGroup {
+    u8 ev[kN];
+    u32 al[kN];
+    u32 idx[kN];
+    netburst::Placement pl[kN];
+    unsigned count = 0;
+    bool alone = false;
+};
+
+// Adds event i to x when all its events still find a counter and an ESCR.
+bool join(NbGroup& x, const Event& e, u32 allowed, u32 i, u32 model) {
+    if (x.count >= kN) return false;
+    x.ev[x.count] = u8(e.netburst.event);
+    x.al[x.count] = allowed;
+    netburst::Placement pl[kN];
+    if (!netburst::place_events(x.ev, x.al, x.count + 1, model, pl)) return false;
+    for (unsigned k = 0; k <= x.count; ++k) x.pl[k] = pl[k];
+    x.idx[x.count++] = i;
+    return true;
+}
+
+// Groups in input order: an event joins the first group where all still fit.
+Status netburst_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
+    out->groups.clear();
+    out->group_of.clear();
+    Vec<u32> allowed;
+    PMULAB_TRY(netburst_candidates(info, events, n, &allowed));
+    Vec<NbGroup> gs;
     Vec<u32> group_of;
     group_of.resize(n);
     for (usize i = 0; i < n; ++i) {
         const Event& e = events[i];
         if (!e.needs_counter()) continue;
-        bool placed = false;
-        for (usize g = 0; g < gs.size() && !placed; ++g) {
-            G& x = gs[g];
-            if (x.alone || (e.taken_alone && x.count) || x.count >= netburst::kCounters) continue;
-            x.ev[x.count] = u8(e.netburst.event);
-            x.al[x.count] = allowed[i];
-            netburst::Placement pl[netburst::kCounters];
-            if (netburst::place_events(x.ev, x.al, x.count + 1, model, pl)) {
-                for (unsigned k = 0; k <= x.count; ++k) x.pl[k] = pl[k];
-                x.idx[x.count++] = u32(i);
-                group_of[i] = u32(g);
-                placed = true;
-            }
-        }
-        if (!placed) {
-            G& x = gs.emplace();
-            x.ev[0] = u8(e.netburst.event);
-            x.al[0] = allowed[i];
-            if (!netburst::place_events(x.ev, x.al, 1, model, x.pl))
-                return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", e.name);
-            x.idx[0] = u32(i);
-            x.count = 1;
-            x.alone = e.taken_alone;
-            group_of[i] = u32(gs.size() - 1);
+        auto fits = [&](NbGroup& x) { return join(x, e, allowed[i], u32(i), info.caps.netburst_model); };
+        if (!first_fit(gs, e.taken_alone, fits, &group_of[i]))
+            return Error::make(Errc::internal, "event '%s' does not fit an empty counter group", e.name);
+    }
+    Vec<Assignment> as;
+    as.resize(n);
+    Vec<bool> alone;
+    for (const NbGroup& x : gs) {
+        alone.push(x.alone);
+        for (unsigned k = 0; k < x.count; ++k) {
+            Assignment& a = as[x.idx[k]];
+            a.kind = CounterKind::gp;
+            a.index = x.pl[k].counter;
+            a.escr = int8_t(x.pl[k].escr);
         }
     }
-    for (usize i = 0; i < n; ++i)
-        if (!events[i].needs_counter()) {
-            if (gs.empty()) gs.emplace();
-            group_of[i] = 0;
-        }
-    for (usize g = 0; g < gs.size(); ++g) {
-        CounterGroup& cg = out->groups.emplace();
-        cg.taken_alone = gs[g].alone;
-        for (usize i = 0; i < n; ++i) {
-            if (group_of[i] != g) continue;
-            Assignment a;
-            a.event = u32(i);
-            for (unsigned k = 0; k < gs[g].count; ++k)
-                if (gs[g].idx[k] == i) {
-                    a.kind = CounterKind::gp;
-                    a.index = gs[g].pl[k].counter;
-                    a.escr = int8_t(gs[g].pl[k].escr);
-                    cg.gp_mask |= 1u << a.index;
-                }
-            cg.events.push(a);
-        }
-    }
-    out->group_of = move(group_of);
+    emit_allocation(as, group_of, alone, out);
     return ok_status();
 }
 
-// ---- the backend ----
-
-void NetBurstPmu::init(Hw* hw, const PmuInfo& info) {
-    *this = NetBurstPmu();
-    hw_ = hw;
-    info_ = info;
-    ledger_.bind(hw);
-    // With Hyper-Threading the two logical processors of a core share the ESCRs; the
-    // second one (initial APIC ID bit 0) uses the T1 fields.
-    if (info.caps.netburst_ht) thread_ = (hw->cpuid(1, 0).ebx >> 24) & 1;
-}
-
-Status NetBurstPmu::allocate(const Event* events, usize n, Allocation* out) const {
-    return netburst_allocate(info_, events, n, out);
-}
-
-u64 NetBurstPmu::escr_value(const Event& e, unsigned thread) {
+// The ESCR value of an event for logical processor `thread` (0/1).
+u64 escr_value(const Event& e, unsigned thread) {
     const netburst::EventDef& d = netburst::kEvents[e.netburst.event];
     Escr v;
     v.set_event_select(d.event_select).set_event_mask(e.netburst.mask);
@@ -159,139 +142,125 @@ u64 NetBurstPmu::escr_value(const Event& e, unsigned thread) {
     return v.raw();
 }
 
-CounterAccess NetBurstPmu::access(CounterKind kind, u8 index) const {
+// The CCCR of a counter fed by ESCR `escr` (ENABLE clear).
+Cccr cccr_value(int escr) {
+    Cccr c;
+    c.set_escr_select(netburst::kEscrs[escr].select).set_active_thread(Cccr::kActiveThreadAny);
+    return c;
+}
+
+CounterAccess netburst_access(const PmuInfo& info, CounterKind kind, u8 index) {
     CounterAccess a;
     if (kind != CounterKind::gp) {
         a.kind = CounterAccess::rdtsc;
         a.width = 64;
         return a;
     }
-    bool rdpmc = info_.method == CounterMethod::rdpmc;
+    bool rdpmc = info.method == CounterMethod::rdpmc;
     a.kind = rdpmc ? CounterAccess::rdpmc : CounterAccess::rdmsr;
     a.index = rdpmc ? index : netburst::counter_msr(index);  // full 40-bit read (ECX[31] clear)
     a.width = netburst::kCounterWidth;
     return a;
 }
 
-void NetBurstPmu::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
-                                 PmuWriteList* stop) const {
-    start->count = stop->count = 0;
+void netburst_control_writes(const PmuInfo&, const Event*, const CounterGroup& g, PmuWriteList* start,
+                             PmuWriteList* stop) {
     for (const Assignment& as : g.events) {
         if (as.kind != CounterKind::gp || as.escr < 0) continue;
-        Cccr c;
-        c.set_escr_select(netburst::kEscrs[as.escr].select).set_active_thread(Cccr::kActiveThreadAny);
+        Cccr c = cccr_value(as.escr);
         start->add(netburst::cccr_msr(as.index), Cccr(c).set_enable().raw());
         stop->add(netburst::cccr_msr(as.index), c.raw());
     }
 }
 
-Status NetBurstPmu::save(const PmuTouch& t) {
-    if (!hw_) return Error::make(Errc::internal, "PMU backend used before init");
-    if (ledger_.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
-    if ((t.gp & ~info_.gp_mask) || t.fixed || t.aux_count)
+// ---- on the CPU ----
+
+void netburst_bind(PmuCore& core) {
+    // With Hyper-Threading the two logical processors of a core share the ESCRs; the
+    // second one (initial APIC ID bit 0) uses the T1 fields. Planning (no Hw) needs no
+    // thread: it writes no ESCR.
+    if (core.info.caps.netburst_ht && core.hw) core.netburst.thread = (core.hw->cpuid(1, 0).ebx >> 24) & 1;
+}
+
+// Restore order (ledger phases): the touched CCCRs disabled first, each read back
+// before (the hardware may have set OVF since); counters pmulab wrote; ESCRs; CCCRs
+// exactly as they were, last.
+Status netburst_save(PmuCore& core, const PmuTouch& t) {
+    if ((t.gp & ~core.info.gp_mask) || t.fixed || t.aux_count)
         return Error::make(Errc::internal, "registers requested that the NetBurst PMU does not have");
-    touched_ = t.gp;
-    programmed_ = false;
-    // Restore order (ledger phases): the touched CCCRs disabled first, each read back
-    // before (the hardware may have set OVF since); counters pmulab wrote; ESCRs; CCCRs
-    // exactly as they were, last.
-    ledger_.begin();
     for (unsigned i = 0; i < kN; ++i) {
-        if (!has(t.gp, i)) continue;
+        if (!has_bit(t.gp, i)) continue;
         MsrReg cccr = MsrReg::control(netburst::cccr_msr(i)).disabled_by(Cccr::enable_field::mask).reread_first();
-        PMULAB_TRY(ledger_.save(cccr));
-        PMULAB_TRY(ledger_.save(MsrReg::counter(netburst::counter_msr(i)).gated_by(netburst::cccr_msr(i))));
+        PMULAB_TRY(core.ledger.save(cccr));
+        PMULAB_TRY(core.ledger.save(MsrReg::counter(netburst::counter_msr(i)).gated_by(netburst::cccr_msr(i))));
     }
     // The ESCRs are shared by both logical processors of a Hyper-Threading core: every one
     // of the model is saved (the T0 and T1 fields come back together).
     if (t.gp)
         for (unsigned i = 0; i < netburst::kEscrCount; ++i)
-            if (netburst::escr_exists(netburst::kEscrs[i], info_.caps.netburst_model))
-                PMULAB_TRY(ledger_.save(MsrReg::event_select(netburst::kEscrs[i].msr)));
-    ledger_.arm();
+            if (netburst::escr_exists(netburst::kEscrs[i], core.info.caps.netburst_model))
+                PMULAB_TRY(core.ledger.save(MsrReg::event_select(netburst::kEscrs[i].msr)));
     return ok_status();
 }
 
-Status NetBurstPmu::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    if (!ledger_.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
-    if (g.gp_mask & ~touched_)
-        return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
+Status netburst_check_presets(const PmuCore& core, const Event*, const CounterGroup& g, const u64* presets) {
     u64 mask = regs::counter_mask(netburst::kCounterWidth);
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
         if (as.kind == CounterKind::none) continue;
-        if (as.kind != CounterKind::gp || as.escr < 0 || !ledger_.has(netburst::kEscrs[as.escr].msr))
+        if (as.kind != CounterKind::gp || as.escr < 0 || !core.ledger.has(netburst::kEscrs[as.escr].msr))
             return Error::make(Errc::internal, "NetBurst assignment without a usable ESCR");
         u64 p = presets ? presets[k] : 0;
         if (p & ~mask)
             return Error::make(Errc::invalid_argument, "preset 0x%llX does not fit the 40-bit counter %s",
                                (unsigned long long)p, netburst::kCounterDefs[as.index].name);
     }
-    programmed_ = false;
-    group_ = g.gp_mask;
-    auto fail = [&](const Status& s) -> Status {
-        Error e = s.error();
-        (void)restore();
-        return e;
-    };
-    Status st = ok_status();
+    return ok_status();
+}
+
+Status netburst_program(PmuCore& core, const Event* events, const CounterGroup& g, const u64* presets) {
     for (unsigned i = 0; i < kN; ++i) {
-        if (!has(touched_, i) || has(g.gp_mask, i) || ledger_.shadow(netburst::cccr_msr(i)) == 0) continue;
-        st = write(netburst::cccr_msr(i), 0);
-        if (!st.ok()) return fail(st);
+        if (!has_bit(core.touched_gp, i) || has_bit(g.gp_mask, i) || core.ledger.shadow(netburst::cccr_msr(i)) == 0)
+            continue;
+        PMULAB_TRY(core.write(netburst::cccr_msr(i), 0));
     }
     const u64 en = Cccr::enable_field::mask;
     for (usize k = 0; k < g.events.size(); ++k) {
         const Assignment& as = g.events[k];
         if (as.kind != CounterKind::gp) continue;
         unsigned i = as.index;
-        u64 cccr = ledger_.shadow(netburst::cccr_msr(i));
-        if (cccr & en) {
-            st = write(netburst::cccr_msr(i), cccr & ~en);
-            if (!st.ok()) return fail(st);
-        }
-        st = write(netburst::counter_msr(i), presets ? presets[k] : 0);
-        if (!st.ok()) return fail(st);
-        st = write(netburst::kEscrs[as.escr].msr, escr_value(events[as.event], thread_));
-        if (!st.ok()) return fail(st);
-        Cccr c;
-        c.set_escr_select(netburst::kEscrs[as.escr].select).set_active_thread(Cccr::kActiveThreadAny);
-        group_cccr_[i] = c.raw();
-        st = write(netburst::cccr_msr(i), c.raw());
-        if (!st.ok()) return fail(st);
+        u64 cccr = core.ledger.shadow(netburst::cccr_msr(i));
+        if (cccr & en) PMULAB_TRY(core.write(netburst::cccr_msr(i), cccr & ~en));
+        PMULAB_TRY(core.write(netburst::counter_msr(i), presets ? presets[k] : 0));
+        PMULAB_TRY(core.write(netburst::kEscrs[as.escr].msr, escr_value(events[as.event], core.netburst.thread)));
+        core.netburst.group_cccr[i] = cccr_value(as.escr).raw();
+        PMULAB_TRY(core.write(netburst::cccr_msr(i), core.netburst.group_cccr[i]));
     }
-    programmed_ = true;
-    started_here_ = false;
+    core.netburst.started_here = false;
     return ok_status();
 }
 
 // CCCR.OVF is the only record of an overflow and a WRMSR of the CCCR replaces it: start
 // and stop read the CCCR and keep the flag the hardware set (a plain write of the group's
 // value, as stop did, cleared it and overflow() after stop() reported nothing).
-Status NetBurstPmu::write_keep_ovf(unsigned i, u64 value) {
-    Result<u64> cur = hw_->rdmsr(netburst::cccr_msr(i));
+Status write_keep_ovf(PmuCore& core, unsigned i, u64 value) {
+    Result<u64> cur = core.hw->rdmsr(netburst::cccr_msr(i));
     if (!cur.ok()) return cur.error();
-    return write(netburst::cccr_msr(i), Cccr(value).set_ovf(Cccr(cur.value()).ovf()).raw());
+    return core.write(netburst::cccr_msr(i), Cccr(value).set_ovf(Cccr(cur.value()).ovf()).raw());
 }
 
-Status NetBurstPmu::start() {
-    if (!programmed_) return Error::make(Errc::internal, "PMU started before a group was programmed");
+Status netburst_start(PmuCore& core) {
     for (unsigned i = 0; i < kN; ++i)
-        if (has(group_, i)) PMULAB_TRY(write_keep_ovf(i, Cccr(group_cccr_[i]).set_enable().raw()));
-    started_here_ = true;
+        if (has_bit(core.group_gp, i))
+            PMULAB_TRY(write_keep_ovf(core, i, Cccr(core.netburst.group_cccr[i]).set_enable().raw()));
+    core.netburst.started_here = true;
     return ok_status();
 }
 
-Status NetBurstPmu::stop() {
-    if (!programmed_) return Error::make(Errc::internal, "PMU stopped before a group was programmed");
+Status netburst_stop(PmuCore& core) {
     for (unsigned i = 0; i < kN; ++i)
-        if (has(group_, i)) PMULAB_TRY(write_keep_ovf(i, group_cccr_[i]));
+        if (has_bit(core.group_gp, i)) PMULAB_TRY(write_keep_ovf(core, i, core.netburst.group_cccr[i]));
     return ok_status();
-}
-
-Result<u64> NetBurstPmu::read(CounterKind kind, u8 index) {
-    if (kind != CounterKind::gp || index >= kN) return absent_counter_error(kind, index);
-    return perform_read(*hw_, access(kind, index));
 }
 
 // Generated code counts with the plain WRMSRs of control_writes (it cannot read-modify-
@@ -299,31 +268,49 @@ Result<u64> NetBurstPmu::read(CounterKind kind, u8 index) {
 // OVF proves nothing. The overflow is known only when start()/stop() (which keep OVF) did
 // the counting since program(); otherwise it is reported unknown (a set OVF, which only
 // the hardware can have set since, is still reported in gp).
-Result<OverflowState> NetBurstPmu::overflow() {
+Result<OverflowState> netburst_overflow(PmuCore& core) {
     OverflowState o;
-    o.known = started_here_;
+    o.known = core.netburst.started_here;
     for (unsigned i = 0; i < kN; ++i) {
-        if (!has(group_, i)) continue;
-        Result<u64> r = hw_->rdmsr(netburst::cccr_msr(i));
+        if (!has_bit(core.group_gp, i)) continue;
+        Result<u64> r = core.hw->rdmsr(netburst::cccr_msr(i));
         if (!r.ok()) return r.error();
         if (Cccr(r.value()).ovf()) o.gp |= 1u << i;
     }
     return o;
 }
 
-Status NetBurstPmu::clear_overflow() {
+Status netburst_clear_overflow(PmuCore& core) {
     for (unsigned i = 0; i < kN; ++i) {
-        if (!has(group_, i)) continue;
-        Result<u64> r = hw_->rdmsr(netburst::cccr_msr(i));
+        if (!has_bit(core.group_gp, i)) continue;
+        Result<u64> r = core.hw->rdmsr(netburst::cccr_msr(i));
         if (!r.ok()) return r.error();
-        if (Cccr(r.value()).ovf()) PMULAB_TRY(write(netburst::cccr_msr(i), Cccr(r.value()).set_ovf(false).raw()));
+        if (Cccr(r.value()).ovf()) PMULAB_TRY(core.write(netburst::cccr_msr(i), Cccr(r.value()).set_ovf(false).raw()));
     }
     return ok_status();
 }
 
-Status NetBurstPmu::restore(RestoreReport* report) {
-    programmed_ = false;
-    return ledger_.restore(report);
-}
+}  // namespace
+
+extern const PmuFamily kNetBurstFamily = {
+    .kind = PmuKind::netburst,
+    .name = "netburst",
+    .rdpmc_fixed = false,
+    .claims = netburst_claims,
+    .decode = netburst_decode,
+    .explain_absent = nullptr,
+    .allocate = netburst_allocate,
+    .summary = netburst_summary,
+    .access = netburst_access,
+    .control_writes = netburst_control_writes,
+    .bind = netburst_bind,
+    .save = netburst_save,
+    .check_presets = netburst_check_presets,
+    .program = netburst_program,
+    .start = netburst_start,
+    .stop = netburst_stop,
+    .overflow = netburst_overflow,
+    .clear_overflow = netburst_clear_overflow,
+};
 
 }  // namespace pmulab

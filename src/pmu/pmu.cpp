@@ -1,18 +1,64 @@
 // PMU detection from a CPU probe, planning helpers and summaries (see pmu.h).
-#include "pmu/session.h"
+#include "pmu/pmu_family.h"
 
 #include "x86/msr_addr.h"
 
 namespace pmulab {
 
+namespace {
+
+// The "no PMU" entry: a CPU no family claims, or one whose family found no usable
+// counters. Only 'tsc' allocates; summaries say why (put_pmu_summary); PmuBackend
+// refuses every operation on the CPU.
+CounterAccess tsc_access(const PmuInfo&, CounterKind, u8) { return CounterAccess(); }
+void no_control_writes(const PmuInfo&, const Event*, const CounterGroup&, PmuWriteList*, PmuWriteList*) {}
+
+// The PMU families, in decode order: the first that claims a CPU describes it.
+const PmuFamily* const kPmuFamilies[] = {&kIntelArchFamily, &kAmdFamily, &kNetBurstFamily};
+
+}  // namespace
+
+extern const PmuFamily kNoPmuFamily = {
+    .kind = PmuKind::none,
+    .name = "none",
+    .rdpmc_fixed = false,
+    .claims = nullptr,
+    .decode = nullptr,
+    .explain_absent = nullptr,
+    .allocate = allocate_without_pmu,
+    .summary = nullptr,
+    .access = tsc_access,
+    .control_writes = no_control_writes,
+    .bind = nullptr,
+    .save = nullptr,
+    .check_presets = nullptr,
+    .program = nullptr,
+    .start = nullptr,
+    .stop = nullptr,
+    .overflow = nullptr,
+    .clear_overflow = nullptr,
+};
+
+const PmuFamily& pmu_family(const PmuInfo& info) {
+    for (const PmuFamily* f : kPmuFamilies)
+        if (f->claims(info.vendor, info.caps)) return *f;
+    return kNoPmuFamily;
+}
+
+const PmuFamily& pmu_backend_family(const PmuInfo& info) {
+    return info.kind == PmuKind::none ? kNoPmuFamily : pmu_family(info);
+}
+
 const char* pmu_kind_name(PmuKind k) {
-    switch (k) {
-        case PmuKind::intel_arch: return "intel_arch";
-        case PmuKind::amd: return "amd";
-        case PmuKind::netburst: return "netburst";
-        case PmuKind::none: break;
-    }
-    return "none";
+    for (const PmuFamily* f : kPmuFamilies)
+        if (f->kind == k) return f->name;
+    return kNoPmuFamily.name;
+}
+
+Status allocate_without_pmu(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
+    PmuCaps effective = info.caps;
+    effective.version = 0;  // no architectural counters to program
+    return allocate_counters(events, n, effective, out, info.core_type);
 }
 
 const char* counter_method_name(CounterMethod m) { return m == CounterMethod::rdpmc ? "rdpmc" : "rdmsr"; }
@@ -53,48 +99,16 @@ void decode_counters(const CpuProbe& probe, const CpuDecoded& d, PmuInfo* out) {
         }
     }
 
-    const PmuCaps& c = p.caps;
-    if (c.version >= 1 && p.vendor != Vendor::amd && p.vendor != Vendor::hygon) {
-        p.kind = PmuKind::intel_arch;
-        p.version = c.version;
-        p.gp_mask = regs::gp_counters(c);
-        p.fixed_mask = regs::fixed_counters(c);
-        p.gp_width = u8(regs::gp_counter_width(c));
-        p.fixed_width = u8(regs::fixed_counter_width(c));
-        p.global_ctrl = regs::has_global_ctrl(c);
-        p.status_reset = regs::has_global_status_reset_set(c);
-        p.full_width_writes = regs::has_full_width_writes(c);
-        if (!p.gp_mask && !p.fixed_mask) {
-            p.kind = PmuKind::none;
-            format_to(p.absent, sizeof p.absent,
-                      "architectural PMU version %u enumerates no counters (CPUID.0AH:EAX[15:8] = 0, no fixed "
-                      "counters)",
-                      c.version);
-        }
-    } else if ((p.vendor == Vendor::amd || p.vendor == Vendor::hygon) && c.amd_core_counters) {
-        amd_fill_info(&p);
-    } else if (c.netburst) {
-        // IA32_MISC_ENABLE[7] "Performance Monitoring Available" (SDM Vol. 4 Table 2-2).
-        const ProbeRead& me = probe.misc_enable;
-        netburst_fill_info(&p, me.ok && ((me.value >> netburst::kMiscEnablePerfMonAvailable) & 1));
-        if (!me.ok)
-            format_to(p.absent, sizeof p.absent,
-                      "NetBurst processor, but RDMSR IA32_MISC_ENABLE (0x1A0) failed (%s): whether performance "
-                      "monitoring is available (bit 7) is unknown",
-                      me.error.msg);
-    } else if (p.vendor == Vendor::intel && d.id.max_leaf < 0xA) {
-        format_to(p.absent, sizeof p.absent,
-                  "no architectural performance monitoring: CPUID leaf 0AH is not implemented (maximum basic "
-                  "leaf 0x%X)",
-                  d.id.max_leaf);
-    } else if (p.vendor == Vendor::amd || p.vendor == Vendor::hygon) {
-        format_to(p.absent, sizeof p.absent,
-                  "no performance-monitoring counters: no AMD core counters enumerated (CPUID 8000_0001H:ECX[23] = "
-                  "0, no PerfMonV2) and CPUID.0AH:EAX[7:0] = 0%s",
-                  p.hypervisor ? " (a hypervisor without PMU passthrough)" : "");
-    } else {
-        format_to(p.absent, sizeof p.absent, "no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0%s",
-                  p.hypervisor ? " (a hypervisor without PMU passthrough)" : "");
+    const PmuFamily& f = pmu_family(p);
+    if (&f != &kNoPmuFamily) {
+        f.decode(probe, d, &p);
+    } else {  // no family claims the CPU: the first vendor that knows why, else the generic reason
+        bool explained = false;
+        for (const PmuFamily* g : kPmuFamilies)
+            explained = explained || (g->explain_absent && g->explain_absent(d, &p));
+        if (!explained)
+            format_to(p.absent, sizeof p.absent, "no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0%s",
+                      p.hypervisor ? " (a hypervisor without PMU passthrough)" : "");
     }
     p.dialect = event_dialect_for(d.id, d.pmu);
 }
@@ -103,7 +117,7 @@ void decode_counters(const CpuProbe& probe, const CpuDecoded& d, PmuInfo* out) {
 // none, which is what QEMU TCG answers with #UD). Ring 0 needs no CR4.PCE.
 u32 rdpmc_probe_index(const PmuInfo& p) {
     if (p.gp_mask) return first_bit(p.gp_mask);
-    if (p.fixed_mask && p.kind == PmuKind::intel_arch) return kRdpmcFixed | first_bit(p.fixed_mask);
+    if (p.fixed_mask && pmu_family(p).rdpmc_fixed) return kRdpmcFixed | first_bit(p.fixed_mask);
     return 0;
 }
 
@@ -119,8 +133,7 @@ void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc) {
     // the ESCR/CCCR counters exist only when the firmware left bit 7 set.
     if (d.pmu.netburst) pr.misc_enable.set(hw.rdmsr(netburst::IA32_MISC_ENABLE));
     if (rdpmc == ProbeRdpmc::skip) return;
-    bool amd = d.id.vendor == Vendor::amd || d.id.vendor == Vendor::hygon;
-    if (amd && amd_reads_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
+    if (is_amd_family(d.id.vendor) && amd_reads_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo p;
     decode_counters(pr, d, &p);
     pr.rdpmc_index = rdpmc_probe_index(p);
@@ -128,16 +141,12 @@ void pmu_probe(Hw& hw, CpuProbe* out, ProbeRdpmc rdpmc) {
 }
 
 const char* serialize_name(SerializeWith s) {
-    switch (s) {
-        case SerializeWith::lfence: return "lfence";
-        case SerializeWith::lfence_after_de_cfg: return "lfence_after_de_cfg";
-        case SerializeWith::cpuid: return "cpuid";
-    }
-    return "cpuid";
+    constexpr const char* kNames[] = {"lfence", "lfence_after_de_cfg", "cpuid"};  // SerializeWith order
+    return unsigned(s) < sizeof kNames / sizeof kNames[0] ? kNames[unsigned(s)] : "cpuid";
 }
 
 SerializeWith serialize_choice(const PmuInfo& p) {
-    if (p.vendor != Vendor::amd && p.vendor != Vendor::hygon) return SerializeWith::lfence;
+    if (!is_amd_family(p.vendor)) return SerializeWith::lfence;
     switch (p.lfence) {
         case LfenceSerializing::yes: return SerializeWith::lfence;
         case LfenceSerializing::no: return SerializeWith::lfence_after_de_cfg;
@@ -151,13 +160,13 @@ void pmu_decode(const CpuProbe& probe, PmuInfo* out) {
     decode_counters(probe, decode_cpuid(probe.cpuid), out);
     PmuInfo& p = *out;
     CpuDecoded d = decode_cpuid(probe.cpuid);
-    if ((p.vendor == Vendor::amd || p.vendor == Vendor::hygon) && amd_lfence_always_serialising(d.id.family)) {
+    if (is_amd_family(p.vendor) && amd_lfence_always_serialising(d.id.family)) {
         p.lfence = LfenceSerializing::yes;
     } else if (probe.de_cfg.ok) {
         p.de_cfg = probe.de_cfg.value;
         p.lfence = regs::amd::DeCfg(probe.de_cfg.value).lfence_serializing() ? LfenceSerializing::yes
                                                                              : LfenceSerializing::no;
-    } else if (p.vendor == Vendor::amd || p.vendor == Vendor::hygon) {
+    } else if (is_amd_family(p.vendor)) {
         p.lfence = LfenceSerializing::unknown;  // not probed (census) or faulted
     }
     if (probe.rdpmc.ok && p.kind != PmuKind::none) {
@@ -185,62 +194,13 @@ void put_pmu_summary(StrBuf& out, const PmuInfo& p) {
         out.printf("no PMU counters: %s", p.absent);
         return;
     }
-    if (p.kind == PmuKind::amd) {
-        put_amd_summary(out, p);
-        return;
-    }
-    if (p.kind == PmuKind::netburst) {
-        put_netburst_summary(out, p);
-        return;
-    }
-    out.printf("Intel architectural PMU version %u: ", p.version);
-    if (p.gp_mask) {
-        regs::put_counter_set(out, p.gp_mask, "PMC");
-        out.printf(" (%u bits)", p.gp_width);
-    } else {
-        out.put("no general-purpose counters");
-    }
-    out.put(", ");
-    if (p.fixed_mask) {
-        regs::put_counter_set(out, p.fixed_mask, "FIXED_CTR");
-        out.printf(" (%u bits)", p.fixed_width);
-        if (p.caps.fixed_count_quirk) out.put(" (CPUID reports fewer; Core 2 rule: 3 assumed)");
-    } else {
-        out.put("no fixed counters");
-    }
-    if (p.core_type != kCoreTypeNone)
-        out.printf(", %s core", p.core_type == kCoreTypeCore   ? "P (cpu_core)"
-                                : p.core_type == kCoreTypeAtom ? "E (cpu_atom)"
-                                                               : "unknown");
-    out.put(p.full_width_writes ? ", full-width writes" : ", 32-bit counter writes");
-    out.printf(", reads with %s", p.method == CounterMethod::rdpmc ? "RDPMC" : "RDMSR");
+    pmu_family(p).summary(out, p);
 }
 
+// NetBurst without usable counters (IA32_MISC_ENABLE[7] clear) too: its family's
+// reason, not the architectural-perfmon one.
 Status pmu_allocate(const PmuInfo& info, const Event* events, usize n, Allocation* out) {
-    if (info.kind == PmuKind::amd) return amd_allocate(info, events, n, out);
-    // NetBurst without usable counters (IA32_MISC_ENABLE[7] clear) too: its reason, not
-    // the architectural-perfmon one.
-    if (info.kind == PmuKind::netburst || (info.kind == PmuKind::none && info.caps.netburst))
-        return netburst_allocate(info, events, n, out);
-    const PmuCaps& c = info.caps;
-    // CPUID.(23H,3):EAX: architectural events supported (bit set) - SDM Vol. 2A, leaf 23H.
-    if (info.kind == PmuKind::intel_arch && c.leaf_23 && (c.leaf23_subleaves & 8)) {
-        for (usize i = 0; i < n; ++i) {
-            const Event& e = events[i];
-            if (e.arch_bit < 0 || ((c.arch_events_bitmap >> e.arch_bit) & 1)) continue;
-            bool on_fixed = e.wants_fixed() && ((info.fixed_mask >> e.fixed_counter) & 1);
-            if (on_fixed) continue;
-            out->groups.clear();
-            out->group_of.clear();
-            return Error::make(Errc::unsupported,
-                               "event '%s' (%s, %02X.%02X) is not available on this CPU: CPUID.23H.3:EAX[%d] = 0",
-                               e.name, arch_event_title(unsigned(e.arch_bit)), unsigned(e.event_select),
-                               unsigned(e.umask), e.arch_bit);
-        }
-    }
-    PmuCaps effective = c;
-    if (info.kind != PmuKind::intel_arch) effective.version = 0;  // AMD etc.: not programmable here
-    return allocate_counters(events, n, effective, out, info.core_type);
+    return pmu_family(info).allocate(info, events, n, out);
 }
 
 namespace {

@@ -7,24 +7,27 @@
 //                once by pmu_probe (hybrid parts differ per core).
 //   PmuInfo      what that processor has, backend-neutral: pmu_decode of its probe
 //                (pure: no hardware access, any CPU).
-//   PmuBackend   the abstract programming interface, implemented by three peers:
-//                IntelArchPmu (intel_pmu.h: architectural perfmon v1-v6), AmdPmu
-//                (amd_pmu.h: legacy, PerfCtrExtCore, PerfMonV2) and NetBurstPmu
-//                (netburst_pmu.h: ESCR/CCCR).
-//   PmuSession   one CPU's session (session.h): picks the backend of an info, and
-//                guarantees restore (plan(): the backend for planning only).
+//   PmuFamily    one description per PMU family (pmu_family.h, as Linux's struct
+//                x86_pmu): decode, allocation, summary and programming hooks of Intel
+//                architectural (intel_pmu.cpp: perfmon v1-v6), AMD (amd_pmu.cpp:
+//                legacy, PerfCtrExtCore, PerfMonV2) and NetBurst (netburst_pmu.cpp:
+//                ESCR/CCCR), listed once in pmu.cpp (kPmuFamilies).
+//   PmuBackend   the programming interface (session.h), written once: its guards and
+//                the MSR ledger around the family's hooks.
+//   PmuSession   one CPU's session (session.h), a PmuBackend bound to the CPU's family
+//                that guarantees restore (plan(): bound for planning only).
 //
 // Everything that touches the hardware runs on the CPU concerned (inside
 // Hw::run_on_cpu) and is allocation-free: sessions and backends hold fixed arrays.
 //
 // Lifecycle on one CPU
 //     PmuSession s;  s.open(hw, info);           // info: pmu_decode of this CPU's probe
-//     PmuBackend* b = s.backend();               // null: no PMU (s.info().absent says why)
-//     b->save(touch_set(events, alloc));         // RDMSR of every MSR the groups will write
+//     s.backend();                               // null: no PMU (s.info().absent says why)
+//     s.save(touch_set(events, alloc));          // RDMSR of every MSR the groups will write
 //     for each group g:
-//         b->program(events, g);                 // counting stays off
-//         b->start(); ...measured code...; b->stop();
-//         b->read(kind, index);                  // counter value (width bits)
+//         s.program(events, g);                  // counting stays off
+//         s.start(); ...measured code...; s.stop();
+//         s.read(kind, index);                   // counter value (width bits)
 //     s.close();                                 // restore(): exact, also after errors
 //
 // Intel programming sequence (SDM Vol. 3B §20.2, "Architectural Performance Monitoring";
@@ -44,7 +47,7 @@
 //   restore:  GLOBAL_CTRL = 0 and EN cleared first; counters; controls (PERFEVTSELx,
 //             FIXED_CTR_CTRL, model-specific aux MSRs); overflow bits; GLOBAL_CTRL last.
 //             The bookkeeping (saved values, shadows, the ordered restore) is the
-//             backend's MsrLedger (msr_ledger.h), shared by all three backends.
+//             backend's MsrLedger (msr_ledger.h), shared by all three families.
 #pragma once
 
 #include "pmu/alloc.h"
@@ -262,45 +265,6 @@ struct OverflowState {
 struct RestoreReport {
     u32 gp_counters_inexact = 0;  // PMCi held a value a legacy write cannot reproduce
     u64 status_bits_lost = 0;     // GLOBAL_STATUS bits that were set before (v2/v3)
-};
-
-// The abstract per-CPU PMU. Every method that takes no Hw acts on the CPU the backend
-// was opened on and must be called there.
-class PmuBackend {
-public:
-    virtual const PmuInfo& info() const = 0;
-
-    // ---- planning (pure: no hardware access; any CPU) ----
-    virtual Status allocate(const Event* events, usize n, Allocation* out) const = 0;
-    // How generated code reads counter (kind, index) without faulting: the probed
-    // method, the right selector or MSR, the counter width.
-    virtual CounterAccess access(CounterKind kind, u8 index) const = 0;
-    // The writes that start and stop counting of group g (what start()/stop() do).
-    virtual void control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
-                                PmuWriteList* stop) const = 0;
-
-    // ---- on the CPU ----
-    // Reads every register of `t` (and the global controls) that exists on this CPU.
-    // Only reads; an aux MSR that faults fails the save (nothing was written yet).
-    virtual Status save(const PmuTouch& t) = 0;
-    // Programs one group with counting off. presets (optional, indexed like g.events)
-    // give each counter's starting value; default 0. On error everything saved is
-    // restored before returning.
-    virtual Status program(const Event* events, const CounterGroup& g, const u64* presets = nullptr) = 0;
-    virtual Status start() = 0;
-    virtual Status stop() = 0;
-    virtual Result<u64> read(CounterKind kind, u8 index) = 0;
-    // Overflow of the programmed group's counters since program() (v2+).
-    virtual Result<OverflowState> overflow() = 0;
-    // Clears the overflow bits of the programmed group's counters (v2+).
-    virtual Status clear_overflow() = 0;
-    // Puts back every saved register (see the order at the top); idempotent; continues
-    // past faults and returns the first.
-    virtual Status restore(RestoreReport* report = nullptr) = 0;
-    virtual bool saved() const = 0;
-
-protected:
-    ~PmuBackend() = default;
 };
 
 // Width-aware difference of two readings of a counter (one wrap at most).

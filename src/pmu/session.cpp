@@ -1,6 +1,104 @@
+// PmuBackend's guards around the family hooks, and PmuSession (see session.h).
 #include "pmu/session.h"
 
 namespace pmulab {
+
+// ---- backend ----
+
+void PmuBackend::bind(Hw* hw, const PmuInfo& info) {
+    (void)restore();
+    family_ = &pmu_backend_family(info);
+    core_ = PmuCore();
+    core_.hw = hw;
+    core_.info = info;
+    core_.ledger.bind(hw);
+    if (family_->bind) family_->bind(core_);
+}
+
+Status PmuBackend::on_cpu() const {
+    if (core_.info.kind == PmuKind::none) return Error::make(Errc::unsupported, "%s", core_.info.absent);
+    if (!core_.hw)
+        return Error::make(Errc::internal, "PMU planning tried to access the hardware (a session bound by plan())");
+    return ok_status();
+}
+
+Status PmuBackend::allocate(const Event* events, usize n, Allocation* out) const {
+    return pmu_allocate(core_.info, events, n, out);
+}
+
+CounterAccess PmuBackend::access(CounterKind kind, u8 index) const { return family_->access(core_.info, kind, index); }
+
+void PmuBackend::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
+                                PmuWriteList* stop) const {
+    start->count = stop->count = 0;
+    family_->control_writes(core_.info, events, g, start, stop);
+}
+
+Status PmuBackend::save(const PmuTouch& t) {
+    PMULAB_TRY(on_cpu());
+    if (core_.ledger.armed()) return Error::make(Errc::internal, "PMU state saved twice without a restore in between");
+    core_.touched_gp = t.gp;
+    core_.touched_fixed = t.fixed;
+    core_.programmed = false;
+    core_.ledger.begin();
+    PMULAB_TRY(family_->save(core_, t));
+    core_.ledger.arm();
+    return ok_status();
+}
+
+Status PmuBackend::program(const Event* events, const CounterGroup& g, const u64* presets) {
+    PMULAB_TRY(on_cpu());
+    if (!core_.ledger.armed()) return Error::make(Errc::internal, "PMU programmed before its state was saved");
+    if ((g.gp_mask & ~core_.touched_gp) || (g.fixed_mask & ~core_.touched_fixed))
+        return Error::make(Errc::internal, "counter group uses counters whose state was not saved");
+    PMULAB_TRY(family_->check_presets(core_, events, g, presets));
+    core_.programmed = false;
+    core_.group_gp = g.gp_mask;
+    core_.group_fixed = g.fixed_mask;
+    Status st = family_->program(core_, events, g, presets);
+    if (!st.ok()) {
+        Error e = st.error();
+        (void)restore();  // the programming error is the one to report
+        return e;
+    }
+    core_.programmed = true;
+    return ok_status();
+}
+
+Status PmuBackend::start() {
+    PMULAB_TRY(on_cpu());
+    if (!core_.programmed) return Error::make(Errc::internal, "PMU started before a group was programmed");
+    return family_->start(core_);
+}
+
+Status PmuBackend::stop() {
+    PMULAB_TRY(on_cpu());
+    if (!core_.programmed) return Error::make(Errc::internal, "PMU stopped before a group was programmed");
+    return family_->stop(core_);
+}
+
+Result<u64> PmuBackend::read(CounterKind kind, u8 index) {
+    PMULAB_TRY(on_cpu());
+    bool gp = kind == CounterKind::gp;
+    if (kind == CounterKind::none || !has_bit(gp ? core_.info.gp_mask : core_.info.fixed_mask, index))
+        return absent_counter_error(kind, index);
+    return perform_read(*core_.hw, access(kind, index));
+}
+
+Result<OverflowState> PmuBackend::overflow() {
+    PMULAB_TRY(on_cpu());
+    return family_->overflow(core_);
+}
+
+Status PmuBackend::clear_overflow() {
+    PMULAB_TRY(on_cpu());
+    return family_->clear_overflow(core_);
+}
+
+Status PmuBackend::restore(RestoreReport* report) {
+    core_.programmed = false;
+    return core_.ledger.restore(report);
+}
 
 // ---- session ----
 
@@ -13,96 +111,5 @@ void PmuSession::open(Hw& hw) {
 void PmuSession::open(Hw& hw, const PmuInfo& info) { bind(&hw, info); }
 
 void PmuSession::plan(const PmuInfo& info) { bind(nullptr, info); }
-
-void PmuSession::bind(Hw* hw, const PmuInfo& info) {
-    (void)close();
-    info_ = info;
-    backend_ = nullptr;
-    planning_ = hw == nullptr;
-    if (info_.kind == PmuKind::intel_arch) {
-        intel_.init(hw, info_);
-        backend_ = &intel_;
-    } else if (info_.kind == PmuKind::amd) {
-        amd_.init(hw, info_);
-        backend_ = &amd_;
-    } else if (info_.kind == PmuKind::netburst) {
-        netburst_.init(hw, info_);
-        backend_ = &netburst_;
-    }
-}
-
-namespace {
-Error no_pmu(const PmuInfo& info) { return Error::make(Errc::unsupported, "%s", info.absent); }
-Error planning_only() {
-    return Error::make(Errc::internal, "PMU planning tried to access the hardware (a session bound by plan())");
-}
-}  // namespace
-
-// The backend for operations on the CPU: none (error) without a PMU or when planning.
-Status PmuSession::on_cpu() const {
-    if (!backend_) return no_pmu(info_);
-    if (planning_) return planning_only();
-    return ok_status();
-}
-
-Status PmuSession::allocate(const Event* events, usize n, Allocation* out) const {
-    return backend_ ? backend_->allocate(events, n, out) : pmu_allocate(info_, events, n, out);
-}
-
-CounterAccess PmuSession::access(CounterKind kind, u8 index) const {
-    if (backend_) return backend_->access(kind, index);
-    return CounterAccess();  // the TSC: the only counter without a PMU
-}
-
-void PmuSession::control_writes(const Event* events, const CounterGroup& g, PmuWriteList* start,
-                                PmuWriteList* stop) const {
-    start->count = stop->count = 0;
-    if (backend_) backend_->control_writes(events, g, start, stop);
-}
-
-Status PmuSession::save(const PmuTouch& t) {
-    PMULAB_TRY(on_cpu());
-    return backend_->save(t);
-}
-
-Status PmuSession::program(const Event* events, const CounterGroup& g, const u64* presets) {
-    PMULAB_TRY(on_cpu());
-    return backend_->program(events, g, presets);
-}
-
-Status PmuSession::start() {
-    PMULAB_TRY(on_cpu());
-    return backend_->start();
-}
-
-Status PmuSession::stop() {
-    PMULAB_TRY(on_cpu());
-    return backend_->stop();
-}
-
-Result<u64> PmuSession::read(CounterKind kind, u8 index) {
-    PMULAB_TRY(on_cpu());
-    return backend_->read(kind, index);
-}
-
-Result<OverflowState> PmuSession::overflow() {
-    PMULAB_TRY(on_cpu());
-    return backend_->overflow();
-}
-
-bool PmuSession::saved() const { return backend_ && !planning_ && backend_->saved(); }
-
-Status PmuSession::clear_overflow() {
-    PMULAB_TRY(on_cpu());
-    return backend_->clear_overflow();
-}
-
-Status PmuSession::close(RestoreReport* report) {
-    if (!backend_ || planning_) {
-        if (report) *report = RestoreReport();
-        return ok_status();
-    }
-    return backend_->restore(report);
-}
 
 }  // namespace pmulab

@@ -254,9 +254,7 @@ void decode_identity(const CpuidSnapshot& s, CpuIdentity& id) {
         // SDM Vol. 2A Figure 3-6 note: DisplayFamily/DisplayModel. AMD applies the
         // extended model only for base family 0Fh (APM Vol. 3, CPUID Fn0000_0001_EAX).
         id.family = base_family == 0xF ? base_family + ext_family : base_family;
-        bool use_ext_model = id.vendor == Vendor::amd || id.vendor == Vendor::hygon
-                                 ? base_family == 0xF
-                                 : (base_family == 0x6 || base_family == 0xF);
+        bool use_ext_model = is_amd_family(id.vendor) ? base_family == 0xF : (base_family == 0x6 || base_family == 0xF);
         id.model = use_ext_model ? (ext_model << 4) + base_model : base_model;
         id.initial_apic_id = bits(l1.ebx, 31, 24);
         id.hypervisor = bit(l1.ecx, kLeaf1EcxHypervisor);
@@ -391,7 +389,7 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
     decode_leaf_0a(s, id, p);
     decode_leaf_23(s, id, p);
     decode_brand(s, id);
-    bool amd_like = id.vendor == Vendor::amd || id.vendor == Vendor::hygon;
+    bool amd_like = is_amd_family(id.vendor);
     decode_amd(s, id, amd_like, p);
     // NetBurst: Intel family 0FH without architectural performance monitoring (every
     // Pentium 4 / NetBurst Xeon; the last ones (models 3/4/6, CPUID max leaf 5 or 6) have

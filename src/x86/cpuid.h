@@ -47,6 +47,8 @@ bool cpuid_leaf_is_captured(u32 leaf);
 bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf);
 
 enum class Vendor : u8 { intel, amd, hygon, zhaoxin, other };
+// AMD and Hygon (Hygon's Dhyana is a Zen core: AMD's CPUID leaves, MSRs and PMU).
+constexpr bool is_amd_family(Vendor v) { return v == Vendor::amd || v == Vendor::hygon; }
 const char* vendor_id_name(Vendor v);
 
 // Architectural events enumerated by CPUID.0AH:EBX (bit i set = NOT available),

@@ -20,19 +20,17 @@ TraceNames trace_names(const CpuDecoded& d) {
 
 namespace {
 
-bool amd_like(const TraceNames& n) { return n.vendor == Vendor::amd || n.vendor == Vendor::hygon; }
-
 // Names outside the architectural PMU tables (SDM Vol. 4 Table 2-2; APM Vol. 2 §13.2; PPRs).
 const char* other_name(const TraceNames& n, u32 m) {
     switch (m) {
         case msr::IA32_TIME_STAMP_COUNTER: return "IA32_TIME_STAMP_COUNTER";
         case msr::IA32_APIC_BASE: return "IA32_APIC_BASE";
-        case msr::IA32_BIOS_SIGN_ID: return amd_like(n) ? "PATCH_LEVEL" : "IA32_BIOS_SIGN_ID";
+        case msr::IA32_BIOS_SIGN_ID: return is_amd_family(n.vendor) ? "PATCH_LEVEL" : "IA32_BIOS_SIGN_ID";
         case msr::IA32_MPERF: return "IA32_MPERF";
         case msr::IA32_APERF: return "IA32_APERF";
         case msr::IA32_MISC_ENABLE: return "IA32_MISC_ENABLE";
         case msr::IA32_DEBUGCTL: return "IA32_DEBUGCTL";
-        case msr::MSR_SMI_COUNT: return amd_like(n) ? nullptr : "MSR_SMI_COUNT";
+        case msr::MSR_SMI_COUNT: return is_amd_family(n.vendor) ? nullptr : "MSR_SMI_COUNT";
         case msr::IA32_PEBS_ENABLE: return "IA32_PEBS_ENABLE";
         case msr::IA32_PKRS: return "IA32_PKRS";
         case msr::AMD_PERF_CNTR_GLOBAL_STATUS: return "PerfCntrGlobalStatus";
@@ -135,7 +133,7 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
             if (i < netburst::kCounters) out.printf("MSR_%s", netburst::kCounterDefs[i].name);
             else out.printf("counter %u", i);
             if (addr & netburst::kRdpmcFast) out.put(" (fast read)");
-        } else if (amd_like(n)) {
+        } else if (is_amd_family(n.vendor)) {
             out.printf("PERF_CTR%u", addr);
         } else if (addr & (1u << 30)) {
             out.printf("FIXED_CTR%u", addr & ~(1u << 30));
@@ -273,7 +271,7 @@ void trace_fields(const TraceNames& n, u32 m, u64 v, StrBuf& out) {
         amd_ctl_fields(v, out);
         return;
     }
-    if (amd_other_fields(m, v, out) || amd_like(n)) return;
+    if (amd_other_fields(m, v, out) || is_amd_family(n.vendor)) return;
     if (is_intel_evtsel(m)) intel_evtsel_fields(v, out);
     else intel_other_fields(m, v, out);
 }

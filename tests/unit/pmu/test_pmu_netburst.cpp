@@ -641,6 +641,25 @@ TEST(PmuNetBurst, ReadsAllFortyBitsWithRdpmc) {
 
 // ---------------------------------------------------------------- Hyper-Threading
 
+// Planning binds the family without hardware: on a Hyper-Threading package the thread
+// (read with CPUID on the CPU itself when a session opens) is not needed and not read
+// (it was, through a null Hw, before the family table).
+TEST(PmuNetBurst, PlanningOnAHyperThreadingPackageNeedsNoHardware) {
+    SimMachine m = sim::netburst_p4(2, true);
+    PmuSession planner;
+    {
+        PmuInfo second;
+        m.on(1, [&] { pmu_detect(m, &second); });
+        ASSERT_TRUE(second.caps.netburst_ht);
+        planner.plan(second);
+    }
+    const usize log_size = m.cpu(1).log().size();
+    EXPECT_EQ(planner.access(CounterKind::gp, 12).width, netburst::kCounterWidth);
+    EXPECT_EQ(planner.save(PmuTouch()).error().code, Errc::internal);
+    EXPECT_EQ(planner.backend(), static_cast<PmuBackend*>(&planner));
+    EXPECT_EQ(m.cpu(1).log().size(), log_size);
+}
+
 TEST(PmuNetBurst, SecondLogicalProcessorProgramsTheT1Bits) {
     SimMachine m = sim::netburst_p4(2, true);
     SimCpu& t1 = m.cpu(1);

@@ -11,7 +11,8 @@ using regs::ApicReg;
 
 Result<LocalApic> LocalApic::this_cpu() {
     u64 raw = 0;
-    if (u32 vec = pmulab_safe_rdmsr(msr::IA32_APIC_BASE, &raw)) return msr_fault_error("RDMSR", msr::IA32_APIC_BASE, 0, u8(vec));
+    if (u32 vec = pmulab_safe_rdmsr(msr::IA32_APIC_BASE, &raw))
+        return msr_fault_error("RDMSR", msr::IA32_APIC_BASE, 0, u8(vec));
     return LocalApic(regs::ApicBase(raw));
 }
 
@@ -33,7 +34,8 @@ Status LocalApic::write(ApicReg r, u32 value) const {
         *reinterpret_cast<volatile u32*>(uintptr_t(at.where)) = value;
         return ok_status();
     }
-    if (u32 vec = pmulab_safe_wrmsr(u32(at.where), value)) return msr_fault_error("WRMSR", u32(at.where), value, u8(vec));
+    if (u32 vec = pmulab_safe_wrmsr(u32(at.where), value))
+        return msr_fault_error("WRMSR", u32(at.where), value, u8(vec));
     return ok_status();
 }
 

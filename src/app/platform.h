@@ -60,15 +60,51 @@ public:
     virtual const char* stall_source() { return ""; }
     virtual const char* stall_what() { return ""; }
     // The TSC frequency (census/tsc_freq.h): the BSP's CPUID.15H/16H, else measured against
-    // stall_us over 50 ms; computed on the first call (once per boot) and kept.
-    const TscFreq& tsc_frequency();
+    // stall_us over 50 ms; computed on the first call (once per boot) and kept
+    // (app/tsc_clock.cpp). A wrapper (ForwardingPlatform) gives its inner platform's.
+    virtual const TscFreq& tsc_frequency() { return measured_tsc_frequency(); }
 
 protected:
     ~Platform() = default;
+    // This platform's own, against its stall_us (defined out of line: no virtual function
+    // of Platform may be, or it would be the key function the host tests' RTTI needs).
+    const TscFreq& measured_tsc_frequency();
 
 private:
     TscFreq tsc_freq_;
     bool tsc_freq_done_ = false;
+};
+
+// A Platform that hands every call to another: a wrapper (TracePlatform, ServeSession)
+// derives from it and overrides only what it changes, so that a method added to Platform
+// reaches the real platform through every wrapper.
+class ForwardingPlatform : public Platform {
+public:
+    explicit ForwardingPlatform(Platform& inner) : inner_(inner) {}
+    Hw& hw() override { return inner_.hw(); }
+    void write(StrView text) override { inner_.write(text); }
+    void write_diag(StrView text) override { inner_.write_diag(text); }
+    const char* firmware_vendor() override { return inner_.firmware_vendor(); }
+    u32 firmware_revision() override { return inner_.firmware_revision(); }
+    MeasurePlatform* measure() override { return inner_.measure(); }
+    void now(char* buf, usize cap) override { inner_.now(buf, cap); }
+    RecordSink* record_sink() override { return inner_.record_sink(); }
+    FileSource* files() override { return inner_.files(); }
+    const char* simulated() override { return inner_.simulated(); }
+    Result<ServeLink*> open_serve_link(int port) override { return inner_.open_serve_link(port); }
+    Result<ServeLink*> open_tcp_link(const ServeTcpOptions& o) override { return inner_.open_tcp_link(o); }
+    Status stall_us(u32 us) override { return inner_.stall_us(us); }
+    const char* stall_source() override { return inner_.stall_source(); }
+    const char* stall_what() override { return inner_.stall_what(); }
+    // Measured once per boot, by the real platform.
+    const TscFreq& tsc_frequency() override { return inner_.tsc_frequency(); }
+
+protected:
+    ~ForwardingPlatform() = default;
+    Platform& inner() { return inner_; }
+
+private:
+    Platform& inner_;
 };
 
 }  // namespace pmulab

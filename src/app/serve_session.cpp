@@ -9,7 +9,7 @@ namespace pmulab {
 
 Status ServeMeasure::run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) {
     if (s_.interrupted()) return Error::make(Errc::io, "request stopped before this job (cancelled or out of time)");
-    return m_->run_on_cpu(hw, cpu, fn, ctx);
+    return inner().run_on_cpu(hw, cpu, fn, ctx);
 }
 
 Result<void*> ServeMeasure::alloc_pages(usize bytes, bool executable) {
@@ -22,7 +22,7 @@ Result<void*> ServeMeasure::alloc_pages(usize bytes, bool executable) {
         live_.push(b);
         return b.p;
     }
-    Result<void*> r = m_->alloc_pages(bytes, executable);
+    Result<void*> r = inner().alloc_pages(bytes, executable);
     if (r.ok()) live_.push(Block{r.value(), bytes, executable});
     return r;
 }
@@ -41,11 +41,11 @@ void ServeMeasure::free_pages(void* p, usize bytes) {
         }
         break;
     }
-    m_->free_pages(p, bytes);
+    inner().free_pages(p, bytes);
 }
 
 void ServeMeasure::release_cache() {
-    for (const Block& b : cache_) m_->free_pages(b.p, b.bytes);
+    for (const Block& b : cache_) inner().free_pages(b.p, b.bytes);
     cache_.clear();
     cached_bytes_ = 0;
 }
@@ -82,7 +82,7 @@ Status ServeFiles::list(const char* dir, const char* suffix, Vec<FileName>* out)
 }
 
 ServeSession::ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o)
-    : inner_(inner), link_(link), opts_(o), measure_(*this), files_(*this) {
+    : ForwardingPlatform(inner), inner_(inner), link_(link), opts_(o), measure_(*this), files_(*this) {
     measure_.set_inner(inner.measure());
     files_.set_inner(inner.files());
 }

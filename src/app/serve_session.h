@@ -16,7 +16,7 @@
 #include "app/platform.h"
 #include "app/serve_request.h"
 #include "events/event_files.h"
-#include "measure/measure.h"
+#include "app/measure_forward.h"
 
 namespace pmulab {
 
@@ -66,10 +66,9 @@ inline constexpr u64 kServeLineWaitMs = 100;  // how long a begun line is waited
 
 class ServeSession;
 
-class ServeMeasure final : public MeasurePlatform {
+class ServeMeasure final : public ForwardingMeasure {
 public:
     ServeMeasure(ServeSession& s) : s_(s) {}
-    void set_inner(MeasurePlatform* m) { m_ = m; }
     // Pages freed by a request are kept (up to kServeCacheMax bytes) for the next
     // request that asks for the same size and kind: the firmware's AllocatePages and
     // FreePages (with their page-table updates) would otherwise dominate a small request.
@@ -77,15 +76,6 @@ public:
     void free_pages(void* p, usize bytes) override;
     // Returns every cached page to the firmware (the session's end).
     void release_cache();
-    CodeSpan kernel_body(KernelId id) override { return m_->kernel_body(id); }
-    Status irq_mask(IrqMode mode, IrqSaved* saved) override { return m_->irq_mask(mode, saved); }
-    void irq_restore(const IrqSaved& saved) override { m_->irq_restore(saved); }
-    void serialize() override { m_->serialize(); }
-    void execute(const Region& region, RegionFrame* frame) override { m_->execute(region, frame); }
-    Status vector_enter(VectorSaved* v) override { return m_->vector_enter(v); }
-    void vector_leave(const VectorSaved& v) override { m_->vector_leave(v); }
-    Status prepare() override { return m_->prepare(); }
-    void set_job_timeout(u32 seconds) override { m_->set_job_timeout(seconds); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override;
 
 private:
@@ -95,7 +85,6 @@ private:
         bool exec;
     };
     ServeSession& s_;
-    MeasurePlatform* m_ = nullptr;
     Vec<Block> live_;   // handed out
     Vec<Block> cache_;  // freed, kept
     usize cached_bytes_ = 0;
@@ -115,7 +104,7 @@ private:
     FileSource* f_ = nullptr;
 };
 
-class ServeSession final : public Platform {
+class ServeSession final : public ForwardingPlatform {
 public:
     ServeSession(Platform& inner, ServeLink& link, const ServeOptions& o);
     ~ServeSession() { measure_.release_cache(); }
@@ -123,22 +112,16 @@ public:
     // failed, or reading failed and every request read before was answered).
     int serve(ServeRunFn run, void* ctx);
 
-    // Platform: the real one, seen through the request.
-    Hw& hw() override { return inner_.hw(); }
+    // Platform: the real one (ForwardingPlatform: the firmware's timer and with it a
+    // request's TSC frequency included), seen through the request.
     void write(StrView text) override;
     void write_diag(StrView text) override { write(text); }
-    const char* firmware_vendor() override { return inner_.firmware_vendor(); }
-    u32 firmware_revision() override { return inner_.firmware_revision(); }
     MeasurePlatform* measure() override { return inner_.measure() ? &measure_ : nullptr; }
-    void now(char* buf, usize cap) override { inner_.now(buf, cap); }
     RecordSink* record_sink() override { return opts_.results ? inner_.record_sink() : nullptr; }
     FileSource* files() override { return &files_; }
-    // The firmware's timer: a request's TSC frequency (meta and info records) is measured
-    // as on the command line, not left out.
-    Status stall_us(u32 us) override { return inner_.stall_us(us); }
-    const char* stall_source() override { return inner_.stall_source(); }
-    const char* stall_what() override { return inner_.stall_what(); }
-    const char* simulated() override { return inner_.simulated(); }
+    // A request cannot start another server on the link it came from.
+    Result<ServeLink*> open_serve_link(int port) override { return Platform::open_serve_link(port); }
+    Result<ServeLink*> open_tcp_link(const ServeTcpOptions& o) override { return Platform::open_tcp_link(o); }
 
     // Whether the running request was cancelled or ran out of time (reads the link).
     bool interrupted();

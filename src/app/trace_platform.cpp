@@ -6,28 +6,16 @@ namespace pmulab {
 
 // The measurement services of the inner platform; run_on_cpu prints what the AP
 // recorded once the BSP has it back (EfiMeasure starts APs without Hw::run_on_cpu).
-class TracePlatform::Measure final : public MeasurePlatform {
+class TracePlatform::Measure final : public ForwardingMeasure {
 public:
-    Measure(MeasurePlatform& inner, MsrTrace& trace) : inner_(inner), trace_(trace) {}
-    Result<void*> alloc_pages(usize bytes, bool executable) override { return inner_.alloc_pages(bytes, executable); }
-    void free_pages(void* p, usize bytes) override { inner_.free_pages(p, bytes); }
-    CodeSpan kernel_body(KernelId id) override { return inner_.kernel_body(id); }
-    Status irq_mask(IrqMode mode, IrqSaved* saved) override { return inner_.irq_mask(mode, saved); }
-    void irq_restore(const IrqSaved& saved) override { inner_.irq_restore(saved); }
-    void serialize() override { inner_.serialize(); }
-    void execute(const Region& region, RegionFrame* frame) override { inner_.execute(region, frame); }
-    Status vector_enter(VectorSaved* v) override { return inner_.vector_enter(v); }
-    void vector_leave(const VectorSaved& v) override { inner_.vector_leave(v); }
-    Status prepare() override { return inner_.prepare(); }
-    void set_job_timeout(u32 seconds) override { inner_.set_job_timeout(seconds); }
+    Measure(MeasurePlatform& inner, MsrTrace& trace) : ForwardingMeasure(&inner), trace_(trace) {}
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override {
-        Status s = inner_.run_on_cpu(hw, cpu, fn, ctx);
+        Status s = inner().run_on_cpu(hw, cpu, fn, ctx);
         trace_.flush();
         return s;
     }
 
 private:
-    MeasurePlatform& inner_;
     MsrTrace& trace_;
 };
 
@@ -40,12 +28,12 @@ TraceNames names_of(Hw& hw) {
 }  // namespace
 
 TracePlatform::TracePlatform(Platform& inner)
-    : inner_(inner), trace_(inner.hw(), *this), names_(names_of(inner.hw())) {}
+    : ForwardingPlatform(inner), trace_(inner.hw(), *this), names_(names_of(inner.hw())) {}
 
 TracePlatform::~TracePlatform() { delete measure_; }
 
 MeasurePlatform* TracePlatform::measure() {
-    MeasurePlatform* m = inner_.measure();
+    MeasurePlatform* m = inner().measure();
     if (!m) return nullptr;
     if (!measure_) measure_ = new Measure(*m, trace_);
     return measure_;

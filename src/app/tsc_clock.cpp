@@ -7,7 +7,7 @@ namespace {
 constexpr u32 kStallUs = 50000;  // 50 ms: 1 ppm of a 1 GHz TSC is 50 ticks
 }
 
-const TscFreq& Platform::tsc_frequency() {
+const TscFreq& Platform::measured_tsc_frequency() {
     if (tsc_freq_done_) return tsc_freq_;
     tsc_freq_done_ = true;
     Hw& h = hw();

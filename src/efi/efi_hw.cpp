@@ -114,11 +114,7 @@ Result<u64> EfiHw::rdpmc(u32 index) {
     return v;
 }
 
-u64 EfiHw::rdtsc() {
-    u32 lo, hi;
-    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (u64(hi) << 32) | lo;
-}
+u64 EfiHw::rdtsc() { return rdtsc_now(); }
 
 u32 EfiHw::current_cpu() {
     if (!mp_) return 0;

@@ -1,7 +1,7 @@
 // pmulab's EFI entry point: console and debug-port output, argument sources
 // (shell parameters, load options, \pmulab\pmulab.cfg), the fault layer on the
 // BSP, the watchdog, and the final shutdown.
-#include "efi_file.h"
+#include "boot_volume.h"
 #include "fault.h"
 #include "efi_platform.h"
 #include "app/config.h"
@@ -189,6 +189,83 @@ void EfiPlatform::write_diag(StrView text) {
     if (!last_newline_) write_debugcon("\n");
 }
 
+namespace {
+
+// The command line: the shell's or the load options', else \pmulab\cmdline (one command
+// line, what run-qemu.sh writes) before the campaign file; empty when neither has one.
+void command_line(Vec<char>& line) {
+    gather_command_line(line);
+    if (!StrView(line.data(), line.size()).trim().empty()) return;
+    Result<Vec<char>> cl = read_boot_volume_file(kCmdlinePath);
+    if (!cl.ok()) return;
+    StrView v = StrView(cl.value().data(), cl.value().size()).trim();
+    for (usize i = 0; i < v.len; ++i) line.push(v[i] == '\n' || v[i] == '\r' ? ' ' : v[i]);
+    if (line.empty()) line.push(' ');
+}
+
+// \pmulab\pmulab.cfg: the whole campaign is checked before any of it runs (the same check
+// as pmulab-check on the host); its --shutdown counts even when it is rejected.
+int run_campaign(EfiPlatform& p, Out& out, StrView text, bool* shutdown) {
+    CampaignCheck check;
+    check_campaign(text, kConfigPath, &check);
+    *shutdown = check.shutdown;
+    if (!check.problems.empty()) {
+        for (const CampaignProblem& pr : check.problems) out.error_msg(Errc::invalid_argument, "%s", pr.msg);
+        if (check.commands) out.error_msg(Errc::invalid_argument, "%s has errors; nothing was run", kConfigPath);
+        return kExitUsage;
+    }
+    int status = kExitOk;
+    Vec<ConfigLine> lines;
+    Status ps = parse_config(text, kConfigPath, &lines);  // checked above: cannot fail
+    for (ConfigLine& cl : lines) {
+        if (!ps.ok() || cl.bad) break;
+        // A line of global options only (e.g. "--shutdown") is a directive.
+        bool directive = true;
+        for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
+        if (directive) continue;
+        GlobalOptions g;
+        char origin[64];
+        format_to(origin, sizeof origin, "%s:%u", kConfigPath, cl.line_no);
+        int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g, origin);
+        *shutdown |= g.shutdown;
+        if (st != kExitOk && status == kExitOk) status = st;
+    }
+    return status;
+}
+
+// No arguments, no config: the census, then a pointer to help.
+int run_without_arguments(EfiPlatform& p) {
+    GlobalOptions g;
+    const char* argv[] = {"info"};
+    int status = app_run(p, 1, argv, &g);
+    const char* hargv[] = {"help"};
+    p.write(StrView("\n"));
+    app_run(p, 1, hargv, &g);
+    p.write(StrView("\nNo \\pmulab\\pmulab.cfg on this volume: put a campaign there (one command per "
+                    "line, '--shutdown' to power off).\nPress any key to return to the firmware.\n"));
+    wait_for_key();
+    return status;
+}
+
+// Runs what pmulab was started for: the command line, else the campaign file.
+int run_commands(EfiPlatform& p, Out& out, bool* shutdown) {
+    Vec<char> line;
+    command_line(line);
+    if (!StrView(line.data(), line.size()).trim().empty()) {
+        GlobalOptions g;
+        int status = run_line(p, StrView(line.data(), line.size()), "command line", 0, &g);
+        *shutdown = g.shutdown;
+        return status;
+    }
+    Result<Vec<char>> cfg = read_boot_volume_file(kConfigPath);
+    if (cfg.ok()) return run_campaign(p, out, StrView(cfg.value().data(), cfg.value().size()), shutdown);
+    if (cfg.error().code == Errc::not_found) return run_without_arguments(p);
+    out.error(cfg.error());
+    return kExitFailure;
+}
+
+}  // namespace
+
 int efi_run() {
     EfiPlatform& p = *g_platform;
     p.init();
@@ -204,72 +281,8 @@ int efi_run() {
         return kExitFailure;
     }
     SavedIdtr saved_idt = fault_layer_enter();
-
-    Vec<char> line;
-    gather_command_line(line);
-    int status = kExitOk;
     bool shutdown = false;
-    // Without arguments, \pmulab\cmdline (one command line, what run-qemu.sh writes)
-    // comes before the campaign file \pmulab\pmulab.cfg.
-    if (StrView(line.data(), line.size()).trim().empty()) {
-        Result<Vec<char>> cl = read_boot_volume_file(kCmdlinePath);
-        if (cl.ok()) {
-            StrView v = StrView(cl.value().data(), cl.value().size()).trim();
-            for (usize i = 0; i < v.len; ++i) line.push(v[i] == '\n' || v[i] == '\r' ? ' ' : v[i]);
-            if (line.empty()) line.push(' ');
-        }
-    }
-    if (!StrView(line.data(), line.size()).trim().empty()) {
-        GlobalOptions g;
-        status = run_line(p, StrView(line.data(), line.size()), "command line", 0, &g);
-        shutdown = g.shutdown;
-    } else {
-        Result<Vec<char>> cfg = read_boot_volume_file(kConfigPath);
-        if (cfg.ok()) {
-            // The whole campaign is checked before any of it runs (the same check as
-            // pmulab-check on the host); its --shutdown counts even when it is rejected.
-            StrView text(cfg.value().data(), cfg.value().size());
-            CampaignCheck check;
-            check_campaign(text, kConfigPath, &check);
-            shutdown = check.shutdown;
-            if (!check.problems.empty()) {
-                for (const CampaignProblem& pr : check.problems) out.error_msg(Errc::invalid_argument, "%s", pr.msg);
-                if (check.commands)
-                    out.error_msg(Errc::invalid_argument, "%s has errors; nothing was run", kConfigPath);
-                status = kExitUsage;
-            } else {
-                Vec<ConfigLine> lines;
-                Status ps = parse_config(text, kConfigPath, &lines);  // checked above: cannot fail
-                for (ConfigLine& cl : lines) {
-                    if (!ps.ok() || cl.bad) break;
-                    // A line of global options only (e.g. "--shutdown") is a directive.
-                    bool directive = true;
-                    for (char* w : cl.args.argv) directive &= str_eq(w, "--shutdown");
-                    if (directive) continue;
-                    GlobalOptions g;
-                    char origin[64];
-                    format_to(origin, sizeof origin, "%s:%u", kConfigPath, cl.line_no);
-                    int st = app_run(p, cl.args.argc(), cl.args.argv.data(), &g, origin);
-                    shutdown |= g.shutdown;
-                    if (st != kExitOk && status == kExitOk) status = st;
-                }
-            }
-        } else if (cfg.error().code == Errc::not_found) {
-            // No arguments, no config: the census, then a pointer to help.
-            GlobalOptions g;
-            const char* argv[] = {"info"};
-            status = app_run(p, 1, argv, &g);
-            const char* hargv[] = {"help"};
-            p.write(StrView("\n"));
-            app_run(p, 1, hargv, &g);
-            p.write(StrView("\nNo \\pmulab\\pmulab.cfg on this volume: put a campaign there (one command per "
-                            "line, '--shutdown' to power off).\nPress any key to return to the firmware.\n"));
-            wait_for_key();
-        } else {
-            out.error(cfg.error());
-            status = kExitFailure;
-        }
-    }
+    int status = run_commands(p, out, &shutdown);
     p.efi_hw().shutdown_workers();  // they use the exception tables freed next
     fault_layer_leave(saved_idt);
     fault_layer_fini();

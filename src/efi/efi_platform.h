@@ -58,11 +58,11 @@ public:
     RecordSink* record_sink() override { return results_enabled_ ? &sink_ : nullptr; }
     FileSource* files() override { return &files_; }
     Result<ServeLink*> open_serve_link(int port) override {
-        PMULAB_TRY(serial_.open(port));
+        PMULAB_TRY(serial_.open(port, tsc_frequency()));
         return static_cast<ServeLink*>(&serial_);
     }
     Result<ServeLink*> open_tcp_link(const ServeTcpOptions& o) override {
-        PMULAB_TRY(tcp_.open(o));
+        PMULAB_TRY(tcp_.open(o, tsc_frequency()));
         return static_cast<ServeLink*>(&tcp_);
     }
     // Results files are written when pmulab runs from a file system it can write.

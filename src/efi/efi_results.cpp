@@ -4,21 +4,12 @@
 // to the console. Each record is flushed as it is written.
 #include "efi_results.h"
 
-#include "efi_file.h"
+#include "boot_volume.h"
 #include "app/results_names.h"
 
 namespace pmulab::efi {
 
 namespace {
-
-EFI_GUID kLoadedImageGuid = EFI_LOADED_IMAGE_PROTOCOL_GUID;
-EFI_GUID kSimpleFsGuid = EFI_SIMPLE_FILE_SYSTEM_PROTOCOL_GUID;
-
-void to_char16(StrView s, CHAR16* out, usize cap) {
-    usize i = 0;
-    for (; i < s.len && i + 1 < cap; ++i) out[i] = CHAR16(u8(s[i]));
-    out[i] = 0;
-}
 
 // A FileName as ASCII for the numbering (other characters become '?').
 usize narrow_name(const CHAR16* name, char* out, usize cap) {
@@ -37,7 +28,7 @@ namespace {
 // Opens `name` below `dir`, creating it as a folder when absent.
 EFI_FILE_HANDLE open_or_create_dir(EFI_FILE_HANDLE dir, const char* name, EFI_STATUS* st) {
     CHAR16 wname[32];
-    to_char16(StrView(name), wname, 32);
+    (void)to_char16(StrView(name), wname, 32);  // "pmulab", "results": they fit
     EFI_FILE_HANDLE h = nullptr;
     *st = dir->Open(dir, &h, wname, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE, 0);
     if (*st == EFI_NOT_FOUND)
@@ -49,21 +40,13 @@ EFI_FILE_HANDLE open_or_create_dir(EFI_FILE_HANDLE dir, const char* name, EFI_ST
 }  // namespace
 
 EFI_FILE_HANDLE EfiRecordSink::open_results_dir(Status* err) {
-    EFI_LOADED_IMAGE* li = nullptr;
-    EFI_STATUS st = gBS->HandleProtocol(gImage, &kLoadedImageGuid, reinterpret_cast<void**>(&li));
-    EFI_FILE_IO_INTERFACE* fs = nullptr;
-    if (st == EFI_SUCCESS && li)
-        st = gBS->HandleProtocol(li->DeviceHandle, &kSimpleFsGuid, reinterpret_cast<void**>(&fs));
-    if (st != EFI_SUCCESS || !fs) {
-        *err = Error::make(Errc::not_found, "the boot device has no file system (%s)", status_name(st));
+    Result<EFI_FILE_HANDLE> volume = open_boot_volume();
+    if (!volume.ok()) {
+        *err = volume.error();
         return nullptr;
     }
-    EFI_FILE_HANDLE root = nullptr;
-    st = fs->OpenVolume(fs, &root);
-    if (st != EFI_SUCCESS) {
-        *err = Error::make(Errc::io, "cannot open the boot volume (%s)", status_name(st));
-        return nullptr;
-    }
+    EFI_FILE_HANDLE root = volume.value();
+    EFI_STATUS st = EFI_SUCCESS;
     EFI_FILE_HANDLE top = open_or_create_dir(root, "pmulab", &st);
     root->Close(root);
     EFI_FILE_HANDLE res = top ? open_or_create_dir(top, "results", &st) : nullptr;
@@ -88,19 +71,9 @@ bool EfiRecordSink::begin(const char* what, Out& out) {
     // Next number: one above the highest NNNN- prefix in the folder, whatever the
     // command, so that no number is shared by two commands.
     ResultNumbering numbering;
-    usize cap = 1024;
     Vec<u8> buf;
-    buf.resize(cap);
-    for (;;) {
-        UINTN n = cap;
-        EFI_STATUS st = dir->Read(dir, &n, buf.data());
-        if (st == EFI_BUFFER_TOO_SMALL) {
-            cap = n;
-            buf.resize(cap);
-            continue;
-        }
-        if (st != EFI_SUCCESS || n == 0) break;
-        auto* info = reinterpret_cast<EFI_FILE_INFO*>(buf.data());
+    EFI_FILE_INFO* info = nullptr;
+    while (read_dir_entry(dir, buf, &info) == EFI_SUCCESS && info) {
         char name[256];
         usize len = narrow_name(info->FileName, name, sizeof name);
         numbering.see(StrView(name, len));
@@ -118,9 +91,9 @@ bool EfiRecordSink::begin(const char* what, Out& out) {
         char jname[112], cname[112];
         format_to(jname, sizeof jname, "%s.jsonl", base);
         format_to(cname, sizeof cname, "%s.csv", base);
-        CHAR16 wj[112], wc[112];
-        to_char16(StrView(jname), wj, 112);
-        to_char16(StrView(cname), wc, 112);
+        CHAR16 wj[112], wc[112];  // format_to kept each name below 112 characters
+        (void)to_char16(StrView(jname), wj, 112);
+        (void)to_char16(StrView(cname), wc, 112);
         EFI_FILE_HANDLE probe = nullptr;
         if (dir->Open(dir, &probe, wj, EFI_FILE_MODE_READ, 0) == EFI_SUCCESS ||
             dir->Open(dir, &probe, wc, EFI_FILE_MODE_READ, 0) == EFI_SUCCESS) {

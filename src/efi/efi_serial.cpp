@@ -6,15 +6,10 @@ namespace {
 
 EFI_GUID kSerialIoGuid = EFI_SERIAL_IO_PROTOCOL_GUID;
 
-inline u64 rdtsc_now() {
-    u32 lo, hi;
-    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return u64(hi) << 32 | lo;
-}
-
 }  // namespace
 
-Status EfiSerialLink::open(int port) {
+Status EfiSerialLink::open(int port, const TscFreq& tsc) {
+    PMULAB_TRY_CTX(clock_.init(tsc), "serve");
     UINTN count = 0;
     EFI_HANDLE* handles = nullptr;
     EFI_STATUS st = gBS->LocateHandleBuffer(ByProtocol, &kSerialIoGuid, nullptr, &count, &handles);
@@ -44,10 +39,6 @@ Status EfiSerialLink::open(int port) {
     st = io_->SetAttributes(io_, 115200, 0, 1000000, NoParity, 8, OneStopBit);
     if (st != EFI_SUCCESS)
         return Error::make(Errc::io, "serve: serial port %u: SetAttributes: %s", unsigned(idx), status_name(st));
-    u64 t0 = rdtsc_now();
-    gBS->Stall(10000);
-    tsc_per_ms_ = (rdtsc_now() - t0) / 10;
-    if (!tsc_per_ms_) tsc_per_ms_ = 1;
     format_to(describe_, sizeof describe_, "serial port %u of %u", unsigned(idx), unsigned(count));
     return ok_status();
 }
@@ -71,8 +62,8 @@ Result<usize> EfiSerialLink::read(char* buf, usize cap) {
 
 void EfiSerialLink::wait(u32 ms) {
     // Polls the port while waiting, so input is taken soon after it arrives.
-    u64 end = rdtsc_now() + u64(ms) * tsc_per_ms_;
-    while (rdtsc_now() < end) {
+    u64 end = clock_.deadline(ms);
+    while (!TscClock::passed(end)) {
         UINT32 ctl = 0;
         if (io_->GetControl(io_, &ctl) == EFI_SUCCESS && !(ctl & EFI_SERIAL_INPUT_BUFFER_EMPTY)) return;
         gBS->Stall(50);
@@ -94,6 +85,6 @@ Status EfiSerialLink::send(StrView bytes) {
     return ok_status();
 }
 
-u64 EfiSerialLink::now_ms() { return rdtsc_now() / tsc_per_ms_; }
+u64 EfiSerialLink::now_ms() { return clock_.now_ms(); }
 
 }  // namespace pmulab::efi

@@ -2,6 +2,7 @@
 // the firmware drives works (a 16550 COM port, a USB-serial adapter with a UEFI driver).
 #pragma once
 
+#include "efi_clock.h"
 #include "efi_defs.h"
 #include "app/serve_session.h"
 
@@ -11,7 +12,8 @@ class EfiSerialLink final : public ServeLink {
 public:
     // Opens Serial I/O port `port` (0-based, in LocateHandleBuffer order; -1: the last
     // one) exclusively (the firmware's terminal driver lets go of it), 115200 8N1.
-    Status open(int port);
+    // The clock of its waits runs at `tsc` (Platform::tsc_frequency).
+    Status open(int port, const TscFreq& tsc);
     Result<usize> read(char* buf, usize cap) override;
     void wait(u32 ms) override;
     Status send(StrView bytes) override;
@@ -20,7 +22,7 @@ public:
 
 private:
     EFI_SERIAL_IO_PROTOCOL* io_ = nullptr;
-    u64 tsc_per_ms_ = 0;
+    TscClock clock_;
     char describe_[96] = {};
 };
 

@@ -42,12 +42,6 @@ struct Ip4Config2Protocol {
 constexpr u32 kPciClassBaseOffset = 0x0b;
 constexpr u8 kPciClassNetwork = 0x02;
 
-inline u64 rdtsc_now() {
-    u32 lo, hi;
-    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return u64(hi) << 32 | lo;
-}
-
 const char* tcp_status_name(EFI_STATUS s) {
     switch (s) {
         case EFI_CONNECTION_FIN: return "EFI_CONNECTION_FIN (the host closed the connection)";
@@ -156,14 +150,9 @@ void EfiTcpLink::poll() {
     else if (listener_) listener_->Poll(listener_);
 }
 
-Status EfiTcpLink::open(const ServeTcpOptions& o) {
-    teardown();
-    once_ = o.once;
-    u64 t0 = rdtsc_now();
-    gBS->Stall(10000);
-    tsc_per_ms_ = (rdtsc_now() - t0) / 10;
-    if (!tsc_per_ms_) tsc_per_ms_ = 1;
-
+// Connects the network controllers and picks the NIC --nic names among those with a TCP4
+// service; notes_ says what the firmware had before and after.
+Result<EFI_HANDLE> EfiTcpLink::find_nic(int nic, u32* which, u32* count) {
     u32 snp0 = count_handles(&kSnpGuid), mnp0 = count_handles(&kMnpSbGuid), ip40 = count_handles(&kIp4SbGuid),
         tcp0 = count_handles(&kTcp4SbGuid);
     u32 nics = connect_network();
@@ -187,45 +176,29 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
                            "service handles",
                            missing, nics, nics == 1 ? "" : "s", snp, mnp, ip4);
     }
-    u32 tcp4 = u32(n);
-    u32 which = o.nic < 0 ? 0 : u32(o.nic);
-    if (which >= tcp4) {
-        gBS->FreePool(hs);
+    *count = u32(n);
+    *which = nic < 0 ? 0 : u32(nic);
+    EFI_HANDLE h = *which < *count ? hs[*which] : nullptr;
+    gBS->FreePool(hs);
+    if (!h)
         return Error::make(Errc::invalid_argument,
                            "serve --tcp: --nic %d: the firmware has %u network interface%s "
                            "with TCP4 (0-%u)",
-                           o.nic, tcp4, tcp4 == 1 ? "" : "s", tcp4 - 1);
-    }
-    EFI_HANDLE nic = hs[which];
-    gBS->FreePool(hs);
-    void* iface = nullptr;
-    st = gBS->HandleProtocol(nic, &kTcp4SbGuid, &iface);
-    if (st != EFI_SUCCESS || !iface)
-        return Error::make(Errc::io, "serve --tcp: TCP4 service binding: %s", tcp_status_name(st));
-    sb_ = static_cast<EFI_SERVICE_BINDING*>(iface);
-    char mac[24] = "?";
-    iface = nullptr;
-    if (gBS->HandleProtocol(nic, &kSnpGuid, &iface) == EFI_SUCCESS && iface) {
-        const EFI_SIMPLE_NETWORK_MODE* m = static_cast<EFI_SIMPLE_NETWORK_PROTOCOL*>(iface)->Mode;
-        const UINT8* a = m->CurrentAddress.Addr;
-        format_to(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5]);
-    }
+                           nic, *count, *count == 1 ? "" : "s", *count - 1);
+    return h;
+}
 
-    u8 addr[4] = {o.addr[0], o.addr[1], o.addr[2], o.addr[3]};
-    u8 prefix = o.prefix;
-    if (o.dhcp) PMULAB_TRY(wait_for_dhcp(nic, addr, &prefix));
-
-    st = sb_->CreateChild(sb_, &listen_handle_);
+// A passive open on PORT from any host (UEFI spec §28.1.3 Configure). Without --addr dhcp
+// at our own station address, so the firmware's stored IPv4 settings (Ip4Config2) are not
+// changed.
+Status EfiTcpLink::listen(const ServeTcpOptions& o, const u8 addr[4], u8 prefix) {
+    EFI_STATUS st = sb_->CreateChild(sb_, &listen_handle_);
     if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: TCP4 CreateChild: %s", tcp_status_name(st));
-    iface = nullptr;
+    void* iface = nullptr;
     st = gBS->HandleProtocol(listen_handle_, &kTcp4Guid, &iface);
     if (st != EFI_SUCCESS || !iface)
         return Error::make(Errc::io, "serve --tcp: TCP4 protocol: %s", tcp_status_name(st));
     listener_ = static_cast<EFI_TCP4*>(iface);
-
-    // A passive open on PORT from any host (UEFI spec §28.1.3 Configure). Without
-    // --addr dhcp at our own station address, so the firmware's stored IPv4 settings
-    // (Ip4Config2) are not changed.
     EFI_TCP4_CONFIG_DATA cfg = {};
     cfg.TypeOfService = 0;
     cfg.TimeToLive = 64;
@@ -244,8 +217,13 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     if (st != EFI_SUCCESS)
         return Error::make(Errc::io, "serve --tcp: TCP4 Configure (listen on %u.%u.%u.%u/%u port %u): %s", addr[0],
                            addr[1], addr[2], addr[3], unsigned(prefix), unsigned(o.port), tcp_status_name(st));
+    return ok_status();
+}
 
+// The events of the listen, receive and transmit tokens and their buffers.
+Status EfiTcpLink::make_tokens() {
     EFI_EVENT* evs[] = {&listen_tok_.CompletionToken.Event, &rx_tok_.CompletionToken.Event};
+    EFI_STATUS st = EFI_SUCCESS;
     for (EFI_EVENT* e : evs) {
         st = gBS->CreateEvent(0, TPL_CALLBACK, nullptr, nullptr, e);
         if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: CreateEvent: %s", tcp_status_name(st));
@@ -258,6 +236,34 @@ Status EfiTcpLink::open(const ServeTcpOptions& o) {
     }
     st = gBS->AllocatePool(EfiLoaderData, kTcpRxBytes, reinterpret_cast<void**>(&rx_buf_));
     if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: AllocatePool: %s", tcp_status_name(st));
+    return ok_status();
+}
+
+Status EfiTcpLink::open(const ServeTcpOptions& o, const TscFreq& tsc) {
+    teardown();
+    once_ = o.once;
+    PMULAB_TRY_CTX(clock_.init(tsc), "serve --tcp");
+    u32 which = 0, tcp4 = 0;
+    Result<EFI_HANDLE> found = find_nic(o.nic, &which, &tcp4);
+    if (!found.ok()) return found.error();
+    EFI_HANDLE nic = found.value();
+    void* iface = nullptr;
+    EFI_STATUS st = gBS->HandleProtocol(nic, &kTcp4SbGuid, &iface);
+    if (st != EFI_SUCCESS || !iface)
+        return Error::make(Errc::io, "serve --tcp: TCP4 service binding: %s", tcp_status_name(st));
+    sb_ = static_cast<EFI_SERVICE_BINDING*>(iface);
+    char mac[24] = "?";
+    iface = nullptr;
+    if (gBS->HandleProtocol(nic, &kSnpGuid, &iface) == EFI_SUCCESS && iface) {
+        const EFI_SIMPLE_NETWORK_MODE* m = static_cast<EFI_SIMPLE_NETWORK_PROTOCOL*>(iface)->Mode;
+        const UINT8* a = m->CurrentAddress.Addr;
+        format_to(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", a[0], a[1], a[2], a[3], a[4], a[5]);
+    }
+    u8 addr[4] = {o.addr[0], o.addr[1], o.addr[2], o.addr[3]};
+    u8 prefix = o.prefix;
+    if (o.dhcp) PMULAB_TRY(wait_for_dhcp(nic, addr, &prefix));
+    PMULAB_TRY(listen(o, addr, prefix));
+    PMULAB_TRY(make_tokens());
     format_to(describe_, sizeof describe_, "TCP %u.%u.%u.%u:%u (%sNIC %s, %u of %u with TCP4)", addr[0], addr[1],
               addr[2], addr[3], unsigned(o.port), o.dhcp ? "DHCP, " : "", mac, which + 1, tcp4);
     base_len_ = str_len(describe_);
@@ -366,8 +372,8 @@ Result<usize> EfiTcpLink::read(char* buf, usize cap) {
 }
 
 void EfiTcpLink::wait(u32 ms) {
-    u64 end = rdtsc_now() + u64(ms) * tsc_per_ms_;
-    while (rdtsc_now() < end) {
+    u64 end = clock_.deadline(ms);
+    while (!TscClock::passed(end)) {
         if (!conn_ || host_gone_ || rx_closed_ || rx_off_ < rx_have_) return;
         poll();
         if (rx_pending_ && completed(rx_tok_.CompletionToken.Event, &rx_done_)) return;
@@ -512,6 +518,6 @@ void EfiTcpLink::teardown() {
     accepting_ = accept_done_ = false;
 }
 
-u64 EfiTcpLink::now_ms() { return rdtsc_now() / tsc_per_ms_; }
+u64 EfiTcpLink::now_ms() { return clock_.now_ms(); }
 
 }  // namespace pmulab::efi

@@ -5,6 +5,7 @@
 // (ConnectController, UEFI spec §7.3).
 #pragma once
 
+#include "efi_clock.h"
 #include "efi_defs.h"
 #include "app/serve_session.h"
 #include "app/serve_tcp.h"
@@ -27,7 +28,8 @@ public:
     // Connects the network controllers, finds the TCP4 service on the first one that has
     // it, and listens on o.port at o.addr (a station address of its own; the firmware's
     // stored IPv4 configuration is left alone).
-    Status open(const ServeTcpOptions& o);
+    // The clock of its timeouts runs at `tsc` (Platform::tsc_frequency).
+    Status open(const ServeTcpOptions& o, const TscFreq& tsc);
     // Closes the connection and the listener and gives back events and buffers.
     ~EfiTcpLink();
     Result<bool> accept(u64 wait_ms) override;
@@ -56,6 +58,9 @@ private:
     void drop_connection();
     void teardown();
     Status wait_for_dhcp(EFI_HANDLE nic, u8 addr[4], u8* prefix);
+    Result<EFI_HANDLE> find_nic(int nic, u32* which, u32* count);
+    Status listen(const ServeTcpOptions& o, const u8 addr[4], u8 prefix);
+    Status make_tokens();
 
     EFI_SERVICE_BINDING* sb_ = nullptr;
     EFI_HANDLE listen_handle_ = nullptr;
@@ -72,7 +77,7 @@ private:
     bool host_gone_ = false;  // reset, or it takes no data: nothing more can be sent
     bool rx_closed_ = false;  // FIN: it sends nothing more (it may still read)
     TxSlot tx_[kTcpTxSlots] = {};
-    u64 tsc_per_ms_ = 0;
+    TscClock clock_;
     bool once_ = false;
     char describe_[128] = {};
     usize base_len_ = 0;  // describe_ without the connected host

@@ -1,6 +1,6 @@
 #include "fault.h"
 
-#include "ap_worker.h"
+#include "ap_mailbox.h"
 #include "efi_defs.h"
 #include "x86/hw.h"
 

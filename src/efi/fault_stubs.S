@@ -10,15 +10,20 @@
  */
     .text
 
-/* u32 pmulab_safe_rdmsr(u32 msr, u64 *out): 0 or the exception vector */
-    .globl pmulab_safe_rdmsr
-    .type pmulab_safe_rdmsr, @function
-pmulab_safe_rdmsr:
+/*
+ * u32 pmulab_safe_rdmsr(u32 msr, u64 *out) and u32 pmulab_safe_rdpmc(u32 index, u64 *out):
+ * 0 or the exception vector. SAFE_READ insn defines pmulab_safe_<insn>, with the labels
+ * .L<insn>_insn and .L<insn>_resume that fixup_lookup compares against.
+ */
+    .macro SAFE_READ insn
+    .globl pmulab_safe_\insn
+    .type pmulab_safe_\insn, @function
+pmulab_safe_\insn:
     mov %edi, %ecx
     xor %r8d, %r8d
-.Lrdmsr_insn:
-    rdmsr
-.Lrdmsr_resume:
+.L\insn\()_insn:
+    \insn
+.L\insn\()_resume:
     test %r8d, %r8d
     jnz 1f
     shl $32, %rdx
@@ -26,7 +31,11 @@ pmulab_safe_rdmsr:
     mov %rax, (%rsi)
 1:  mov %r8d, %eax
     ret
-    .size pmulab_safe_rdmsr, .-pmulab_safe_rdmsr
+    .size pmulab_safe_\insn, .-pmulab_safe_\insn
+    .endm
+
+    SAFE_READ rdmsr
+    SAFE_READ rdpmc
 
 /* u32 pmulab_safe_wrmsr(u32 msr, u64 value) */
     .globl pmulab_safe_wrmsr
@@ -43,24 +52,6 @@ pmulab_safe_wrmsr:
     mov %r8d, %eax
     ret
     .size pmulab_safe_wrmsr, .-pmulab_safe_wrmsr
-
-/* u32 pmulab_safe_rdpmc(u32 index, u64 *out) */
-    .globl pmulab_safe_rdpmc
-    .type pmulab_safe_rdpmc, @function
-pmulab_safe_rdpmc:
-    mov %edi, %ecx
-    xor %r8d, %r8d
-.Lrdpmc_insn:
-    rdpmc
-.Lrdpmc_resume:
-    test %r8d, %r8d
-    jnz 1f
-    shl $32, %rdx
-    or %rdx, %rax
-    mov %rax, (%rsi)
-1:  mov %r8d, %eax
-    ret
-    .size pmulab_safe_rdpmc, .-pmulab_safe_rdpmc
 
 /* in: %rax = faulting RIP; out: %rax = resume RIP or 0. Clobbers %rcx. */
 fixup_lookup:
@@ -214,7 +205,7 @@ pmulab_nmi:
     .size pmulab_nmi, .-pmulab_nmi
 
 /*
- * The wake IPI of pmulab's AP workers (ap_worker.cpp; vector kApWakeVector, in the AP
+ * The wake IPI of pmulab's AP workers (ap_mailbox.h; vector kApWakeVector, in the AP
  * exception table only). A halted worker only needs to leave HLT: the stub signals
  * end of interrupt to the local APIC (SDM Vol. 3A "Signaling Interrupt Servicing
  * Completion": a write of 0 to the EOI register, MMIO offset 0xB0, or MSR 0x80B in

@@ -3,8 +3,8 @@
 #include "ap_worker.h"
 #include "efi_defs.h"
 #include "fault.h"
+#include "local_apic.h"
 #include "measure/kernel_bodies.h"
-#include "x86/msr_addr.h"
 
 namespace pmulab::efi {
 
@@ -12,81 +12,52 @@ namespace {
 
 constexpr usize kPageBytes = 4096;
 
-// IA32_APIC_BASE, SDM Vol. 3A "Local APIC Status and Location" (Figure "IA32_APIC_BASE MSR").
-constexpr u64 kApicBaseEnable = u64(1) << 11;  // EN: xAPIC global enable
-constexpr u64 kApicBaseExtd = u64(1) << 10;    // EXTD: x2APIC mode
-constexpr u64 kApicBaseAddrMask = ~u64(0xFFF);
+using regs::ApicLvt;
+using regs::ApicReg;
+using regs::kApicLvtCount;
+using regs::kApicLvtEntries;
 
-// Local APIC registers as MMIO offsets (SDM Vol. 3A Table "Local APIC Register Address
-// Map"); the x2APIC MSR of a register is 0x800 + offset / 16 (Table "Local APIC
-// Register Address Map Supported by x2APIC").
-constexpr u32 kApicVersion = 0x30;  // bits 23:16: Max LVT Entry
-constexpr u32 kApicTpr = 0x80;      // task priority
-constexpr u32 kX2ApicMsrBase = 0x800;
-// LVT entries (SDM Vol. 3A "Local Vector Table", Figure "Local Vector Table (LVT)"):
-// bit 16 masks the entry.
-constexpr u32 kLvtMask = u32(1) << 16;
-struct LvtEntry {
-    u32 offset;
-    u32 min_max_lvt;  // present when Max LVT Entry >= this (Linux lapic_get_maxlvt rules)
-};
-constexpr LvtEntry kLvt[] = {
-    {0x320, 0},  // timer
-    {0x350, 0},  // LINT0 (ExtINT from the 8259 on the BSP)
-    {0x360, 0},  // LINT1 (usually NMI)
-    {0x370, 3},  // error
-    {0x340, 4},  // performance-monitoring counters (PMI)
-    {0x330, 5},  // thermal sensor
-    {0x2F0, 6},  // CMCI
-};
-constexpr unsigned kLvtCount = sizeof kLvt / sizeof kLvt[0];
-// TPR = 0xF0: every fixed interrupt (priority class <= 15) stays pending
-// (SDM Vol. 3A "Task Priority Register").
-constexpr u32 kTprBlockAll = 0xF0;
+// TPR = F0H: every fixed interrupt (priority class <= 15) stays pending (SDM Vol. 3A
+// §11.8.3.1 "Task and Processor Priorities").
+constexpr regs::ApicTpr kTprBlockAll = regs::ApicTpr().set_priority_class(15);
 
-// RFLAGS.IF, SDM Vol. 1 §3.4.3.
-constexpr u64 kRflagsIf = u64(1) << 9;
-
+// What irq_mask saved, in the engine's opaque IrqSaved.
 struct Saved {
     u64 mode;
     u64 rflags;
-    u64 x2apic;
-    u64 mmio;     // xAPIC base address
-    u64 present;  // bit i: kLvt[i] exists
+    u64 apic_base;  // IA32_APIC_BASE (--irq lvt)
+    u64 present;    // bit i: kApicLvtEntries[i] exists
     u64 tpr;
-    u64 lvt[kLvtCount];
+    u64 lvt[kApicLvtCount];
 };
 static_assert(sizeof(Saved) <= sizeof(IrqSaved), "IrqSaved too small");
 
-u64 read_rflags() {
-    u64 f;
-    asm volatile("pushfq; popq %0" : "=r"(f));
-    return f;
+// --irq lvt: masks every LVT entry the APIC has (SDM Vol. 3A §11.5.1) and raises the TPR.
+Status mask_lvt(Saved& s) {
+    Result<LocalApic> found = LocalApic::this_cpu();
+    if (!found.ok()) return found.error();
+    const LocalApic& apic = found.value();
+    if (!apic.enabled())
+        return Error::make(Errc::unsupported, "--irq lvt: the local APIC is disabled (IA32_APIC_BASE = 0x%llx)",
+                           (unsigned long long)apic.base().raw());
+    s.apic_base = apic.base().raw();
+    Result<regs::ApicVersion> ver = apic.get<regs::ApicVersion>(ApicReg::version);
+    if (!ver.ok()) return ver.error();
+    Result<u32> tpr = apic.read(ApicReg::tpr);
+    if (!tpr.ok()) return tpr.error();
+    s.tpr = tpr.value();
+    for (unsigned i = 0; i < kApicLvtCount; ++i) {
+        if (ver.value().max_lvt() < kApicLvtEntries[i].min_max_lvt) continue;
+        Result<u32> v = apic.read(kApicLvtEntries[i].reg);
+        if (!v.ok()) continue;  // x2APIC without this entry (#GP caught)
+        s.present |= u64(1) << i;
+        s.lvt[i] = v.value();
+    }
+    for (unsigned i = 0; i < kApicLvtCount; ++i)
+        if (s.present & (u64(1) << i)) (void)apic.put(kApicLvtEntries[i].reg, ApicLvt(s.lvt[i]).set_masked());
+    (void)apic.put(ApicReg::tpr, kTprBlockAll);
+    return ok_status();
 }
-
-class Apic {
-public:
-    Apic(Hw& hw, bool x2, u64 mmio) : hw_(hw), x2_(x2), mmio_(mmio) {}
-    Result<u32> read(u32 off) {
-        if (x2_) {
-            Result<u64> v = hw_.rdmsr(kX2ApicMsrBase + off / 16);
-            if (!v.ok()) return v.error();
-            return u32(v.value());
-        }
-        u32 v = *reinterpret_cast<volatile u32*>(uintptr_t(mmio_ + off));
-        return v;
-    }
-    Status write(u32 off, u32 v) {
-        if (x2_) return hw_.wrmsr(kX2ApicMsrBase + off / 16, v);
-        *reinterpret_cast<volatile u32*>(uintptr_t(mmio_ + off)) = v;
-        return ok_status();
-    }
-
-private:
-    Hw& hw_;
-    bool x2_;
-    u64 mmio_;
-};
 
 }  // namespace
 
@@ -118,30 +89,7 @@ Status EfiMeasure::irq_mask(IrqMode mode, IrqSaved* out) {
         __builtin_memcpy(out, &s, sizeof s);
         return ok_status();
     }
-    Result<u64> base = hw_.rdmsr(msr::IA32_APIC_BASE);
-    if (!base.ok()) return base.error();
-    if (!(base.value() & kApicBaseEnable))
-        return Error::make(Errc::unsupported, "--irq lvt: the local APIC is disabled (IA32_APIC_BASE = 0x%llx)",
-                           (unsigned long long)base.value());
-    s.x2apic = (base.value() & kApicBaseExtd) ? 1 : 0;
-    s.mmio = base.value() & kApicBaseAddrMask;
-    Apic apic(hw_, s.x2apic, s.mmio);
-    Result<u32> ver = apic.read(kApicVersion);
-    if (!ver.ok()) return ver.error();
-    u32 max_lvt = (ver.value() >> 16) & 0xFF;
-    Result<u32> tpr = apic.read(kApicTpr);
-    if (!tpr.ok()) return tpr.error();
-    s.tpr = tpr.value();
-    for (unsigned i = 0; i < kLvtCount; ++i) {
-        if (max_lvt < kLvt[i].min_max_lvt) continue;
-        Result<u32> v = apic.read(kLvt[i].offset);
-        if (!v.ok()) continue;  // x2APIC without this entry (#GP caught)
-        s.present |= u64(1) << i;
-        s.lvt[i] = v.value();
-    }
-    for (unsigned i = 0; i < kLvtCount; ++i)
-        if (s.present & (u64(1) << i)) (void)apic.write(kLvt[i].offset, u32(s.lvt[i]) | kLvtMask);
-    (void)apic.write(kApicTpr, kTprBlockAll);
+    PMULAB_TRY(mask_lvt(s));
     __builtin_memcpy(out, &s, sizeof s);
     return ok_status();
 }
@@ -150,10 +98,10 @@ void EfiMeasure::irq_restore(const IrqSaved& in) {
     Saved s;
     __builtin_memcpy(&s, &in, sizeof s);
     if (IrqMode(s.mode) == IrqMode::lvt) {
-        Apic apic(hw_, s.x2apic, s.mmio);
-        for (unsigned i = 0; i < kLvtCount; ++i)
-            if (s.present & (u64(1) << i)) (void)apic.write(kLvt[i].offset, u32(s.lvt[i]));
-        (void)apic.write(kApicTpr, u32(s.tpr));
+        LocalApic apic{regs::ApicBase(s.apic_base)};
+        for (unsigned i = 0; i < kApicLvtCount; ++i)
+            if (s.present & (u64(1) << i)) (void)apic.write(kApicLvtEntries[i].reg, u32(s.lvt[i]));
+        (void)apic.write(ApicReg::tpr, u32(s.tpr));
         return;
     }
     if (s.rflags & kRflagsIf) asm volatile("sti" ::: "memory");

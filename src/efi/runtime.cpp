@@ -2,7 +2,7 @@
 // compiler may emit calls to, operator new/delete over boot-services pool, and
 // the pure-virtual trap. No global constructors exist in pmulab (the linker
 // script asserts .init_array is empty).
-#include "ap_worker.h"
+#include "ap_guard.h"
 #include "efi_defs.h"
 #include "base/base.h"
 #include "efi_platform.h"
@@ -48,7 +48,7 @@ void __cxa_pure_virtual() { pmulab::panic("pure virtual function called"); }
 }  // extern "C"
 
 // While the BSP waits for a job on an AP, allocations come from the AP guard's
-// reserve and are counted (ap_worker.h): the pool allocator is the BSP's alone.
+// reserve and are counted (ap_guard.h): the pool allocator is the BSP's alone.
 void* operator new(size_t n) {
     void* p = pmulab::efi::ap_guard_alloc(n);
     if (p) return p;

@@ -66,3 +66,16 @@ def test_qemu_trace_msr_programming_and_restore_without_the_hypervisor_bit():
     assert trace[-2:] == ["msr: CPU 0 WRMSR PerfCtr0 (0xc0010004) <- 0x0",
                           "msr: CPU 0 WRMSR PerfEvtSel0 (0xc0010000) <- 0x0: clear"], trace
     assert any(l.strip().startswith("nop ") and " instructions " in l for l in text.splitlines()), text[-2000:]
+
+
+def test_qemu_trace_msr_keeps_the_tsc_frequency_measured_against_efi_stall():
+    # TCG's CPUID has no leaf 15H/16H: the TSC frequency is measured against EFI Stall(),
+    # which --trace-msr's platform wrapper must pass through (it once returned "no firmware
+    # timer", and the records said tsc_hz null). Under -icount 7 it lands near 1000 MHz.
+    r = run_qemu("--trace-msr", "info", smp=1, icount=7, json_mode=True, timeout=120)
+    assert r.rc == 0, r
+    cpus = r.records("cpu")
+    assert cpus, r
+    for c in cpus:
+        assert c["tsc_source"] == "efi_stall", c
+        assert 990_000_000 <= c["tsc_hz"] <= 1_010_000_000, c

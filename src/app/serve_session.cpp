@@ -201,11 +201,20 @@ void ServeSession::write(StrView text) {
         // Once a request is stopped its command's remaining output is dropped.
         if (!interrupted()) {
             StrBuf b;
-            serve_tag_record(partial_.view(), StrView(current_->id), &b);
+            serve_tag_text(partial_.view(), StrView(current_->id), &b);
             send(b.view());
         }
         partial_.clear();
     }
+}
+
+void ServeSession::write_record(const Value& rec) {
+    if (!current_) return;
+    flush_partial();  // text the command printed before it
+    if (interrupted()) return;
+    StrBuf b;
+    serve_tag_record(rec, StrView(current_->id), &b);
+    send(b.view());
 }
 
 void ServeSession::flush_partial() {

@@ -126,6 +126,8 @@ public:
     // Platform: the real one, seen through the request.
     Hw& hw() override { return inner_.hw(); }
     void write(StrView text) override;
+    // A record of the running command, with the request's id as its first field.
+    void write_record(const Value& rec) override;
     void write_diag(StrView text) override { write(text); }
     const char* firmware_vendor() override { return inner_.firmware_vendor(); }
     u32 firmware_revision() override { return inner_.firmware_revision(); }

@@ -26,6 +26,7 @@ public:
 
     Hw& hw() override { return trace_; }
     void write(StrView text) override { inner_.write(text); }
+    void write_record(const Value& rec) override { inner_.write_record(rec); }
     void write_diag(StrView text) override { inner_.write_diag(text); }
     const char* firmware_vendor() override { return inner_.firmware_vendor(); }
     u32 firmware_revision() override { return inner_.firmware_revision(); }

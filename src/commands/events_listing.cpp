@@ -363,16 +363,15 @@ void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
             out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
             continue;
         }
-        StrBuf line;
+        Value line;
         JsonWriter w(line);
         w.begin_object().field("type", "pmu");
         write_pmu_json(w, c);
         w.end_object();
-        line.put('\n');
         out.record(line);
         list_events(c.info, &lines);
         for (const EventLine& l : lines) {
-            StrBuf el;
+            Value el;
             JsonWriter j(el);
             j.begin_object().field("type", "event").field_u("cpu", c.cpu).field_u("apic_id", c.apic_id);
             j.field("name", l.name).field("alias", l.alias).field("code", l.code).field("kind", l.kind);
@@ -391,7 +390,6 @@ void list(Out& out, const Vec<CpuPmu>& all, const StrBuf& model_text) {
             if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) j.field("description", l.description);
             if (l.nb_event >= 0) write_netburst_json(j, netburst::kEvents[l.nb_event], c.info);
             j.end_object();
-            el.put('\n');
             out.record(el);
         }
     }

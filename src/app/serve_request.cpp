@@ -290,6 +290,13 @@ void serve_done_record(StrView id_json, int status, ServeEnd end, StrBuf* out) {
     json_write_line(*out, rec);
 }
 
+void serve_bye_record(const char* reason, StrBuf* out) {
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object().field("type", "bye").key("id").null().field("reason", reason).end_object();
+    json_write_line(*out, rec);
+}
+
 void serve_error_record(StrView id_json, const char* code, StrView message, StrBuf* out) {
     Value rec;
     JsonWriter w(rec);

@@ -62,6 +62,9 @@ void serve_tag_text(StrView line, StrView id_json, StrBuf* out);
 enum class ServeEnd : u8 { normal, cancelled, timed_out };
 void serve_done_record(StrView id_json, int status, ServeEnd end, StrBuf* out);
 
+// {"type":"bye","id":null,"reason":R}: the agent stops ("idle", "stop").
+void serve_bye_record(const char* reason, StrBuf* out);
+
 // An error record of the agent itself: {"type":"error","id":<id>,"code":C,"message":M}.
 void serve_error_record(StrView id_json, const char* code, StrView message, StrBuf* out);
 

@@ -122,8 +122,7 @@ struct Checker {
         PMULAB_TRY(ascii(v.key_offset, v.key_end, 32, "field name"));
         char name[40];
         format_to(name, sizeof name, "%.*s", int(k.len), k.ptr);
-        if (!bit)
-            return err(v.offset, "unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", name);
+        if (!bit) return err(v.offset, "unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", name);
         if (*seen & bit) return err(v.offset, "field \"%s\" given twice", name);
         *seen |= bit;
         if (bit == 1) {
@@ -149,7 +148,8 @@ struct Checker {
     Status kind(u32 seen) {
         bool cmd = seen & 2, cancel = seen & 4, stop = seen & 8;
         if (!req->has_id) return whole("no \"id\" (every request needs one: a string or an integer)");
-        if (int(cmd) + int(cancel) + int(stop) != 1) return whole("give exactly one of \"cmd\", \"cancel\" and \"stop\"");
+        if (int(cmd) + int(cancel) + int(stop) != 1)
+            return whole("give exactly one of \"cmd\", \"cancel\" and \"stop\"");
         req->kind = cancel ? ServeRequest::Kind::cancel : stop ? ServeRequest::Kind::stop : ServeRequest::Kind::command;
         if (req->kind != ServeRequest::Kind::command && (seen & (16 | 32)))
             return whole("\"blobs\" and \"timeout_ms\" belong to a \"cmd\" request");

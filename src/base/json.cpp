@@ -150,7 +150,10 @@ struct Reader {
         u32 x = 0;
         for (usize k = 0; k < 4; ++k) {
             char c = i + k < s.len ? s[i + k] : 0;
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+            int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
             if (d < 0) return fail(i, "expected 4 hex digits after \\u");
             x = x << 4 | u32(d);
         }
@@ -191,7 +194,9 @@ struct Reader {
         if (i >= s.len) return fail(i, "unterminated string");
         char c = s[i++];
         switch (c) {
-            case '"': case '\\': case '/': b.put(c); return true;
+            case '"':
+            case '\\':
+            case '/': b.put(c); return true;
             case 'b': b.put('\b'); return true;
             case 'f': b.put('\f'); return true;
             case 'n': b.put('\n'); return true;
@@ -334,8 +339,7 @@ bool json_read(StrView text, Value* out, JsonError* err) {
 
 Status json_parse(StrView text, Value* out) {
     JsonError e;
-    if (json_read(text, out, &e))
-        return ok_status();
+    if (json_read(text, out, &e)) return ok_status();
     return Error::make(Errc::invalid_argument, "JSON: %s at offset %u", e.what, unsigned(e.offset));
 }
 

@@ -72,14 +72,13 @@ void put_amd_block(StrBuf& out, const CpuIdentity& id, const PmuCaps& p) {
                                    "counters are not assumed in a virtual machine"
                                  : "family before K7 has no performance counters");
     } else {
-        out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n",
-                   p.amd_core_counters, yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
+        out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n", p.amd_core_counters,
+                   yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
         if (p.amd_perfmon_v2)
             out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n", yesno(p.amd_lbr_v2),
                        p.amd_lbr_stack_size, p.amd_nb_counters);
         out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
-                   p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no",
-                   p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
+                   p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no", p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
     }
 }
 
@@ -91,8 +90,7 @@ void put_netburst_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
     else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
     out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
-    out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n",
-               p.netburst_model <= 2 ? 45u : 43u);
+    out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
     out.printf("  Hyper-Threading  : %s\n",
                p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs" : "no");
     if (netburst_disabled(r))

@@ -222,16 +222,15 @@ void explain_undefined(Vec<MetricValue>& vals, const ItemInputs& in, const TscFr
         for (StrView n : names) {
             Frac unused;
             if (n.eq_nocase(StrView(kTscFrequencyInput)) || in.get(n, &unused) || !known_to_a_vendor(n)) continue;
-            format_to(mv.why, sizeof mv.why,
-                      "no definition over this CPU's events ('%.*s' is an event of other CPUs)", int(n.len), n.ptr);
+            format_to(mv.why, sizeof mv.why, "no definition over this CPU's events ('%.*s' is an event of other CPUs)",
+                      int(n.len), n.ptr);
             break;
         }
     }
 }
 
 // The metric record of one (bench, CPU).
-Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in,
-                    const RunOptions& o) {
+Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o) {
     const BenchInstance& b = *it.bench;
     const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
     const MetricDef& d = *mv.def;
@@ -294,11 +293,10 @@ void metric_table_row(Out& out, StrBuf& table, bool* header, const MetricCollect
     else size.put('-');
     if (mv.ok) put_frac(val, mv.value, o.decimals < 4 ? 4 : o.decimals);
     else val.put(StrView("-"));
-    table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), it.cpu, d.name,
-                 val.c_str(), d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
+    table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), it.cpu, d.name, val.c_str(),
+                 d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
     if (mv.violation[0])
-        out.warn("CPU %u %s: metric %s: %s (flagged in the record)", it.cpu, bench_name(b), d.name,
-                 mv.violation);
+        out.warn("CPU %u %s: metric %s: %s (flagged in the record)", it.cpu, bench_name(b), d.name, mv.violation);
 }
 
 }  // namespace

@@ -8,6 +8,10 @@ namespace pmulab {
 
 namespace {
 
+// The fields of a request, one bit each (ServeRequest's fields seen so far).
+enum Field : u32 { kId = 1, kCmd = 2, kCancel = 4, kStop = 8, kTimeout = 16, kBlobs = 32 };
+constexpr const char* kFieldNames[] = {"id", "cmd", "cancel", "stop", "timeout_ms", "blobs"};
+
 // The request object, read by the one JSON reader (base/json.h), checked against the
 // fields of docs/agent.md and nothing else. Errors name the byte (1-based) where the
 // request went wrong, found from the offsets the reader keeps.
@@ -115,27 +119,26 @@ struct Checker {
     }
     // One field of the request; *seen has one bit per field name (a second one is an error).
     Status field(StrView k, const Value& v, u32* seen) {
-        static const char* const kFields[] = {"id", "cmd", "cancel", "stop", "timeout_ms", "blobs"};
         u32 bit = 0;
         for (u32 f = 0; f < 6; ++f)
-            if (k.eq(kFields[f])) bit = 1u << f;
+            if (k.eq(kFieldNames[f])) bit = 1u << f;
         PMULAB_TRY(ascii(v.key_offset, v.key_end, 32, "field name"));
         char name[40];
         format_to(name, sizeof name, "%.*s", int(k.len), k.ptr);
         if (!bit) return err(v.offset, "unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", name);
         if (*seen & bit) return err(v.offset, "field \"%s\" given twice", name);
         *seen |= bit;
-        if (bit == 1) {
+        if (bit == kId) {
             PMULAB_TRY(id(v, req->id, sizeof req->id, "id"));
             req->has_id = true;
-        } else if (bit == 2) {
+        } else if (bit == kCmd) {
             PMULAB_TRY(string(v, kServeCmdMax, "cmd"));
             req->cmd.put(v.text());
-        } else if (bit == 4) {
+        } else if (bit == kCancel) {
             PMULAB_TRY(id(v, req->cancel_id, sizeof req->cancel_id, "cancel"));
-        } else if (bit == 8) {
+        } else if (bit == kStop) {
             if (v.kind() != Value::Kind::boolean || !v.as_bool()) return err(v.offset, "stop: expected true");
-        } else if (bit == 16) {
+        } else if (bit == kTimeout) {
             PMULAB_TRY(integer(v, &req->timeout_ms, "timeout_ms"));
             if (req->timeout_ms == 0 || req->timeout_ms > kServeTimeoutMaxMs)
                 return err(v.end_offset, "timeout_ms: give 1 to %llu", (unsigned long long)kServeTimeoutMaxMs);
@@ -146,12 +149,12 @@ struct Checker {
     }
     // The kind of request from the fields it has.
     Status kind(u32 seen) {
-        bool cmd = seen & 2, cancel = seen & 4, stop = seen & 8;
+        bool cmd = seen & kCmd, cancel = seen & kCancel, stop = seen & kStop;
         if (!req->has_id) return whole("no \"id\" (every request needs one: a string or an integer)");
         if (int(cmd) + int(cancel) + int(stop) != 1)
             return whole("give exactly one of \"cmd\", \"cancel\" and \"stop\"");
         req->kind = cancel ? ServeRequest::Kind::cancel : stop ? ServeRequest::Kind::stop : ServeRequest::Kind::command;
-        if (req->kind != ServeRequest::Kind::command && (seen & (16 | 32)))
+        if (req->kind != ServeRequest::Kind::command && (seen & (kTimeout | kBlobs)))
             return whole("\"blobs\" and \"timeout_ms\" belong to a \"cmd\" request");
         if (req->kind == ServeRequest::Kind::command && req->cmd.view().trim().empty())
             return whole("cmd: empty command line");

@@ -105,6 +105,13 @@ JsonWriter& JsonWriter::key(const char* k) {
 
 namespace {
 
+int hex_digit(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
 struct Reader {
     StrView s;
     usize i = 0;
@@ -150,10 +157,7 @@ struct Reader {
         u32 x = 0;
         for (usize k = 0; k < 4; ++k) {
             char c = i + k < s.len ? s[i + k] : 0;
-            int d = c >= '0' && c <= '9'   ? c - '0'
-                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                           : -1;
+            int d = hex_digit(c);
             if (d < 0) return fail(i, "expected 4 hex digits after \\u");
             x = x << 4 | u32(d);
         }

@@ -1,7 +1,5 @@
 #include "app/lava.h"
 
-#include "app/records.h"
-
 namespace pmulab {
 
 namespace {
@@ -23,17 +21,16 @@ void put_token(StrBuf& b, StrView s) {
     }
 }
 
-StrView find(const Vec<FlatField>& f, const char* key) {
-    for (const FlatField& x : f)
-        if (x.key.view().eq(StrView(key))) return x.value.view();
-    return StrView();
+// A top-level field as text ("" when missing, null, or not a scalar).
+StrView find(const Value& rec, const char* key) {
+    const Value* v = rec.get(StrView(key));
+    return v && !v->is_object() && !v->is_array() ? v->text() : StrView();
 }
 
 }  // namespace
 
-bool lava_line_for_record(StrView json_line, StrBuf* out) {
-    Vec<FlatField> f;
-    if (!json_flatten(json_line, &f).ok()) return false;
+bool lava_line_for_record(const Value& f, StrBuf* out) {
+    if (!f.is_object()) return false;
     StrView type = find(f, "type");
     StrBuf line;
     line.put("<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=");

@@ -10,13 +10,14 @@
 #pragma once
 
 #include "base/fmt.h"
+#include "base/value.h"
 
 namespace pmulab {
 
-// The LAVA line for one pmulab JSON record ({"type":"result"} or {"type":"check"}),
+// The LAVA line for one pmulab record ({"type":"result"} or {"type":"check"}),
 // appended to `out` with its newline. Returns false (nothing appended) for records of
-// other types or records it cannot read.
-bool lava_line_for_record(StrView json_line, StrBuf* out);
+// other types or without the fields the line needs.
+bool lava_line_for_record(const Value& rec, StrBuf* out);
 
 // Around each command: "pmulab-lava: begin COMMAND" before it, and after it the
 // command's exit status as a test case (COMMAND/exit-status, pass when 0) and

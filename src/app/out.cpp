@@ -7,6 +7,20 @@
 
 namespace pmulab {
 
+namespace {
+
+// Text mode: a diagnostic (stderr where the platform has one), control characters from
+// arguments escaped. JSON mode keeps the record on stdout.
+void put_diag(Platform& p, const char* prefix, StrView msg) {
+    StrBuf b;
+    b.put(StrView(prefix));
+    put_escaped(b, msg);
+    b.put('\n');
+    p.write_diag(b.view());
+}
+
+}  // namespace
+
 int exit_status_for(Errc c) {
     switch (c) {
         case Errc::ok: return kExitOk;
@@ -27,9 +41,13 @@ void Out::text(const char* fmt, ...) {
     p_.write(b.view());
 }
 
-void Out::lava_record(StrView line) {
-    StrBuf b;
-    if (lava_line_for_record(line, &b)) p_.write(b.view());
+void Out::record(const Value& rec) {
+    if (sink_) sink_->record(rec);
+    if (json_) p_.write_record(rec);
+    if (lava_) {
+        StrBuf b;
+        if (lava_line_for_record(rec, &b)) p_.write(b.view());
+    }
 }
 
 void Out::error(const Error& e) {
@@ -37,26 +55,16 @@ void Out::error(const Error& e) {
     StrBuf msg;
     if (context_) msg.printf("%s: ", context_);
     msg.put(StrView(e.msg));
-    StrBuf jl;
-    JsonWriter w(jl);
+    Value rec;
+    JsonWriter w(rec);
     w.begin_object().field("type", "error").field("code", errc_name(e.code));
     w.field("message", msg.view());
     if (e.code == Errc::fault || e.has_vector) w.field_u("vector", e.vector);
     w.end_object();
-    jl.put('\n');
     // Errors belong to the results too: a run that failed says why in its file.
-    if (sink_) sink_->record(jl.view());
-    if (json_) {
-        p_.write(jl.view());
-    } else {
-        // Text mode: a diagnostic (stderr where the platform has one), control
-        // characters from arguments escaped. JSON mode keeps the record on stdout.
-        StrBuf b;
-        b.put("pmulab: error: ");
-        put_escaped(b, msg.view());
-        b.put('\n');
-        p_.write_diag(b.view());
-    }
+    if (sink_) sink_->record(rec);
+    if (json_) p_.write_record(rec);
+    else put_diag(p_, "pmulab: error: ", msg.view());
 }
 
 void Out::error_msg(Errc c, const char* fmt, ...) {
@@ -74,17 +82,13 @@ void Out::warn(const char* fmt, ...) {
     va_start(ap, fmt);
     full.vprintf(fmt, ap);
     va_end(ap);
-    StrBuf b;
     if (json_) {
-        JsonWriter w(b);
+        Value rec;
+        JsonWriter w(rec);
         w.begin_object().field("type", "warning").field("message", full.view()).end_object();
-        b.put('\n');
-        p_.write(b.view());
+        p_.write_record(rec);
     } else {
-        b.put("pmulab: warning: ");
-        put_escaped(b, full.view());
-        b.put('\n');
-        p_.write_diag(b.view());
+        put_diag(p_, "pmulab: warning: ", full.view());
     }
 }
 

@@ -43,14 +43,10 @@ public:
     void text_buf(const StrBuf& b) {
         if (!json_) p_.write(b.view());
     }
-    // A JSON record (one complete line ending in '\n'): always to the results
-    // files, and to the console in JSON mode. Commands emit their records in both
-    // modes and their human text with text().
-    void record(const StrBuf& line) {
-        if (sink_) sink_->record(line.view());
-        if (json_) p_.write(line.view());
-        if (lava_) lava_record(line.view());
-    }
+    // A record (an object): always to the results files, to the console in JSON mode
+    // (Platform::write_record), and as a LAVA line with --lava. Commands emit their
+    // records in both modes and their human text with text().
+    void record(const Value& rec);
     // --lava: results and checks also as LAVA test-case lines on the console (app/lava.h).
     void set_lava(bool on) { lava_ = on; }
     bool lava() const { return lava_; }
@@ -71,7 +67,6 @@ public:
 
 private:
     Platform& p_;
-    void lava_record(StrView line);
 
     bool json_;
     bool lava_ = false;

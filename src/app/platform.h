@@ -4,6 +4,7 @@
 #pragma once
 
 #include "base/fmt.h"
+#include "base/json.h"
 #include "x86/hw.h"
 #include "app/records.h"
 #include "census/tsc_freq.h"
@@ -20,6 +21,13 @@ public:
     virtual Hw& hw() = 0;
     // Console text (and its mirrors: debug port, serial). Must accept any length.
     virtual void write(StrView text) = 0;
+    // A record for the console (JSON mode): one JSON Lines record through write().
+    // `pmulab serve` overrides it to add the request's id as a field.
+    virtual void write_record(const Value& rec) {
+        StrBuf b;
+        json_write_line(b, rec);
+        write(b.view());
+    }
     // Diagnostics (errors and warnings in text mode): the console shows them with the
     // rest; where a stream separates them (the host's stderr, the debug port's tagged
     // lines that run-qemu.sh routes to its stderr) they stay out of the data.
@@ -83,6 +91,7 @@ public:
     explicit ForwardingPlatform(Platform& inner) : inner_(inner) {}
     Hw& hw() override { return inner_.hw(); }
     void write(StrView text) override { inner_.write(text); }
+    void write_record(const Value& rec) override { inner_.write_record(rec); }
     void write_diag(StrView text) override { inner_.write_diag(text); }
     const char* firmware_vendor() override { return inner_.firmware_vendor(); }
     u32 firmware_revision() override { return inner_.firmware_revision(); }

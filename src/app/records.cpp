@@ -10,138 +10,33 @@ namespace pmulab {
 
 namespace {
 
-struct JsonFlattener {
-    StrView s;
-    usize i = 0;
-    Vec<FlatField>* out;
-
-    void ws() {
-        while (i < s.len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) ++i;
-    }
-    Error err(const char* what) {
-        return Error::make(Errc::invalid_argument, "JSON record: %s at offset %u", what, unsigned(i));
-    }
-    Status string(StrBuf* v) {
-        if (i >= s.len || s[i] != '"') return err("expected a string");
-        ++i;
-        while (i < s.len && s[i] != '"') {
-            char c = s[i++];
-            if (c != '\\') {
-                if (v) v->put(c);
-                continue;
-            }
-            if (i >= s.len) return err("unterminated escape");
-            char e = s[i++];
-            char r = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
-            if (e == 'u') {
-                u64 cp;
-                if (i + 4 > s.len || !parse_hex_u64(s.sub(i, 4), &cp)) return err("bad \\u escape");
-                i += 4;
-                r = cp < 0x80 ? char(cp) : '?';
-            }
-            if (v) v->put(r);
-        }
-        if (i >= s.len) return err("unterminated string");
-        ++i;
-        return ok_status();
-    }
-    Status scalar(StrBuf* v) {
-        usize b = i;
-        while (i < s.len && s[i] != ',' && s[i] != '}' && s[i] != ']' && s[i] != ' ') ++i;
-        StrView t = s.sub(b, i - b);
-        if (t.empty()) return err("expected a value");
-        bool ok = t.eq("true") || t.eq("false") || t.eq("null");
-        if (!ok) {
-            ok = true;
-            for (usize k = 0; k < t.len; ++k) {
-                char c = t[k];
-                ok &= (c >= '0' && c <= '9') || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E';
-            }
-        }
-        if (!ok) return err("bad literal");
-        if (v) v->put(t.eq("null") ? StrView("") : t);
-        return ok_status();
-    }
-    // Value at `prefix`; arrays of scalars are joined into one field.
-    Status value(const StrBuf& prefix, int depth) {
-        if (depth > 32) return err("nesting too deep");
-        ws();
-        if (i >= s.len) return err("unexpected end");
-        if (s[i] == '{') return object(prefix, depth + 1);
-        if (s[i] == '[') {
-            ++i;
-            FlatField& f = out->emplace();
-            f.key.put(prefix.view());
-            bool first = true;
-            ws();
-            if (i < s.len && s[i] == ']') {
-                ++i;
-                return ok_status();
-            }
-            for (;;) {
-                ws();
-                if (i < s.len && (s[i] == '{' || s[i] == '[')) {
-                    // Nested structures inside arrays are summarised by their count.
-                    return err("arrays of objects are not flattened");
-                }
-                if (!first) f.value.put(';');
-                first = false;
-                StrBuf v;
-                Status st = (i < s.len && s[i] == '"') ? string(&v) : scalar(&v);
-                if (!st.ok()) return st;
-                f.value.put(v.view());
-                ws();
-                if (i < s.len && s[i] == ',') {
-                    ++i;
-                    continue;
-                }
-                if (i < s.len && s[i] == ']') {
-                    ++i;
-                    return ok_status();
-                }
-                return err("expected ',' or ']'");
-            }
-        }
-        FlatField& f = out->emplace();
-        f.key.put(prefix.view());
-        return s[i] == '"' ? string(&f.value) : scalar(&f.value);
-    }
-    Status object(const StrBuf& prefix, int depth) {
-        ++i;  // '{'
-        ws();
-        if (i < s.len && s[i] == '}') {
-            ++i;
-            return ok_status();
-        }
-        for (;;) {
-            ws();
-            StrBuf key;
-            Status st = string(&key);
-            if (!st.ok()) return st;
-            ws();
-            if (i >= s.len || s[i] != ':') return err("expected ':'");
-            ++i;
+// The fields of `v` under `prefix` ("pmu" + "gp" -> "pmu.gp"); arrays of scalars are
+// joined with ';' into one field.
+Status flatten(const Value& v, const StrBuf& prefix, Vec<FlatField>* out) {
+    if (v.is_object()) {
+        for (usize k = 0; k < v.size(); ++k) {
             StrBuf path;
-            if (prefix.size()) {
-                path.put(prefix.view());
-                path.put('.');
-            }
-            path.put(key.view());
-            st = value(path, depth);
-            if (!st.ok()) return st;
-            ws();
-            if (i < s.len && s[i] == ',') {
-                ++i;
-                continue;
-            }
-            if (i < s.len && s[i] == '}') {
-                ++i;
-                return ok_status();
-            }
-            return err("expected ',' or '}'");
+            if (prefix.size()) path.put(prefix.view()).put('.');
+            path.put(v.key(k));
+            PMULAB_TRY(flatten(v[k], path, out));
         }
+        return ok_status();
     }
-};
+    FlatField& f = out->emplace();
+    f.key.put(prefix.view());
+    if (!v.is_array()) {
+        f.value.put(v.text());
+        return ok_status();
+    }
+    for (usize k = 0; k < v.size(); ++k) {
+        if (v[k].is_object() || v[k].is_array())
+            return Error::make(Errc::invalid_argument, "record field \"%s\": arrays of objects are not flattened",
+                               f.key.c_str());
+        if (k) f.value.put(';');
+        f.value.put(v[k].text());
+    }
+    return ok_status();
+}
 
 void csv_cell(StrBuf& out, StrView v) {
     bool quote = false;
@@ -166,33 +61,38 @@ StrView field_value(const Vec<FlatField>& f, StrView key) {
 
 }  // namespace
 
-Status json_flatten(StrView json, Vec<FlatField>* out) {
+Status record_flatten(const Value& rec, Vec<FlatField>* out) {
     out->clear();
-    JsonFlattener p{json.trim(), 0, out};
-    p.ws();
-    if (p.i >= p.s.len || p.s[p.i] != '{') return p.err("expected an object");
-    StrBuf root;
-    PMULAB_TRY(p.object(root, 1));
-    p.ws();
-    if (p.i != p.s.len) return p.err("trailing characters");
-    return ok_status();
+    if (!rec.is_object()) return Error::make(Errc::invalid_argument, "record: not an object");
+    return flatten(rec, StrBuf(), out);
 }
 
-Status records_to_csv(const Vec<StrBuf>& lines, StrBuf* csv) {
-    csv->clear();
-    Vec<Vec<FlatField>> rows;
-    StrBuf type;
-    for (const StrBuf& l : lines) {
-        Vec<FlatField> f;
-        PMULAB_TRY(json_flatten(l.view(), &f));
-        StrView t = field_value(f, "type");
-        if (t.eq("meta") || t.eq("error") || t.eq("warning") || t.eq("progress")) continue;
-        if (type.size() == 0) type.put(t);
-        if (!t.eq(type.view())) continue;
-        rows.push(move(f));
+void CsvSummary::clear() {
+    rows_.clear();
+    type_.clear();
+    failed_ = false;
+}
+
+void CsvSummary::add(const Value& rec) {
+    if (failed_) return;
+    Vec<FlatField> f;
+    Status s = record_flatten(rec, &f);
+    if (!s.ok()) {
+        failed_ = true;
+        error_ = s.error();
+        return;
     }
+    StrView t = field_value(f, "type");
+    if (t.eq("meta") || t.eq("error") || t.eq("warning") || t.eq("progress")) return;
+    if (type_.size() == 0) type_.put(t);
+    if (t.eq(type_.view())) rows_.push(move(f));
+}
+
+Status CsvSummary::write(StrBuf* csv) const {
+    csv->clear();
+    if (failed_) return error_;
     Vec<StrBuf> header;
-    for (const Vec<FlatField>& r : rows)
+    for (const Vec<FlatField>& r : rows_)
         for (const FlatField& f : r) {
             bool seen = false;
             for (const StrBuf& h : header) seen |= h.view().eq(f.key.view());
@@ -203,7 +103,7 @@ Status records_to_csv(const Vec<StrBuf>& lines, StrBuf* csv) {
         csv_cell(*csv, header[k].view());
     }
     if (header.size()) csv->put("\r\n");
-    for (const Vec<FlatField>& r : rows) {
+    for (const Vec<FlatField>& r : rows_) {
         for (usize k = 0; k < header.size(); ++k) {
             if (k) csv->put(',');
             csv_cell(*csv, field_value(r, header[k].view()));
@@ -235,7 +135,7 @@ Result<u64> microcode_revision(Hw& hw, Vendor v) {
 }
 }  // namespace
 
-void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
+Value build_meta_record(Platform& p, const char* command_line) {
     Hw& hw = p.hw();
     // The calling CPU (the BSP): its probe gives the identity and the counter read method
     // the PMU detection picks (pmu_decode), the same as every other report.
@@ -245,7 +145,8 @@ void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
     PmuInfo pmu;
     pmu_decode(probe, &pmu);
     Result<u64> microcode = microcode_revision(hw, d.id.vendor);
-    JsonWriter w(*line);
+    Value rec;
+    JsonWriter w(rec);
     w.begin_object().field("type", "meta").field("pmulab_version", PMULAB_VERSION);
     w.field("cpu_vendor", d.id.vendor_string).field_hex("cpu_signature", d.id.signature);
     w.field_u("family", d.id.family).field_u("model", d.id.model).field_u("stepping", d.id.stepping);
@@ -265,7 +166,7 @@ void build_meta_record(Platform& p, const char* command_line, StrBuf* line) {
     w.field_b("simulated", p.simulated() != nullptr);
     if (p.simulated()) w.field("simulated_machine", p.simulated());
     w.end_object();
-    line->put('\n');
+    return rec;
 }
 
 }  // namespace pmulab

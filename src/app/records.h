@@ -5,6 +5,7 @@
 
 #include "base/fmt.h"
 #include "base/result.h"
+#include "base/value.h"
 
 namespace pmulab {
 
@@ -17,8 +18,8 @@ public:
     // (after a warning through `out`) when results cannot be written; records then go
     // to the console only. `out` stays valid until end().
     virtual bool begin(const char* what, Out& out) = 0;
-    // One JSON object, newline-terminated.
-    virtual void record(StrView json_line) = 0;
+    // One record (an object); the sink writes it as a JSON Lines record.
+    virtual void record(const Value& rec) = 0;
     // Flushes and closes; writes the CSV summary.
     virtual void end() = 0;
     // Where the last files went, e.g. "\pmulab\results\0003-info.jsonl" (empty if none).
@@ -35,17 +36,30 @@ struct FlatField {
     StrBuf value;
 };
 
-// Parses one JSON object (pmulab's own output subset: objects, arrays, strings,
-// numbers, true/false/null) and flattens it. Fails on malformed input.
-Status json_flatten(StrView json, Vec<FlatField>* out);
+// Flattens one record (an object): nested objects give dotted keys, null an empty
+// value. Fails on a record that is not an object or holds an array of arrays/objects.
+Status record_flatten(const Value& rec, Vec<FlatField>* out);
 
-// CSV (RFC 4180) of the records of the first non-meta, non-diagnostic type
-// ("cpu", "result", ...): header = union of flattened keys in order of first
-// appearance. Records of other types are left out of the CSV (they stay in JSONL).
-Status records_to_csv(const Vec<StrBuf>& json_lines, StrBuf* csv);
+// The CSV (RFC 4180) summary of a command's records, fed record by record: the records
+// of the first non-meta, non-diagnostic type ("cpu", "result", ...); header = union of
+// flattened keys in order of first appearance. Records of other types are left out
+// (they stay in JSONL).
+class CsvSummary {
+public:
+    void add(const Value& rec);
+    // The CSV text, or the first record that could not be flattened.
+    Status write(StrBuf* csv) const;
+    void clear();
+
+private:
+    Vec<Vec<FlatField>> rows_;
+    StrBuf type_;
+    bool failed_ = false;
+    Error error_;
+};
 
 // The metadata record that starts every results file: version, CPU identity,
 // microcode revision, firmware, time, command line, counter method, hypervisor.
-void build_meta_record(Platform& p, const char* command_line, StrBuf* line);
+Value build_meta_record(Platform& p, const char* command_line);
 
 }  // namespace pmulab

@@ -8,216 +8,171 @@ namespace pmulab {
 
 namespace {
 
-// A strict reader of the request object: the fields of docs/agent.md and nothing else.
-struct Reader {
+// The fields of a request, one bit each (ServeRequest's fields seen so far).
+enum Field : u32 { kId = 1, kCmd = 2, kCancel = 4, kStop = 8, kTimeout = 16, kBlobs = 32 };
+constexpr const char* kFieldNames[] = {"id", "cmd", "cancel", "stop", "timeout_ms", "blobs"};
+
+// The request object, read by the one JSON reader (base/json.h), checked against the
+// fields of docs/agent.md and nothing else. Errors name the byte (1-based) where the
+// request went wrong, found from the offsets the reader keeps.
+struct Checker {
     StrView s;
-    usize i = 0;
     ServeRequest* req;
 
-    Error err(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
+    Error err(usize at, const char* fmt, ...) __attribute__((format(printf, 3, 4))) {
         char what[256];
         va_list ap;
         va_start(ap, fmt);
         vformat_to(what, sizeof what, fmt, ap);
         va_end(ap);
-        return Error::make(Errc::invalid_argument, "request: %s (at byte %u)", what, unsigned(i + 1));
+        return Error::make(Errc::invalid_argument, "request: %s (at byte %u)", what, unsigned(at + 1));
     }
     // An error of the request as a whole (no position).
     Error whole(const char* what) { return Error::make(Errc::invalid_argument, "request: %s", what); }
-    void ws() {
-        while (i < s.len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
-    }
-    bool eat(char c) {
-        ws();
-        if (i < s.len && s[i] == c) {
-            ++i;
-            return true;
-        }
-        return false;
-    }
-    // A JSON string of ASCII text, at most `max` characters after unescaping.
-    Status string(StrBuf* out, usize max, const char* what) {
-        ws();
-        if (i >= s.len || s[i] != '"') return err("%s: expected a string", what);
-        ++i;
+    // The string token s[from, to) (quotes included; valid JSON): ASCII text of at most
+    // `max` characters, no NUL.
+    Status ascii(usize from, usize to, usize max, const char* what) {
         usize n = 0;
-        for (;;) {
-            if (i >= s.len) return err("%s: unterminated string", what);
-            char c = s[i++];
-            if (c == '"') break;
-            if (u8(c) < 0x20) return err("%s: control character 0x%02x in a string (escape it)", what, u8(c));
-            if (u8(c) >= 0x80) return err("%s: non-ASCII byte 0x%02x (requests are ASCII)", what, u8(c));
-            if (c == '\\') {
-                if (i >= s.len) return err("%s: unterminated escape", what);
-                char e = s[i++];
-                switch (e) {
-                    case '"': c = '"'; break;
-                    case '\\': c = '\\'; break;
-                    case '/': c = '/'; break;
-                    case 'b': c = '\b'; break;
-                    case 'f': c = '\f'; break;
-                    case 'n': c = '\n'; break;
-                    case 'r': c = '\r'; break;
-                    case 't': c = '\t'; break;
-                    case 'u': {
-                        u64 cp = 0;
-                        if (i + 4 > s.len || !parse_hex_u64(s.sub(i, 4), &cp)) return err("%s: bad \\u escape", what);
-                        if (cp == 0 || cp >= 0x80)
-                            return err("%s: \\u%04x is not a non-NUL ASCII character", what, unsigned(cp));
-                        i += 4;
-                        c = char(cp);
-                        break;
-                    }
-                    default: return err("%s: bad escape '\\%c'", what, e);
-                }
+        for (usize k = from + 1; k + 1 < to;) {
+            u8 c = u8(s[k]);
+            if (c >= 0x80) return err(k + 1, "%s: non-ASCII byte 0x%02x (requests are ASCII)", what, c);
+            if (c == '\\' && s[k + 1] == 'u') {
+                u64 cp = 0;
+                (void)parse_hex_u64(s.sub(k + 2, 4), &cp);
+                if (cp == 0 || cp >= 0x80)
+                    return err(k + 2, "%s: \\u%04x is not a non-NUL ASCII character", what, unsigned(cp));
+                k += 6;
+            } else {
+                k += c == '\\' ? 2 : 1;
             }
-            if (++n > max) return err("%s: longer than %u characters", what, unsigned(max));
-            if (out) out->put(c);
+            if (++n > max) return err(k, "%s: longer than %u characters", what, unsigned(max));
         }
         return ok_status();
     }
+    Status string(const Value& v, usize max, const char* what) {
+        if (!v.is_string()) return err(v.offset, "%s: expected a string", what);
+        return ascii(v.offset, v.end_offset, max, what);
+    }
     // A non-negative integer below 2^53 (no sign, fraction or exponent).
-    Status integer(u64* v, const char* what) {
-        ws();
-        usize b = i;
+    Status integer(const Value& v, u64* out, const char* what) {
+        StrView t = v.is_number() ? v.text() : StrView();
         u64 x = 0;
-        while (i < s.len && s[i] >= '0' && s[i] <= '9') {
-            x = x * 10 + u64(s[i] - '0');
-            if (x > kServeIdNumMax) return err("%s: number larger than 2^53-1", what);
-            ++i;
+        usize k = 0;
+        for (; k < t.len && t[k] >= '0' && t[k] <= '9'; ++k) {
+            x = x * 10 + u64(t[k] - '0');
+            if (x > kServeIdNumMax) return err(v.offset + k, "%s: number larger than 2^53-1", what);
         }
-        if (i == b) return err("%s: expected a non-negative integer", what);
-        if (i - b > 1 && s[b] == '0') return err("%s: leading zero", what);
-        if (i < s.len && (s[i] == '.' || s[i] == 'e' || s[i] == 'E'))
-            return err("%s: expected an integer, not a fraction", what);
-        *v = x;
+        if (k == 0) return err(v.offset, "%s: expected a non-negative integer", what);
+        if (k < t.len) return err(v.offset + k, "%s: expected an integer, not a fraction", what);
+        *out = x;
         return ok_status();
     }
     // An id: a string of [A-Za-z0-9_.:-] or an integer; stored as JSON text in dst.
-    Status id(char* dst, usize cap, const char* what) {
-        ws();
-        if (i < s.len && s[i] == '"') {
-            StrBuf v;
-            PMULAB_TRY(string(&v, kServeIdMax, what));
-            if (v.size() == 0) return err("%s: empty", what);
-            for (usize k = 0; k < v.size(); ++k) {
-                char c = v.view()[k];
+    Status id(const Value& v, char* dst, usize cap, const char* what) {
+        if (v.is_string()) {
+            PMULAB_TRY(string(v, kServeIdMax, what));
+            StrView t = v.text();
+            if (t.empty()) return err(v.end_offset, "%s: empty", what);
+            for (usize k = 0; k < t.len; ++k) {
+                char c = t[k];
                 bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                           c == '.' || c == ':' || c == '-';
-                if (!ok) return err("%s: '%c' is not allowed (letters, digits and _ . : -)", what, c);
+                if (!ok) return err(v.end_offset, "%s: '%c' is not allowed (letters, digits and _ . : -)", what, c);
             }
-            format_to(dst, cap, "\"%s\"", v.c_str());
+            format_to(dst, cap, "\"%.*s\"", int(t.len), t.ptr);
             return ok_status();
         }
         u64 n;
-        if (i >= s.len || s[i] < '0' || s[i] > '9') return err("%s: expected a string or a non-negative integer", what);
-        PMULAB_TRY(integer(&n, what));
+        if (!v.is_number() || v.text()[0] == '-')
+            return err(v.offset, "%s: expected a string or a non-negative integer", what);
+        PMULAB_TRY(integer(v, &n, what));
         format_to(dst, cap, "%llu", (unsigned long long)n);
         return ok_status();
     }
-    Status literal(const char* word, const char* what) {
-        ws();
-        StrView w(word);
-        if (i + w.len > s.len || !s.sub(i, w.len).eq(w)) return err("%s: expected %s", what, word);
-        i += w.len;
+    Status blob(const Value& v, StrView name) {
+        PMULAB_TRY(ascii(v.key_offset, v.key_end, kServeBlobNameMax, "blob name"));
+        char n[kServeBlobNameMax + 1];
+        format_to(n, sizeof n, "%.*s", int(name.len), name.ptr);
+        if (!serve_blob_name_ok(name))
+            return err(v.key_end, "blob name '%s': use 1-%u characters of letters, digits and _ . -", n,
+                       unsigned(kServeBlobNameMax));
+        for (const ServeBlob& b : req->blobs)
+            if (str_eq(b.name, n)) return err(v.key_end, "blob '%s' given twice", n);
+        if (req->blobs.size() >= kServeBlobsMax)
+            return err(v.key_end, "more than %u blobs in one request", unsigned(kServeBlobsMax));
+        if (!v.is_string()) return err(v.offset, "blob '%s': expected a base64 string", n);
+        ServeBlob& blob = req->blobs.emplace();
+        str_copy(blob.name, sizeof blob.name, n);
+        StrView text = v.text();
+        if (text.empty()) return err(v.end_offset, "blob '%s' is empty", n);
+        usize pads = text.len >= 2 && text[text.len - 1] == '=' ? (text[text.len - 2] == '=' ? 2 : 1) : 0;
+        if (text.len / 4 * 3 - (text.len % 4 ? 0 : pads) > kServeBlobMax)
+            return err(v.end_offset, "blob '%s' decodes to more than %u bytes", n, unsigned(kServeBlobMax));
+        if (!base64_decode(text, kServeBlobMax, &blob.data))
+            return err(v.end_offset, "blob '%s' is not base64 (RFC 4648, with padding, no whitespace)", n);
         return ok_status();
     }
-    Status blobs() {
-        if (!eat('{')) return err("blobs: expected an object of name: base64 strings");
-        if (eat('}')) return ok_status();
-        for (;;) {
-            StrBuf name;
-            PMULAB_TRY(string(&name, kServeBlobNameMax, "blob name"));
-            if (!serve_blob_name_ok(name.view()))
-                return err("blob name '%s': use 1-%u characters of letters, digits and _ . -", name.c_str(),
-                           unsigned(kServeBlobNameMax));
-            for (const ServeBlob& b : req->blobs)
-                if (str_eq(b.name, name.c_str())) return err("blob '%s' given twice", name.c_str());
-            if (req->blobs.size() >= kServeBlobsMax)
-                return err("more than %u blobs in one request", unsigned(kServeBlobsMax));
-            if (!eat(':')) return err("blobs: expected ':'");
-            ws();
-            if (i >= s.len || s[i] != '"') return err("blob '%s': expected a base64 string", name.c_str());
-            usize b = ++i;
-            while (i < s.len && s[i] != '"') ++i;
-            if (i >= s.len) return err("blob '%s': unterminated string", name.c_str());
-            ServeBlob& blob = req->blobs.emplace();
-            str_copy(blob.name, sizeof blob.name, name.c_str());
-            StrView text = s.sub(b, i - b);
-            ++i;
-            if (text.empty()) return err("blob '%s' is empty", name.c_str());
-            usize pads = text.len >= 2 && text[text.len - 1] == '=' ? (text[text.len - 2] == '=' ? 2 : 1) : 0;
-            if (text.len / 4 * 3 - (text.len % 4 ? 0 : pads) > kServeBlobMax)
-                return err("blob '%s' decodes to more than %u bytes", name.c_str(), unsigned(kServeBlobMax));
-            if (!base64_decode(text, kServeBlobMax, &blob.data))
-                return err("blob '%s' is not base64 (RFC 4648, with padding, no whitespace)", name.c_str());
-            if (eat(',')) continue;
-            if (eat('}')) return ok_status();
-            return err("blobs: expected ',' or '}'");
-        }
+    Status blobs(const Value& v) {
+        if (!v.is_object()) return err(v.offset, "blobs: expected an object of name: base64 strings");
+        for (usize k = 0; k < v.size(); ++k) PMULAB_TRY(blob(v[k], v.key(k)));
+        return ok_status();
     }
-    Status parse() {
-        if (s.len > kServeLineMax) return err("longer than %u bytes", unsigned(kServeLineMax));
-        if (!eat('{')) return err("expected a JSON object");
-        bool seen_cmd = false, seen_cancel = false, seen_stop = false, seen_timeout = false, seen_blobs = false;
-        if (!eat('}'))
-            for (;;) {
-                StrBuf key;
-                PMULAB_TRY(string(&key, 32, "field name"));
-                if (!eat(':')) return err("expected ':' after \"%s\"", key.c_str());
-                StrView k = key.view();
-                bool dup = false;
-                if (k.eq("id")) {
-                    dup = req->has_id;
-                    if (!dup) {
-                        PMULAB_TRY(id(req->id, sizeof req->id, "id"));
-                        req->has_id = true;
-                    }
-                } else if (k.eq("cmd")) {
-                    dup = seen_cmd;
-                    seen_cmd = true;
-                    if (!dup) PMULAB_TRY(string(&req->cmd, kServeCmdMax, "cmd"));
-                } else if (k.eq("cancel")) {
-                    dup = seen_cancel;
-                    seen_cancel = true;
-                    if (!dup) PMULAB_TRY(id(req->cancel_id, sizeof req->cancel_id, "cancel"));
-                } else if (k.eq("stop")) {
-                    dup = seen_stop;
-                    seen_stop = true;
-                    if (!dup) PMULAB_TRY(literal("true", "stop"));
-                } else if (k.eq("timeout_ms")) {
-                    dup = seen_timeout;
-                    seen_timeout = true;
-                    if (!dup) {
-                        PMULAB_TRY(integer(&req->timeout_ms, "timeout_ms"));
-                        if (req->timeout_ms == 0 || req->timeout_ms > kServeTimeoutMaxMs)
-                            return err("timeout_ms: give 1 to %llu", (unsigned long long)kServeTimeoutMaxMs);
-                    }
-                } else if (k.eq("blobs")) {
-                    dup = seen_blobs;
-                    seen_blobs = true;
-                    if (!dup) PMULAB_TRY(blobs());
-                } else {
-                    return err("unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", key.c_str());
-                }
-                if (dup) return err("field \"%s\" given twice", key.c_str());
-                if (eat(',')) continue;
-                if (eat('}')) break;
-                return err("expected ',' or '}'");
-            }
-        ws();
-        if (i != s.len) return err("trailing characters after the object");
+    // One field of the request; *seen has one bit per field name (a second one is an error).
+    Status field(StrView k, const Value& v, u32* seen) {
+        u32 bit = 0;
+        for (u32 f = 0; f < 6; ++f)
+            if (k.eq(kFieldNames[f])) bit = 1u << f;
+        PMULAB_TRY(ascii(v.key_offset, v.key_end, 32, "field name"));
+        char name[40];
+        format_to(name, sizeof name, "%.*s", int(k.len), k.ptr);
+        if (!bit) return err(v.offset, "unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", name);
+        if (*seen & bit) return err(v.offset, "field \"%s\" given twice", name);
+        *seen |= bit;
+        if (bit == kId) {
+            PMULAB_TRY(id(v, req->id, sizeof req->id, "id"));
+            req->has_id = true;
+        } else if (bit == kCmd) {
+            PMULAB_TRY(string(v, kServeCmdMax, "cmd"));
+            req->cmd.put(v.text());
+        } else if (bit == kCancel) {
+            PMULAB_TRY(id(v, req->cancel_id, sizeof req->cancel_id, "cancel"));
+        } else if (bit == kStop) {
+            if (v.kind() != Value::Kind::boolean || !v.as_bool()) return err(v.offset, "stop: expected true");
+        } else if (bit == kTimeout) {
+            PMULAB_TRY(integer(v, &req->timeout_ms, "timeout_ms"));
+            if (req->timeout_ms == 0 || req->timeout_ms > kServeTimeoutMaxMs)
+                return err(v.end_offset, "timeout_ms: give 1 to %llu", (unsigned long long)kServeTimeoutMaxMs);
+        } else {
+            PMULAB_TRY(blobs(v));
+        }
+        return ok_status();
+    }
+    // The kind of request from the fields it has.
+    Status kind(u32 seen) {
+        bool cmd = seen & kCmd, cancel = seen & kCancel, stop = seen & kStop;
         if (!req->has_id) return whole("no \"id\" (every request needs one: a string or an integer)");
-        int kinds = int(seen_cmd) + int(seen_cancel) + int(seen_stop);
-        if (kinds != 1) return whole("give exactly one of \"cmd\", \"cancel\" and \"stop\"");
-        if (seen_cancel) req->kind = ServeRequest::Kind::cancel;
-        else if (seen_stop) req->kind = ServeRequest::Kind::stop;
-        else req->kind = ServeRequest::Kind::command;
-        if (req->kind != ServeRequest::Kind::command && (seen_blobs || seen_timeout))
+        if (int(cmd) + int(cancel) + int(stop) != 1)
+            return whole("give exactly one of \"cmd\", \"cancel\" and \"stop\"");
+        req->kind = cancel ? ServeRequest::Kind::cancel : stop ? ServeRequest::Kind::stop : ServeRequest::Kind::command;
+        if (req->kind != ServeRequest::Kind::command && (seen & (kTimeout | kBlobs)))
             return whole("\"blobs\" and \"timeout_ms\" belong to a \"cmd\" request");
         if (req->kind == ServeRequest::Kind::command && req->cmd.view().trim().empty())
             return whole("cmd: empty command line");
         return ok_status();
+    }
+    Status parse() {
+        if (s.len > kServeLineMax) return err(0, "longer than %u bytes", unsigned(kServeLineMax));
+        usize i = 0;
+        while (i < s.len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+        if (i >= s.len || s[i] != '{') return err(i, "expected a JSON object");
+        Value v;
+        JsonError je;
+        if (!json_read_value(s, &i, &v, &je)) return err(je.offset, "%s", je.what);
+        while (i < s.len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n')) ++i;
+        if (i != s.len) return err(i, "trailing characters after the object");
+        u32 seen = 0;
+        for (usize k = 0; k < v.size(); ++k) PMULAB_TRY(field(v.key(k), v[k], &seen));
+        return kind(seen);
     }
 };
 
@@ -286,15 +241,18 @@ Status parse_serve_request(StrView line, ServeRequest* req) {
     // Strip one trailing newline (and a CR before it): the line as the host sent it.
     if (line.len && line[line.len - 1] == '\n') line = line.sub(0, line.len - 1);
     if (line.len && line[line.len - 1] == '\r') line = line.sub(0, line.len - 1);
-    Reader r{line, 0, req};
+    Checker r{line, req};
     Status s = r.parse();
     if (!s.ok() && !req->has_id) {
         // An id after the field that failed: answer with it when it reads cleanly.
         for (usize k = 0; k + 4 <= line.len; ++k) {
             if (!line.sub(k, 4).eq("\"id\"")) continue;
-            Reader probe{line, k + 4, req};
+            usize at = k + 4;
+            while (at < line.len && (line[at] == ' ' || line[at] == '\t' || line[at] == '\r')) ++at;
+            Value v;
             char id[sizeof req->id];
-            if (probe.eat(':') && probe.id(id, sizeof id, "id").ok()) {
+            if (at < line.len && line[at] == ':' && (++at, json_read_value(line, &at, &v, nullptr)) &&
+                r.id(v, id, sizeof id, "id").ok()) {
                 str_copy(req->id, sizeof req->id, id);
                 req->has_id = true;
             }
@@ -304,42 +262,50 @@ Status parse_serve_request(StrView line, ServeRequest* req) {
     return s;
 }
 
-void serve_tag_record(StrView line, StrView id_json, StrBuf* out) {
+Value serve_id_value(StrView id_json) {
+    Value v;
+    if (!json_read(id_json, &v, nullptr)) return Value();
+    return v;
+}
+
+void serve_tag_record(const Value& rec, StrView id_json, StrBuf* out) {
+    Value tagged = rec.clone();
+    tagged.set_first("id", serve_id_value(id_json));
+    json_write_line(*out, tagged);
+}
+
+void serve_tag_text(StrView line, StrView id_json, StrBuf* out) {
     if (line.len && line[line.len - 1] == '\n') line = line.sub(0, line.len - 1);
     if (line.len && line[line.len - 1] == '\r') line = line.sub(0, line.len - 1);
-    if (line.len >= 2 && line[0] == '{' && line[line.len - 1] == '}') {
-        out->put("{\"id\":");
-        out->put(id_json);
-        StrView rest = line.sub(1);
-        if (!rest.trim().eq("}")) out->put(',');
-        out->put(rest);
-        out->put('\n');
-        return;
-    }
-    out->put("{\"id\":");
-    out->put(id_json);
-    out->put(",\"type\":\"text\",\"text\":");
-    json_escape(*out, line);
-    out->put("}\n");
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object().key("id").value(serve_id_value(id_json)).field("type", "text").field("text", line).end_object();
+    json_write_line(*out, rec);
 }
 
 void serve_done_record(StrView id_json, int status, ServeEnd end, StrBuf* out) {
-    out->put("{\"type\":\"done\",\"id\":");
-    out->put(id_json);
-    out->printf(",\"status\":%d", status);
-    if (end == ServeEnd::cancelled) out->put(",\"cancelled\":true");
-    if (end == ServeEnd::timed_out) out->put(",\"timed_out\":true");
-    out->put("}\n");
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object().field("type", "done").key("id").value(serve_id_value(id_json)).field_i("status", status);
+    if (end == ServeEnd::cancelled) w.field_b("cancelled", true);
+    if (end == ServeEnd::timed_out) w.field_b("timed_out", true);
+    w.end_object();
+    json_write_line(*out, rec);
+}
+
+void serve_bye_record(const char* reason, StrBuf* out) {
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object().field("type", "bye").key("id").null().field("reason", reason).end_object();
+    json_write_line(*out, rec);
 }
 
 void serve_error_record(StrView id_json, const char* code, StrView message, StrBuf* out) {
-    out->put("{\"type\":\"error\",\"id\":");
-    out->put(id_json);
-    out->put(",\"code\":");
-    json_escape(*out, StrView(code));
-    out->put(",\"message\":");
-    json_escape(*out, message);
-    out->put("}\n");
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object().field("type", "error").key("id").value(serve_id_value(id_json));
+    w.field("code", code).field("message", message).end_object();
+    json_write_line(*out, rec);
 }
 
 }  // namespace pmulab

@@ -12,6 +12,7 @@
 
 #include "base/fmt.h"
 #include "base/result.h"
+#include "base/value.h"
 
 namespace pmulab {
 
@@ -48,14 +49,21 @@ struct ServeRequest {
 // it could be read before the error, so that the answer can name it.
 Status parse_serve_request(StrView line, ServeRequest* req);
 
-// The record `line` (one JSON object, with or without its newline) with "id":<id>
-// as its first field; a line that is not a JSON object (text a command printed)
-// becomes {"id":<id>,"type":"text","text":"..."}. Always ends in '\n'.
-void serve_tag_record(StrView line, StrView id_json, StrBuf* out);
+// The request id (JSON text, as ServeRequest keeps it) as a value: null, an integer or a string.
+Value serve_id_value(StrView id_json);
+
+// The record `rec` (an object) with "id":<id> as its first field, as one JSON Lines record.
+void serve_tag_record(const Value& rec, StrView id_json, StrBuf* out);
+// A line a command printed as text (with or without its newline):
+// {"id":<id>,"type":"text","text":"..."}. Ends in '\n'.
+void serve_tag_text(StrView line, StrView id_json, StrBuf* out);
 
 // {"type":"done","id":<id>,"status":N} plus "cancelled":true / "timed_out":true.
 enum class ServeEnd : u8 { normal, cancelled, timed_out };
 void serve_done_record(StrView id_json, int status, ServeEnd end, StrBuf* out);
+
+// {"type":"bye","id":null,"reason":R}: the agent stops ("idle", "stop").
+void serve_bye_record(const char* reason, StrBuf* out);
 
 // An error record of the agent itself: {"type":"error","id":<id>,"code":C,"message":M}.
 void serve_error_record(StrView id_json, const char* code, StrView message, StrBuf* out);

@@ -201,11 +201,20 @@ void ServeSession::write(StrView text) {
         // Once a request is stopped its command's remaining output is dropped.
         if (!interrupted()) {
             StrBuf b;
-            serve_tag_record(partial_.view(), StrView(current_->id), &b);
+            serve_tag_text(partial_.view(), StrView(current_->id), &b);
             send(b.view());
         }
         partial_.clear();
     }
+}
+
+void ServeSession::write_record(const Value& rec) {
+    if (!current_) return;
+    flush_partial();  // text the command printed before it
+    if (interrupted()) return;
+    StrBuf b;
+    serve_tag_record(rec, StrView(current_->id), &b);
+    send(b.view());
 }
 
 void ServeSession::flush_partial() {
@@ -288,7 +297,9 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
         if (link_broken_ || (input_ended_ && queue_.empty())) return kExitFailure;
         if (queue_.empty()) {
             if (opts_.idle_ms && link_.now_ms() - last >= opts_.idle_ms) {
-                send("{\"type\":\"bye\",\"id\":null,\"reason\":\"idle\"}\n");
+                StrBuf bye;
+                serve_bye_record("idle", &bye);
+                send(bye.view());
                 return kExitOk;
             }
             link_.wait(1);
@@ -305,7 +316,7 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
         if (q.req.kind == ServeRequest::Kind::stop) {
             StrBuf b;
             serve_done_record(StrView(q.req.id), kExitOk, ServeEnd::normal, &b);
-            b.put("{\"type\":\"bye\",\"id\":null,\"reason\":\"stop\"}\n");
+            serve_bye_record("stop", &b);
             send(b.view());
             ++answered_;
             return kExitOk;

@@ -115,6 +115,8 @@ public:
     // Platform: the real one (ForwardingPlatform: the firmware's timer and with it a
     // request's TSC frequency included), seen through the request.
     void write(StrView text) override;
+    // A record of the running command, with the request's id as its first field.
+    void write_record(const Value& rec) override;
     void write_diag(StrView text) override { write(text); }
     MeasurePlatform* measure() override { return inner_.measure() ? &measure_ : nullptr; }
     RecordSink* record_sink() override { return opts_.results ? inner_.record_sink() : nullptr; }

@@ -48,7 +48,8 @@ void TracePlatform::trace(const TraceEntry& e) {
     const char* result = e.vector == kVectorGP ? "#GP" : e.vector == kVectorUD ? "#UD" : e.vector ? "fault" : "ok";
     StrBuf line;
     if (out_->json()) {
-        JsonWriter w(line);
+        Value rec;
+        JsonWriter w(rec);
         w.begin_object().field("type", "msr_trace").field_u("cpu", e.cpu);
         w.field("op", e.op == TraceOp::rdmsr ? "rdmsr" : e.op == TraceOp::wrmsr ? "wrmsr" : "rdpmc");
         w.field_hex(e.op == TraceOp::rdpmc ? "ecx" : "msr", e.addr).field("register", name.view());
@@ -57,8 +58,7 @@ void TracePlatform::trace(const TraceEntry& e) {
         w.field("fields", fields.view()).field("result", result);
         w.field_b("generated_code", e.code).field_u("runs", e.runs);
         w.end_object();
-        line.put('\n');
-        out_->record(line);
+        out_->record(rec);
         return;
     }
     if (e.runs && e.block_first)

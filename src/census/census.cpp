@@ -28,8 +28,9 @@ void put_mask_list(StrBuf& out, u32 mask) {
     }
 }
 
-void json_index_array(JsonWriter& w, u32 mask) {
-    w.begin_array();
+// "key": the indices of the set bits of mask.
+void json_index_array(JsonWriter& w, const char* key, u32 mask) {
+    w.key(key).begin_array();
     for (u32 i = 0; i < 32; ++i)
         if ((mask >> i) & 1) w.num(i);
     w.end_array();
@@ -52,13 +53,7 @@ void put_cpu_list(StrBuf& out, const Vec<CpuRecord>& cpus, const Vec<u32>& membe
     put_index_ranges(out, index.data(), index.size());
 }
 
-void put_pmu_block(StrBuf& out, const CpuRecord& r) {
-    const CpuIdentity& id = r.dec.id;
-    const PmuCaps& p = r.dec.pmu;
-    if (!r.collected) {
-        out.printf("  not collected: %s\n", r.error);
-        return;
-    }
+void put_core_type(StrBuf& out, const CpuIdentity& id) {
     if (id.hybrid)
         out.printf("  core type        : %s (0x%02x), native model id 0x%06x\n", core_type_name(id.core_type),
                    id.core_type, id.native_model_id);
@@ -68,52 +63,45 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  core type        : %s (0x%02x from CPUID.1AH), native model id 0x%06x\n",
                    id.leaf_1a_core_type ? core_type_name(id.leaf_1a_core_type) : "not reported", id.leaf_1a_core_type,
                    id.native_model_id);
-    bool amd = is_amd_family(id.vendor);
-    if (amd) {
-        if (!p.amd_core_counters) {
-            out.printf("  PMU              : none enumerated (%s)\n",
-                       id.hypervisor ? "no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
-                                       "counters are not assumed in a virtual machine"
-                                     : "family before K7 has no performance counters");
-        } else {
-            out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n",
-                       p.amd_core_counters, yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
-            if (p.amd_perfmon_v2)
-                out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n", yesno(p.amd_lbr_v2),
-                           p.amd_lbr_stack_size, p.amd_nb_counters);
-            out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
-                       p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no",
-                       p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
-        }
-        return;
+}
+
+void put_amd_block(StrBuf& out, const CpuIdentity& id, const PmuCaps& p) {
+    if (!p.amd_core_counters) {
+        out.printf("  PMU              : none enumerated (%s)\n",
+                   id.hypervisor ? "no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
+                                   "counters are not assumed in a virtual machine"
+                                 : "family before K7 has no performance counters");
+    } else {
+        out.printf("  AMD core PMU     : %u counters, 48 bits; PerfCtrExtCore %s, PerfMonV2 %s\n", p.amd_core_counters,
+                   yesno(p.amd_perfctr_core), yesno(p.amd_perfmon_v2));
+        if (p.amd_perfmon_v2)
+            out.printf("  PerfMonV2        : LbrV2 %s (stack %u), northbridge counters %u\n", yesno(p.amd_lbr_v2),
+                       p.amd_lbr_stack_size, p.amd_nb_counters);
+        out.printf("  fixed-like       : IRPerfCount %s, MPERF/APERF %s\n",
+                   p.amd_irperf ? "yes (C000_00E9H, 48 bits)" : "no", p.amd_efffreq ? "yes (E7H/E8H, 64 bits)" : "no");
     }
-    if (p.netburst) {
-        // SDM Vol. 3B §20.15: ESCR/CCCR counters; IA32_MISC_ENABLE[7] confirms them at run time.
-        if (!p.leaf_0a)
-            out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
-        else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
-        out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
-        out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n",
-                   p.netburst_model <= 2 ? 45u : 43u);
-        out.printf("  Hyper-Threading  : %s\n",
-                   p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs" : "no");
-        if (netburst_disabled(r))
-            out.put("  perfmon          : disabled by the firmware: IA32_MISC_ENABLE[7] (Performance Monitoring "
-                    "Available) is 0, so no counter can be used (only the TSC)\n");
-        else if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::read_fault)
-            out.put("  perfmon          : unknown: RDMSR IA32_MISC_ENABLE (0x1A0) faulted\n");
-        return;
-    }
-    if (!p.leaf_0a) {
-        out.printf("  PMU              : none (maximum CPUID leaf 0x%x has no leaf 0AH)\n", id.max_leaf);
-        return;
-    }
-    if (p.version == 0) {
-        out.printf("  PMU              : none: CPUID.0AH reports version 0, no architectural "
-                   "performance monitoring%s\n",
-                   id.hypervisor ? " (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)" : "");
-        return;
-    }
+}
+
+void put_netburst_block(StrBuf& out, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
+    // SDM Vol. 3B §20.15: ESCR/CCCR counters; IA32_MISC_ENABLE[7] confirms them at run time.
+    if (!p.leaf_0a)
+        out.printf("  PMU              : NetBurst ESCR/CCCR (no leaf 0AH: maximum CPUID leaf 0x%x)\n", id.max_leaf);
+    else out.put("  PMU              : NetBurst ESCR/CCCR (CPUID.0AH reports version 0)\n");
+    out.put("  counters         : 18 x 40 bits in 9 pairs: BPU 0-3, MS 4-7, FLAME 8-11, IQ 12-17\n");
+    out.printf("  ESCRs            : %u (IQ_ESCR0/1 exist on models 1-2 only)\n", p.netburst_model <= 2 ? 45u : 43u);
+    out.printf("  Hyper-Threading  : %s\n",
+               p.netburst_ht ? "yes: the two logical processors share the ESCRs and CCCRs" : "no");
+    if (netburst_disabled(r))
+        out.put("  perfmon          : disabled by the firmware: IA32_MISC_ENABLE[7] (Performance Monitoring "
+                "Available) is 0, so no counter can be used (only the TSC)\n");
+    else if (r.netburst_perfmon == CpuRecord::NetBurstPerfmon::read_fault)
+        out.put("  perfmon          : unknown: RDMSR IA32_MISC_ENABLE (0x1A0) faulted\n");
+}
+
+// Architectural PMU: the counters (GP, fixed) and their quirks.
+void put_arch_counters(StrBuf& out, const PmuCaps& p) {
     out.printf("  perfmon version  : %u\n", p.version);
     out.printf("  GP counters      : %u x %u bits", p.gp_counters, p.gp_width);
     if (p.leaf_23 && (p.leaf23_subleaves & 2)) {
@@ -136,6 +124,10 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         out.printf("  note             : CPUID reports %u fixed counters; v%u parts on bare metal have "
                    "3 (fixed 0-2 assumed, as Linux does)\n",
                    p.fixed_counters, p.version);
+}
+
+// Architectural PMU: AnyThread and the architectural events.
+void put_arch_events(StrBuf& out, const PmuCaps& p) {
     out.printf("  AnyThread        : %s\n", p.anythread_deprecated ? "deprecated" : "supported");
     out.printf("  arch events      : EBX length %u, EBX 0x%x\n", p.ebx_length, p.ebx);
     for (unsigned b = 0; b < kArchEventCount; ++b) {
@@ -148,6 +140,12 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
                        ((p.arch_events_bitmap >> b) & 1) ? "supported" : "not supported");
         out.put('\n');
     }
+}
+
+// Architectural PMU: leaf 23H and IA32_PERF_CAPABILITIES.
+void put_arch_extras(StrBuf& out, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
     if (p.leaf_23) {
         out.printf("  leaf 23H         : sub-leaves 0x%x, UMASK2 %s, EQ %s", p.leaf23_subleaves, yesno(p.umask2),
                    yesno(p.eq_bit));
@@ -167,6 +165,31 @@ void put_pmu_block(StrBuf& out, const CpuRecord& r) {
         else if (r.perf_caps_fault) out.put("  PERF_CAPABILITIES: PDCM set but RDMSR 0x345 faulted\n");
         else out.put("  PERF_CAPABILITIES: not read (offline)\n");
     }
+}
+
+void put_pmu_block(StrBuf& out, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
+    if (!r.collected) {
+        out.printf("  not collected: %s\n", r.error);
+        return;
+    }
+    put_core_type(out, id);
+    if (is_amd_family(id.vendor)) return put_amd_block(out, id, p);
+    if (p.netburst) return put_netburst_block(out, r);
+    if (!p.leaf_0a) {
+        out.printf("  PMU              : none (maximum CPUID leaf 0x%x has no leaf 0AH)\n", id.max_leaf);
+        return;
+    }
+    if (p.version == 0) {
+        out.printf("  PMU              : none: CPUID.0AH reports version 0, no architectural "
+                   "performance monitoring%s\n",
+                   id.hypervisor ? " (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)" : "");
+        return;
+    }
+    put_arch_counters(out, p);
+    put_arch_events(out, p);
+    put_arch_extras(out, r);
 }
 
 }  // namespace
@@ -297,9 +320,8 @@ bool same_vector_extensions(const CpuRecord& a, const CpuRecord& b) {
     return true;
 }
 
-}  // namespace
-
-void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
+// The first lines: how many CPUs, and the identity of the first one that answered.
+void put_census_header(StrBuf& out, const Vec<CpuRecord>& cpus) {
     usize collected = 0;
     for (const CpuRecord& r : cpus) collected += r.collected;
     const CpuRecord* first = nullptr;
@@ -320,38 +342,43 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         out.printf("), signature 0x%08x%s%s\n", id.signature, id.hybrid ? ", hybrid" : "",
                    id.hypervisor ? ", hypervisor present" : "");
     }
-    out.put("\n  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n");
-    for (const CpuRecord& r : cpus) {
-        const PmuCaps& p = r.dec.pmu;
-        out.printf("  %3u  %5llu  %-3s  %3u  %4u  %3u", r.index, (unsigned long long)r.topo.apic_id,
-                   r.topo.bsp ? "yes" : "", r.topo.package, r.topo.core, r.topo.thread);
-        if (!r.collected) {
-            out.printf("  error: %s\n", r.error);
-            continue;
-        }
-        out.printf("  %-4s", r.dec.id.hybrid ? (r.dec.id.core_type == kCoreTypeCore   ? "P"
-                                                : r.dec.id.core_type == kCoreTypeAtom ? "E"
-                                                                                      : "?")
-                                             : "-");
-        bool amd = is_amd_family(r.dec.id.vendor);
-        if (!p.present()) {
-            out.put("  none\n");
-            continue;
-        }
-        if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
-        else if (p.netburst) out.put(netburst_disabled(r) ? "  p4    off\n" : "  p4    18x40\n");
-        else {
-            char gp[16];
-            format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
-            out.printf("  v%-3u  %-6s", p.version, gp);
-            // Core 2 (fixed_count_quirk) reports no fixed counters, hence no width either.
-            u32 nfixed = popcount64(p.fixed_counter_mask());
-            if (!nfixed) out.put("  0\n");
-            else if (p.fixed_width) out.printf("  %ux%u\n", nfixed, p.fixed_width);
-            else out.printf("  %ux?\n", nfixed);
-        }
+}
+
+// One row of the CPU table.
+void put_census_row(StrBuf& out, const CpuRecord& r) {
+    const PmuCaps& p = r.dec.pmu;
+    out.printf("  %3u  %5llu  %-3s  %3u  %4u  %3u", r.index, (unsigned long long)r.topo.apic_id,
+               r.topo.bsp ? "yes" : "", r.topo.package, r.topo.core, r.topo.thread);
+    if (!r.collected) {
+        out.printf("  error: %s\n", r.error);
+        return;
     }
-    // Extended topology, when the firmware reports it.
+    out.printf("  %-4s", r.dec.id.hybrid ? (r.dec.id.core_type == kCoreTypeCore   ? "P"
+                                            : r.dec.id.core_type == kCoreTypeAtom ? "E"
+                                                                                  : "?")
+                                         : "-");
+    bool amd = is_amd_family(r.dec.id.vendor);
+    if (!p.present()) {
+        out.put("  none\n");
+        return;
+    }
+    if (amd) out.printf("  amd   %ux48\n", p.amd_core_counters);
+    else if (p.netburst) out.put(netburst_disabled(r) ? "  p4    off\n" : "  p4    18x40\n");
+    else {
+        char gp[16];
+        format_to(gp, sizeof gp, "%ux%u", popcount64(p.gp_counter_mask()), p.gp_width);
+        out.printf("  v%-3u  %-6s", p.version, gp);
+        // Core 2 (fixed_count_quirk) reports no fixed counters, hence no width either.
+        u32 nfixed = popcount64(p.fixed_counter_mask());
+        if (!nfixed) out.put("  0\n");
+        else if (p.fixed_width) out.printf("  %ux%u\n", nfixed, p.fixed_width);
+        else out.printf("  %ux?\n", nfixed);
+    }
+}
+
+// Extended topology (when the firmware reports it) and one detailed block per group
+// of CPUs with the same PMU.
+void put_census_pmus(StrBuf& out, const Vec<CpuRecord>& cpus) {
     bool any_ext = false;
     for (const CpuRecord& r : cpus) any_ext |= r.topo.has_extended;
     if (any_ext) {
@@ -376,6 +403,10 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
         out.printf("\nnote: %u different PMU configurations across CPUs (hybrid part or "
                    "asymmetric firmware setup)\n",
                    unsigned(groups));
+}
+
+// What user code may use, per group of CPUs with the same extensions.
+void put_census_vectors(StrBuf& out, const Vec<CpuRecord>& cpus) {
     // What user code may use (pmulab enables OSXSAVE/XCR0 itself while measuring).
     bool first_line = true;
     for (const Vec<u32>&members : group_indices(cpus.size(), [&](usize i, usize j) {
@@ -395,52 +426,44 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
     }
 }
 
-void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
-    const CpuIdentity& id = r.dec.id;
-    const PmuCaps& p = r.dec.pmu;
-    JsonWriter w(out);
-    w.begin_object();
-    w.field("type", "cpu");
-    w.field_u("index", r.index);
-    w.field_u("apic_id", r.topo.apic_id);
-    w.field_b("bsp", r.topo.bsp);
-    w.field_u("package", r.topo.package);
-    w.field_u("core", r.topo.core);
-    w.field_u("thread", r.topo.thread);
-    if (r.topo.has_extended) {
+}  // namespace
+
+void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
+    put_census_header(out, cpus);
+    out.put("\n  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n");
+    for (const CpuRecord& r : cpus) put_census_row(out, r);
+    put_census_pmus(out, cpus);
+    put_census_vectors(out, cpus);
+}
+
+void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) { json_write_line(out, census_record(r, tsc)); }
+
+namespace {
+
+// Where the CPU is: its index, APIC ID and topology.
+void json_location(JsonWriter& w, const CpuRecord& r) {
+    const CpuTopology& t = r.topo;
+    w.field_u("index", r.index).field_u("apic_id", t.apic_id).field_b("bsp", t.bsp);
+    w.field_u("package", t.package).field_u("core", t.core).field_u("thread", t.thread);
+    if (t.has_extended) {
         w.key("location2").begin_object();
-        w.field_u("package", r.topo.ext_package);
-        w.field_u("die", r.topo.ext_die);
-        w.field_u("tile", r.topo.ext_tile);
-        w.field_u("module", r.topo.ext_module);
-        w.field_u("core", r.topo.ext_core);
-        w.field_u("thread", r.topo.ext_thread);
+        w.field_u("package", t.ext_package).field_u("die", t.ext_die).field_u("tile", t.ext_tile);
+        w.field_u("module", t.ext_module).field_u("core", t.ext_core).field_u("thread", t.ext_thread);
         w.end_object();
     }
-    w.field_b("collected", r.collected);
-    if (!r.collected) {
-        w.field("error", r.error);
-        w.end_object();
-        out.put('\n');
-        return;
-    }
-    w.field("vendor", id.vendor_string);
-    w.field("brand", id.brand);
-    w.field_hex("signature", id.signature);
-    w.field_u("family", id.family);
-    w.field_u("model", id.model);
-    w.field_u("stepping", id.stepping);
-    w.field_b("hypervisor", id.hypervisor);
-    w.field_b("hybrid", id.hybrid);
-    w.field("core_type", core_type_name(id.core_type));
-    w.field_u("core_type_id", id.core_type);
+}
+
+// Who the CPU is: vendor, model, core type, the CPUID leaves it has.
+void json_identity(JsonWriter& w, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    w.field("vendor", id.vendor_string).field("brand", id.brand).field_hex("signature", id.signature);
+    w.field_u("family", id.family).field_u("model", id.model).field_u("stepping", id.stepping);
+    w.field_b("hypervisor", id.hypervisor).field_b("hybrid", id.hybrid);
+    w.field("core_type", core_type_name(id.core_type)).field_u("core_type_id", id.core_type);
     w.field_b("leaf_1a", id.leaf_1a);
-    if (id.leaf_1a) {
-        w.field_u("leaf_1a_core_type_id", id.leaf_1a_core_type);
-        w.field_hex("native_model_id", id.native_model_id);
-    }
-    w.field_b("pdcm", id.pdcm);
-    w.field_hex("max_leaf", id.max_leaf);
+    if (id.leaf_1a)
+        w.field_u("leaf_1a_core_type_id", id.leaf_1a_core_type).field_hex("native_model_id", id.native_model_id);
+    w.field_b("pdcm", id.pdcm).field_hex("max_leaf", id.max_leaf);
     w.key("vector_extensions").begin_array();
     {
         const char* names[kVectorExtensionsMax];
@@ -449,14 +472,14 @@ void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
     }
     w.end_array();
     w.field_hex("max_ext_leaf", id.max_ext_leaf);
+}
 
-    w.key("pmu").begin_object();
-    w.field_b("present", p.present() && !netburst_disabled(r));
-    w.field_u("perfmon_version", p.version);
-    w.field_u("gp_counters", p.gp_counters);
-    w.field_u("gp_width", p.gp_width);
-    w.field_u("ebx_vector_length", p.ebx_length);
-    w.field_hex("ebx", p.ebx);
+// The architectural PMU of CPUID.0AH (and 23H), inside "pmu".
+void json_arch_pmu(JsonWriter& w, const CpuRecord& r) {
+    const PmuCaps& p = r.dec.pmu;
+    w.field_b("present", p.present() && !netburst_disabled(r)).field_u("perfmon_version", p.version);
+    w.field_u("gp_counters", p.gp_counters).field_u("gp_width", p.gp_width);
+    w.field_u("ebx_vector_length", p.ebx_length).field_hex("ebx", p.ebx);
     w.key("events_unavailable").begin_array();
     for (unsigned b = 0; b < kArchEventCount; ++b)
         if ((p.events_unavailable >> b) & 1) w.str(arch_event_key(b));
@@ -465,42 +488,34 @@ void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
     for (unsigned b = 0; b < kArchEventCount; ++b)
         if ((p.events_available >> b) & 1) w.str(arch_event_key(b));
     w.end_array();
-    w.field_u("fixed_counters", p.fixed_counters);
-    w.field_u("fixed_width", p.fixed_width);
-    w.field_b("anythread_deprecated", p.anythread_deprecated);
-    w.field_hex("fixed_counter_mask", p.fixed_mask);
-    w.key("fixed_counters_effective");
-    json_index_array(w, p.fixed_effective);
+    w.field_u("fixed_counters", p.fixed_counters).field_u("fixed_width", p.fixed_width);
+    w.field_b("anythread_deprecated", p.anythread_deprecated).field_hex("fixed_counter_mask", p.fixed_mask);
+    json_index_array(w, "fixed_counters_effective", p.fixed_effective);
     w.field_b("fixed_count_quirk", p.fixed_count_quirk);
-    w.key("gp_counters_usable");
-    json_index_array(w, p.gp_counter_mask());
-    w.key("fixed_counters_usable");
-    json_index_array(w, p.fixed_counter_mask());
+    json_index_array(w, "gp_counters_usable", p.gp_counter_mask());
+    json_index_array(w, "fixed_counters_usable", p.fixed_counter_mask());
     w.field_b("leaf_23", p.leaf_23);
     if (p.leaf_23) {
-        w.field_hex("leaf23_subleaves", p.leaf23_subleaves);
-        w.field_b("umask2", p.umask2);
-        w.field_b("eq", p.eq_bit);
-        w.key("gp_bitmap");
-        json_index_array(w, p.gp_bitmap);
-        w.key("fixed_bitmap");
-        json_index_array(w, p.fixed_bitmap);
-        w.key("acr_gp_bitmap");
-        json_index_array(w, p.acr_gp_bitmap);
-        w.key("acr_fixed_bitmap");
-        json_index_array(w, p.acr_fixed_bitmap);
+        w.field_hex("leaf23_subleaves", p.leaf23_subleaves).field_b("umask2", p.umask2).field_b("eq", p.eq_bit);
+        json_index_array(w, "gp_bitmap", p.gp_bitmap);
+        json_index_array(w, "fixed_bitmap", p.fixed_bitmap);
+        json_index_array(w, "acr_gp_bitmap", p.acr_gp_bitmap);
+        json_index_array(w, "acr_fixed_bitmap", p.acr_fixed_bitmap);
         w.field_hex("arch_events_bitmap", p.arch_events_bitmap);
     }
+}
+
+// The AMD and NetBurst parts of "pmu".
+void json_vendor_pmu(JsonWriter& w, const CpuRecord& r) {
+    const CpuIdentity& id = r.dec.id;
+    const PmuCaps& p = r.dec.pmu;
     if (is_amd_family(id.vendor)) {
         w.key("amd").begin_object();
-        w.field_b("perfctr_ext_core", p.amd_perfctr_core);
-        w.field_b("perfmon_v2", p.amd_perfmon_v2);
+        w.field_b("perfctr_ext_core", p.amd_perfctr_core).field_b("perfmon_v2", p.amd_perfmon_v2);
         w.field_u("core_counters", p.amd_core_counters);
-        w.field_b("lbr_v2", p.amd_lbr_v2);
-        w.field_u("lbr_stack_size", p.amd_lbr_stack_size);
+        w.field_b("lbr_v2", p.amd_lbr_v2).field_u("lbr_stack_size", p.amd_lbr_stack_size);
         w.field_u("nb_counters", p.amd_nb_counters);
-        w.field_b("irperf", p.amd_irperf);
-        w.field_b("aperf_mperf", p.amd_efffreq);
+        w.field_b("irperf", p.amd_irperf).field_b("aperf_mperf", p.amd_efffreq);
         w.end_object();
     }
     if (p.netburst) {
@@ -516,13 +531,34 @@ void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) {
         else w.null();
         w.end_object();
     }
+}
+
+}  // namespace
+
+Value census_record(const CpuRecord& r, const TscFreq* tsc) {
+    const PmuCaps& p = r.dec.pmu;
+    Value rec;
+    JsonWriter w(rec);
+    w.begin_object();
+    w.field("type", "cpu");
+    json_location(w, r);
+    w.field_b("collected", r.collected);
+    if (!r.collected) {
+        w.field("error", r.error);
+        w.end_object();
+        return rec;
+    }
+    json_identity(w, r);
+    w.key("pmu").begin_object();
+    json_arch_pmu(w, r);
+    json_vendor_pmu(w, r);
     if (p.perf_caps_read) w.field_hex("perf_capabilities", p.perf_caps);
     else w.key("perf_capabilities").null();
     w.field_b("perf_capabilities_fault", r.perf_caps_fault);
     w.end_object();
     if (tsc) tsc_freq_fields(w, *tsc);
     w.end_object();
-    out.put('\n');
+    return rec;
 }
 
 }  // namespace pmulab

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "x86/probe.h"
+#include "base/value.h"
 
 namespace pmulab {
 
@@ -55,5 +56,7 @@ struct TscFreq;  // census/tsc_freq.h
 // One JSON object per CPU, newline-terminated (JSON Lines); with tsc (live `info`) also
 // "tsc_hz", "tsc_source", "tsc_detail".
 void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc = nullptr);
+// The same record as a value (what census_json prints).
+Value census_record(const CpuRecord& r, const TscFreq* tsc = nullptr);
 
 }  // namespace pmulab

@@ -32,7 +32,7 @@ const char* needs_name(KernelNeeds n) {
 
 }  // namespace
 
-void kernel_json(const KernelInfo& k, StrBuf* line) {
+void kernel_json(const KernelInfo& k, Value* line) {
     JsonWriter w(*line);
     w.begin_object().field("type", "kernel").field("name", k.name);
     w.field_u("instructions_per_iteration", k.instructions);
@@ -44,7 +44,6 @@ void kernel_json(const KernelInfo& k, StrBuf* line) {
     if (const char* n = needs_name(k.needs)) w.field("needs", n);
     w.field("body", k.body).field("description", k.description);
     w.end_object();
-    line->put('\n');
 }
 
 Status cmd_bench(Out& out, Args& args) {
@@ -56,7 +55,7 @@ Status cmd_bench(Out& out, Args& args) {
     StrBuf t;
     t.printf("%-14s %5s  %-6s  %s\n", "kernel", "insns", "buffer", "body / what it measures");
     for (const KernelInfo& k : kKernels) {
-        StrBuf line;
+        Value line;
         kernel_json(k, &line);
         out.record(line);
         t.printf("%-14s %5u  %-6s  %s\n", k.name, k.instructions,

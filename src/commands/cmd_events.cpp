@@ -71,7 +71,7 @@ Status collect(Hw& hw, const CpuSelection& sel, Vec<CpuPmu>* out) {
 // \pmulab\events\skylake_core.evt, 39 events):" and one "NAME  TOKEN" line each), or a
 // line saying that no file is for it. JSON: one {"type":"event_file",...} record per
 // class with the CPUs, the file (null when none) and its events as {name, code}.
-void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text, Vec<StrBuf>* records) {
+void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, StrBuf* text, Vec<Value>* records) {
     Vec<Vec<u32>> cls = classes(all);
     for (const Vec<u32>& k : cls) {
         const CpuPmu& c0 = all[k[0]];
@@ -88,7 +88,7 @@ void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all,
         StrBuf model;
         put_table_cpu(model, id.id);
         const EventTable* table = t.value();
-        StrBuf line;
+        Value line;
         JsonWriter w(line);
         w.begin_object().field("type", "event_file").key("cpus").begin_array();
         for (u32 c : cpus) w.num(c);
@@ -99,7 +99,6 @@ void model_events(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all,
         for (usize i = 0; table && i < table->events.size(); ++i)
             w.begin_object().field("name", table->events[i].name).field("code", table->token(i)).end_object();
         w.end_array().end_object();
-        line.put('\n');
         records->push(move(line));
         if (!table) {
             text->printf("%s (%s): no event file in %s is for this CPU; model-specific names need one "
@@ -144,14 +143,13 @@ void check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const 
         }
         for (u32 idx : k) {
             const CpuPmu& c = all[idx];
-            StrBuf line;
+            Value line;
             JsonWriter w(line);
             w.begin_object().field("type", "allocation").field_u("cpu", c.cpu).field_u("apic_id", c.apic_id);
             w.field("pmu", pmu_kind_name(c.info.kind));
             w.field("counter_method", counter_method_name(c.info.method));
             write_allocation_json(w, events.data(), events.size(), a);
             w.end_object();
-            line.put('\n');
             out.record(line);
         }
         StrBuf b;
@@ -206,10 +204,10 @@ Status cmd_events(Out& out, Args& args) {
         return ok_status();
     }
     StrBuf model_text;
-    Vec<StrBuf> model_records;
+    Vec<Value> model_records;
     if (out.platform().files()) model_events(out, hw, tables, all, &model_text, &model_records);
     list(out, all, model_text);
-    for (const StrBuf& r : model_records) out.record(r);
+    for (const Value& r : model_records) out.record(r);
     return ok_status();
 }
 

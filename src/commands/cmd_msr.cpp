@@ -188,13 +188,12 @@ Status cmd_msr(Out& out, Args& args) {
             continue;
         }
         {
-            StrBuf b;
+            Value b;
             JsonWriter w(b);
             w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
             w.field_hex("msr", addr).field_hex("value", r.value());
             if (read_back && back.ok()) w.field_hex("read_back", back.value());
             w.end_object();
-            b.put('\n');
             out.record(b);
             out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
                      (unsigned long long)addr, write ? "<-" : "=", (unsigned long long)r.value());

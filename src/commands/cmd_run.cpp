@@ -399,7 +399,7 @@ public:
     RunSink(Out& out, const RunOptions& o, MetricCollector* m = nullptr) : out_(out), o_(o), metrics_(m) {}
     void result(const MeasureConfig&, const MeasureResult& r) override {
         if (metrics_) metrics_->add(o_, r);
-        StrBuf line;
+        Value line;
         result_json(o_, r, &line);
         out_.record(line);
         StrBuf row;
@@ -413,14 +413,13 @@ public:
         if (!o_.progress && !(big && !out_.json())) return;
         if (out_.json()) {
             // Progress is console chatter, not a result: straight to the console.
-            StrBuf line;
+            Value line;
             JsonWriter w(line);
             w.begin_object().field("type", "progress").field_u("done", done).field_u("total", total);
             w.field("bench", bench_name(b));
             if (b.kernel && b.kernel->buffer != KernelBuffer::none) w.field_u("size", b.size);
             w.field_u("cpu", cpu).field_u("run", run).end_object();
-            line.put('\n');
-            out_.platform().write(line.view());
+            out_.platform().write_record(line);
         } else {
             StrBuf size;
             if (b.kernel && b.kernel->buffer != KernelBuffer::none) {

@@ -58,9 +58,7 @@ Status cmd_info(Out& out, Args& args) {
     // The TSC frequency (once per boot): ticks to nanoseconds (docs/measure.md).
     const TscFreq& tsc = out.platform().tsc_frequency();
     for (const CpuRecord& r : cpus) {
-        StrBuf line;
-        census_json(r, line, &tsc);
-        out.record(line);
+        out.record(census_record(r, &tsc));
     }
     StrBuf b;
     census_table(cpus, b);
@@ -79,11 +77,10 @@ Status cmd_info(Out& out, Args& args) {
 Status cmd_version(Out& out, Args& args) {
     if (!args.done()) return Error::make(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
     if (out.json()) {
-        StrBuf b;
-        JsonWriter w(b);
+        Value rec;
+        JsonWriter w(rec);
         w.begin_object().field("type", "version").field("version", PMULAB_VERSION).end_object();
-        b.put('\n');
-        out.record(b);
+        out.record(rec);
     } else {
         out.text("pmulab %s\n", PMULAB_VERSION);
     }
@@ -220,9 +217,7 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
             cmdline.put(StrView(argv[i]));
         }
         if (sink->begin(c->name, out)) {
-            StrBuf meta;
-            build_meta_record(p, cmdline.c_str(), &meta);
-            sink->record(meta.view());
+            sink->record(build_meta_record(p, cmdline.c_str()));
             out.set_sink(sink);
         }
     }

@@ -359,7 +359,7 @@ namespace {
 
 // One event's record (`lines` of CPU c).
 void write_event_record(Out& out, const CpuPmu& c, const EventLine& l) {
-    StrBuf el;
+    Value el;
     JsonWriter j(el);
     j.begin_object().field("type", "event").field_u("cpu", c.cpu).field_u("apic_id", c.apic_id);
     j.field("name", l.name).field("alias", l.alias).field("code", l.code).field("kind", l.kind);
@@ -378,7 +378,6 @@ void write_event_record(Out& out, const CpuPmu& c, const EventLine& l) {
     if (c.info.kind == PmuKind::amd || c.info.kind == PmuKind::netburst) j.field("description", l.description);
     if (l.nb_event >= 0) write_netburst_json(j, netburst::kEvents[l.nb_event], c.info);
     j.end_object();
-    el.put('\n');
     out.record(el);
 }
 
@@ -389,12 +388,11 @@ void write_cpu_records(Out& out, const CpuPmu& c, Vec<EventLine>* lines) {
         out.fail(Errc::fault);  // a CPU that cannot be reached is a failure, whatever the cause
         return;
     }
-    StrBuf line;
+    Value line;
     JsonWriter w(line);
     w.begin_object().field("type", "pmu");
     write_pmu_json(w, c);
     w.end_object();
-    line.put('\n');
     out.record(line);
     list_events(c.info, lines);
     for (const EventLine& l : *lines) write_event_record(out, c, l);

@@ -109,7 +109,7 @@ Vec<u8>& user_block(UserCode& u, unsigned i);
 Status parse_run_options(Args& args, RunOptions* out);
 
 // One result as a JSON line ({"type":"result",...}, newline-terminated).
-void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line);
+void result_json(const RunOptions& o, const MeasureResult& r, Value* rec);
 // The human table: result_table_fit for every set of groups that will be measured (the
 // columns widen to the longest benchmark, event and counter names), the header once,
 // then one row per result. Columns: the per-iteration value (the chosen aggregate), the
@@ -120,6 +120,6 @@ void result_table_header(const RunOptions& o, StrBuf* out);
 void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* out);
 
 // One kernel of the catalogue as a JSON line ({"type":"kernel",...}).
-void kernel_json(const KernelInfo& k, StrBuf* line);
+void kernel_json(const KernelInfo& k, Value* rec);
 
 }  // namespace pmulab

@@ -199,6 +199,106 @@ struct ItemInputs final : MetricInputs {
     }
 };
 
+// Why a metric is undefined where the generic "not measured" would mislead: a formula
+// over an unknown TSC frequency, or one whose every definition reads other CPUs' events.
+void explain_undefined(Vec<MetricValue>& vals, const ItemInputs& in, const TscFreq& tsc) {
+    for (MetricValue& mv : vals) {
+        // A formula over the TSC frequency where it is unknown: say why, not "not measured".
+        if (mv.ok || mv.no_variant || !mv.def || tsc.hz) continue;
+        Vec<StrView> names;
+        (void)formula_inputs(StrView(mv.def->formula), &names);
+        bool reads_tsc = false;
+        for (StrView n : names) reads_tsc |= n.eq_nocase(StrView(kTscFrequencyInput));
+        if (reads_tsc)
+            format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
+                      tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
+    }
+    for (MetricValue& mv : vals) {
+        // Every definition reads another vendor's events (metric_event_specs measured
+        // none of them): say so rather than "not measured".
+        if (mv.ok || mv.no_variant || !mv.def || mv.def->method != TopdownMethod::none) continue;
+        Vec<StrView> names;
+        (void)formula_inputs(StrView(mv.def->formula), &names);
+        for (StrView n : names) {
+            Frac unused;
+            if (n.eq_nocase(StrView(kTscFrequencyInput)) || in.get(n, &unused) || !known_to_a_vendor(n)) continue;
+            format_to(mv.why, sizeof mv.why, "no definition over this CPU's events ('%.*s' is an event of other CPUs)",
+                      int(n.len), n.ptr);
+            break;
+        }
+    }
+}
+
+// The metric record of one (bench, CPU).
+Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o) {
+    const BenchInstance& b = *it.bench;
+    const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
+    const MetricDef& d = *mv.def;
+    Value line;
+    JsonWriter w(line);
+    w.begin_object().field("type", "metric");
+    w.field_u("cpu", it.cpu).field_u("apic_id", it.apic_id).field("bench", bench_name(b));
+    if (sized) w.field_u("size", b.size);
+    w.field("metric", d.name);
+    if (d.groups[0]) w.field("groups", d.groups);
+    if (d.level) w.field_u("level", d.level);
+    if (d.parent[0]) w.field("parent", d.parent);
+    if (d.unit[0]) w.field("unit", d.unit);
+    if (d.method != TopdownMethod::none) w.field("method", topdown_method_name(d.method));
+    w.field("formula", d.formula);
+    w.field("agg", agg_name(o.cfg.agg));
+    Frac f = frac_reduce(mv.value);
+    if (mv.ok) {
+        w.key("value").fixed(f.num, f.den, o.decimals < 4 ? 4 : o.decimals);
+        w.key("fraction").begin_array().inum(f.num).num(f.den).end_array();
+    } else {
+        w.key("value").null();
+        w.field("undefined", mv.why);
+    }
+    // Every input the formula reads, with its per-iteration value.
+    Vec<StrView> names;
+    (void)formula_inputs(StrView(d.formula), &names);
+    w.key("inputs").begin_object();
+    for (StrView n : names) {
+        Frac v;
+        StrBuf k;
+        k.put(n);
+        w.key(k.c_str());
+        if (in.get(n, &v)) {
+            Frac r = frac_reduce(v);
+            w.fixed(r.num, r.den, o.decimals);
+        } else {
+            w.null();
+        }
+    }
+    w.end_object();
+    w.field_b("valid", mv.ok && !mv.violation[0]);
+    if (mv.violation[0]) w.field("violation", mv.violation);
+    w.end_object();
+    return line;
+}
+
+// The metric's row of the text table (and its header before the first row).
+void metric_table_row(Out& out, StrBuf& table, bool* header, const MetricCollector::Item& it, const MetricValue& mv,
+                      const RunOptions& o) {
+    const BenchInstance& b = *it.bench;
+    const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
+    const MetricDef& d = *mv.def;
+    if (!*header) {
+        table.printf("%-14s %6s %4s %-24s %10s  %s\n", "bench", "size", "cpu", "metric", "value", "formula");
+        *header = true;
+    }
+    StrBuf size, val;
+    if (sized) put_size_suffix(size, b.size);
+    else size.put('-');
+    if (mv.ok) put_frac(val, mv.value, o.decimals < 4 ? 4 : o.decimals);
+    else val.put(StrView("-"));
+    table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), it.cpu, d.name, val.c_str(),
+                 d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
+    if (mv.violation[0])
+        out.warn("CPU %u %s: metric %s: %s (flagged in the record)", it.cpu, bench_name(b), d.name, mv.violation);
+}
+
 }  // namespace
 
 void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) {
@@ -222,94 +322,11 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         in.tsc_hz = tsc.hz;
         Vec<MetricValue> vals;
         evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
-        for (MetricValue& mv : vals) {
-            // A formula over the TSC frequency where it is unknown: say why, not "not measured".
-            if (mv.ok || mv.no_variant || !mv.def || tsc.hz) continue;
-            Vec<StrView> names;
-            (void)formula_inputs(StrView(mv.def->formula), &names);
-            bool reads_tsc = false;
-            for (StrView n : names) reads_tsc |= n.eq_nocase(StrView(kTscFrequencyInput));
-            if (reads_tsc)
-                format_to(mv.why, sizeof mv.why, "the TSC frequency is unknown (%s)",
-                          tsc.detail[0] ? tsc.detail : "no CPUID.15H/16H and no timer");
-        }
-        for (MetricValue& mv : vals) {
-            // Every definition reads another vendor's events (metric_event_specs measured
-            // none of them): say so rather than "not measured".
-            if (mv.ok || mv.no_variant || !mv.def || mv.def->method != TopdownMethod::none) continue;
-            Vec<StrView> names;
-            (void)formula_inputs(StrView(mv.def->formula), &names);
-            for (StrView n : names) {
-                Frac unused;
-                if (n.eq_nocase(StrView(kTscFrequencyInput)) || in.get(n, &unused) || !known_to_a_vendor(n)) continue;
-                format_to(mv.why, sizeof mv.why,
-                          "no definition over this CPU's events ('%.*s' is an event of other CPUs)", int(n.len), n.ptr);
-                break;
-            }
-        }
-        const BenchInstance& b = *items[i].bench;
-        const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
+        explain_undefined(vals, in, tsc);
         for (const MetricValue& mv : vals) {
             if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
-            const MetricDef& d = *mv.def;
-            StrBuf line;
-            JsonWriter w(line);
-            w.begin_object().field("type", "metric");
-            w.field_u("cpu", items[i].cpu).field_u("apic_id", items[i].apic_id).field("bench", bench_name(b));
-            if (sized) w.field_u("size", b.size);
-            w.field("metric", d.name);
-            if (d.groups[0]) w.field("groups", d.groups);
-            if (d.level) w.field_u("level", d.level);
-            if (d.parent[0]) w.field("parent", d.parent);
-            if (d.unit[0]) w.field("unit", d.unit);
-            if (d.method != TopdownMethod::none) w.field("method", topdown_method_name(d.method));
-            w.field("formula", d.formula);
-            w.field("agg", agg_name(o.cfg.agg));
-            Frac f = frac_reduce(mv.value);
-            if (mv.ok) {
-                w.key("value").fixed(f.num, f.den, o.decimals < 4 ? 4 : o.decimals);
-                w.key("fraction").begin_array().inum(f.num).num(f.den).end_array();
-            } else {
-                w.key("value").null();
-                w.field("undefined", mv.why);
-            }
-            // Every input the formula reads, with its per-iteration value.
-            Vec<StrView> names;
-            (void)formula_inputs(StrView(d.formula), &names);
-            w.key("inputs").begin_object();
-            for (StrView n : names) {
-                Frac v;
-                StrBuf k;
-                k.put(n);
-                w.key(k.c_str());
-                if (in.get(n, &v)) {
-                    Frac r = frac_reduce(v);
-                    w.fixed(r.num, r.den, o.decimals);
-                } else {
-                    w.null();
-                }
-            }
-            w.end_object();
-            w.field_b("valid", mv.ok && !mv.violation[0]);
-            if (mv.violation[0]) w.field("violation", mv.violation);
-            w.end_object();
-            line.put('\n');
-            out.record(line);
-
-            if (!header) {
-                table.printf("%-14s %6s %4s %-24s %10s  %s\n", "bench", "size", "cpu", "metric", "value", "formula");
-                header = true;
-            }
-            StrBuf size, val;
-            if (sized) put_size_suffix(size, b.size);
-            else size.put('-');
-            if (mv.ok) put_frac(val, mv.value, o.decimals < 4 ? 4 : o.decimals);
-            else val.put(StrView("-"));
-            table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), items[i].cpu, d.name,
-                         val.c_str(), d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
-            if (mv.violation[0])
-                out.warn("CPU %u %s: metric %s: %s (flagged in the record)", items[i].cpu, bench_name(b), d.name,
-                         mv.violation);
+            out.record(metric_record(items[i], mv, in, o));
+            metric_table_row(out, table, &header, items[i], mv, o);
         }
     }
     if (table.size()) out.text_buf(table);

@@ -141,7 +141,7 @@ static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRec
     else w.key("smi_moved").null();
 }
 
-void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
+void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     const KernelInfo* k = r.bench->kernel;
     const UserCode* u = r.bench->user;
     const MeasureConfig& c = o.cfg;
@@ -199,7 +199,6 @@ void result_json(const RunOptions& o, const MeasureResult& r, StrBuf* line) {
         }
     }
     w.end_object();
-    line->put('\n');
 }
 
 void result_table_fit(RunOptions& o, const Vec<ReadGroup>& groups) {

@@ -23,12 +23,11 @@ public:
         if (v == Verdict::fail) ++failed_;
         if (v == Verdict::skip) ++skipped_;
         if (v == Verdict::unverified) ++unverified_;
-        StrBuf line;
+        Value line;
         JsonWriter w(line);
         w.begin_object().field("type", "check").field("name", name);
         if (cpu >= 0) w.field_u("cpu", u64(cpu));
         w.field("status", tag).field("detail", detail).end_object();
-        line.put('\n');
         out_.record(line);
         StrBuf t;
         t.printf("%s: %s", tag, name);
@@ -47,7 +46,7 @@ public:
     }
     // The summary; FAIL verdicts make the command fail (exit status 1).
     void finish() {
-        StrBuf line;
+        Value line;
         JsonWriter w(line);
         w.begin_object()
             .field("type", "summary")
@@ -56,7 +55,6 @@ public:
         w.field_u("failed", failed_).field_u("skipped", skipped_);
         if (unverified_) w.field_u("not_verified", unverified_);
         w.end_object();
-        line.put('\n');
         out_.record(line);
         out_.text("SUMMARY: %u tests, %u failures, %u skipped", total_, failed_, skipped_);
         if (unverified_) out_.text(", %u not verified", unverified_);

@@ -59,7 +59,7 @@ EFI_FILE_HANDLE EfiRecordSink::open_results_dir(Status* err) {
 
 bool EfiRecordSink::begin(const char* what, Out& out) {
     out_ = &out;
-    lines_.clear();
+    csv_summary_.clear();
     path_[0] = 0;
     failed_ = false;
     Status err;
@@ -135,9 +135,11 @@ void EfiRecordSink::write_all(EFI_FILE_HANDLE f, StrView data, const char* what)
     }
 }
 
-void EfiRecordSink::record(StrView line) {
-    lines_.emplace().put(line);
-    write_all(jsonl_, line, path_);
+void EfiRecordSink::record(const Value& rec) {
+    csv_summary_.add(rec);
+    StrBuf line;
+    json_write_line(line, rec);
+    write_all(jsonl_, line.view(), path_);
     // Flushed record by record (the meta record first): a machine switched off in the
     // middle of a command loses at most the record being written (`make bench` shows
     // the cost). Batching every 64 records lost a whole command's results.
@@ -161,7 +163,7 @@ void EfiRecordSink::end() {
     }
     if (csv_) {
         StrBuf csv;
-        Status s = records_to_csv(lines_, &csv);
+        Status s = csv_summary_.write(&csv);
         if (!s.ok()) {
             char msg[300];
             format_to(msg, sizeof msg, "CSV summary not written: %s", s.error().msg);
@@ -173,7 +175,7 @@ void EfiRecordSink::end() {
         csv_->Close(csv_);
         csv_ = nullptr;
     }
-    lines_.clear();
+    csv_summary_.clear();
     out_ = nullptr;
 }
 

@@ -9,7 +9,7 @@ namespace pmulab::efi {
 class EfiRecordSink final : public RecordSink {
 public:
     bool begin(const char* what, Out& out) override;
-    void record(StrView json_line) override;
+    void record(const Value& rec) override;
     void end() override;
     const char* last_path() const override { return path_; }
 
@@ -22,7 +22,7 @@ private:
     EFI_FILE_HANDLE jsonl_ = nullptr;
     EFI_FILE_HANDLE csv_ = nullptr;
     bool failed_ = false;
-    Vec<StrBuf> lines_;
+    CsvSummary csv_summary_;
     char path_[160] = {};
 };
 

@@ -197,11 +197,9 @@ int main(int argc, char** argv) {
 
     // Marked simulated: a banner in text mode, the meta record first in JSON mode.
     if (args.json) {
-        StrBuf meta;
         std::string line;
         for (const std::string& w : args.cmd) line += (line.empty() ? "" : " ") + w;
-        build_meta_record(p, line.c_str(), &meta);
-        p.write(meta.view());
+        p.write_record(build_meta_record(p, line.c_str()));
     } else {
         std::printf("pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
                     what.c_str());

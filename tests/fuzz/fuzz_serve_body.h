@@ -8,6 +8,7 @@
 #include <string>
 
 #include "app/serve_request.h"
+#include "base/json.h"
 
 namespace fuzz_serve {
 
@@ -40,11 +41,15 @@ inline std::string check_input(const uint8_t* data, size_t size) {
     }
     // Whatever a command prints becomes exactly one tagged line.
     StrBuf tagged;
-    serve_tag_record(line, StrView(req.id), &tagged);
+    serve_tag_text(line, StrView(req.id), &tagged);
     StrView t = tagged.view();
     if (t.len < 2 || t[t.len - 1] != '\n') return "tagged record does not end in a newline";
     if (line.find('\n') >= line.len && t.find('\n') != t.len - 1) return "tagged record spans lines";
     if (!t.starts_with("{\"id\":")) return "tagged record does not start with the id";
+    // ... and reads back (the one JSON reader) as an object with the id first.
+    Value back;
+    if (!json_read(t.sub(0, t.len - 1), &back, nullptr)) return "tagged record is not JSON";
+    if (!back.is_object() || back.size() < 1 || !back.key(0).eq("id")) return "tagged record has no id first";
     return "";
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/json.h"
 #include "census/cpuid_dump.h"
 
 namespace pmutest {
@@ -57,134 +58,32 @@ const Json& null_json() {
     return j;
 }
 
-struct Parser {
-    explicit Parser(const std::string& text) : t(text) {}
-    const std::string& t;
-    size_t i = 0;
-    std::string err;
-
-    void ws() {
-        while (i < t.size() && (t[i] == ' ' || t[i] == '\n' || t[i] == '\r' || t[i] == '\t')) ++i;
+// The record as the tests see it, from pmulab's one JSON reader (base/json.h).
+Json from_value(const pmulab::Value& v) {
+    using K = pmulab::Value::Kind;
+    Json j;
+    switch (v.kind()) {
+        case K::null: break;
+        case K::boolean:
+            j.type = Json::Type::boolean;
+            j.b = v.as_bool();
+            break;
+        case K::string: j.type = Json::Type::string; break;
+        case K::array: j.type = Json::Type::array; break;
+        case K::object: j.type = Json::Type::object; break;
+        default: j.type = Json::Type::number; break;
     }
-    bool fail(const char* what) {
-        if (err.empty()) err = std::string(what) + " at offset " + std::to_string(i);
-        return false;
+    if (v.is_string() || v.is_number()) j.text.assign(v.text().ptr, v.text().len);
+    for (pmulab::usize i = 0; i < v.size(); ++i) {
+        if (v.is_array()) {
+            j.items.push_back(from_value(v[i]));
+        } else {
+            j.names.emplace_back(v.key(i).ptr, v.key(i).len);
+            j.values.push_back(from_value(v[i]));
+        }
     }
-    bool lit(const char* w) {
-        size_t n = std::char_traits<char>::length(w);
-        if (t.compare(i, n, w) != 0) return fail("bad literal");
-        i += n;
-        return true;
-    }
-    bool str(std::string* out) {
-        if (i >= t.size() || t[i] != '"') return fail("expected string");
-        ++i;
-        while (i < t.size() && t[i] != '"') {
-            char c = t[i++];
-            if (c != '\\') {
-                out->push_back(c);
-                continue;
-            }
-            if (i >= t.size()) return fail("bad escape");
-            char e = t[i++];
-            switch (e) {
-                case '"': out->push_back('"'); break;
-                case '\\': out->push_back('\\'); break;
-                case '/': out->push_back('/'); break;
-                case 'n': out->push_back('\n'); break;
-                case 'r': out->push_back('\r'); break;
-                case 't': out->push_back('\t'); break;
-                case 'b': out->push_back('\b'); break;
-                case 'f': out->push_back('\f'); break;
-                case 'u': {
-                    if (i + 4 > t.size()) return fail("bad \\u escape");
-                    unsigned v = unsigned(std::strtoul(t.substr(i, 4).c_str(), nullptr, 16));
-                    i += 4;
-                    if (v < 0x80) out->push_back(char(v));
-                    else out->push_back('?');  // pmulab only escapes ASCII controls and bytes >= 0x7f
-                    break;
-                }
-                default: return fail("bad escape");
-            }
-        }
-        if (i >= t.size()) return fail("unterminated string");
-        ++i;
-        return true;
-    }
-    bool value(Json* v) {
-        ws();
-        if (i >= t.size()) return fail("unexpected end");
-        char c = t[i];
-        if (c == '{') {
-            v->type = Json::Type::object;
-            ++i;
-            ws();
-            if (i < t.size() && t[i] == '}') return ++i, true;
-            for (;;) {
-                ws();
-                std::string k;
-                if (!str(&k)) return false;
-                ws();
-                if (i >= t.size() || t[i] != ':') return fail("expected ':'");
-                ++i;
-                Json f;
-                if (!value(&f)) return false;
-                v->names.push_back(k);
-                v->values.push_back(std::move(f));
-                ws();
-                if (i < t.size() && t[i] == ',') {
-                    ++i;
-                    continue;
-                }
-                if (i < t.size() && t[i] == '}') return ++i, true;
-                return fail("expected ',' or '}'");
-            }
-        }
-        if (c == '[') {
-            v->type = Json::Type::array;
-            ++i;
-            ws();
-            if (i < t.size() && t[i] == ']') return ++i, true;
-            for (;;) {
-                Json e;
-                if (!value(&e)) return false;
-                v->items.push_back(std::move(e));
-                ws();
-                if (i < t.size() && t[i] == ',') {
-                    ++i;
-                    continue;
-                }
-                if (i < t.size() && t[i] == ']') return ++i, true;
-                return fail("expected ',' or ']'");
-            }
-        }
-        if (c == '"') {
-            v->type = Json::Type::string;
-            return str(&v->text);
-        }
-        if (c == 't') {
-            v->type = Json::Type::boolean;
-            v->b = true;
-            return lit("true");
-        }
-        if (c == 'f') {
-            v->type = Json::Type::boolean;
-            return lit("false");
-        }
-        if (c == 'n') return lit("null");
-        if (c == '-' || (c >= '0' && c <= '9')) {
-            v->type = Json::Type::number;
-            size_t s = i;
-            ++i;
-            while (i < t.size() && (isdigit((unsigned char)t[i]) || t[i] == '.' || t[i] == 'e' || t[i] == 'E' ||
-                                    t[i] == '+' || t[i] == '-'))
-                ++i;
-            v->text = t.substr(s, i - s);
-            return true;
-        }
-        return fail("unexpected character");
-    }
-};
+    return j;
+}
 
 }  // namespace
 
@@ -230,17 +129,13 @@ std::vector<std::string> Json::s_list() const {
 std::vector<std::string> Json::keys() const { return names; }
 
 Json parse_json(const std::string& text) {
-    Parser p(text);
-    Json v;
-    if (p.value(&v)) {
-        p.ws();
-        if (p.i != text.size()) p.fail("trailing characters");
-    }
-    if (!p.err.empty()) {
-        ADD_FAILURE() << "bad JSON (" << p.err << "): " << text;
+    pmulab::Value v;
+    pmulab::JsonError e;
+    if (!pmulab::json_read(pmulab::StrView(text.data(), text.size()), &v, &e)) {
+        ADD_FAILURE() << "bad JSON (" << e.what << " at offset " << e.offset << "): " << text;
         return Json();
     }
-    return v;
+    return from_value(v);
 }
 
 std::vector<Json> parse_json_lines(const std::string& text) {

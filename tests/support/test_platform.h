@@ -1,6 +1,6 @@
 // Command-level tests: a pmulab::Platform over any Hw (normally a sim::SimMachine)
-// that captures the console, a one-call runner for app_run, and a small JSON
-// reader to assert on the records pmulab prints.
+// that captures the console, a one-call runner for app_run, and a view of the
+// records pmulab prints (read with pmulab's own JSON reader, base/json.h).
 #pragma once
 
 #include <initializer_list>
@@ -52,7 +52,7 @@ RunResult run(TestPlatform& p, std::initializer_list<const char*> args);
 RunResult run(TestPlatform& p, const std::vector<std::string>& args);
 RunResult run(pmulab::Hw& hw, std::initializer_list<const char*> args);
 
-// ---- a minimal JSON reader (numbers kept as text so 64-bit values stay exact) ----
+// ---- a record as the tests see it (numbers kept as text so 64-bit values stay exact) ----
 struct Json {
     enum class Type { null, boolean, number, string, array, object };
     Type type = Type::null;

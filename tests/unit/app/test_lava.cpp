@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/lava.h"
+#include "base/json.h"
 #include "support/measure_test_util.h"
 
 using namespace pmulab;
@@ -12,7 +13,9 @@ namespace {
 
 std::string line_for(const char* json) {
     StrBuf b;
-    if (!lava_line_for_record(StrView(json), &b)) return "(none)";
+    Value rec;
+    if (!json_parse(StrView(json), &rec).ok()) return "(unreadable)";
+    if (!lava_line_for_record(rec, &b)) return "(none)";
     return b.c_str();
 }
 
@@ -45,7 +48,7 @@ TEST(Lava, ResultAndCheckLines) {
     EXPECT_EQ(line_for("{\"type\":\"check\",\"name\":\"a\",\"status\":\"NOT VERIFIED\",\"detail\":\"\"}"),
               "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=selftest/a RESULT=unknown>\n");
     EXPECT_EQ(line_for("{\"type\":\"cpu\",\"index\":0}"), "(none)");
-    EXPECT_EQ(line_for("{\"type\":\"result\""), "(none)");
+    EXPECT_EQ(line_for("{\"type\":\"result\""), "(unreadable)");
 }
 
 TEST(Lava, RunCommandAddsLinesAroundTheNormalOutput) {

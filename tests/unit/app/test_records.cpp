@@ -5,14 +5,22 @@
 #include "app/out.h"
 #include "app/config.h"
 #include "app/records.h"
+#include "base/json.h"
 
 using namespace pmulab;
 
 static std::string S(const StrBuf& b) { return std::string(b.c_str(), b.size()); }
 
+static Value J(const char* text) {
+    Value v;
+    Status s = json_parse(StrView(text), &v);
+    EXPECT_TRUE(s.ok()) << s.error().msg;
+    return v;
+}
+
 TEST(Records, FlattenNestedObjectsAndArrays) {
     Vec<FlatField> f;
-    ASSERT_TRUE(json_flatten(R"({"type":"cpu","n":3,"pmu":{"gp":[0,1,2],"x":null,"s":"a\"b"},"e":[]})", &f).ok());
+    ASSERT_TRUE(record_flatten(J(R"({"type":"cpu","n":3,"pmu":{"gp":[0,1,2],"x":null,"s":"a\"b"},"e":[]})"), &f).ok());
     ASSERT_EQ(f.size(), 6u);
     EXPECT_EQ(S(f[0].key), "type");
     EXPECT_EQ(S(f[0].value), "cpu");
@@ -25,25 +33,29 @@ TEST(Records, FlattenNestedObjectsAndArrays) {
     EXPECT_EQ(S(f[5].value), "");
 }
 
-TEST(Records, FlattenRejectsMalformed) {
+TEST(Records, FlattenRejectsWhatACsvCannotHold) {
     Vec<FlatField> f;
-    Status s = json_flatten("{\"a\":1,", &f);
+    EXPECT_FALSE(record_flatten(J("[1]"), &f).ok());
+    Status s = record_flatten(J(R"({"type":"x","a":{"b":[1,{"c":2}]}})"), &f);
     ASSERT_FALSE(s.ok());
-    EXPECT_STREQ(s.error().msg, "JSON record: expected a string at offset 7");
-    EXPECT_FALSE(json_flatten("[1]", &f).ok());
-    EXPECT_FALSE(json_flatten("{\"a\":tru}", &f).ok());
-    EXPECT_FALSE(json_flatten("{\"a\":1} x", &f).ok());
-    EXPECT_FALSE(json_flatten("{\"a\":\"unterminated}", &f).ok());
+    EXPECT_STREQ(s.error().msg, "record field \"a.b\": arrays of objects are not flattened");
+    // The summary reports the first such record and writes nothing.
+    CsvSummary sum;
+    sum.add(J(R"({"type":"x","a":1})"));
+    sum.add(J(R"({"type":"x","a":[[1]]})"));
+    StrBuf csv;
+    EXPECT_FALSE(sum.write(&csv).ok());
+    EXPECT_EQ(csv.size(), 0u);
 }
 
 TEST(Records, CsvTakesTheFirstRecordTypeAndQuotes) {
-    Vec<StrBuf> lines;
-    lines.emplace().put(R"({"type":"meta","pmulab_version":"x"})");
-    lines.emplace().put(R"({"type":"result","bench":"nop","v":1})");
-    lines.emplace().put(R"({"type":"warning","message":"m"})");
-    lines.emplace().put(R"({"type":"result","bench":"a,b","v":2,"extra":"say \"hi\""})");
+    CsvSummary sum;
+    sum.add(J(R"({"type":"meta","pmulab_version":"x"})"));
+    sum.add(J(R"({"type":"result","bench":"nop","v":1})"));
+    sum.add(J(R"({"type":"warning","message":"m"})"));
+    sum.add(J(R"({"type":"result","bench":"a,b","v":2,"extra":"say \"hi\""})"));
     StrBuf csv;
-    ASSERT_TRUE(records_to_csv(lines, &csv).ok());
+    ASSERT_TRUE(sum.write(&csv).ok());
     EXPECT_EQ(S(csv), "type,bench,v,extra\r\n"
                       "result,nop,1,\r\n"
                       "result,\"a,b\",2,\"say \"\"hi\"\"\"\r\n");

@@ -32,8 +32,12 @@ std::string err(const std::string& line) {
 }
 
 std::string tag(const std::string& line, const char* id) {
+    // A record the command built (read back from its JSON text here), or a line of text.
     StrBuf b;
-    serve_tag_record(StrView(line.data(), line.size()), StrView(id), &b);
+    Value rec;
+    StrView l(line.data(), line.size());
+    if (json_read(l.trim(), &rec, nullptr) && rec.is_object()) serve_tag_record(rec, StrView(id), &b);
+    else serve_tag_text(l, StrView(id), &b);
     return std::string(b.view().ptr, b.view().len);
 }
 

@@ -43,8 +43,8 @@ template <typename T, CpuSelection T::*M = &T::sel> Status apply_cpu_option(void
 
 // A campaign (pmulab.cfg) checked completely before any of it runs (campaign.cpp):
 // every line splits into words, names a command, uses only options it declares, with
-// values of the declared kind and range, and its --events lists parse in some dialect (names are resolved later, per CPU).
-// Used by the EFI entry point and by the host tool pmulab-check (`make image`).
+// values of the declared kind and range, and its --events lists parse in some dialect (names are resolved later, per
+// CPU). Used by the EFI entry point and by the host tool pmulab-check (`make image`).
 struct CampaignProblem {
     u32 line = 0;                   // 0: the file as a whole
     char msg[Error::kMsgMax] = {};  // "NAME:LINE: reason", ready to print

@@ -32,9 +32,9 @@ struct RunOptions {
     // its own --name), and the init blocks every code shares. Hex is parsed by
     // parse_run_options, files are read by the command (boot volume, load_user_code).
     Vec<UserCode> codes;
-    Vec<const char*> body_files;    // of each code: its --code-file, or null (hex)
-    Vec<const char*> code_names;    // --name of each group (null: not given)
-    UserCode shared;                // init, late_init, one_time_init of --init HEX ...
+    Vec<const char*> body_files;  // of each code: its --code-file, or null (hex)
+    Vec<const char*> code_names;  // --name of each group (null: not given)
+    UserCode shared;              // init, late_init, one_time_init of --init HEX ...
     bool has_user = false;
     const char* code_file[4] = {};  // [1..3]: --init-file, --late-init-file, --one-time-init-file
     // --topdown [1|2], --metrics NAMES, --metrics-file PATH (run_metrics.cpp).

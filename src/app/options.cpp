@@ -203,6 +203,11 @@ Status apply_options(const ParsedOptions& p, void* target) {
     return ok_status();
 }
 
+Status read_options(const CommandOptions& c, Args& args, void* target, ParsedOptions* out) {
+    PMULAB_TRY(parse_options(c, args, out));
+    return apply_options(*out, target);
+}
+
 namespace {
 
 void put_option_line(StrBuf& b, const OptionSpec& s, u32 column) {

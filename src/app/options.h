@@ -108,6 +108,16 @@ const OptionSpec* find_option(const CommandOptions& c, StrView name);
 Status parse_options(const CommandOptions& c, Args& args, ParsedOptions* out);
 // Calls each hit's `apply` in order.
 Status apply_options(const ParsedOptions& p, void* target);
+// parse_options, then apply_options into `target` (the command's options); *out keeps
+// the positionals.
+Status read_options(const CommandOptions& c, Args& args, void* target, ParsedOptions* out);
+// read_options into a fresh T, for a command that takes no positionals.
+template <typename T> Result<T> read_options_as(const CommandOptions& c, Args& args) {
+    T t;
+    ParsedOptions parsed;
+    PMULAB_TRY(read_options(c, args, &t, &parsed));
+    return t;
+}
 
 // A value of a count/size/level option, with the messages the parser gives.
 Result<u64> parse_option_number(const OptionSpec& s, const char* value);

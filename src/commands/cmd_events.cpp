@@ -201,10 +201,7 @@ void check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const 
 }  // namespace
 
 Status cmd_events(Out& out, Args& args) {
-    EventsArgs a;
-    ParsedOptions parsed;
-    PMULAB_TRY(parse_options(kEventsCommand, args, &parsed));
-    PMULAB_TRY(apply_options(parsed, &a));
+    const EventsArgs a = PMULAB_TRY(read_options_as<EventsArgs>(kEventsCommand, args));
     const CpuSelection& sel = a.sel;
     const char* spec = a.spec;
     // A bad spec is reported before any CPU is touched (names are resolved per CPU).

@@ -152,8 +152,7 @@ namespace {
 // read|write ADDR [VALUE] and the options.
 Status parse_msr_args(Args& args, MsrArgs* a) {
     ParsedOptions parsed;
-    PMULAB_TRY(parse_options(kMsrCommand, args, &parsed));
-    PMULAB_TRY(apply_options(parsed, a));
+    PMULAB_TRY(read_options(kMsrCommand, args, a, &parsed));
     const Vec<const char*>& words = parsed.positionals;
     const char* op = words.empty() ? nullptr : words[0];
     if (!op || (!str_eq(op, "read") && !str_eq(op, "write")))

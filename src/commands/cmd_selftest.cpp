@@ -266,10 +266,7 @@ void check_every_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp) {
 }  // namespace
 
 Status cmd_selftest(Out& out, Args& args) {
-    SelftestArgs a;
-    ParsedOptions parsed;
-    PMULAB_TRY(parse_options(kSelftestCommand, args, &parsed));
-    PMULAB_TRY(apply_options(parsed, &a));
+    const SelftestArgs a = PMULAB_TRY(read_options_as<SelftestArgs>(kSelftestCommand, args));
     const CpuSelection& sel = a.sel;
     Platform& p = out.platform();
     Hw& hw = p.hw();

@@ -88,8 +88,7 @@ int run_line(void*, Platform& p, int argc, const char* const* argv) {
 
 Status parse_serve_args(Args& args, ServeArgs* a) {
     ParsedOptions parsed;
-    PMULAB_TRY(parse_options(kServeCommand, args, &parsed));
-    PMULAB_TRY(apply_options(parsed, a));
+    PMULAB_TRY(read_options(kServeCommand, args, a, &parsed));
     if (a->tcp && a->port >= 0)
         return Error::make(Errc::invalid_argument, "serve: give --serial N or --tcp PORT, not both");
     if (!a->tcp && (a->addr_given || a->nic_given || a->t.once))

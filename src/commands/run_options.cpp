@@ -377,8 +377,7 @@ Status finish_kernels(RunOptions* o) {
 
 Status parse_run_options(Args& args, RunOptions* o) {
     ParsedOptions parsed;
-    PMULAB_TRY(parse_options(kRunCommand, args, &parsed));
-    PMULAB_TRY(apply_options(parsed, o));
+    PMULAB_TRY(read_options(kRunCommand, args, o, &parsed));
     return o->has_user ? finish_user(o) : finish_kernels(o);
 }
 

@@ -51,7 +51,12 @@ HOST_TOOL_SRCS := $(sort $(wildcard src/host/*.cpp))
 HOST_TOOLS := $(foreach f,$(HOST_TOOL_SRCS),$(BUILD)/host/$(subst _,-,$(basename $(notdir $(f)))))
 
 .PHONY: format all test check unit-test qemu-test bench fuzz image sign clean deps
-all: $(BUILD)/pmulab.efi $(HOST_TOOLS)
+all: $(BUILD)/pmulab.efi $(HOST_TOOLS) $(BUILD)/gen/pmulab-options.json
+
+# Every command's options as data (what `pmulab help --json` prints), for the Python
+# tools (tools/pmulab_asm.py: pmulab_options); docs/options.md.
+$(BUILD)/gen/pmulab-options.json: $(BUILD)/host/pmulab-check
+	@$< --help-json > $@.tmp.$$$$ && mv -f $@.tmp.$$$$ $@
 
 # The version string (git describe), rewritten only when it changes so that
 # objects including pmulab/version.h rebuild exactly then. The temporary file is

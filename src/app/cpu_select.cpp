@@ -44,16 +44,6 @@ Result<CpuSelection> parse_cpu_selection(const char* value) {
     return s;
 }
 
-bool take_cpu_option(Args& args, CpuSelection* sel, Status* err) {
-    const char* v = nullptr;
-    if (!args.option("--cpu", &v, err)) return false;
-    if (!err->ok()) return true;
-    Result<CpuSelection> s = parse_cpu_selection(v);
-    if (s.ok()) *sel = s.value();
-    else *err = s.error();
-    return true;
-}
-
 Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus) {
     u32 n = hw.cpu_count();
     cpus->clear();

@@ -24,9 +24,6 @@ struct CpuSelection {
     u8 core_type = 0;  // kCoreTypeCore / kCoreTypeAtom: every CPU of that type
 };
 Result<CpuSelection> parse_cpu_selection(const char* value);
-// If the current word is "--cpu" (with its value), consumes it into *sel and returns
-// true; a missing or bad value sets *err (the caller reports it as a usage error).
-bool take_cpu_option(Args& args, CpuSelection* sel, Status* err);
 // Expands a selection to CPU indices; fails when N is out of range.
 Status expand_cpu_selection(Hw& hw, const CpuSelection& sel, Vec<u32>* cpus);
 

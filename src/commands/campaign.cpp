@@ -11,15 +11,6 @@ namespace pmulab {
 
 namespace {
 
-bool is_word_char(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-}
-
-bool is_global(const char* w) {
-    return str_eq(w, "--json") || str_eq(w, "--lava") || str_eq(w, "--shutdown") || str_eq(w, "--trace-msr") ||
-           str_eq(w, "--help") || str_eq(w, "-h");
-}
-
 void problem(CampaignCheck* out, const char* name, u32 line, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void problem(CampaignCheck* out, const char* name, u32 line, const char* fmt, ...) {
@@ -35,19 +26,26 @@ void problem(CampaignCheck* out, const char* name, u32 line, const char* fmt, ..
     str_copy(p.msg, sizeof p.msg, b.c_str());
 }
 
-// Whether `help` names `opt` as a word ("--size" but not "--size-x").
-bool help_names(const char* help, StrView opt) {
-    StrView h(help);
-    for (usize i = 0; i + opt.len <= h.len; ++i) {
-        if (!h.sub(i, opt.len).eq(opt)) continue;
-        char after = i + opt.len < h.len ? h[i + opt.len] : ' ';
-        char before = i ? h[i - 1] : ' ';
-        if (!is_word_char(after) && !is_word_char(before)) return true;
+// The option values of a line whose words are all known: their kinds, ranges and
+// repetitions as the command's declaration says; `run`'s whole parser (it needs no CPU:
+// counts, sizes, kernel names, hex code, --timeout ...), as the target would.
+void check_values(const char* cmd, Vec<const char*>& rest, const char* name, u32 line, CampaignCheck* out) {
+    Args args(int(rest.size()), rest.data());
+    Status s = ok_status();
+    if (str_eq(cmd, "run")) {
+        RunOptions o;
+        s = parse_run_options(args, &o);
+    } else {
+        ParsedOptions parsed;
+        s = parse_options(*command_options(cmd), args, &parsed);
     }
-    return false;
+    if (s.ok()) return;
+    const char* msg = s.error().msg;
+    if (StrView(msg).starts_with(cmd) && msg[str_len(cmd)] == ':') problem(out, name, line, "%s", msg);
+    else problem(out, name, line, "%s: %s", cmd, msg);
 }
 
-// One command line's words: the command, its options against its help, --events lists.
+// One command line's words: the command, its options against its declaration, --events lists.
 void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
     usize problems_before = out->problems.size();
     const char* cmd = nullptr;
@@ -60,10 +58,10 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
             dashdash = true;
             continue;
         }
-        if (!dashdash && is_global(w)) continue;
+        if (!dashdash && is_global_option(w)) continue;
         if (!cmd) {
             cmd = w;
-            if (!command_help(cmd)) {
+            if (!command_options(cmd)) {
                 problem(out, name, cl.line_no, "unknown command '%s' (try 'pmulab help')", cmd);
                 return;
             }
@@ -75,12 +73,13 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
         if (dashdash || !word.starts_with("--")) continue;
         usize eq = word.find('=');
         StrView opt = word.sub(0, eq);
-        if (!help_names(command_help(cmd), opt)) {
+        const OptionSpec* spec = find_option(*command_options(cmd), opt);
+        if (!spec) {
             problem(out, name, cl.line_no, "%s: unknown option '%.*s' (see 'pmulab help %s')", cmd, int(opt.len),
                     opt.ptr, cmd);
             continue;
         }
-        if (opt.eq("--events") || (str_eq(cmd, "events") && opt.eq("--check"))) {
+        if (spec->value == OptValue::events) {
             const char* v = eq < word.len ? w + eq + 1 : (i + 1 < n ? cl.args.argv[i + 1] : nullptr);
             if (!v) {
                 problem(out, name, cl.line_no, "%s: %.*s needs a value", cmd, int(opt.len), opt.ptr);
@@ -91,17 +90,7 @@ void check_line(const ConfigLine& cl, const char* name, CampaignCheck* out) {
         }
     }
     if (!cmd) ++out->commands;  // global options only but not a directive (e.g. "--json"): runs `info`
-    // `run` has a parser of its own that needs no CPU: its option values (counts, sizes,
-    // kernel names, hex code, --timeout ...) are checked here too, as the target would.
-    if (cmd && str_eq(cmd, "run") && out->problems.size() == problems_before) {
-        Args args(int(rest.size()), rest.data());
-        RunOptions o;
-        Status s = parse_run_options(args, &o);
-        if (!s.ok()) {
-            const char* msg = s.error().msg;
-            problem(out, name, cl.line_no, "%s%s", StrView(msg).starts_with("run:") ? "" : "run: ", msg);
-        }
-    }
+    if (cmd && out->problems.size() == problems_before) check_values(cmd, rest, name, cl.line_no, out);
 }
 
 // Any "--shutdown" word, even in a file that is not text or a line that does not split.

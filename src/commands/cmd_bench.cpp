@@ -4,13 +4,16 @@
 
 namespace pmulab {
 
-const char kBenchHelp[] =
-    "usage: pmulab bench list [--json]\n"
-    "\n"
-    "Lists the built-in kernels that 'pmulab run --bench' measures, each with its exact\n"
-    "instruction count per iteration (one copy of the body), the buffer it walks and its\n"
-    "body. With --json: one {\"type\":\"kernel\",\"name\":...,\"instructions_per_iteration\":...}\n"
-    "record per kernel.\n";
+const CommandOptions kBenchCommand = {
+    .command = "bench",
+    .help = "usage: pmulab bench list [--json]\n"
+            "\n"
+            "Lists the built-in kernels that 'pmulab run --bench' measures, each with its exact\n"
+            "instruction count per iteration (one copy of the body), the buffer it walks and its\n"
+            "body. With --json: one {\"type\":\"kernel\",\"name\":...,\"instructions_per_iteration\":...}\n"
+            "record per kernel.\n",
+    .positionals = 2,  // list, and a word too many (reported below)
+};
 
 namespace {
 
@@ -47,11 +50,14 @@ void kernel_json(const KernelInfo& k, Value* line) {
 }
 
 Status cmd_bench(Out& out, Args& args) {
-    const char* op = args.take();
+    ParsedOptions parsed;
+    PMULAB_TRY(parse_options(kBenchCommand, args, &parsed));
+    const Vec<const char*>& words = parsed.positionals;
+    const char* op = words.empty() ? nullptr : words[0];
     if (!op || !str_eq(op, "list"))
         return Error::make(Errc::invalid_argument, "bench: expected 'list', got '%s' (see 'pmulab help bench')",
                            op ? op : "");
-    if (!args.done()) return Error::make(Errc::invalid_argument, "bench list: unexpected argument '%s'", args.peek());
+    if (words.size() > 1) return Error::make(Errc::invalid_argument, "bench list: unexpected argument '%s'", words[1]);
     StrBuf t;
     t.printf("%-14s %5s  %-6s  %s\n", "kernel", "insns", "buffer", "body / what it measures");
     for (const KernelInfo& k : kKernels) {

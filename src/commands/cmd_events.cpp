@@ -7,29 +7,52 @@
 
 namespace pmulab {
 
-const char kEventsHelp[] =
-    "usage: pmulab events [--cpu N|all|bsp]\n"
-    "       pmulab events --check SPEC[,SPEC...] [--cpu N|all|bsp]\n"
-    "\n"
-    "Lists what each CPU can count (default: the BSP): the fixed-counter events with their\n"
-    "counters (or the general-purpose fallback where a fixed counter is absent), the\n"
-    "architectural events with their availability (CPUID.0AH:EBX, CPUID.23H), 'tsc', how\n"
-    "counters are read (RDPMC, or RDMSR where RDPMC faults), and the event syntax.\n"
-    "CPUs with the same PMU share one table; hybrid parts show one per core type.\n"
-    "On an AMD PMU the list is the named events of its dialect (12-bit codes, the counters,\n"
-    "IRPerfCount/APERF/MPERF where present); on a NetBurst PMU the NetBurst events with\n"
-    "their event-mask bits and ESCR/counter pairs.\n"
-    "The model-specific events of each CPU's event file in \\pmulab\\events (docs/events.md)\n"
-    "follow; their names work in --check and 'pmulab run --events' like the others.\n"
-    "\n"
-    "--check parses the event specs (the syntax of 'pmulab run --events') and allocates\n"
-    "them on each CPU: which counter counts which event, and in which run (group) when\n"
-    "there are more events than counters.\n"
-    "\n"
-    "With --json: {\"type\":\"pmu\",...} per CPU, then {\"type\":\"event\",...} per event and CPU\n"
-    "(with --check: {\"type\":\"allocation\",...} per CPU).\n"
-    "Exit status: 0 ok; 2 bad option or event spec (the parser's message with the offset);\n"
-    "3 an event of --check cannot be counted on a CPU.\n";
+namespace {
+
+struct EventsArgs {
+    CpuSelection sel;
+    const char* spec = nullptr;  // --check
+};
+
+// clang-format off
+const OptionSpec kEventsOptionTable[] = {
+    {.name = "--cpu", .metavar = "N|all|bsp", .value = OptValue::cpu, .brief = "the CPUs to list (default bsp)",
+     .apply = apply_cpu_option<EventsArgs>},
+    {.name = "--check", .metavar = "SPEC[,SPEC...]", .value = OptValue::events,
+     .brief = "where a set of events goes on each CPU: counters, runs",
+     .apply = [](void* t, const OptionHit& h) { static_cast<EventsArgs*>(t)->spec = h.value; return ok_status(); }},
+};
+// clang-format on
+
+}  // namespace
+
+const CommandOptions kEventsCommand = {
+    .command = "events",
+    .options = kEventsOptionTable,
+    .count = count_of(kEventsOptionTable),
+    .help = "usage: pmulab events [--cpu N|all|bsp]\n"
+            "       pmulab events --check SPEC[,SPEC...] [--cpu N|all|bsp]\n"
+            "\n"
+            "Lists what each CPU can count (default: the BSP): the fixed-counter events with their\n"
+            "counters (or the general-purpose fallback where a fixed counter is absent), the\n"
+            "architectural events with their availability (CPUID.0AH:EBX, CPUID.23H), 'tsc', how\n"
+            "counters are read (RDPMC, or RDMSR where RDPMC faults), and the event syntax.\n"
+            "CPUs with the same PMU share one table; hybrid parts show one per core type.\n"
+            "On an AMD PMU the list is the named events of its dialect (12-bit codes, the counters,\n"
+            "IRPerfCount/APERF/MPERF where present); on a NetBurst PMU the NetBurst events with\n"
+            "their event-mask bits and ESCR/counter pairs.\n"
+            "The model-specific events of each CPU's event file in \\pmulab\\events (docs/events.md)\n"
+            "follow; their names work in --check and 'pmulab run --events' like the others.\n"
+            "\n"
+            "--check parses the event specs (the syntax of 'pmulab run --events') and allocates\n"
+            "them on each CPU: which counter counts which event, and in which run (group) when\n"
+            "there are more events than counters.\n"
+            "\n"
+            "With --json: {\"type\":\"pmu\",...} per CPU, then {\"type\":\"event\",...} per event and CPU\n"
+            "(with --check: {\"type\":\"allocation\",...} per CPU).\n"
+            "Exit status: 0 ok; 2 bad option or event spec (the parser's message with the offset);\n"
+            "3 an event of --check cannot be counted on a CPU.\n",
+};
 
 namespace events_cmd {
 
@@ -176,22 +199,9 @@ void check(Out& out, Hw& hw, EventTables& tables, const Vec<CpuPmu>& all, const 
 }  // namespace
 
 Status cmd_events(Out& out, Args& args) {
-    CpuSelection sel;
-    const char* spec = nullptr;
-    while (!args.done()) {
-        const char* v = nullptr;
-        Status err;
-        if (args.option("--cpu", &v, &err)) {
-            PMULAB_TRY(err);
-            sel = PMULAB_TRY(parse_cpu_selection(v));
-        } else if (args.option("--check", &v, &err)) {
-            PMULAB_TRY(err);
-            spec = v;
-        } else {
-            return Error::make(Errc::invalid_argument, "events: %s '%s' (see 'pmulab help events')",
-                               args.at_option() ? "unknown option" : "unexpected argument", args.peek());
-        }
-    }
+    const EventsArgs a = PMULAB_TRY(read_options_as<EventsArgs>(kEventsCommand, args));
+    const CpuSelection& sel = a.sel;
+    const char* spec = a.spec;
     // A bad spec is reported before any CPU is touched (names are resolved per CPU).
     if (spec) PMULAB_TRY(check_event_list_syntax_any(StrView(spec)));
     Vec<CpuPmu> all;

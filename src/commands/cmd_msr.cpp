@@ -6,15 +6,42 @@
 
 namespace pmulab {
 
-const char kMsrHelp[] = "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
-                        "       pmulab msr write ADDR VALUE [--cpu N|all|bsp] [--unsafe]\n"
-                        "\n"
-                        "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
-                        "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
-                        "Writes outside the PMU MSR ranges need --unsafe, and so does IA32_PEBS_ENABLE\n"
-                        "(0x3F1: the CPU then writes PEBS records to memory). Values with reserved bits\n"
-                        "set in a register pmulab knows are refused. A PMU MSR is read back after the\n"
-                        "write: a CPU that ignored or changed the write is an error (exit status 1).\n";
+namespace {
+
+struct MsrArgs {
+    CpuSelection sel;
+    bool unsafe = false;
+    bool write = false;
+    const char* op = nullptr;
+    u64 addr = 0, value = 0;
+};
+
+// clang-format off
+const OptionSpec kMsrOptionTable[] = {
+    {.name = "--cpu", .metavar = "N|all|bsp", .value = OptValue::cpu, .brief = "the CPUs to access (default bsp)",
+     .apply = apply_cpu_option<MsrArgs>},
+    {.name = "--unsafe", .brief = "allow writes outside the PMU MSR ranges and to IA32_PEBS_ENABLE",
+     .apply = [](void* t, const OptionHit&) { static_cast<MsrArgs*>(t)->unsafe = true; return ok_status(); }},
+};
+// clang-format on
+
+}  // namespace
+
+const CommandOptions kMsrCommand = {
+    .command = "msr",
+    .options = kMsrOptionTable,
+    .count = count_of(kMsrOptionTable),
+    .help = "usage: pmulab msr read ADDR [--cpu N|all|bsp]\n"
+            "       pmulab msr write ADDR VALUE [--cpu N|all|bsp] [--unsafe]\n"
+            "\n"
+            "Raw MSR access through the fault-safe layer: a #GP is reported as an error\n"
+            "naming the MSR, never a hang. ADDR and VALUE are hex (0x...) or decimal.\n"
+            "Writes outside the PMU MSR ranges need --unsafe, and so does IA32_PEBS_ENABLE\n"
+            "(0x3F1: the CPU then writes PEBS records to memory). Values with reserved bits\n"
+            "set in a register pmulab knows are refused. A PMU MSR is read back after the\n"
+            "write: a CPU that ignored or changed the write is an error (exit status 1).\n",
+    .positionals = 4,  // read|write ADDR [VALUE], and a word too many (reported by parse_msr_args)
+};
 
 bool msr_is_pmu(u32 m) {
     using namespace msr;
@@ -120,95 +147,91 @@ bool msr_readback_matches(const CpuDecoded& cpu, u32 m, u64 written, u64 read) {
     return ahead < (u64(1) << 32);
 }
 
-Status cmd_msr(Out& out, Args& args) {
-    const char* op = args.take();
+namespace {
+
+// read|write ADDR [VALUE] and the options.
+Status parse_msr_args(Args& args, MsrArgs* a) {
+    ParsedOptions parsed;
+    PMULAB_TRY(read_options(kMsrCommand, args, a, &parsed));
+    const Vec<const char*>& words = parsed.positionals;
+    const char* op = words.empty() ? nullptr : words[0];
     if (!op || (!str_eq(op, "read") && !str_eq(op, "write")))
         return Error::make(Errc::invalid_argument, "msr: expected 'read' or 'write', got '%s'", op ? op : "");
-    bool write = str_eq(op, "write");
-    const char* words[2] = {nullptr, nullptr};
-    int nwords = 0;
-    CpuSelection sel;
-    bool unsafe = false;
-    while (!args.done()) {
-        Status err;
-        if (take_cpu_option(args, &sel, &err)) {
-            PMULAB_TRY(err);
-        } else if (args.flag("--unsafe")) {
-            unsafe = true;
-        } else if (args.at_option()) {
-            return Error::make(Errc::invalid_argument, "msr: unknown option '%s'", args.peek());
-        } else if (nwords < (write ? 2 : 1)) {
-            words[nwords++] = args.take();
-        } else {
-            return Error::make(Errc::invalid_argument, "msr %s: unexpected argument '%s'", op, args.peek());
-        }
-    }
-    if (nwords < (write ? 2 : 1))
+    a->op = op;
+    a->write = str_eq(op, "write");
+    usize need = a->write ? 3 : 2;
+    if (words.size() > need)
+        return Error::make(Errc::invalid_argument, "msr %s: unexpected argument '%s'", op, words[need]);
+    if (words.size() < need)
         return Error::make(Errc::invalid_argument, "msr %s: missing %s (see 'pmulab help msr')", op,
-                           nwords == 0 ? "ADDR" : "VALUE");
-    const u64 addr = PMULAB_TRY(parse_reg_value("ADDR", words[0]));
-    if (addr > 0xffffffffull)
-        return Error::make(Errc::invalid_argument, "msr: ADDR %s is wider than 32 bits", words[0]);
-    u64 value = 0;
-    if (write) {
-        value = PMULAB_TRY(parse_reg_value("VALUE", words[1]));
+                           words.size() == 1 ? "ADDR" : "VALUE");
+    a->addr = PMULAB_TRY(parse_reg_value("ADDR", words[1]));
+    if (a->addr > 0xffffffffull)
+        return Error::make(Errc::invalid_argument, "msr: ADDR %s is wider than 32 bits", words[1]);
+    if (a->write) a->value = PMULAB_TRY(parse_reg_value("VALUE", words[2]));
+    return ok_status();
+}
+
+// One CPU's access: the record and text line, and the read back of a PMU MSR write.
+void msr_on_cpu(Out& out, Hw& hw, const MsrArgs& a, const CpuDecoded& this_cpu, u32 cpu) {
+    const u32 msr = u32(a.addr);
+    const bool read_back = a.write && msr_is_pmu(msr);  // a CPU (or hypervisor) may ignore it
+    Result<u64> result = u64(0);
+    Result<u64> back = u64(0);
+    Status rs = run_on(hw, cpu, [&] {
+        if (a.write) {
+            Status s = hw.wrmsr(msr, a.value);
+            result = s.ok() ? Result<u64>(a.value) : Result<u64>(s.error());
+            if (s.ok() && read_back) back = hw.rdmsr(msr);
+        } else {
+            result = hw.rdmsr(msr);
+        }
+    });
+    Result<u64> r = rs.ok() ? result : Result<u64>(rs.error());
+    Result<CpuTopology> topo = hw.topology(cpu);
+    u64 apic = topo.ok() ? topo.value().apic_id : 0;
+    if (!r.ok()) {
+        // Reported, and the next CPU goes on; the outcome keeps the first failure
+        // (a later disabled CPU does not turn a fault into "unsupported").
+        out.error(r.error().with_context("CPU %u", cpu));
+        return;
     }
+    Value b;
+    JsonWriter w(b);
+    w.begin_object().field("type", "msr").field("op", a.op).field_u("cpu", cpu).field_u("apic_id", apic);
+    w.field_hex("msr", a.addr).field_hex("value", r.value());
+    if (read_back && back.ok()) w.field_hex("read_back", back.value());
+    w.end_object();
+    out.record(b);
+    out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic, (unsigned long long)a.addr,
+             a.write ? "<-" : "=", (unsigned long long)r.value());
+    if (!read_back) return;
+    if (!back.ok()) {
+        out.error(back.error().with_context("CPU %u: reading MSR 0x%x back after the write", cpu, msr));
+    } else if (!msr_readback_matches(this_cpu, msr, a.value, back.value())) {
+        out.error_msg(Errc::io,
+                      "CPU %u: MSR 0x%x reads back 0x%llx after writing 0x%llx: the CPU (or hypervisor) "
+                      "ignored or changed the write",
+                      cpu, msr, (unsigned long long)back.value(), (unsigned long long)a.value);
+    }
+}
+
+}  // namespace
+
+Status cmd_msr(Out& out, Args& args) {
+    MsrArgs a;
+    PMULAB_TRY(parse_msr_args(args, &a));
     Hw& hw = out.platform().hw();
     CpuDecoded this_cpu{};
-    if (write) {
+    if (a.write) {
         CpuidSnapshot snap;
         capture_cpuid(hw, &snap);
         this_cpu = decode_cpuid(snap);
-        PMULAB_TRY(msr_write_check(this_cpu, u32(addr), value, unsafe));
+        PMULAB_TRY(msr_write_check(this_cpu, u32(a.addr), a.value, a.unsafe));
     }
-    // PMU MSRs are read back after a write: a CPU (or hypervisor) may ignore it.
-    const bool read_back = write && msr_is_pmu(u32(addr));
     Vec<u32> cpus;
-    PMULAB_TRY(expand_cpu_selection(hw, sel, &cpus));
-    for (u32 cpu : cpus) {
-        const u32 msr = u32(addr);
-        Result<u64> result = u64(0);
-        Result<u64> back = u64(0);
-        Status rs = run_on(hw, cpu, [&] {
-            if (write) {
-                Status s = hw.wrmsr(msr, value);
-                result = s.ok() ? Result<u64>(value) : Result<u64>(s.error());
-                if (s.ok() && read_back) back = hw.rdmsr(msr);
-            } else {
-                result = hw.rdmsr(msr);
-            }
-        });
-        Result<u64> r = rs.ok() ? result : Result<u64>(rs.error());
-        Result<CpuTopology> topo = hw.topology(cpu);
-        u64 apic = topo.ok() ? topo.value().apic_id : 0;
-        if (!r.ok()) {
-            // Reported, and the next CPU goes on; the outcome keeps the first failure
-            // (a later disabled CPU does not turn a fault into "unsupported").
-            out.error(r.error().with_context("CPU %u", cpu));
-            continue;
-        }
-        {
-            Value b;
-            JsonWriter w(b);
-            w.begin_object().field("type", "msr").field("op", op).field_u("cpu", cpu).field_u("apic_id", apic);
-            w.field_hex("msr", addr).field_hex("value", r.value());
-            if (read_back && back.ok()) w.field_hex("read_back", back.value());
-            w.end_object();
-            out.record(b);
-            out.text("CPU %u (APIC %llu): MSR 0x%llx %s 0x%016llx\n", cpu, (unsigned long long)apic,
-                     (unsigned long long)addr, write ? "<-" : "=", (unsigned long long)r.value());
-        }
-        if (read_back) {
-            if (!back.ok()) {
-                out.error(back.error().with_context("CPU %u: reading MSR 0x%x back after the write", cpu, msr));
-            } else if (!msr_readback_matches(this_cpu, msr, value, back.value())) {
-                out.error_msg(Errc::io,
-                              "CPU %u: MSR 0x%x reads back 0x%llx after writing 0x%llx: the CPU (or hypervisor) "
-                              "ignored or changed the write",
-                              cpu, msr, (unsigned long long)back.value(), (unsigned long long)value);
-            }
-        }
-    }
+    PMULAB_TRY(expand_cpu_selection(hw, a.sel, &cpus));
+    for (u32 cpu : cpus) msr_on_cpu(out, hw, a, this_cpu, cpu);
     return ok_status();
 }
 

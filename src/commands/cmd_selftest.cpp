@@ -3,23 +3,43 @@
 
 namespace pmulab {
 
-const char kSelftestHelp[] = "usage: pmulab selftest [--cpu N|all|bsp]\n"
-                             "\n"
-                             "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
-                             "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
-                             "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
-                             "PMU checks. Intel architectural PMU: instructions retired on fixed counter 0 and\n"
-                             "GP C0H.00H within 1% of the kernel's count, core cycles fixed 1 vs GP 3CH.00H,\n"
-                             "reference cycles (fixed 2) vs the TSC over 10^6 iterations, wrap and overflow flags\n"
-                             "at the enumerated width, IA32_PERF_GLOBAL_CTRL gating, and every GP and fixed counter\n"
-                             "on its own. AMD: PMCx0C0 on every PERF_CTR, IRPerfCount vs PMCx0C0, 48-bit wrap (and\n"
-                             "PerfMonV2 GLOBAL_STATUS), EN / GLOBAL_CTL gating. NetBurst: instr_retired on an IQ\n"
-                             "counter, 40-bit wrap, CCCR.Enable gating; CCCR.OVF is NOT VERIFIED (generated code\n"
-                             "clears it). They SKIP, with the reason, where there is no PMU (e.g. QEMU without PMU\n"
-                             "passthrough).\n"
-                             "Per-CPU checks run on --cpu (default bsp).\n"
-                             "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
-                             "records and one {\"type\":\"summary\",...}.\n";
+namespace {
+
+struct SelftestArgs {
+    CpuSelection sel;
+};
+
+// clang-format off
+const OptionSpec kSelftestOptionTable[] = {
+    {.name = "--cpu", .metavar = "N|all|bsp", .value = OptValue::cpu,
+     .brief = "the CPUs of the per-CPU checks (default bsp)", .apply = apply_cpu_option<SelftestArgs>},
+};
+// clang-format on
+
+}  // namespace
+
+const CommandOptions kSelftestCommand = {
+    .command = "selftest",
+    .options = kSelftestOptionTable,
+    .count = 1,
+    .help = "usage: pmulab selftest [--cpu N|all|bsp]\n"
+            "\n"
+            "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
+            "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
+            "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
+            "PMU checks. Intel architectural PMU: instructions retired on fixed counter 0 and\n"
+            "GP C0H.00H within 1% of the kernel's count, core cycles fixed 1 vs GP 3CH.00H,\n"
+            "reference cycles (fixed 2) vs the TSC over 10^6 iterations, wrap and overflow flags\n"
+            "at the enumerated width, IA32_PERF_GLOBAL_CTRL gating, and every GP and fixed counter\n"
+            "on its own. AMD: PMCx0C0 on every PERF_CTR, IRPerfCount vs PMCx0C0, 48-bit wrap (and\n"
+            "PerfMonV2 GLOBAL_STATUS), EN / GLOBAL_CTL gating. NetBurst: instr_retired on an IQ\n"
+            "counter, 40-bit wrap, CCCR.Enable gating; CCCR.OVF is NOT VERIFIED (generated code\n"
+            "clears it). They SKIP, with the reason, where there is no PMU (e.g. QEMU without PMU\n"
+            "passthrough).\n"
+            "Per-CPU checks run on --cpu (default bsp).\n"
+            "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
+            "records and one {\"type\":\"summary\",...}.\n",
+};
 
 namespace {
 
@@ -241,16 +261,8 @@ void check_every_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp) {
 }  // namespace
 
 Status cmd_selftest(Out& out, Args& args) {
-    CpuSelection sel;
-    while (!args.done()) {
-        Status err;
-        if (take_cpu_option(args, &sel, &err)) {
-            PMULAB_TRY(err);
-        } else {
-            return Error::make(Errc::invalid_argument, "selftest: %s '%s' (see 'pmulab help selftest')",
-                               args.at_option() ? "unknown option" : "unexpected argument", args.peek());
-        }
-    }
+    const SelftestArgs a = PMULAB_TRY(read_options_as<SelftestArgs>(kSelftestCommand, args));
+    const CpuSelection& sel = a.sel;
     Platform& p = out.platform();
     Hw& hw = p.hw();
     Vec<u32> cpus;

@@ -5,34 +5,77 @@
 
 namespace pmulab {
 
-const char kServeHelp[] =
-    "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--nic N] [--once]]\n"
-    "                    [--idle SECONDS]\n"
-    "                    [--unsafe] [--results] [--shutdown]\n"
-    "\n"
-    "Answers requests from a host until it sends {\"id\":...,\"stop\":true}: one JSON object\n"
-    "per line, {\"id\":7,\"cmd\":\"run --code-file b --events tsc\",\"blobs\":{\"b\":\"SAHY\"}},\n"
-    "answered with the command's --json records tagged \"id\":7 and {\"type\":\"done\",\"id\":7,\n"
-    "\"status\":N}. The wire format is in docs/agent.md; tools/pmulab-client is a client.\n"
-    "\n"
-    "  --serial N      the EFI Serial I/O port to serve on (0-based, in the firmware's\n"
-    "                  order); default: the last one (in QEMU the second -serial, the\n"
-    "                  first being the firmware's console)\n"
-    "  --tcp PORT      serve on TCP instead: listen on PORT through the firmware's\n"
-    "                  TCP4 stack (EFI TCP4; in QEMU: run-qemu.sh --tcp PORT); when a\n"
-    "                  host goes away, listen again for the next one\n"
-    "  --addr A.B.C.D/N  the station address to listen on (default 10.0.2.15/24,\n"
-    "                  QEMU's user-mode network); 'dhcp': ask a DHCP server (sets the\n"
-    "                  firmware's stored IPv4 policy of the NIC to DHCP)\n"
-    "  --nic N         with --tcp: the Nth network interface that has TCP4 (0-based,\n"
-    "                  in the firmware's order); default: the first\n"
-    "  --once          with --tcp: stop serving when the first host goes away\n"
-    "  --idle SECONDS  stop serving after this long without a request (with --tcp also\n"
-    "                  without a host connected) (default: never)\n"
-    "  --unsafe        let requests use 'msr write --unsafe' (refused otherwise)\n"
-    "  --results       write results files for every request, as on the command line\n"
-    "                  (default: none; the records go to the host)\n"
-    "  --shutdown      power off when serving stops\n";
+namespace {
+
+struct ServeArgs {
+    ServeOptions o;
+    ServeTcpOptions t;
+    int port = -1;  // --serial
+    bool tcp = false, addr_given = false, nic_given = false;
+};
+
+ServeArgs& S(void* t) { return *static_cast<ServeArgs*>(t); }
+
+Status apply_addr(ServeArgs& a, const char* v) {
+    if (str_eq(v, "dhcp")) a.t.dhcp = true;
+    else PMULAB_TRY(parse_ipv4_prefix("--addr", StrView(v), a.t.addr, &a.t.prefix));
+    a.addr_given = true;
+    return ok_status();
+}
+
+#define SERVE_SET(stmt) OPTION_SET(ServeArgs, stmt)
+
+// clang-format off
+const OptionSpec kServeOptionTable[] = {
+    {.name = "--serial", .metavar = "N", .value = OptValue::count, .min = 0, .max = 63,
+     .help = "the EFI Serial I/O port to serve on (0-based, in the firmware's\n"
+             "order); default: the last one (in QEMU the second -serial, the\n"
+             "first being the firmware's console)", .apply = SERVE_SET(o.port = int(h.num))},
+    {.name = "--tcp", .metavar = "PORT", .value = OptValue::count, .min = 1, .max = 65535,
+     .help = "serve on TCP instead: listen on PORT through the firmware's\n"
+             "TCP4 stack (EFI TCP4; in QEMU: run-qemu.sh --tcp PORT); when a\n"
+             "host goes away, listen again for the next one",
+     .apply = SERVE_SET((o.t.port = u16(h.num), o.tcp = true))},
+    {.name = "--addr", .metavar = "A.B.C.D/N", .value = OptValue::address,
+     .help = "the station address to listen on (default 10.0.2.15/24,\n"
+             "QEMU's user-mode network); 'dhcp': ask a DHCP server (sets the\n"
+             "firmware's stored IPv4 policy of the NIC to DHCP)",
+     .apply = [](void* t, const OptionHit& h) { return apply_addr(S(t), h.value); }},
+    {.name = "--nic", .metavar = "N", .value = OptValue::count, .min = 0, .max = 63,
+     .help = "with --tcp: the Nth network interface that has TCP4 (0-based,\n"
+             "in the firmware's order); default: the first",
+     .apply = SERVE_SET((o.t.nic = int(h.num), o.nic_given = true))},
+    {.name = "--once", .help = "with --tcp: stop serving when the first host goes away",
+     .apply = SERVE_SET(o.t.once = true)},
+    {.name = "--idle", .metavar = "SECONDS", .value = OptValue::count, .min = 1, .max = 7 * 24 * 3600,
+     .help = "stop serving after this long without a request (with --tcp also\n"
+             "without a host connected) (default: never)", .apply = SERVE_SET(o.o.idle_ms = h.num * 1000)},
+    {.name = "--unsafe", .help = "let requests use 'msr write --unsafe' (refused otherwise)",
+     .apply = SERVE_SET(o.o.unsafe = true)},
+    {.name = "--results", .help = "write results files for every request, as on the command line\n"
+             "(default: none; the records go to the host)", .apply = SERVE_SET(o.o.results = true)},
+};
+// clang-format on
+
+}  // namespace
+
+const CommandOptions kServeCommand = {
+    .command = "serve",
+    .options = kServeOptionTable,
+    .count = count_of(kServeOptionTable),
+    .help = "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--nic N] [--once]]\n"
+            "                    [--idle SECONDS]\n"
+            "                    [--unsafe] [--results] [--shutdown]\n"
+            "\n"
+            "Answers requests from a host until it sends {\"id\":...,\"stop\":true}: one JSON object\n"
+            "per line, {\"id\":7,\"cmd\":\"run --code-file b --events tsc\",\"blobs\":{\"b\":\"SAHY\"}},\n"
+            "answered with the command's --json records tagged \"id\":7 and {\"type\":\"done\",\"id\":7,\n"
+            "\"status\":N}. The wire format is in docs/agent.md; tools/pmulab-client is a client.\n"
+            "\n"
+            "\x01"
+            "  --shutdown      power off when serving stops\n",
+    .column = 16,
+};
 
 namespace {
 
@@ -43,56 +86,28 @@ int run_line(void*, Platform& p, int argc, const char* const* argv) {
     return app_run(p, argc, argv, &g, nullptr, argc > 0 ? argc - 1 : argc);
 }
 
+Status parse_serve_args(Args& args, ServeArgs* a) {
+    ParsedOptions parsed;
+    PMULAB_TRY(read_options(kServeCommand, args, a, &parsed));
+    if (a->tcp && a->port >= 0)
+        return Error::make(Errc::invalid_argument, "serve: give --serial N or --tcp PORT, not both");
+    if (!a->tcp && (a->addr_given || a->nic_given || a->t.once))
+        return Error::make(Errc::invalid_argument, "serve: %s goes with --tcp PORT",
+                           a->addr_given  ? "--addr"
+                           : a->nic_given ? "--nic"
+                                          : "--once");
+    return ok_status();
+}
+
 }  // namespace
 
 Status cmd_serve(Out& out, Args& args) {
-    ServeOptions o;
-    int port = -1;
-    bool tcp = false, addr_given = false, nic_given = false;
-    ServeTcpOptions t;
-    while (!args.done()) {
-        const char* v = nullptr;
-        Status err = ok_status();
-        if (args.option("--serial", &v, &err)) {
-            if (!v) return err;
-            u64 n = PMULAB_TRY(parse_uint_option("--serial", v, 0, 63));
-            port = int(n);
-        } else if (args.option("--tcp", &v, &err)) {
-            if (!v) return err;
-            t.port = u16(PMULAB_TRY(parse_uint_option("--tcp", v, 1, 65535)));
-            tcp = true;
-        } else if (args.option("--addr", &v, &err)) {
-            if (!v) return err;
-            if (str_eq(v, "dhcp")) t.dhcp = true;
-            else PMULAB_TRY(parse_ipv4_prefix("--addr", StrView(v), t.addr, &t.prefix));
-            addr_given = true;
-        } else if (args.option("--nic", &v, &err)) {
-            if (!v) return err;
-            t.nic = int(PMULAB_TRY(parse_uint_option("--nic", v, 0, 63)));
-            nic_given = true;
-        } else if (args.flag("--once")) {
-            t.once = true;
-        } else if (args.option("--idle", &v, &err)) {
-            if (!v) return err;
-            u64 n = PMULAB_TRY(parse_uint_option("--idle", v, 1, 7 * 24 * 3600));
-            o.idle_ms = n * 1000;
-        } else if (args.flag("--unsafe")) {
-            o.unsafe = true;
-        } else if (args.flag("--results")) {
-            o.results = true;
-        } else {
-            return Error::make(Errc::invalid_argument, "serve: unknown option '%s' (see 'pmulab help serve')",
-                               args.peek());
-        }
-    }
-    if (tcp && port >= 0) return Error::make(Errc::invalid_argument, "serve: give --serial N or --tcp PORT, not both");
-    if (!tcp && (addr_given || nic_given || t.once))
-        return Error::make(Errc::invalid_argument, "serve: %s goes with --tcp PORT",
-                           addr_given  ? "--addr"
-                           : nic_given ? "--nic"
-                                       : "--once");
+    ServeArgs a;
+    PMULAB_TRY(parse_serve_args(args, &a));
+    ServeOptions& o = a.o;
+    const bool tcp = a.tcp;
     Platform& p = out.platform();
-    Result<ServeLink*> opened = tcp ? p.open_tcp_link(t) : p.open_serve_link(port);
+    Result<ServeLink*> opened = tcp ? p.open_tcp_link(a.t) : p.open_serve_link(a.port);
     if (!opened.ok()) return opened.error();
     ServeLink& link = *opened.value();
     if (link.notes()) out.text("pmulab serve: %s\n", link.notes());

@@ -10,6 +10,7 @@
 #include "app/args.h"
 #include "app/command_line.h"
 #include "app/cpu_select.h"
+#include "app/options.h"
 #include "app/out.h"
 #include "x86/cpuid.h"
 
@@ -27,14 +28,23 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
 // Checks a command line without running it: the command exists (global options
 // are skipped). Used to reject a bad campaign before any of it runs.
 Status app_check(int argc, const char* const* argv);
-// The help text of a command (it names every option the command takes); null when
-// there is no such command.
-const char* command_help(const char* name);
+// A command's declaration (its options and help text, app/options.h); null when there
+// is no such command.
+const CommandOptions* command_options(const char* name);
+// Every command's declaration in turn (i = 0, 1, ...), then the global options' (named
+// "pmulab"); null past the end. `help --json` prints one record per declaration.
+const CommandOptions* command_options_at(u32 i);
+// --cpu's value (cpu_select.h) into *sel; the error names the option.
+Status set_cpu_option(CpuSelection* sel, const char* value);
+// An OptionSpec::apply for --cpu into member M (default `sel`) of the command's options T.
+template <typename T, CpuSelection T::*M = &T::sel> Status apply_cpu_option(void* target, const OptionHit& h) {
+    return set_cpu_option(&(static_cast<T*>(target)->*M), h.value);
+}
 
 // A campaign (pmulab.cfg) checked completely before any of it runs (campaign.cpp):
-// every line splits into words, names a command, uses only options its help names,
-// and its --events lists parse in some dialect (names are resolved later, per CPU).
-// Used by the EFI entry point and by the host tool pmulab-check (`make image`).
+// every line splits into words, names a command, uses only options it declares, with
+// values of the declared kind and range, and its --events lists parse in some dialect (names are resolved later, per
+// CPU). Used by the EFI entry point and by the host tool pmulab-check (`make image`).
 struct CampaignProblem {
     u32 line = 0;                   // 0: the file as a whole
     char msg[Error::kMsgMax] = {};  // "NAME:LINE: reason", ready to print
@@ -50,7 +60,7 @@ using CommandFn = Status (*)(Out& out, Args& args);
 
 // `pmulab msr read|write` (cmd_msr.cpp).
 Status cmd_msr(Out& out, Args& args);
-extern const char kMsrHelp[];
+extern const CommandOptions kMsrCommand;
 // Whether pmulab may write this MSR without --unsafe (the PMU ranges only).
 bool msr_is_pmu(u32 msr);
 // Whether `msr write MSR VALUE` may go ahead on this CPU (cmd_msr.cpp): --unsafe outside
@@ -67,19 +77,19 @@ bool msr_readback_matches(const CpuDecoded& cpu, u32 msr, u64 written, u64 read)
 // `pmulab events` (cmd_events.cpp): the events each CPU can count, and
 // `events --check SPEC,...`: where a set of events goes (counters, groups/runs).
 Status cmd_events(Out& out, Args& args);
-extern const char kEventsHelp[];
+extern const CommandOptions kEventsCommand;
 
 // The measurement commands (cmd_run.cpp, cmd_bench.cpp, cmd_selftest.cpp); their
 // options are in measure_cmd.h.
 Status cmd_run(Out& out, Args& args);
 Status cmd_bench(Out& out, Args& args);
 Status cmd_selftest(Out& out, Args& args);
-extern const char kRunHelp[];
-extern const char kBenchHelp[];
-extern const char kSelftestHelp[];
+extern const CommandOptions kRunCommand;  // run_options.cpp
+extern const CommandOptions kBenchCommand;
+extern const CommandOptions kSelftestCommand;
 
 // `pmulab serve` (cmd_serve.cpp): the agent a host drives (app/serve_session.h).
 Status cmd_serve(Out& out, Args& args);
-extern const char kServeHelp[];
+extern const CommandOptions kServeCommand;
 
 }  // namespace pmulab

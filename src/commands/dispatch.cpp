@@ -1,6 +1,7 @@
 #include "app/out.h"
 
 #include "app/args.h"
+#include "app/options.h"
 #include "app/trace_platform.h"
 #include "census/census.h"
 #include "commands/commands.h"
@@ -14,7 +15,7 @@ namespace pmulab {
 
 namespace {
 
-const char kHelpText[] =
+const char kHelpTemplate[] =
     "pmulab " PMULAB_VERSION " - CPU performance-monitoring lab (UEFI)\n"
     "\n"
     "usage: pmulab [--json] [--lava] [--shutdown] COMMAND [options]\n"
@@ -31,28 +32,35 @@ const char kHelpText[] =
     "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
     "  serve                answer requests from a host over the serial port (docs/agent.md)\n"
     "  version              print the version\n"
-    "  help [COMMAND]       this text, or a command's help\n"
+    "  help [COMMAND]       this text, or a command's help; with --json: every command's\n"
+    "                       options as data, one record per command (docs/options.md)\n"
     "\n"
     "global options:\n"
-    "  --json               JSON Lines output: one object per line, nothing else\n"
-    "  --lava               also LAVA test-case lines (<LAVA_SIGNAL_TESTCASE ...>) for checks and results\n"
-    "  --shutdown           power off when done (what run-qemu.sh passes)\n"
-    "  --trace-msr          print every RDMSR/WRMSR/RDPMC pmulab performs, in order, decoded\n"
-    "  --help, -h           help for the command\n"
+    "\x01"
     "\n"
     "exit status: 0 ok, 1 command failed, 2 usage error, 3 unsupported here, 4 internal error\n";
 
-const char kInfoHelp[] = "usage: pmulab info [--json]\n"
-                         "\n"
-                         "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
-                         "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
-                         "then prints one row per CPU and one detailed block per distinct PMU.\n"
-                         "With --json: one {\"type\":\"cpu\",...} record per CPU.\n";
+const CommandOptions kMainCommand = {.command = "pmulab",
+                                     .options = kGlobalOptions,
+                                     .count = kGlobalOptionCount,
+                                     .help = kHelpTemplate,
+                                     .column = 21};
+
+const CommandOptions kInfoCommand = {
+    .command = "info",
+    .help = "usage: pmulab info [--json]\n"
+            "\n"
+            "Reads CPUID leaves 0, 1, 7, 0AH, 1AH, 23H, 8000_0000H/0001H/0022H on every logical\n"
+            "processor (through EFI MP Services) and IA32_PERF_CAPABILITIES where PDCM is set,\n"
+            "then prints one row per CPU and one detailed block per distinct PMU.\n"
+            "With --json: one {\"type\":\"cpu\",...} record per CPU.\n",
+};
+const CommandOptions kVersionCommand = {.command = "version", .help = "usage: pmulab version\n"};
+const CommandOptions kHelpCommand = {.command = "help", .help = "usage: pmulab help [COMMAND]\n", .positionals = 1};
 
 Status cmd_info(Out& out, Args& args) {
-    if (!args.done())
-        return Error::make(Errc::invalid_argument, "info: unexpected argument '%s' (see 'pmulab help info')",
-                           args.peek());
+    ParsedOptions parsed;
+    PMULAB_TRY(parse_options(kInfoCommand, args, &parsed));
     Vec<CpuRecord> cpus;
     PMULAB_TRY(census_collect(out.platform().hw(), cpus));
     // The TSC frequency (once per boot): ticks to nanoseconds (docs/measure.md).
@@ -75,7 +83,8 @@ Status cmd_info(Out& out, Args& args) {
 }
 
 Status cmd_version(Out& out, Args& args) {
-    if (!args.done()) return Error::make(Errc::invalid_argument, "version: unexpected argument '%s'", args.peek());
+    ParsedOptions parsed;
+    PMULAB_TRY(parse_options(kVersionCommand, args, &parsed));
     if (out.json()) {
         Value rec;
         JsonWriter w(rec);
@@ -88,9 +97,8 @@ Status cmd_version(Out& out, Args& args) {
 }
 
 struct Command {
-    const char* name;
     CommandFn run;
-    const char* help;
+    const CommandOptions* options;  // its name, options and help
     // Writes results files (commands that read or measure hardware).
     bool writes_results;
 };
@@ -98,60 +106,80 @@ struct Command {
 Status cmd_help(Out& out, Args& args);
 
 const Command kCommands[] = {
-    {"info", cmd_info, kInfoHelp, true},
-    {"msr", cmd_msr, kMsrHelp, true},
-    {"run", cmd_run, kRunHelp, true},
-    {"bench", cmd_bench, kBenchHelp, false},
-    {"events", cmd_events, kEventsHelp, false},
-    {"selftest", cmd_selftest, kSelftestHelp, true},
-    {"serve", cmd_serve, kServeHelp, false},
-    {"version", cmd_version, "usage: pmulab version\n", false},
-    {"help", cmd_help, "usage: pmulab help [COMMAND]\n", false},
+    {cmd_info, &kInfoCommand, true},    {cmd_msr, &kMsrCommand, true},          {cmd_run, &kRunCommand, true},
+    {cmd_bench, &kBenchCommand, false}, {cmd_events, &kEventsCommand, false},   {cmd_selftest, &kSelftestCommand, true},
+    {cmd_serve, &kServeCommand, false}, {cmd_version, &kVersionCommand, false}, {cmd_help, &kHelpCommand, false},
 };
 
 const Command* find_command(const char* name) {
     for (const Command& c : kCommands)
-        if (str_eq(c.name, name)) return &c;
+        if (str_eq(c.options->command, name)) return &c;
     return nullptr;
+}
+
+void print_help(Out& out, const CommandOptions& c) {
+    StrBuf b;
+    put_command_help(b, c);
+    out.text_buf(b);
 }
 
 // The help of the commands that take event specs ends with this CPU's event syntax
 // (AMD's 12-bit selects and terms on AMD, NetBurst names on NetBurst), as 'events' shows it.
 void help_text(Out& out, const Command* c) {
-    out.text("%s", c->help);
-    if (!str_eq(c->name, "run") && !str_eq(c->name, "events")) return;
+    print_help(out, *c->options);
+    if (c->options != &kRunCommand && c->options != &kEventsCommand) return;
     CpuidSnapshot snap;
     capture_cpuid(out.platform().hw(), &snap);
     CpuDecoded d = decode_cpuid(snap);
     out.text("\n%s", event_syntax_help(event_dialect_for(d.id, d.pmu)));
 }
 
-Status cmd_help(Out& out, Args& args) {
-    if (args.done()) {
-        out.text("%s", kHelpText);
-        return ok_status();
+// `help --json [COMMAND]`: the options of every command (or one) as records.
+void help_json(Out& out, const Command* only) {
+    for (u32 i = 0; const CommandOptions* c = command_options_at(i); ++i) {
+        if (only && c != only->options) continue;
+        Value rec;
+        command_json(rec, *c);
+        out.record(rec);
     }
-    const char* name = args.take();
-    const Command* c = find_command(name);
-    if (!c) return Error::make(Errc::invalid_argument, "help: unknown command '%s'", name);
-    help_text(out, c);
+}
+
+Status cmd_help(Out& out, Args& args) {
+    ParsedOptions parsed;
+    PMULAB_TRY(parse_options(kHelpCommand, args, &parsed));
+    const char* name = parsed.positionals.empty() ? nullptr : parsed.positionals[0];
+    const Command* c = name ? find_command(name) : nullptr;
+    if (name && !c) return Error::make(Errc::invalid_argument, "help: unknown command '%s'", name);
+    if (out.json()) help_json(out, c);
+    else if (c) help_text(out, c);
+    else print_help(out, kMainCommand);
     return ok_status();
 }
 
 }  // namespace
 
-const char* command_help(const char* name) {
+const CommandOptions* command_options_at(u32 i) {
+    const u32 n = sizeof kCommands / sizeof kCommands[0];
+    if (i < n) return kCommands[i].options;
+    return i == n ? &kMainCommand : nullptr;
+}
+
+const CommandOptions* command_options(const char* name) {
     const Command* c = find_command(name);
-    return c ? c->help : nullptr;
+    return c ? c->options : nullptr;
+}
+
+Status set_cpu_option(CpuSelection* sel, const char* value) {
+    Result<CpuSelection> s = parse_cpu_selection(value);
+    if (!s.ok()) return s.error();
+    *sel = s.value();
+    return ok_status();
 }
 
 Status app_check(int argc, const char* const* argv) {
     for (int i = 0; i < argc; ++i) {
         const char* a = argv[i];
-        if (str_eq(a, "--json") || str_eq(a, "--lava") || str_eq(a, "--shutdown") || str_eq(a, "--trace-msr") ||
-            str_eq(a, "--help") || str_eq(a, "-h"))
-            continue;
-        if (str_eq(a, "--")) continue;
+        if (is_global_option(a) || str_eq(a, "--")) continue;
         if (!find_command(a)) return Error::make(Errc::invalid_argument, "unknown command '%s' (try 'pmulab help')", a);
         return ok_status();
     }
@@ -174,12 +202,12 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
             dashdash = true;
             continue;
         }
-        if (!dashdash && str_eq(a, "--json")) g.json = true;
-        else if (!dashdash && str_eq(a, "--lava")) g.lava = true;
-        else if (!dashdash && str_eq(a, "--shutdown")) g.shutdown = true;
-        else if (!dashdash && str_eq(a, "--trace-msr")) g.trace_msr = true;
-        else if (!dashdash && (str_eq(a, "--help") || str_eq(a, "-h"))) g.help = true;
-        else rest.push(a);
+        if (dashdash || !is_global_option(a)) rest.push(a);
+        else if (str_eq(a, "--json")) g.json = true;
+        else if (str_eq(a, "--lava")) g.lava = true;
+        else if (str_eq(a, "--shutdown")) g.shutdown = true;
+        else if (str_eq(a, "--trace-msr")) g.trace_msr = true;
+        else g.help = true;  // --help, -h
     }
     if (opts) *opts = g;
     if (g.trace_msr) {
@@ -204,7 +232,7 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
         return kExitUsage;
     }
     if (g.help) {
-        if (c == find_command("help")) out.text("%s", kHelpText);
+        if (c->options == &kHelpCommand) print_help(out, kMainCommand);
         else help_text(out, c);
         return kExitOk;
     }
@@ -216,14 +244,14 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
             if (i) cmdline.put(' ');
             cmdline.put(StrView(argv[i]));
         }
-        if (sink->begin(c->name, out)) {
+        if (sink->begin(c->options->command, out)) {
             sink->record(build_meta_record(p, cmdline.c_str()));
             out.set_sink(sink);
         }
     }
     if (g.lava) {
         StrBuf b;
-        lava_begin_line(c->name, &b);
+        lava_begin_line(c->options->command, &b);
         p.write(b.view());
     }
     // The exit status is computed here, once, from everything the command reported.
@@ -237,7 +265,7 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
     int status = out.outcome().exit_status();
     if (g.lava) {
         StrBuf b;
-        lava_end_lines(c->name, status, &b);
+        lava_end_lines(c->options->command, status, &b);
         p.write(b.view());
     }
     return status;

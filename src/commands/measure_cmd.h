@@ -28,11 +28,15 @@ struct RunOptions {
     unsigned decimals = 2;  // --decimals: at least this many (run_records.cpp: more for small values)
     // Text-table column widths, widened by result_table_fit to the longest names.
     u32 bench_width = 14, event_width = 10, counter_width = 8;
-    // User code (`--code HEX` / `--code-file PATH` and the init blocks): hex is parsed
-    // into `user` by parse_run_options, files are read by the command (boot volume).
-    UserCode user;
+    // User code: one UserCode per `--code HEX` / `--code-file PATH` (each a group with
+    // its own --name), and the init blocks every code shares. Hex is parsed by
+    // parse_run_options, files are read by the command (boot volume, load_user_code).
+    Vec<UserCode> codes;
+    Vec<const char*> body_files;  // of each code: its --code-file, or null (hex)
+    Vec<const char*> code_names;  // --name of each group (null: not given)
+    UserCode shared;              // init, late_init, one_time_init of --init HEX ...
     bool has_user = false;
-    const char* code_file[4] = {};  // body, init, late-init, one-time-init
+    const char* code_file[4] = {};  // [1..3]: --init-file, --late-init-file, --one-time-init-file
     // --topdown [1|2], --metrics NAMES, --metrics-file PATH (run_metrics.cpp).
     unsigned topdown = 0;
     const char* metrics_arg = nullptr;
@@ -47,9 +51,8 @@ struct RunOptions {
 };
 
 // ---- derived metrics (run_metrics.cpp) ----
-// Takes --topdown [N], --metrics LIST, --metrics-file PATH; false when the next argument
-// is none of them.
-bool take_metric_options(Args& args, RunOptions* o, Status* err);
+// --metrics LIST (the option's value checked and kept).
+Status apply_metrics(RunOptions& o, const char* value);
 bool wants_metrics(const RunOptions& o);
 // Loads the built-in definitions and --metrics-file (boot volume) and selects the names.
 Status load_run_metrics(Out& out, RunOptions& o);
@@ -96,16 +99,18 @@ public:
 // names the option. Empty code, odd digits, non-hex characters and more than
 // kUserCodeMax bytes are Errc::invalid_argument.
 Status parse_code_hex(const char* opt, const char* hex, Vec<u8>* out);
-// Reads the --*-file blocks from the boot volume, hashes the body and prints the
-// code's header line (text mode).
+// Reads the --*-file blocks from the boot volume, hashes each code's body and prints
+// its header line (text mode).
 Status load_user_code(Out& out, RunOptions& o);
 // "4K", "1M", "3G" or the plain number of bytes.
 void put_size_suffix(StrBuf& b, u64 bytes);
 // The block of UserCode that option index i (0 body, 1 init, 2 late-init, 3 one-time-init) fills.
 Vec<u8>& user_block(UserCode& u, unsigned i);
+// *to becomes a copy of `from`.
+void copy_block(const Vec<u8>& from, Vec<u8>* to);
 
-// Parses the options of `pmulab run`; every error is Errc::invalid_argument with a
-// message naming the option and what is allowed.
+// Parses the options of `pmulab run` (declared in kRunCommand, run_options.cpp); every
+// error is Errc::invalid_argument with a message naming the option and what is allowed.
 Status parse_run_options(Args& args, RunOptions* out);
 
 // One result as a JSON line ({"type":"result",...}, newline-terminated).

@@ -8,29 +8,10 @@
 
 namespace pmulab {
 
-bool take_metric_options(Args& args, RunOptions* o, Status* err) {
-    const char* v = nullptr;
-    if (args.option("--topdown", &v, err)) {
-        if (!err->ok()) return true;
-        if (str_eq(v, "1")) o->topdown = 1;
-        else if (str_eq(v, "2")) o->topdown = 2;
-        else *err = Error::make(Errc::invalid_argument, "--topdown: '%s' is not a level (1 or 2)", v);
-        return true;
-    }
-    if (args.option("--metrics", &v, err)) {
-        if (!err->ok()) return true;
-        if (!v[0])
-            *err = Error::make(Errc::invalid_argument, "--metrics needs metric or group names, e.g. IPC,TopdownL1");
-        o->metrics_arg = v;
-        return true;
-    }
-    if (args.option("--metrics-file", &v, err)) {
-        if (!err->ok()) return true;
-        if (!v[0]) *err = Error::make(Errc::invalid_argument, "--metrics-file needs a path, e.g. \\pmulab\\my.mtr");
-        o->metrics_file = v;
-        return true;
-    }
-    return false;
+Status apply_metrics(RunOptions& o, const char* v) {
+    if (!v[0]) return Error::make(Errc::invalid_argument, "--metrics needs metric or group names, e.g. IPC,TopdownL1");
+    o.metrics_arg = v;
+    return ok_status();
 }
 
 bool wants_metrics(const RunOptions& o) { return o.topdown || o.metrics_arg; }

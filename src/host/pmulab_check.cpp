@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/json.h"
 #include "commands/commands.h"
 
 using namespace pmulab;
@@ -13,6 +14,7 @@ using namespace pmulab;
 namespace {
 
 constexpr const char kUsage[] = "usage: pmulab-check CONFIG\n"
+                                "       pmulab-check --help-json\n"
                                 "\n"
                                 "Checks a pmulab campaign file (one pmulab command line per line, '#' comments,\n"
                                 "'--shutdown' to power off) as pmulab checks \\pmulab\\pmulab.cfg before running\n"
@@ -20,6 +22,9 @@ constexpr const char kUsage[] = "usage: pmulab-check CONFIG\n"
                                 "help names, its --events lists parse, and run's option values (counts, sizes,\n"
                                 "kernel names, hex code, --timeout) are in range. Problems are printed as\n"
                                 "CONFIG:LINE: reason on stderr.\n"
+                                "\n"
+                                "--help-json prints what 'pmulab help --json' prints: one JSON record per\n"
+                                "command with its options (kinds, ranges, repeatable or not), without booting.\n"
                                 "\n"
                                 "Exit status: 0 the campaign is fine, 1 the file cannot be read, 2 problems found\n"
                                 "(or bad usage).\n";
@@ -31,6 +36,16 @@ constexpr size_t kMaxBytes = 16u << 20;  // pmulab reads at most 16 MiB
 int main(int argc, char** argv) {
     if (argc == 2 && (!std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h"))) {
         std::fputs(kUsage, stdout);
+        return 0;
+    }
+    if (argc == 2 && !std::strcmp(argv[1], "--help-json")) {
+        for (u32 i = 0; const CommandOptions* c = command_options_at(i); ++i) {
+            Value rec;
+            command_json(rec, *c);
+            StrBuf line;
+            json_write_line(line, rec);
+            std::fwrite(line.c_str(), 1, line.size(), stdout);
+        }
         return 0;
     }
     if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {

@@ -177,6 +177,16 @@ def test_asm_rewrite_argv():
          "--one-time-init", "31c0", "--name", "mine"]
     assert rw(["run", "--att", "--asm", "addq %rbx, %rax"]) == \
         ["run", "--code", "4801d8", "--name", "addq %rbx, %rax"]
+    # Issue 26 item 8: every --asm is a code of its own, each with its own --name.
+    assert rw(["run", "--asm", "imul rax, rax", "--name", "chain", "--asm", "imul rbx, rbx", "--name", "b"]) == \
+        ["run", "--code", "480fafc0", "--name", "chain", "--code", "480fafdb", "--name", "b"]
+    assert rw(["run", "--asm", "imul rax, rax", "--asm", "imul rbx, rbx", "--reps", "3"]) == \
+        ["run", "--code", "480fafc0", "--name", "imul rax, rax", "--code", "480fafdb", "--reps", "3",
+         "--name", "imul rbx, rbx"]
+    assert rw(["run", "--name", "first", "--asm", "nop", "--asm", "imul rbx, rbx"]) == \
+        ["run", "--name", "first", "--code", "90", "--code", "480fafdb", "--name", "imul rbx, rbx"]
+    assert pmulab_asm.asm_options() == {"--asm": "--code", "--asm-init": "--init", "--asm-late-init": "--late-init",
+                                        "--asm-one-time-init": "--one-time-init"}
     long_text = "; ".join(["add rax, rbx"] * 20)
     name = rw(["run", "--asm", long_text])[-1]
     assert len(name) == 63 and name.endswith("...") and name.startswith("add rax, rbx; add rax, rbx"), name

@@ -99,6 +99,37 @@ def test_user_code_counts_through_the_code_generator_and_refuses_what_it_cannot_
     assert r.records("error"), r
 
 
+def test_options_as_data_repeated_codes_optional_topdown_and_repeats():
+    base = ("--json", "--model", "skylake", "--cpus", "0", "--", "run", "--events", "instructions")
+    # Issue 26 item 8: each --code is measured with the --name after it (before: only the
+    # last one, exit 0). add rax, rax (1 instruction); 2 x add (2 instructions).
+    r = _sim(*base, "--code", "4801c0", "--name", "one", "--code", "4801c04801c3", "--name", "two")
+    assert r.rc == 0, r
+    got = {x["bench"]: x["fraction"] for x in r.records("result")}
+    assert got == {"one": [1, 1], "two": [2, 1]}, got
+    # Issue 26 item 13: --topdown's level is optional (default 1), also before --metrics.
+    r = _sim("--json", "--model", "skylake", "--cpus", "0", "--", "run", "--bench", "add_indep", "--topdown",
+             "--metrics", "IPC", "--reps", "3", "--warmup", "0")
+    assert r.rc == 0, r
+    metrics = {x["metric"] for x in r.records("metric")}
+    assert "IPC" in metrics and "tma_retiring" in metrics and "tma_fetch_latency" not in metrics, metrics
+    # A repeated option that takes one value: exit 2 with its name, nothing measured.
+    r = _sim(*base, "--bench", "nop", "--unroll", "5", "--unroll", "6")
+    assert r.rc == 2 and r.records("result") == [], r
+    assert "run: --unroll is given more than once (it is not repeatable)" in r.err + r.out, r
+    # The options as data, without booting: the same records as pmulab-check --help-json.
+    r = _sim("--json", "--model", "skylake", "--", "help")
+    assert r.rc == 0, r
+    check = run_tool("pmulab-check", "--help-json")
+    assert check.rc == 0 and [l for l in r.out.splitlines() if '"type":"command"' in l] == check.out.splitlines(), r
+    run = [x for x in r.records("command") if x["command"] == "run"][0]["options"]
+    unroll = [o for o in run if o["name"] == "--unroll"][0]
+    assert unroll == {"name": "--unroll", "value": "count", "metavar": "U", "min": 1, "max": 1000000,
+                      "repeatable": False, "help": "copies of the body (default 100, 1..1000000)"}, unroll
+    topdown = [o for o in run if o["name"] == "--topdown"][0]
+    assert topdown["optional"] is True and topdown["default"] == "1", topdown
+
+
 def _trace(model, *run_args):
     r = _sim("--json", "--trace-msr", "--model", model, "--", "run", *run_args)
     assert r.rc == 0, (model, r)

@@ -68,6 +68,19 @@ def test_qemu_asm_command_line_bsp_and_ap_exact():
     _assert_exact(r.records("result"), MIXED_TICKS, [0, 1], MIXED, r)
 
 
+def test_qemu_asm_repeated_codes_each_with_its_name_exact():
+    # Issue 26 item 8: two --asm, each with its own --name (the second from its text),
+    # are two benchmarks: 1 and 3 instructions per iteration, exactly 128 ticks each.
+    r = run_qemu("run", "--asm", "imul rax, rax", "--name", "chain", "--asm", "add rax, rbx; |3; nop",
+                 "--unroll", "10", "--reps", "5", "--events", "tsc", smp=1, json_mode=True, icount=7)
+    _skip_until_target(r.out, r.err)
+    assert r.rc == 0, r
+    res = r.records("result")
+    assert [x["bench"] for x in res] == ["chain", "add rax, rbx; |3; nop"], res
+    _assert_exact(res[:1], 128, [0], "chain", r)
+    _assert_exact(res[1:], 3 * 128, [0], "add rax, rbx; |3; nop", r)
+
+
 def test_qemu_asm_avx2_and_att_exact():
     # QEMU 7.2 TCG executes AVX2 under -cpu max (pmulab enables OSXSAVE/XCR0 for it).
     r = run_qemu("run", "--att", "--asm", "vpaddd %ymm2, %ymm1, %ymm0", "--unroll", "10", "--reps", "5",

@@ -33,7 +33,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-from typing import Sequence
+from typing import Any, Callable, Optional, Sequence
+
+from .options import OptionsError, asm_options, group_options
 
 # Recommended multi-byte NOPs (Intel SDM Vol. 2B, NOP: Table 4-12), extended to 15
 # bytes with 0x66 prefixes before the 10-byte form, as GNU as and nanoBench do.
@@ -58,9 +60,6 @@ MAX_BYTES = 1 << 20  # what one copy may be; pmulab limits the generated code an
 DATA_DIRECTIVES = {".byte", ".2byte", ".short", ".word", ".hword", ".value", ".long", ".4byte", ".int",
                    ".quad", ".8byte", ".fill", ".skip", ".space", ".zero", ".nops",
                    ".intel_syntax", ".att_syntax", ".code64"}
-# The asm options and the code options they become.
-ASM_OPTIONS = {"--asm": "--code", "--asm-init": "--init", "--asm-late-init": "--late-init",
-               "--asm-one-time-init": "--one-time-init"}
 NAME_MAX = 63  # pmulab keeps labels of 1..63 characters (measure.h: char name[64])
 STMT_SYM = "__pmulab_stmt_"
 
@@ -282,18 +281,41 @@ def default_name(text: str) -> str:
     return s if len(s) <= NAME_MAX else s[:NAME_MAX - 3] + "..."
 
 
+def _code_options() -> tuple[dict[str, str], set[str], set[str]]:
+    """run's assembly options, the options that start a code group and those that belong
+    to one (pmulab.options); AsmError when pmulab's declarations cannot be read."""
+    try:
+        starts, members = group_options()
+        return asm_options(), starts, members
+    except OptionsError as e:
+        raise AsmError(str(e)) from e
+
+
 def has_asm(argv: Sequence[str]) -> bool:
-    return any(a == "--att" or a.split("=", 1)[0] in ASM_OPTIONS for a in argv)
+    asm = _code_options()[0]
+    return any(a == "--att" or a.split("=", 1)[0] in asm for a in argv)
 
 
-def rewrite_argv(argv: Sequence[str]) -> list[str]:
+def rewrite_argv(argv: Sequence[str], att: bool = False,
+                 assembler: Optional[Callable[[str, bool, str], bytes]] = None) -> list[str]:
     """A pmulab command line with --asm* TEXT turned into --code* HEX (--att applies to all
-    of them and is dropped). A --name LABEL is added after the code when the line has
-    --asm and no --name. Returns a new list; AsmError on bad code or a missing value."""
+    of them and is dropped). Each --asm without a --name of its own gets one from its text,
+    right after its code (before the next --code/--asm). Returns a new list; AsmError on
+    bad code or a missing value. `att`: AT&T syntax without --att in argv; `assembler`:
+    assemble() or one with the same signature."""
     if not has_asm(argv):
         return list(argv)
-    att = "--att" in argv
-    out, name_given, first_text = [], False, None
+    asm, starts, members = _code_options()
+    assembler = assembler or assemble
+    att = att or "--att" in argv
+    out: list[str] = []
+    group: Optional[list[Any]] = None  # [its asm text or None, named?]
+    pre_named = False
+
+    def close_group() -> None:
+        if group and group[0] is not None and not group[1] and default_name(group[0]):
+            out.extend(["--name", default_name(group[0])])
+
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -301,26 +323,29 @@ def rewrite_argv(argv: Sequence[str]) -> list[str]:
         if a == "--att":
             i += 1
             continue
-        if opt in ASM_OPTIONS:
+        if opt in starts:
+            close_group()
+            group = [None, pre_named and group is None]
+        if opt in asm:
             if not eq:
                 if i + 1 >= len(argv):
                     raise AsmError(f"{opt}: needs the assembly text (e.g. {opt} \"add rax, rbx\")")
                 val = argv[i + 1]
                 i += 1
-            out += [ASM_OPTIONS[opt], assemble(val, att, opt).hex()]
-            if opt == "--asm" and first_text is None:
-                first_text = val
+            out += [asm[opt], assembler(val, att, opt).hex()]
+            if opt in starts and group is not None:  # set just above
+                group[0] = val
         else:
-            if opt == "--name":
-                name_given = True
+            if opt in members:
+                if group is None:
+                    pre_named = True  # before any code: the first code's
+                else:
+                    group[1] = True
             out.append(a)
         i += 1
-    if att and not any(a.split("=", 1)[0] in ASM_OPTIONS for a in argv):
-        raise AsmError("--att: applies to --asm, --asm-init, --asm-late-init, --asm-one-time-init; none given")
-    if first_text is not None and not name_given:
-        name = default_name(first_text)
-        if name:
-            out += ["--name", name]
+    if "--att" in argv and not any(a.split("=", 1)[0] in asm for a in argv):
+        raise AsmError(f"--att: applies to {', '.join(asm)}; none given")
+    close_group()
     return out
 
 

@@ -33,6 +33,7 @@ from typing import Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextI
 
 from . import TOOLS
 from . import asm as pmulab_asm
+from .options import OptionsError, pmulab_options
 
 Record = Dict[str, Any]  # one JSON record from the agent
 RequestId = Union[int, str, None]  # a request's "id" (null: a line the agent could not read)
@@ -42,10 +43,18 @@ BatchLine = Union[str, Sequence[str], Tuple[List[str], Dict[str, bytes]]]
 
 PROTOCOL = 1
 BLOB_MAX = 64 << 10
-ASM_TO_FILE = {"--asm": "--code-file", "--asm-init": "--init-file", "--asm-late-init": "--late-init-file",
-               "--asm-one-time-init": "--one-time-init-file"}
-CODE_TO_FILE = {"--code": "--code-file", "--init": "--init-file", "--late-init": "--late-init-file",
-                "--one-time-init": "--one-time-init-file"}
+
+
+def code_options() -> dict[str, str]:
+    """{code option: its file form} from run's declaration (pmulab.options.pmulab_options):
+    {"--code": "--code-file", "--init": "--init-file", ...}."""
+    try:
+        run = pmulab_options("run")
+    except OptionsError as e:
+        raise pmulab_asm.AsmError(str(e)) from e
+    names = {o["name"] for o in run}
+    return {o["name"]: o["name"] + "-file" for o in run
+            if o["value"] == "hex" and o["name"] + "-file" in names}
 
 
 _asm_cache: dict[tuple[str, bool, str], bytes] = {}
@@ -123,49 +132,39 @@ class Answer:
 def asm_to_blobs(argv: Sequence[str], att: bool = False) -> tuple[list[str], dict[str, bytes]]:
     """A command line (list of words) with --asm* TEXT and --code* HEX turned into
     --*-file NAME plus the blobs they name ({NAME: bytes}); --att applies to all --asm*.
-    A --name is added from the first --asm text when none is given. AsmError on bad code."""
-    att = att or "--att" in argv
-    out, blobs, first_text, name_given = [], {}, None, False
+    Each --asm without a --name of its own gets one from its text (pmulab_asm.rewrite_argv),
+    and each code its own blob (code, code_2, ...). AsmError on bad code."""
+    argv = pmulab_asm.rewrite_argv(argv, att, assemble)
+    to_file = code_options()
+    out: list[str] = []
+    blobs: dict[str, bytes] = {}
     i = 0
     while i < len(argv):
         a = argv[i]
         opt, eq, val = a.partition("=")
-        if a == "--att":
+        if opt not in to_file:
+            out.append(a)
             i += 1
             continue
-        if opt in ASM_TO_FILE or opt in CODE_TO_FILE:
-            if not eq:
-                if i + 1 >= len(argv):
-                    raise pmulab_asm.AsmError(f"{opt}: needs a value")
-                val = argv[i + 1]
-                i += 1
-            if opt in ASM_TO_FILE:
-                data = assemble(val, att, opt)
-                if opt == "--asm" and first_text is None:
-                    first_text = val
-                fopt = ASM_TO_FILE[opt]
-            else:
-                try:
-                    data = bytes.fromhex(val[2:] if val.lower().startswith("0x") else val.replace("_", "")
-                                         .replace(":", ""))
-                except ValueError:
-                    # Let pmulab say what is wrong with it.
-                    out += [opt, val]
-                    i += 1
-                    continue
-                fopt = CODE_TO_FILE[opt]
-            name = fopt[2:-5].replace("-", "_") or "code"
-            blobs[name] = data
-            out += [fopt, name]
-        else:
-            if opt == "--name":
-                name_given = True
-            out.append(a)
+        if not eq:
+            if i + 1 >= len(argv):
+                raise pmulab_asm.AsmError(f"{opt}: needs a value")
+            val = argv[i + 1]
+            i += 1
         i += 1
-    if first_text is not None and not name_given:
-        n = pmulab_asm.default_name(first_text)
-        if n:
-            out += ["--name", n]
+        try:
+            data = bytes.fromhex(val[2:] if val.lower().startswith("0x") else val.replace("_", "").replace(":", ""))
+        except ValueError:
+            out += [opt, val]  # let pmulab say what is wrong with it
+            continue
+        fopt = to_file[opt]
+        base = fopt[2:-5].replace("-", "_") or "code"
+        name, n = base, 1
+        while name in blobs:
+            n += 1
+            name = f"{base}_{n}"
+        blobs[name] = data
+        out += [fopt, name]
     return out, blobs
 
 

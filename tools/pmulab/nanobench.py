@@ -37,6 +37,7 @@ from typing import Any, Dict, Sequence
 
 from . import ROOT
 from . import asm as pmulab_asm
+from .options import OptionsError, asm_options
 
 PROG = "pmulab-nanobench"
 Options = Dict[str, Any]  # parsed options: name -> value (True for a flag)
@@ -58,10 +59,22 @@ NB_DEFAULTS = {"n_measurements": 10, "unroll_count": 1000, "loop_count": 0, "war
 OWN_OPTIONS = {"--icount": True, "--smp": True, "--cpu-model": True, "--kvm": False, "--timeout": True,
                "--no-build": False, "--events": True, "--campaign": True, "--parse": True,
                "--dry-run": False}
-# Blocks: nanoBench's asm option, its code option, pmulab's asm and hex options.
-BLOCKS = [("asm", "code", "--asm", "--code"), ("asm_init", "code_init", "--asm-init", "--init"),
-          ("asm_late_init", "code_late_init", "--asm-late-init", "--late-init"),
-          ("asm_one_time_init", "code_one_time_init", "--asm-one-time-init", "--one-time-init")]
+
+
+NB_ASM_OPTIONS = ("asm", "asm_init", "asm_late_init", "asm_one_time_init")
+
+
+def blocks() -> list[tuple[str, str, str, str]]:
+    """Blocks: nanoBench's asm option, its code option, pmulab's asm and hex options (these
+    from run's declaration: pmulab.options.asm_options)."""
+    try:
+        asm = asm_options()
+    except OptionsError as e:
+        raise pmulab_asm.AsmError(str(e)) from e
+    return [(a, c, "--" + a.replace("_", "-"), asm["--" + a.replace("_", "-")])
+            for a, c in ((a, a.replace("asm", "code")) for a in NB_ASM_OPTIONS)]
+
+
 AGGS = {"avg": "trimmed", "median": "median", "min": "min", "max": "max"}
 # -fixed_counters: pmulab's vendor-neutral names of the three fixed-function events
 # (FIXED_CTR0-2 on Intel), printed under nanoBench's names; the record's event may be
@@ -180,7 +193,7 @@ def pmulab_command(nb: Options, own: Options) -> tuple[list[str], str | None]:
     """The `pmulab run` words for nanoBench options (with --asm* still as text: the caller
     assembles them), plus the config file to put on the volume (or None)."""
     cmd = ["run"]
-    for asm_opt, code_opt, p_asm, p_code in BLOCKS:
+    for asm_opt, code_opt, p_asm, p_code in blocks():
         if asm_opt in nb and code_opt in nb:
             raise Usage(f"-{asm_opt} and -{code_opt} give the same code twice; use one of them")
         if asm_opt in nb:
@@ -351,7 +364,8 @@ def main(argv: Sequence[str]) -> int:
         return 2
     except pmulab_asm.AsmError as e:
         msg = str(e)
-        for asm_opt, _, p_asm, _ in BLOCKS:  # in nanoBench's spelling
+        for asm_opt in NB_ASM_OPTIONS:  # in nanoBench's spelling
+            p_asm = "--" + asm_opt.replace("_", "-")
             if msg.startswith(p_asm + ":"):
                 msg = "-" + asm_opt + msg[len(p_asm):]
         print(f"{PROG}: error: {msg}", file=sys.stderr)

@@ -94,3 +94,18 @@ TEST(Campaign, ShutdownCountsInAFileThatIsNotText) {
     EXPECT_FALSE(check("info --shutdown-x\n").shutdown);
     EXPECT_TRUE(check("info --shutdown\n").shutdown);
 }
+
+// Every command's option values are checked against its declaration (app/options.h):
+// kinds, ranges and repetitions; several --code, each with its --name, are fine.
+TEST(Campaign, EveryCommandsValuesAndRepeatsAreCheckedFromItsDeclaration) {
+    Checked c = check("run --bench nop --reps 3 --reps 4\nmsr read 0x10 --cpu 0 --cpu 1\nserve --tcp 0\n"
+                      "serve --idle x\nrun --code 90 --name a --code 91 --name b\nrun --bench nop --topdown --raw\n"
+                      "events --check cycles --check instructions\n");
+    EXPECT_EQ(c.problems, (std::vector<std::string>{
+                              "x.cfg:1: run: --reps is given more than once (it is not repeatable)",
+                              "x.cfg:2: msr: --cpu is given more than once (it is not repeatable)",
+                              "x.cfg:3: serve: --tcp: 0 is out of range 1..65535",
+                              "x.cfg:4: serve: --idle: 'x' is not a number",
+                              "x.cfg:7: events: --check is given more than once (it is not repeatable)",
+                          }));
+}

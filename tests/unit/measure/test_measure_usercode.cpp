@@ -84,12 +84,13 @@ TEST(UserCode, OptionsFillTheConfig) {
     const MeasureConfig& c = p.o.cfg;
     ASSERT_EQ(c.benches.size(), 1u);
     EXPECT_EQ(c.benches[0].kernel, nullptr);
-    EXPECT_EQ(c.benches[0].user, &p.o.user);
+    ASSERT_EQ(p.o.codes.size(), 1u);
+    EXPECT_EQ(c.benches[0].user, &p.o.codes[0]);
     EXPECT_STREQ(bench_name(c.benches[0]), "chain");
-    EXPECT_EQ(p.o.user.body.size(), 3u);
-    EXPECT_EQ(p.o.user.init.size(), 1u);
-    EXPECT_EQ(p.o.user.late_init.size(), 2u);
-    EXPECT_EQ(p.o.user.one_time_init.size(), 3u);
+    EXPECT_EQ(p.o.codes[0].body.size(), 3u);
+    EXPECT_EQ(p.o.codes[0].init.size(), 1u);
+    EXPECT_EQ(p.o.codes[0].late_init.size(), 2u);
+    EXPECT_EQ(p.o.codes[0].one_time_init.size(), 3u);
     EXPECT_EQ(c.r14_size, u64(2) << 20);
     EXPECT_EQ(c.align_offset, 7u);
     EXPECT_EQ(c.initial_warmup, 4u);
@@ -239,4 +240,68 @@ TEST(UserCode, PauseResumeMarkersAreChecked) {
     std::string ok = run_err("--code " + P + "90" + R + "4801d8" + P + R);
     EXPECT_EQ(ok.rfind("0 pmulab run: code 'code': 36 bytes, FNV-1a 64 ", 0), 0u) << ok;
     EXPECT_NE(ok.find(", 2 pause/resume marker pairs per copy\n"), std::string::npos) << ok;
+}
+
+// Issue 26 item 8: several --code, each with the --name after it, are each measured as
+// their own bench (before: only the last code was kept, exit 0).
+TEST(UserCode, EveryCodeIsMeasuredWithItsOwnName) {
+    Parsed p;
+    parse("--code 4801d8 --name chain --init 90 --code 480fafc0 --name b --reps 3", &p);
+    ASSERT_TRUE(p.status.ok()) << p.status.error().msg;
+    std::vector<std::string> names;
+    for (const BenchInstance& b : p.o.cfg.benches) names.push_back(bench_name(b));
+    EXPECT_EQ(names, (std::vector<std::string>{"chain", "b"}));
+    EXPECT_EQ(p.o.cfg.benches[0].user->body.size(), 3u);
+    EXPECT_EQ(p.o.cfg.benches[1].user->body.size(), 4u);
+    EXPECT_EQ(p.o.cfg.benches[1].user->init.size(), 1u);  // the init blocks are every code's
+    Parsed d;
+    parse("--code 90 --code 91 --code 92 --name last", &d);
+    ASSERT_TRUE(d.status.ok()) << d.status.error().msg;
+    names.clear();
+    for (const BenchInstance& b : d.o.cfg.benches) names.push_back(bench_name(b));
+    EXPECT_EQ(names, (std::vector<std::string>{"code1", "code2", "last"}));
+    EXPECT_EQ(err("--code 90 --name a --name b"), "run: --name is given more than once for one code (one per code)");
+    EXPECT_EQ(err("--code 90 --name a --code 91 --name a"), "--name: 'a' names two codes (each needs its own)");
+    EXPECT_EQ(err("--code 90 --code-file x.bin"), "--code and --code-file cannot be combined");
+
+    mtest::FakeHw hw;
+    mtest::FakeMeasure mp;
+    mtest::FakePlatform plat(hw, &mp);
+    int rc = mtest::run_cmd(plat, "run --code 4801d8 --name chain --code 480fafc0 --name b --reps 3 --json");
+    EXPECT_EQ(rc, 0) << plat.out;
+    EXPECT_NE(plat.out.find("\"bench\":\"chain\",\"code\":\"chain\",\"code_bytes\":3,"), std::string::npos) << plat.out;
+    EXPECT_NE(plat.out.find("\"bench\":\"b\",\"code\":\"b\",\"code_bytes\":4,"), std::string::npos) << plat.out;
+}
+
+// Repeating an option that takes one value is a usage error (exit 2), never "the last
+// one wins".
+TEST(UserCode, RepeatedOptionIsAUsageError) {
+    EXPECT_EQ(err("--code 90 --unroll 5 --unroll 6"), "run: --unroll is given more than once (it is not repeatable)");
+    EXPECT_EQ(err("--code 90 --init 90 --init 91"), "run: --init is given more than once (it is not repeatable)");
+    EXPECT_EQ(err("--bench nop --cpu 0 --cpu 1"), "run: --cpu is given more than once (it is not repeatable)");
+    EXPECT_EQ(err("--bench nop --raw --raw"), "run: --raw is given more than once (it is not repeatable)");
+    EXPECT_EQ(err("--bench nop --events tsc --events tsc"), "OK");  // lists accumulate (perf's -e a -e b)
+    mtest::FakeHw hw;
+    mtest::FakeMeasure mp;
+    mtest::FakePlatform plat(hw, &mp);
+    EXPECT_EQ(mtest::run_cmd(plat, "run --bench nop --reps 3 --reps 5"), 2);
+    EXPECT_EQ(plat.out, "pmulab: error: run: --reps is given more than once (it is not repeatable)\n");
+}
+
+// Issue 26 item 13: --topdown's level is optional (default 1), also before another option.
+TEST(UserCode, TopdownLevelIsOptional) {
+    Parsed p;
+    parse("--bench nop --topdown --metrics ipc", &p);
+    ASSERT_TRUE(p.status.ok()) << p.status.error().msg;
+    EXPECT_EQ(p.o.topdown, 1u);
+    EXPECT_STREQ(p.o.metrics_arg, "ipc");
+    Parsed q;
+    parse("--bench nop --topdown 2", &q);
+    ASSERT_TRUE(q.status.ok());
+    EXPECT_EQ(q.o.topdown, 2u);
+    Parsed r;
+    parse("--bench nop --topdown", &r);
+    ASSERT_TRUE(r.status.ok());
+    EXPECT_EQ(r.o.topdown, 1u);
+    EXPECT_EQ(err("--bench nop --topdown 3"), "--topdown: '3' is not a level (1 or 2)");
 }

@@ -40,6 +40,14 @@ template <typename T> void swap(T& a, T& b) {
 }
 
 // Mask of the low `bits` bits; bits may be 0..64.
+// The value of a hexadecimal digit, or -1 when c is none.
+constexpr int hex_digit(char c) {
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
 constexpr u64 low_mask(unsigned bits) { return bits >= 64 ? ~u64{0} : ((u64{1} << bits) - 1); }
 
 constexpr unsigned popcount64(u64 v) {

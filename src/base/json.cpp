@@ -105,13 +105,6 @@ JsonWriter& JsonWriter::key(const char* k) {
 
 namespace {
 
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 struct Reader {
     StrView s;
     usize i = 0;

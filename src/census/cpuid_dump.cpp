@@ -29,13 +29,6 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t'; }
 
-int hex_val(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 }  // namespace
 
 // Exactly 1..8 hex digits.
@@ -62,7 +55,7 @@ bool dec_u32(StrView s, u32* out) {
 // First non-hex character of s, for "bad hex digit" messages.
 char first_non_hex(StrView s) {
     for (usize i = 0; i < s.len; ++i)
-        if (hex_val(s[i]) < 0) return s[i];
+        if (hex_digit(s[i]) < 0) return s[i];
     return 0;
 }
 

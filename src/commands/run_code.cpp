@@ -5,17 +5,6 @@
 
 namespace pmulab {
 
-namespace {
-
-int hex_digit(char c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-}  // namespace
-
 Vec<u8>& user_block(UserCode& u, unsigned i) {
     switch (i) {
         case 1: return u.init;

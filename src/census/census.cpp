@@ -436,6 +436,18 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
     put_census_vectors(out, cpus);
 }
 
+void census_next_step(const Vec<CpuRecord>& cpus, StrBuf& out) {
+    bool any = false;
+    for (const CpuRecord& r : cpus) {
+        if (!r.collected) continue;
+        if (!r.dec.id.hypervisor || (r.dec.pmu.present() && !netburst_disabled(r))) return;
+        any = true;
+    }
+    if (any)
+        out.put("\nNext: 'run --bench nop --events tsc' works without a PMU; for counters boot on hardware, "
+                "or under KVM with -cpu host,pmu=on\n");
+}
+
 void census_json(const CpuRecord& r, StrBuf& out, const TscFreq* tsc) { json_write_line(out, census_record(r, tsc)); }
 
 namespace {

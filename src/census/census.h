@@ -47,6 +47,10 @@ void census_decode(CpuRecord& r);
 // where they differ), as the records' "vector_extensions".
 void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
 
+// What to try next where no collected CPU has a PMU and all run under a hypervisor (QEMU
+// TCG, KVM without PMU passthrough): one line after `info`'s report; nothing otherwise.
+void census_next_step(const Vec<CpuRecord>& cpus, StrBuf& out);
+
 // The vector extensions user code can run on this CPU (names as in the records:
 // "sse", ..., "avx2", "avx512f", ...) into names; returns how many (at most max).
 usize census_vector_extensions(const CpuRecord& r, const char** names, usize max);

@@ -26,11 +26,14 @@ const char kHelpTemplate[] =
     "  msr write ADDR VAL   write an MSR   [--cpu N|all|bsp] [--unsafe]\n"
     "  run --bench K,...    measure built-in kernels (U/2U overhead cancellation)\n"
     "                       [--events tsc] [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] ...\n"
+    "  run --code HEX       measure your own machine code [--init HEX] [--name TEXT] ...; on the\n"
+    "                       host run-qemu.sh takes --asm TEXT (assembled; docs/nanobench.md)\n"
     "  bench list           the built-in kernels and their instructions per iteration\n"
     "  events               the events each CPU can count [--cpu N|all|bsp]; --check SPEC,...\n"
     "                       shows where a set of events goes (counters, runs)\n"
     "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
     "  serve                answer requests from a host over the serial port (docs/agent.md)\n"
+    "  serve --tcp PORT     the same over TCP (no authentication: a lab network only)\n"
     "  version              print the version\n"
     "  help [COMMAND]       this text, or a command's help; with --json: every command's\n"
     "                       options as data, one record per command (docs/options.md)\n"
@@ -75,6 +78,7 @@ Status cmd_info(Out& out, Args& args) {
         put_tsc_freq(b, tsc);
         b.put('\n');
     }
+    census_next_step(cpus, b);
     out.text_buf(b);
     // A CPU that could not be read says why in its row (and its record).
     for (const CpuRecord& r : cpus)

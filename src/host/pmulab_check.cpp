@@ -26,8 +26,8 @@ constexpr const char kUsage[] = "usage: pmulab-check CONFIG\n"
                                 "--help-json prints what 'pmulab help --json' prints: one JSON record per\n"
                                 "command with its options (kinds, ranges, repeatable or not), without booting.\n"
                                 "\n"
-                                "Exit status: 0 the campaign is fine, 1 the file cannot be read, 2 problems found\n"
-                                "(or bad usage).\n";
+                                "Exit status: 0 the campaign is fine, 2 problems found, bad usage, or a file that\n"
+                                "cannot be read (README \"Exit status of the tools\").\n";
 
 constexpr size_t kMaxBytes = 16u << 20;  // pmulab reads at most 16 MiB
 
@@ -48,7 +48,11 @@ int main(int argc, char** argv) {
         }
         return 0;
     }
-    if (argc != 2 || (argv[1][0] == '-' && argv[1][1])) {
+    if (argc == 2 && argv[1][0] == '-' && argv[1][1]) {
+        std::fprintf(stderr, "pmulab-check: error: unknown option '%s' (see pmulab-check --help)\n", argv[1]);
+        return 2;
+    }
+    if (argc != 2) {
         std::fprintf(stderr, "pmulab-check: error: expected one campaign file (see pmulab-check --help)\n");
         return 2;
     }
@@ -56,7 +60,7 @@ int main(int argc, char** argv) {
     std::FILE* f = std::fopen(path, "rb");
     if (!f) {
         std::fprintf(stderr, "pmulab-check: error: cannot open '%s': %s\n", path, std::strerror(errno));
-        return 1;
+        return 2;
     }
     std::string text;
     char buf[65536];
@@ -66,7 +70,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
     if (bad) {
         std::fprintf(stderr, "pmulab-check: error: cannot read '%s'\n", path);
-        return 1;
+        return 2;
     }
     if (text.size() > kMaxBytes) {
         std::fprintf(stderr, "pmulab-check: error: %s is larger than 16 MiB (pmulab would not read it)\n", path);

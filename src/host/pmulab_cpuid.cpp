@@ -22,7 +22,8 @@ constexpr const char kUsage[] = "usage: pmulab-cpuid [--json] [--format auto|cpu
                                 "  aida64   AIDA64/EVEREST CPUID report (as published by InstLatx64)\n"
                                 "FILE '-' reads standard input.\n"
                                 "\n"
-                                "Exit status: 0 ok, 1 the file cannot be read, 2 bad usage or a malformed dump.\n";
+                                "Exit status: 0 ok, 1 the output cannot be written, 2 bad usage, a file that cannot\n"
+                                "be read or a malformed dump (README \"Exit status of the tools\").\n";
 
 // Far larger than any real dump (a 4096-CPU AIDA64 report is ~40 MiB).
 constexpr size_t kMaxDumpBytes = 256u << 20;
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
         std::FILE* f = std::fopen(path, "rb");
         if (!f) {
             std::fprintf(stderr, "pmulab-cpuid: error: cannot open '%s': %s\n", path, std::strerror(errno));
-            return 1;
+            return 2;
         }
         rc = read_all(f, &text);
         int e = errno;
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
     }
     if (rc == 1) {
         std::fprintf(stderr, "pmulab-cpuid: error: cannot read '%s': %s\n", name, std::strerror(errno));
-        return 1;
+        return 2;
     }
     if (rc == 2) {
         std::fprintf(stderr, "pmulab-cpuid: error: %s: larger than %zu MiB; not a CPUID dump\n", name,

@@ -36,8 +36,8 @@ constexpr const char kUsage[] =
     "  --trace-msr, --json       passed to pmulab (every RDMSR/WRMSR/RDPMC; JSON Lines)\n"
     "  --config CAMPAIGN         run a campaign file (checked first, as pmulab does)\n"
     "\n"
-    "Exit status: pmulab's (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal); 1 also when\n"
-    "the dump cannot be read, 2 for bad options and malformed dumps.\n";
+    "Exit status: pmulab's (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal); 2 also for\n"
+    "bad options and a dump or campaign that cannot be read or is malformed.\n";
 
 int usage_error(const std::string& msg) {
     std::fprintf(stderr, "pmulab-sim: error: %s (see pmulab-sim --help)\n", msg.c_str());
@@ -148,7 +148,7 @@ int run_campaign(SimHostPlatform& p, const SimArgs& args) {
     std::FILE* f = std::fopen(config, "rb");
     if (!f) {
         std::fprintf(stderr, "pmulab-sim: error: cannot open '%s': %s\n", config, std::strerror(errno));
-        return 1;
+        return 2;
     }
     char buf[65536];
     size_t n;
@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     Status bs = build_sim_machine(args.o, &machine, &what);
     if (!bs.ok()) {
         std::fprintf(stderr, "pmulab-sim: error: %s\n", bs.error().msg);
-        return bs.error().code == Errc::io ? 1 : 2;
+        return 2;
     }
     what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
     SimHostPlatform p(*machine, what);

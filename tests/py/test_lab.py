@@ -264,7 +264,7 @@ def test_lab_bad_input_never_shows_a_traceback():
         os.remove(bad)
         _write(os.path.join(td, "d", "0001-x.jsonl"), [{"type": "meta"}])
         os.symlink(os.path.join(td, "gone"), os.path.join(td, "d", "0002-y.jsonl"))  # cannot be read
-        _one_error_line(_lab("merge", os.path.join(td, "d"), "--out", m), 1,
+        _one_error_line(_lab("merge", os.path.join(td, "d"), "--out", m), 2,
                         f"pmulab-lab: error: {td}/d/0002-y.jsonl: cannot read")
         deep = os.path.join(td, "deep", "0001-x.jsonl")
         os.makedirs(os.path.dirname(deep))

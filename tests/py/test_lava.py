@@ -318,7 +318,7 @@ def test_lava_tool_bad_input_is_a_clear_error():
             (["render", "--template", "vax", "--campaign", bad], 2, "pmulab-lava: error: argument --template"),
             (["render", "--template", "qemu", "--campaign", bad, "--image-url", "u", "--set", "NOPE=1"], 2,
              "pmulab-lava: error: --set NOPE: unknown placeholder"),
-            (["results", os.path.join(td, "missing.log"), "--out", os.path.join(td, "o.jsonl")], 1,
+            (["results", os.path.join(td, "missing.log"), "--out", os.path.join(td, "o.jsonl")], 2,
              "pmulab-lava: error: " + os.path.join(td, "missing.log") + ": cannot read: No such file or directory"),
             (["results", latin, "--out", os.path.join(td, "o.jsonl")], 2,
              f"pmulab-lava: error: {latin}: not UTF-8 text"),

@@ -6,6 +6,8 @@ import os
 import subprocess
 import tempfile
 
+import pytest
+
 from pmulab import nanobench as nbt
 from pmulab_test import ROOT, data_path
 
@@ -172,3 +174,21 @@ def test_nanobench_parses_recorded_pmulab_json():
     assert p.stdout == "TSC: 128.00 [128.00;128.00]\n" * 4, p
     p = _tool("--parse", rec, "-no_norm")
     assert p.stdout == "TSC: 1280.00\n" * 4, p
+
+
+REFUSED_DOC = '(docs/nanobench.md "Options pmulab does not take")'
+
+
+@pytest.mark.parametrize("word,name", [("-msr_config", "msr_config"), ("-end_to_end", "end_to_end"),
+                                       ("-cycle_by_cycle", "cycle_by_cycle"), ("--remove_empty_events", "remove_empty_events"),
+                                       ("-remove", "remove_empty_events"), ("-html=g.html", "html"), ("-csv", "csv")])
+def test_nanobench_refuses_the_options_pmulab_does_not_take(word, name):
+    r = subprocess.run([TOOL, "--dry-run", "-asm", "nop", word, "f.txt"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stdout == "", r
+    line = r.stderr.strip()
+    assert line.startswith(f"pmulab-nanobench: error: -{name}: pmulab does not take this nanoBench option: "), r
+    assert line.endswith(REFUSED_DOC) and "\n" not in line, r
+    # The doc names every refused option with what to do instead.
+    with open(os.path.join(ROOT, "docs", "nanobench.md")) as f:
+        doc = f.read()
+    assert f"| `-{name}" in doc.split("### Options pmulab does not take")[1], name

@@ -165,7 +165,7 @@ def test_plot_bad_input_and_unwritable_out_are_messages():
                         f"pmulab-plot: error: {bad}: not UTF-8 text")
         link = os.path.join(td, "link.jsonl")
         os.symlink(td, link)  # a folder: cannot be read as a file
-        _one_error_line(_plot("cpus", link, "--bench", "nop", "--out", os.path.join(td, "c.png")), 1,
+        _one_error_line(_plot("cpus", link, "--bench", "nop", "--out", os.path.join(td, "c.png")), 2,
                         f"pmulab-plot: error: {link}: cannot read")
         # A result without a bench name still plots.
         with open(bad, "w") as f:

@@ -40,7 +40,7 @@ def test_pmulab_check_bad_usage_and_missing_file():
     r = run_tool("pmulab-check")
     assert r.rc == 2 and "expected one campaign file" in r.err, r
     r = run_tool("pmulab-check", "/nonexistent/x.cfg")
-    assert r.rc == 1 and "cannot open '/nonexistent/x.cfg'" in r.err, r
+    assert r.rc == 2 and "cannot open '/nonexistent/x.cfg'" in r.err, r
     r = run_tool("pmulab-check", "--help")
     assert r.rc == 0 and r.out.startswith("usage: pmulab-check CONFIG"), r
 

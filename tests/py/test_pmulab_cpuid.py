@@ -220,12 +220,12 @@ def test_error_garbage():
 
 def test_error_missing_and_unreadable_file():
     r = run_tool(TOOL, "/nonexistent/dump.txt")
-    assert r.rc == 1, r
+    assert r.rc == 2, r
     assert r.err == "pmulab-cpuid: error: cannot open '/nonexistent/dump.txt': No such file or directory\n", r
     d = tempfile.mkdtemp()
     try:
         r = run_tool(TOOL, d)
-        assert r.rc == 1, r
+        assert r.rc == 2, r
         assert r.err == f"pmulab-cpuid: error: cannot read '{d}': Is a directory\n", r
     finally:
         os.rmdir(d)

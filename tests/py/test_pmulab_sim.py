@@ -290,7 +290,7 @@ def test_campaign_file_runs_every_line():
 
 def test_bad_dumps_and_options_are_clear_errors():
     r = _sim("--dump", "/nonexistent/dump.txt", "--", "info")
-    assert r.rc == 1 and "pmulab-sim: error: cannot open '/nonexistent/dump.txt'" in r.err, r
+    assert r.rc == 2 and "pmulab-sim: error: cannot open '/nonexistent/dump.txt'" in r.err, r
     with open(data_path("cpuid", DUMPS[0])) as f:
         head = f.read(2000)
     import tempfile

@@ -17,6 +17,10 @@ def test_qemu_info_smp1_text():
     # TCG has no PMU: said plainly, not an error.
     assert "none" in r.out and "error" not in r.out.lower(), r
     assert "@@pmulab-exit" not in r.out, "exit marker must be stripped"
+    # ... and it ends with what to try next (issue 26 item 21).
+    assert r.out.rstrip("\n").splitlines()[-1] == (
+        "Next: 'run --bench nop --events tsc' works without a PMU; for counters boot on hardware, "
+        "or under KVM with -cpu host,pmu=on"), r
 
 
 def test_qemu_info_smp4_json():

@@ -39,7 +39,8 @@ inside it), "file": results file, and the config/smp/cpu/mode of the boot}. Only
 library is used.
 
 Exit status: 0 all boots ok; 1 some boot or pmulab command failed (the others are still
-merged), or a file could not be read or written; 2 bad arguments or bad input files.
+merged), or a file could not be written; 2 bad arguments, an input file that cannot be
+read, or bad input files (README "Exit status of the tools").
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ def read_text(path: str) -> str:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
-        raise LabError(f"{path}: cannot read: {e.strerror}", 1)
+        raise LabError(f"{path}: cannot read: {e.strerror}")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -632,7 +633,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             data = pmulab_asm.rewrite_campaign(data, c)  # assembly errors before any boot
             args.campaigns[c] = data  # assembled once, not again per boot
         except OSError as e:
-            die(f"run: config {c}: cannot read: {e.strerror}", 1)
+            die(f"run: config {c}: cannot read: {e.strerror}")
         except UnicodeDecodeError as e:
             die(f"run: config {c}: not UTF-8 text ({e.reason} at byte {e.start})")
         except pmulab_asm.AsmError as e:

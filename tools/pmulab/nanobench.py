@@ -63,6 +63,19 @@ OWN_OPTIONS = {"--icount": True, "--smp": True, "--cpu-model": True, "--kvm": Fa
 
 NB_ASM_OPTIONS = ("asm", "asm_init", "asm_late_init", "asm_one_time_init")
 
+# nanoBench's options (kernel-nanoBench.sh, cycleByCycle.py) that pmulab does not take:
+# name -> what to do instead. docs/nanobench.md "Options pmulab does not take" has the same table.
+NB_REFUSED = {
+    "msr_config": "pmulab run counts core events only; read an uncore counter with 'pmulab msr read ADDR'",
+    "remove_empty_events": "every event is printed; filter the 0.00 lines yourself",
+    "cycle_by_cycle": "pmulab has no counter-overflow interrupt (PMI) yet, so no cycle-by-cycle mode; "
+                      "measure the whole snippet and vary -unroll_count",
+    "end_to_end": "cycleByCycle.py's option; pmulab has no cycle-by-cycle mode",
+    "html": "cycleByCycle.py's option; plot pmulab's JSONL with tools/pmulab-plot",
+    "csv": "cycleByCycle.py's option; --parse a pmulab JSONL file, or use the JSONL itself",
+}
+NB_REFUSED_DOC = 'docs/nanobench.md "Options pmulab does not take"'
+
 
 def blocks() -> list[tuple[str, str, str, str]]:
     """Blocks: nanoBench's asm option, its code option, pmulab's asm and hex options (these
@@ -108,6 +121,10 @@ def match_option(word: str) -> tuple[str, str | None]:
         return name, (val if eq else None)
     cands = sorted(n for n in NB_OPTIONS if n.startswith(name)) if name else []
     if not cands:
+        refused = [n for n in NB_REFUSED if n == name] or [n for n in NB_REFUSED if name and n.startswith(name)]
+        if len(refused) == 1:
+            raise Usage(f"-{refused[0]}: pmulab does not take this nanoBench option: {NB_REFUSED[refused[0]]} "
+                        f"({NB_REFUSED_DOC})")
         raise Usage(f"unrecognized option '{word}' (nanoBench options: see --help)")
     if len(cands) > 1:
         raise Usage(f"option '{word}' is ambiguous; possibilities: " + " ".join("-" + c for c in cands))

@@ -16,8 +16,8 @@ file or the CPU when a run has several), with a legend. Value axes start at 0 un
 --y-from-data; their labels carry the unit (TSC ticks or counts per iteration).
 
 Uses matplotlib (Debian: python3-matplotlib). Exit status 0; 1 when nothing matched
-the selection, an input cannot be read or the output cannot be written; 2 on bad
-arguments or bad input (not UTF-8, not JSON, a field of the wrong type: FILE:LINE).
+the selection or the output cannot be written; 2 on bad arguments, an input that cannot
+be read, or bad input (not UTF-8, not JSON, a field of the wrong type: FILE:LINE).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def load(paths: Sequence[str]) -> list[Record]:
             with open(p, "rb") as f:
                 data = f.read()
         except OSError as e:
-            die(f"{p}: cannot read: {e.strerror}", 1)
+            die(f"{p}: cannot read: {e.strerror}")
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:

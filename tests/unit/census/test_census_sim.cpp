@@ -74,7 +74,10 @@ TEST(CensusSim, QemuTcgFourCpusWithoutPmu) {
               "  PMU              : none enumerated (no PerfCtrExtCore/PerfMonV2 under a hypervisor; the 4 legacy "
               "counters are not assumed in a virtual machine)\n"
               "\n"
-              "vector extensions (run --code): sse sse2 sse3\n");
+              "vector extensions (run --code): sse sse2 sse3\n"
+              "\n"
+              "Next: 'run --bench nop --events tsc' works without a PMU; for counters boot on hardware, or under "
+              "KVM with -cpu host,pmu=on\n");
     expect_census_accesses(m);  // no PDCM: no MSR access at all
     EXPECT_EQ(m.run_on_cpu_calls(), 4u);
 
@@ -117,6 +120,17 @@ TEST(CensusSim, QemuTcgIntelModelReportsVersion0) {
     EXPECT_TRUE(r.has_line("  PMU              : none: CPUID.0AH reports version 0, no architectural performance "
                            "monitoring (normal under a hypervisor without PMU passthrough, e.g. QEMU TCG)"))
         << r.out;
+    EXPECT_TRUE(r.has_line("Next: 'run --bench nop --events tsc' works without a PMU; for counters boot on hardware, "
+                           "or under KVM with -cpu host,pmu=on"))
+        << r.out;
+}
+
+// The "Next:" hint only where nothing can be counted under a hypervisor.
+TEST(CensusSim, NextStepOnlyWithoutAPmu) {
+    SimMachine m = intel_v4_goldmont_plus(2);
+    RunResult r = run(m, {"info"});
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.out.find("Next:"), std::string::npos) << r.out;
 }
 
 TEST(CensusSim, Version4GoldmontPlus) {

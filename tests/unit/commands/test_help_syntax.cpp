@@ -37,3 +37,17 @@ TEST(HelpSyntax, RunAndEventsHelpShowTheCpusDialect) {
     pmutest::RunResult r = pmutest::run(m, {"help", "msr"});
     EXPECT_EQ(r.out.find("Event syntax"), std::string::npos);
 }
+
+// The main help names the user-code path and the TCP agent (issue 26 item 21).
+TEST(HelpSyntax, MainHelpNamesRunCodeAsmAndServeTcp) {
+    sim::SimMachine m = sim::qemu_tcg(1);
+    pmutest::RunResult r = pmutest::run(m, {"help"});
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_TRUE(
+        r.has_line("  run --code HEX       measure your own machine code [--init HEX] [--name TEXT] ...; on the"))
+        << r.out;
+    EXPECT_TRUE(r.has_line("                       host run-qemu.sh takes --asm TEXT (assembled; docs/nanobench.md)"))
+        << r.out;
+    EXPECT_TRUE(r.has_line("  serve --tcp PORT     the same over TCP (no authentication: a lab network only)"))
+        << r.out;
+}

@@ -224,3 +224,22 @@ def test_nanobench_sizes_and_runs_are_told_apart():
     recs += [dict(r, cpu=1) for r in recs]
     assert nbt.format_results(recs, {}) == ["size=4096 cpu=0 TSC: 4.00", "size=1048576 cpu=0 TSC: 12.00",
                                             "size=4096 cpu=1 TSC: 4.00", "size=1048576 cpu=1 TSC: 12.00"]
+
+
+def test_nanobench_errors_speak_of_the_users_options():
+    # pmulab's messages name the pmulab.cfg this tool wrote and pmulab's --events; the user
+    # wrote -fixed_counters (or this tool's --events).
+    amd = ("\\pmulab\\pmulab.cfg:1: run --events: event list item 3: event spec 'ref-cycles': unknown AMD event "
+           "name 'ref-cycles' (named events: ...) (at offset 0)")
+    intel = ("\\pmulab\\pmulab.cfg:1: CPU 0: cannot count 'instructions': no architectural performance monitoring: "
+             "CPUID.0AH:EAX[7:0] = 0")
+    own = "\\pmulab\\pmulab.cfg:1: run --events: event list item 1: event spec 'foo': unknown event name 'foo'"
+    fixed = {"fixed_counters": True}
+    recs = [{"type": "error", "message": m} for m in (amd, intel, own)]
+    assert nbt.diagnostics(recs, fixed) == [
+        "pmulab-nanobench: pmulab error: -fixed_counters: event spec 'ref-cycles': unknown AMD event name "
+        "'ref-cycles' (named events: ...) (at offset 0)",
+        "pmulab-nanobench: pmulab error: -fixed_counters: CPU 0: cannot count 'instructions': no architectural "
+        "performance monitoring: CPUID.0AH:EAX[7:0] = 0",
+        "pmulab-nanobench: pmulab error: --events: event list item 1: event spec 'foo': unknown event name 'foo'"]
+    assert all("pmulab.cfg" not in l for l in nbt.diagnostics(recs, {}))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -328,12 +329,30 @@ def format_results(records: list[Record], nb: Options, names: dict[str, str] | N
     return lines
 
 
-def diagnostics(records: list[Record]) -> list[str]:
+CFG_LINE = "\\pmulab\\pmulab.cfg:1: "  # the boot volume's command line, written by boot()
+FIXED_SPEC = re.compile(r"^(?:run )?--events: (?:event list item \d+: )?(?=.*'(?:instructions|cycles|ref-cycles)')")
+
+
+def user_terms(msg: str, nb: Options | None = None) -> str:
+    """pmulab's message in the terms of this tool's command line: without the place in the
+    pmulab.cfg it wrote (the user never wrote one), and an error about a -fixed_counters
+    event under that option's name, not pmulab's --events."""
+    msg = msg[len(CFG_LINE):] if msg.startswith(CFG_LINE) else msg
+    if (nb or {}).get("fixed_counters"):
+        m = FIXED_SPEC.match(msg)
+        if m:
+            return "-fixed_counters: " + msg[m.end():]
+        if msg.startswith("CPU ") and any(f"'{f}'" in msg for f, _, _ in FIXED):
+            return "-fixed_counters: " + msg
+    return msg[len("run "):] if msg.startswith("run --events: ") else msg  # this tool's --events
+
+
+def diagnostics(records: list[Record], nb: Options | None = None) -> list[str]:
     """stderr lines for pmulab's error and warning records."""
     out = []
     for r in records:
         if r.get("type") in ("error", "warning"):
-            out.append(f"{PROG}: pmulab {r['type']}: {r.get('message', json.dumps(r))}")
+            out.append(f"{PROG}: pmulab {r['type']}: {user_terms(str(r.get('message', json.dumps(r))), nb)}")
     return out
 
 
@@ -454,8 +473,9 @@ def main(argv: Sequence[str]) -> int:
     status, out = boot(words, config, own, verbose)
     recs, other = split_output(out)
     for l in other:
-        print(l, file=sys.stderr)
-    for l in diagnostics(recs):
+        head, sep, msg = l.partition(": error: ")
+        print(head + sep + user_terms(msg, nb) if sep else l, file=sys.stderr)
+    for l in diagnostics(recs, nb):
         print(l, file=sys.stderr)
     names = config_names(config) if config else {}
     try:

@@ -557,8 +557,7 @@ TEST(Events, ListSplitsPerfTermsAndPmuPrefixes) {
 }
 
 TEST(Events, ListErrors) {
-    EXPECT_EQ(list_err("cycles,0E.1G"),
-              "event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
+    EXPECT_EQ(list_err("cycles,0E.1G"), "event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
     EXPECT_EQ(list_err("cycles,,instructions"),
               "event list item 2 is empty (at offset 7): two separators in a row, or one at the start or end");
     EXPECT_EQ(list_err("cycles;"),
@@ -568,8 +567,7 @@ TEST(Events, ListErrors) {
     EXPECT_EQ(list_err(""), "empty event list");
     EXPECT_EQ(list_err("  "), "empty event list");
     // A continuation term after a non-perf item is its own (bad) item.
-    EXPECT_EQ(list_err("cycles,umask=1"),
-              "event list item 2: event spec 'umask=1': missing event= term (at offset 0)");
+    EXPECT_EQ(list_err("cycles,umask=1"), "event list item 2: event spec 'umask=1': missing event= term (at offset 0)");
     EXPECT_EQ(list_err("event=0x3c,bogus=1"),
               "event list item 2: event spec 'bogus=1': unknown term 'bogus' (known: event, umask, "
               "cmask, umask2, inv, edge, any, eq, usr, os, name) (at offset 0)");

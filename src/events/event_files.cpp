@@ -198,8 +198,7 @@ Status EventTables::resolve_list(StrView text, const CpuIdentity& id, Vec<Event>
                                        &table_error);
         if (!r.ok()) {
             if (table_error) return r.error();  // about the event files, not the item
-            return Error::make(r.error().code, "event list item %zu (at offset %zu): %s", k + 1, items[k].begin,
-                               r.error().msg);
+            return Error::make(r.error().code, "event list item %zu: %s", k + 1, r.error().msg);
         }
         out->push(r.value());
     }

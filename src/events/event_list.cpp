@@ -65,9 +65,7 @@ Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect) {
     PMULAB_TRY(split_event_list(text, &items));
     for (usize k = 0; k < items.size(); ++k) {
         Result<Event> r = parse_event_spec(text.sub(items[k].begin, items[k].end - items[k].begin), dialect);
-        if (!r.ok())
-            return Error::make(Errc::invalid_argument, "event list item %zu (at offset %zu): %s", k + 1, items[k].begin,
-                               r.error().msg);
+        if (!r.ok()) return Error::make(Errc::invalid_argument, "event list item %zu: %s", k + 1, r.error().msg);
         out->push(r.value());
     }
     return ok_status();

@@ -181,7 +181,8 @@ struct Event {
 Result<Event> parse_event_spec(StrView spec, EventDialect dialect = EventDialect::intel);
 
 // Parses a --events value into `out` (appending). The first bad item fails the parse:
-// "event list item 2 (at offset 6): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)".
+// "event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at offset 3)" (one offset: in the
+// quoted item).
 inline constexpr usize kMaxEventsPerList = 256;
 Status parse_event_list(StrView text, Vec<Event>* out, EventDialect dialect = EventDialect::intel);
 // The splitting step alone (the rule above): each item's [begin, end) in `text`;

@@ -179,6 +179,34 @@ using spec::is_amd;
 using spec::Quote;
 using spec::SpecSite;
 
+// "; did you mean 'NAME'?" for the name of `dl`'s table nearest to `name` (case ignored;
+// at most 1 edit for names up to 4 characters, 2 up to 8, else 3), or "" when none is near.
+struct Suggestion {
+    char s[80] = {};
+};
+
+Suggestion did_you_mean(StrView name, EventDialect dl) {
+    usize limit = name.len <= 4 ? 1 : name.len <= 8 ? 2 : 3, best = limit + 1;
+    const char* pick = nullptr;
+    auto consider = [&](const char* cand) {
+        usize d = spec::edit_distance_nocase(name, StrView(cand), limit);
+        if (d < best) best = d, pick = cand;
+    };
+    if (is_amd(dl)) {
+        for (const AmdNamedDef& d : kAmdNamed)
+            if (amd_def_applies(d, dl)) consider(d.name);
+    } else if (dl == EventDialect::netburst) {
+        for (const netburst::EventDef& d : netburst::kEvents) consider(d.name);
+        for (const netburst::AliasDef& a : netburst::kAliases) consider(a.name);
+    } else {
+        for (const NamedDef& d : kNamed) consider(d.name);
+        consider("tsc");
+    }
+    Suggestion out;
+    if (pick) format_to(out.s, sizeof out.s, "; did you mean '%s'?", pick);
+    return out;
+}
+
 // What a named Intel or AMD event sets: its encoding, ArchEventBit, fixed counter and
 // general-purpose equivalent.
 struct NamedEncoding {
@@ -214,10 +242,10 @@ Status parse_named_amd(const SpecSite& cx, StrView tok, Event* e) {
         if (spec::all_hex(name) && name.len <= 4)
             return cx.fail(0, "'%s' is not an event name; a raw event needs its unit mask too: EEE.UU, e.g. 0C0.00", q);
         return cx.fail(0,
-                       "unknown AMD event name '%s' (named events: instructions, cycles, branches, branch-misses, "
+                       "unknown AMD event name '%s'%s (named events: instructions, cycles, branches, branch-misses, "
                        "l1d-accesses, l1d-misses, aperf, mperf, ...; raw events are EEE.UU, e.g. 0C0.00, or "
                        "event=0xc0,umask=0)",
-                       q);
+                       q, did_you_mean(name, cx.dialect).s);
     }
     return set_named(cx, tok, colon, {d->evsel, d->umask, -1, d->fixed, d->fixed >= 0 && d->gp_equiv, true}, e);
 }
@@ -243,10 +271,10 @@ Status parse_named_netburst(const SpecSite& cx, StrView tok, Event* e) {
             }
         if (e->netburst.event < 0)
             return cx.fail(0,
-                           "unknown NetBurst event '%s' (known: global_power_events, instr_retired, uops_retired, "
+                           "unknown NetBurst event '%s'%s (known: global_power_events, instr_retired, uops_retired, "
                            "branch_retired, mispred_branch_retired, and instructions, cycles, branches, "
                            "branch-misses, uops)",
-                           q);
+                           q, did_you_mean(name, cx.dialect).s);
         if (dot < full.len) return cx.fail(dot, "'%s' is a generic name and takes no event-mask bits", q);
         d = &netburst::kEvents[e->netburst.event];
     }
@@ -287,9 +315,9 @@ Status parse_named(const spec::SpecSite& cx, StrView tok, Event* e) {
         if (spec::all_hex(name) && name.len <= 4)
             return cx.fail(0, "'%s' is not an event name; a raw event needs its UMASK too: EE.UU, e.g. 0E.01", q);
         return cx.fail(0,
-                       "unknown event name '%s' (named events are the architectural ones, e.g. INST_RETIRED.ANY, "
+                       "unknown event name '%s'%s (named events are the architectural ones, e.g. INST_RETIRED.ANY, "
                        "cycles; raw events are EE.UU, e.g. 0E.01, or event=0x0e,umask=0x01)",
-                       q);
+                       q, did_you_mean(name, cx.dialect).s);
     }
     return set_named(cx, tok, colon, {d->evsel, d->umask, d->arch, d->fixed, d->fixed >= 0, d->exact}, e);
 }

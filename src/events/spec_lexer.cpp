@@ -55,6 +55,27 @@ void clip(StrView s, char* buf, usize cap, usize max) {
     buf[o] = 0;
 }
 
+usize edit_distance_nocase(StrView a, StrView b, usize limit) {
+    constexpr usize kMax = 64;
+    if (a.len > kMax || b.len > kMax || (a.len > b.len ? a.len - b.len : b.len - a.len) > limit) return limit + 1;
+    usize row[kMax + 1];  // row[j]: the distance between a[0..i) and b[0..j)
+    for (usize j = 0; j <= b.len; ++j) row[j] = j;
+    for (usize i = 1; i <= a.len; ++i) {
+        usize diag = row[0], best = i;
+        row[0] = i;
+        for (usize j = 1; j <= b.len; ++j) {
+            usize up = row[j];
+            usize sub = diag + (ascii_lower(a[i - 1]) != ascii_lower(b[j - 1]) ? 1 : 0);
+            usize v = sub < up + 1 ? sub : up + 1;
+            row[j] = v < row[j - 1] + 1 ? v : row[j - 1] + 1;
+            diag = up;
+            if (row[j] < best) best = row[j];
+        }
+        if (best > limit) return limit + 1;  // no later row gets below its minimum
+    }
+    return row[b.len] > limit ? limit + 1 : row[b.len];
+}
+
 Error SpecSite::fail(usize off, const char* fmt, ...) const {
     char msg[sizeof(Error::msg)];
     va_list ap;

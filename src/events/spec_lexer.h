@@ -32,6 +32,12 @@ bool name_char(char c);
 // Hex digits with an optional 0x prefix, at most `max`.
 bool parse_hex_u32(StrView s, u32 max, u32* out);
 
+// ---- near misses ----
+
+// Levenshtein distance between a and b ignoring ASCII case (insert, delete, substitute:
+// 1 each), or limit + 1 when it is over `limit` or a string is over 64 characters.
+usize edit_distance_nocase(StrView a, StrView b, usize limit);
+
 // ---- quoting ----
 
 // Copies s for quoting in a message: at most `max` characters ("..." when cut);

@@ -55,9 +55,11 @@ def test_nanobench_option_mapping():
           "-asm_one_time_init", "xor eax, eax"],
          ["run", "--code", "480fafc3", "--init", "48c7c001000000", "--late-init", "90", "--one-time-init", "31c0",
           "--events", "tsc", *DEFAULTS, "--name", "imul rax, rbx"]),
-        # -usr/-os/-verbose/-range/-no_normalization change nothing on the target.
-        (["-asm", "add rax, rbx", "-usr", "1", "-os", "1", "-range", "-no_normalization"],
+        # -usr/-os/-verbose/-no_normalization change nothing on the target; -range needs
+        # each run's counts.
+        (["-asm", "add rax, rbx", "-usr", "1", "-os", "1", "-no_normalization"],
          ["run", *add, "--events", "tsc", *DEFAULTS, *name]),
+        (["-asm", "add rax, rbx", "-range"], ["run", *add, "--events", "tsc", *DEFAULTS, "--raw", *name]),
         # One or two dashes, '=' or a separate word, numbers in hex.
         (["--asm=add rax, rbx", "-unroll_count=0x10"],
          ["run", *add, "--events", "tsc", "--unroll", "16", *DEFAULTS[2:], *name]),
@@ -145,13 +147,18 @@ def test_nanobench_bad_options_exit_2_with_one_line():
 
 
 RESULT = {"type": "result", "cpu": 0, "event": "tsc", "iterations": 100, "fraction": [257, 2],
-          "per_iteration": 128.50, "min": 127.98, "median": 128.50, "avg": 128.50, "trimmed": 128.50, "max": 131.03}
+          "per_iteration": 128.50, "min": 127.98, "median": 128.50, "avg": 128.50, "trimmed": 128.50, "max": 131.03,
+          # run --raw: per run, long - short = 12790, 12850, 12910 (127.90, 128.50, 129.10 per iteration)
+          "long": {"copies": 200, "counts": [25790, 25900, 25910]},
+          "short": {"copies": 100, "counts": [13000, 13050, 13000]}}
 
 
 def test_nanobench_output_format():
     f = nbt.format_results
     assert f([RESULT], {}) == ["TSC: 128.50"]
-    assert f([RESULT], {"range": True}) == ["TSC: 128.50 [127.98;131.03]"]
+    # -range: min and max of the per-run values (the record's min/max are estimates, not a range).
+    assert f([RESULT], {"range": True}) == ["TSC: 128.50 [127.90;129.10]"]
+    assert f([RESULT], {"range": True, "no_normalization": True}) == ["TSC: 12850.00 [12790.00;12910.00]"]
     assert f([RESULT], {"no_normalization": True}) == ["TSC: 12850.00"]
     fixed = [dict(RESULT, event=e, fraction=[n, 1]) for e, n in
              (("instructions", 1), ("cycles", 3), ("ref-cycles", 2), ("FIXED_CTR0", 4), ("CPU_CLK_UNHALTED.THREAD", 5))]
@@ -169,11 +176,10 @@ def test_nanobench_parses_recorded_pmulab_json():
     # --unroll 10 --reps 10 --warmup 5 --agg trimmed --cpu all (one record per kernel x CPU).
     rec = data_path("nanobench", "builtin.jsonl")
     p = _tool("--parse", rec)
-    assert (p.returncode, p.stdout, p.stderr) == (0, "TSC: 128.00\n" * 4, ""), p
-    p = _tool("--parse", rec, "-range")
-    assert p.stdout == "TSC: 128.00 [128.00;128.00]\n" * 4, p
+    blocks = ["bench=nop cpu=0", "bench=nop cpu=1", "bench=add_chain cpu=0", "bench=add_chain cpu=1"]
+    assert (p.returncode, p.stdout, p.stderr) == (0, "".join(f"{b} TSC: 128.00\n" for b in blocks), ""), p
     p = _tool("--parse", rec, "-no_norm")
-    assert p.stdout == "TSC: 1280.00\n" * 4, p
+    assert p.stdout == "".join(f"{b} TSC: 1280.00\n" for b in blocks), p
 
 
 REFUSED_DOC = '(docs/nanobench.md "Options pmulab does not take")'
@@ -192,3 +198,69 @@ def test_nanobench_refuses_the_options_pmulab_does_not_take(word, name):
     with open(os.path.join(ROOT, "docs", "nanobench.md")) as f:
         doc = f.read()
     assert f"| `-{name}" in doc.split("### Options pmulab does not take")[1], name
+
+
+
+def test_nanobench_range_holds_the_value():
+    # The record: est(min) 7.25 and est(max) -110.55 (min(2U) - min(U), max(2U) -
+    # max(U)) printed as '7.36 [7.25;-110.55]'. The per-run values are 7.10, 7.30, 7.60.
+    rec = dict(RESULT, fraction=[184, 25], min=7.25, max=-110.55, iterations=1000,
+               long={"copies": 2000, "counts": [20100, 31300, 15600]},
+               short={"copies": 1000, "counts": [13000, 24000, 8000]})
+    assert nbt.format_results([rec], {"range": True}) == ["TSC: 7.36 [7.10;7.60]"]
+    # A median/min/max outside the per-run values widens the range to it.
+    assert nbt.format_results([dict(rec, fraction=[7, 1])], {"range": True}) == ["TSC: 7.00 [7.00;7.60]"]
+    for r in (rec, dict(rec, fraction=[8, 1]), dict(RESULT, fraction=[1, 1])):
+        val, lo, hi = (float(x) for x in
+                       nbt.format_results([r], {"range": True})[0].replace("[", " ").replace(";", " ")
+                       .rstrip("]").split()[1:])
+        assert lo <= val <= hi, r
+
+
+def test_nanobench_missing_fields_and_no_records_are_errors():
+    f = nbt.format_results
+    for key in ("event", "fraction", "long", "short"):
+        rec = {k: v for k, v in RESULT.items() if k != key}
+        try:
+            f([RESULT, rec], {"range": True})
+            assert False, key
+        except nbt.DataError as e:
+            assert f"result record 2 has no '{key}' field" in str(e), (key, e)
+    with tempfile.TemporaryDirectory() as td:
+        text = os.path.join(td, "passwd")
+        with open(text, "w") as fh:
+            fh.write("root:x:0:0:root:/root:/bin/bash\n{\"type\":\"meta\"}\n")
+        p = _tool("--parse", text)
+        assert (p.returncode, p.stdout, p.stderr) == (
+            1, "", f"pmulab-nanobench: error: --parse {text}: no result records (JSON lines with "
+                   "\"type\":\"result\", from pmulab run --json)\n"), p
+    p = _tool("--parse", data_path("nanobench", "builtin.jsonl"), "-range")  # recorded without --raw
+    assert (p.returncode, p.stdout) == (1, ""), p
+    assert "result record 1 has no 'long' field" in p.stderr, p.stderr
+
+
+def test_nanobench_sizes_and_runs_are_told_apart():
+    recs = [dict(RESULT, bench="load_chain", size=s, fraction=[n, 1]) for s, n in ((4096, 4), (1 << 20, 12))]
+    assert nbt.format_results(recs, {}) == ["size=4096 TSC: 4.00", "size=1048576 TSC: 12.00"]
+    recs += [dict(r, cpu=1) for r in recs]
+    assert nbt.format_results(recs, {}) == ["size=4096 cpu=0 TSC: 4.00", "size=1048576 cpu=0 TSC: 12.00",
+                                            "size=4096 cpu=1 TSC: 4.00", "size=1048576 cpu=1 TSC: 12.00"]
+
+
+def test_nanobench_errors_speak_of_the_users_options():
+    # pmulab's messages name the pmulab.cfg this tool wrote and pmulab's --events; the user
+    # wrote -fixed_counters (or this tool's --events).
+    amd = ("\\pmulab\\pmulab.cfg:1: run --events: event list item 3: event spec 'ref-cycles': unknown AMD event "
+           "name 'ref-cycles' (named events: ...) (at offset 0)")
+    intel = ("\\pmulab\\pmulab.cfg:1: CPU 0: cannot count 'instructions': no architectural performance monitoring: "
+             "CPUID.0AH:EAX[7:0] = 0")
+    own = "\\pmulab\\pmulab.cfg:1: run --events: event list item 1: event spec 'foo': unknown event name 'foo'"
+    fixed = {"fixed_counters": True}
+    recs = [{"type": "error", "message": m} for m in (amd, intel, own)]
+    assert nbt.diagnostics(recs, fixed) == [
+        "pmulab-nanobench: pmulab error: -fixed_counters: event spec 'ref-cycles': unknown AMD event name "
+        "'ref-cycles' (named events: ...) (at offset 0)",
+        "pmulab-nanobench: pmulab error: -fixed_counters: CPU 0: cannot count 'instructions': no architectural "
+        "performance monitoring: CPUID.0AH:EAX[7:0] = 0",
+        "pmulab-nanobench: pmulab error: --events: event list item 1: event spec 'foo': unknown event name 'foo'"]
+    assert all("pmulab.cfg" not in l for l in nbt.diagnostics(recs, {}))

@@ -21,7 +21,7 @@ def test_pmulab_check_reports_every_problem_with_its_line():
     assert r.rc == 2, r
     assert r.out == "", r
     assert r.err.splitlines() == [
-        f"{path}:2: run --events: event list item 1 (at offset 0): event spec '0E.1G': UMASK '1G' is not hex "
+        f"{path}:2: run --events: event list item 1: event spec '0E.1G': UMASK '1G' is not hex "
         "(at offset 3)",
         f"{path}:3: unknown command 'frobnicate' (try 'pmulab help')",
         f"{path}:4: msr: unknown option '--verbose' (see 'pmulab help msr')",

@@ -53,7 +53,7 @@ def test_qemu_skylake_client_resolves_names_from_the_event_file():
         no_pmu = ("CPU 0: cannot count 'UOPS_ISSUED.ANY': no architectural performance monitoring: "
                   "CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)")
         assert errors[:5] == [
-            "pmulab: error: \\pmulab\\pmulab.cfg:1: CPU 0: event list item 1 (at offset 0): event 'BOGUS.EVENT' is "
+            "pmulab: error: \\pmulab\\pmulab.cfg:1: CPU 0: event list item 1: event 'BOGUS.EVENT' is "
             "not in the event file for 06_5EH (\\pmulab\\events\\skylake_core.evt) nor an architectural event",
             "pmulab: error: \\pmulab\\pmulab.cfg:2: CPU 0: event 'UOPS_ISSUED.ANY' cannot be counted: no "
             "architectural performance monitoring (CPUID.0AH:EAX[7:0] = 0)",

@@ -39,7 +39,7 @@ def test_qemu_events_check_unknown_name_message_arrives_whole():
     r = run_qemu("events", "--check", "foo", smp=1)
     assert r.rc == 2, r
     (line,) = _diag(r)
-    assert line.startswith("pmulab: error: CPU 0: event list item 1 (at offset 0): event spec 'foo': unknown AMD "
+    assert line.startswith("pmulab: error: CPU 0: event list item 1: event spec 'foo': unknown AMD "
                            "event name 'foo'"), line
     assert line.endswith("raw events are EEE.UU, e.g. 0C0.00, or event=0xc0,umask=0) (at offset 0)"), line
     assert len(line) - len("pmulab: error: ") > 240, len(line)
@@ -94,7 +94,7 @@ def test_qemu_rejected_campaign_still_shuts_down():
         assert r.rc == 2, r
         assert r.out == "", r  # info did not run
         assert _diag(r) == [
-            "pmulab: error: \\pmulab\\pmulab.cfg:2: run --events: event list item 1 (at offset 0): event spec "
+            "pmulab: error: \\pmulab\\pmulab.cfg:2: run --events: event list item 1: event spec "
             "'0E.1G': UMASK '1G' is not hex (at offset 3)",
             "pmulab: error: \\pmulab\\pmulab.cfg has errors; nothing was run",
         ], r

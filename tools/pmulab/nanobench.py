@@ -10,7 +10,9 @@ nanoBench's options (one or two dashes, '-opt value' or '-opt=value', any unique
 -l is -loop_count, -a is ambiguous) become a `pmulab run` command line; by default it
 boots in QEMU (tools/qemu_run.py, on an image made by tools/mkimage.sh with the event
 files and the -config file on it) and prints nanoBench's output: one 'NAME: 2.00' line
-per event ('NAME: 2.00 [1.98;2.03]' with -range).
+per event ('NAME: 2.00 [1.98;2.03]' with -range: the min and max of the per-run values,
+from each run's counts, which -range asks pmulab for with --raw); lines of several
+benches, sizes, CPUs or runs start with what tells them apart ('size=4096 TSC: 2.00').
 
 Options of this tool (two dashes, never abbreviated):
   --icount SHIFT  --smp N  --cpu-model MODEL  --kvm  --timeout S  --no-build   QEMU boot
@@ -19,7 +21,8 @@ Options of this tool (two dashes, never abbreviated):
   --campaign FILE   append the pmulab command line to FILE (a campaign for a stick)
                     instead of booting
   --parse FILE      print nanoBench's output for the result records of a pmulab JSONL
-                    file (e.g. pulled from a stick) instead of booting
+                    file (e.g. pulled from a stick) instead of booting; a file without
+                    result records, or a record without a field it needs, is an error (1)
   --dry-run         print the pmulab command line and stop
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code that does
 not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...).
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -253,6 +257,8 @@ def pmulab_command(nb: Options, own: Options) -> tuple[list[str], str | None]:
         cmd.append("--no-mem")
     if nb.get("df"):
         cmd.append("--drain-frontend")
+    if nb.get("range"):
+        cmd.append("--raw")  # -range prints the min and max of the per-run values: needs each run's counts
     for k in ("usr", "os"):
         if v[k] not in (0, 1):
             raise Usage(f"-{k}: '{v[k]}' must be 0 or 1")
@@ -269,35 +275,101 @@ def display_name(rec: Record, names: dict[str, str]) -> str:
     return names.get(ev, ev)
 
 
-def fmt(x: float | str) -> str:
+def fmt(x: float | Fraction) -> str:
     return f"{float(x):.2f}"
 
 
+class DataError(Exception):
+    """Result records that cannot be printed (none, or a field missing): exit status 1."""
+
+
+# Fields that tell result records of one command line apart; the ones that differ between
+# the records are printed before each line (nanoBench prints one block per run).
+BLOCK_KEYS = ("bench", "code", "size", "cpu", "run")
+
+
+def field(r: Record, n: int, key: str) -> Any:
+    if key not in r:
+        raise DataError(f"result record {n} has no '{key}' field")
+    return r[key]
+
+
+def record_value(r: Record, n: int) -> Fraction:
+    """The record's per-iteration estimate (its aggregate): 'fraction' [num, den], exact."""
+    frac = field(r, n, "fraction")
+    if not (isinstance(frac, list) and len(frac) == 2 and all(isinstance(x, int) for x in frac) and frac[1]):
+        raise DataError(f"result record {n}: 'fraction' is not [numerator, denominator]: {json.dumps(frac)}")
+    return Fraction(frac[0], frac[1])
+
+
+def run_range(r: Record, n: int, value: Fraction) -> tuple[Fraction, Fraction]:
+    """nanoBench's -range: the min and max of the measured per-run values, (long_i - short_i) /
+    iterations from the record's 'long'/'short' 'counts' (run --raw), widened to the printed
+    estimate where an aggregate of each version lies outside them (median, min, max), so
+    min <= value <= max always."""
+    iters = field(r, n, "iterations")
+    runs = []
+    for key in ("long", "short"):
+        raw = field(r, n, key)
+        counts = raw.get("counts") if isinstance(raw, dict) else None
+        if not isinstance(counts, list) or not counts or not all(isinstance(c, int) for c in counts):
+            raise DataError(f"result record {n}: '{key}' has no 'counts' list (record with run --raw)")
+        runs.append(counts)
+    if len(runs[0]) != len(runs[1]) or not isinstance(iters, int) or iters <= 0:
+        raise DataError(f"result record {n}: 'long'/'short' counts or 'iterations' do not match")
+    diffs = [Fraction(lo - sh, iters) for lo, sh in zip(*runs)]
+    return min(min(diffs), value), max(max(diffs), value)
+
+
+def block_prefix(r: Record, varying: Sequence[str]) -> str:
+    return "".join(f"{k}={r.get(k, '-')} " for k in varying)
+
+
 def format_results(records: list[Record], nb: Options, names: dict[str, str] | None = None) -> list[str]:
-    """nanoBench's output lines for pmulab result records."""
+    """nanoBench's output lines for pmulab result records; DataError when there are none or
+    one lacks a field. Lines of different benches, sizes, CPUs or runs start with those."""
     names = names or {}
+    results = [r for r in records if r.get("type") == "result"]
+    if not results:
+        raise DataError("no result records (JSON lines with \"type\":\"result\", from pmulab run --json)")
+    varying = [k for k in BLOCK_KEYS if len({json.dumps(r.get(k)) for r in results}) > 1]
     lines = []
-    for r in records:
-        if r.get("type") != "result":
-            continue
-        frac = r.get("fraction")
-        value = Fraction(frac[0], frac[1]) if isinstance(frac, list) and len(frac) == 2 else \
-            Fraction(str(r.get("per_iteration", 0)))
-        scale = r.get("iterations", 1) if nb.get("no_normalization") else 1
-        line = f"{display_name(r, names)}: {fmt(value * scale)}"
+    for n, r in enumerate(results, 1):
+        field(r, n, "event")
+        value = record_value(r, n)
+        scale = field(r, n, "iterations") if nb.get("no_normalization") else 1
+        line = f"{block_prefix(r, varying)}{display_name(r, names)}: {fmt(value * scale)}"
         if nb.get("range"):
-            lo, hi = Fraction(str(r.get("min", 0))), Fraction(str(r.get("max", 0)))
+            lo, hi = run_range(r, n, value)
             line += f" [{fmt(lo * scale)};{fmt(hi * scale)}]"
         lines.append(line)
     return lines
 
 
-def diagnostics(records: list[Record]) -> list[str]:
+CFG_LINE = "\\pmulab\\pmulab.cfg:1: "  # the boot volume's command line, written by boot()
+FIXED_SPEC = re.compile(r"^(?:run )?--events: (?:event list item \d+: )?(?=.*'(?:instructions|cycles|ref-cycles)')")
+
+
+def user_terms(msg: str, nb: Options | None = None) -> str:
+    """pmulab's message in the terms of this tool's command line: without the place in the
+    pmulab.cfg it wrote (the user never wrote one), and an error about a -fixed_counters
+    event under that option's name, not pmulab's --events."""
+    msg = msg[len(CFG_LINE):] if msg.startswith(CFG_LINE) else msg
+    if (nb or {}).get("fixed_counters"):
+        m = FIXED_SPEC.match(msg)
+        if m:
+            return "-fixed_counters: " + msg[m.end():]
+        if msg.startswith("CPU ") and any(f"'{f}'" in msg for f, _, _ in FIXED):
+            return "-fixed_counters: " + msg
+    return msg[len("run "):] if msg.startswith("run --events: ") else msg  # this tool's --events
+
+
+def diagnostics(records: list[Record], nb: Options | None = None) -> list[str]:
     """stderr lines for pmulab's error and warning records."""
     out = []
     for r in records:
         if r.get("type") in ("error", "warning"):
-            out.append(f"{PROG}: pmulab {r['type']}: {r.get('message', json.dumps(r))}")
+            out.append(f"{PROG}: pmulab {r['type']}: {user_terms(str(r.get('message', json.dumps(r))), nb)}")
     return out
 
 
@@ -371,8 +443,12 @@ def main(argv: Sequence[str]) -> int:
             except OSError as e:
                 raise Usage(f"--parse {own['--parse']}: cannot read: {e.strerror}")
             names = config_names(nb["config"]) if "config" in nb else {}
-            for line in format_results(recs, nb, names):
-                print(line)
+            try:
+                lines = format_results(recs, nb, names)
+            except DataError as e:
+                print(f"{PROG}: error: --parse {own['--parse']}: {e}", file=sys.stderr)
+                return 1
+            print("\n".join(lines))
             return 0
         words, config = pmulab_command(nb, own)
         words = pmulab_asm.rewrite_argv(words)
@@ -414,12 +490,17 @@ def main(argv: Sequence[str]) -> int:
     status, out = boot(words, config, own, verbose)
     recs, other = split_output(out)
     for l in other:
-        print(l, file=sys.stderr)
-    for l in diagnostics(recs):
+        head, sep, msg = l.partition(": error: ")
+        print(head + sep + user_terms(msg, nb) if sep else l, file=sys.stderr)
+    for l in diagnostics(recs, nb):
         print(l, file=sys.stderr)
     names = config_names(config) if config else {}
-    for l in format_results(recs, nb, names):
-        print(l)
+    try:
+        for l in format_results(recs, nb, names):
+            print(l)
+    except DataError as e:
+        print(f"{PROG}: error: pmulab's output: {e}", file=sys.stderr)
+        return status or 1
     if verbose:
         for r in recs:
             if r.get("type") == "result":

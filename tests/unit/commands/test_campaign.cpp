@@ -69,7 +69,7 @@ TEST(Campaign, EveryProblemWithItsLineBeforeAnythingRuns) {
     EXPECT_EQ(c.problems, (std::vector<std::string>{
                               "x.cfg:3: unknown command 'frobnicate' (try 'pmulab help')",
                               "x.cfg:4: info: unknown option '--bogus' (see 'pmulab help info')",
-                              "x.cfg:5: run --events: event list item 1 (at offset 0): event spec '0E.1G': UMASK "
+                              "x.cfg:5: run --events: event list item 1: event spec '0E.1G': UMASK "
                               "'1G' is not hex (at offset 3)",
                               "x.cfg:6: unterminated quote in command line",
                               "x.cfg:7: run: unknown option '--size-x' (see 'pmulab help run')",

@@ -702,7 +702,7 @@ TEST(EventResolve, ListsAndEventListFiles) {
         return s.ok() ? std::string() : std::string(s.error().msg);
     };
     EXPECT_EQ(list_err("UOPS_ISSUED.ANY, BOGUS.X", kSkylakeClient),
-              "event list item 2 (at offset 17): event 'BOGUS.X' is not in the event file for 06_5EH "
+              "event list item 2: event 'BOGUS.X' is not in the event file for 06_5EH "
               "(\\pmulab\\events\\skylake_core.evt) nor an architectural event");
     EXPECT_EQ(list_err("UOPS_ISSUED.ANY,,cycles", kSkylakeClient),
               "event list item 2 is empty (at offset 16): two separators in a row, or one at the start or end");
@@ -863,17 +863,17 @@ TEST(EventsCmdFiles, SkylakeClientUnderTcgNamesResolveButThereIsNoPmu) {
                      "monitoring (CPUID.0AH:EAX[7:0] = 0)\n");
     r = run(m, &fs, {"events", "--cpu", "all", "--check", "tsc,BOGUS.EVENT"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: CPUs 0-1: event list item 2 (at offset 4): event 'BOGUS.EVENT' is not in the "
+    EXPECT_EQ(r.out, "pmulab: error: CPUs 0-1: event list item 2: event 'BOGUS.EVENT' is not in the "
                      "event file for 06_5EH (\\pmulab\\events\\skylake_core.evt) nor an architectural event\n");
     // Syntax errors still come before any CPU is touched, names or not.
     u64 calls = m.run_on_cpu_calls();
     r = run(m, &fs, {"events", "--check", "UOPS_ISSUED.ANY,0E.1G"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: event list item 2 (at offset 16): event spec '0E.1G': UMASK '1G' is not hex (at "
+    EXPECT_EQ(r.out, "pmulab: error: event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at "
                      "offset 3)\n");
     r = run(m, &fs, {"events", "--check", "cycles:x"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: event list item 1 (at offset 0): event spec 'cycles:x': unsupported modifier 'x' "
+    EXPECT_EQ(r.out, "pmulab: error: event list item 1: event spec 'cycles:x': unsupported modifier 'x' "
                      "(pmulab accepts u and k) (at offset 7)\n");
     r = run(m, &fs, {"events", "--check", "UOPS_ISSUED.ANY a b"});
     EXPECT_EQ(r.status, 2);
@@ -898,7 +898,7 @@ TEST(EventsCmdFiles, HybridCoresGetTheirOwnEncodings) {
     // A name only the P-core file has: the E-cores say so.
     r = run(m, &fs, {"events", "--cpu", "all", "--check", "ARITH.DIV_ACTIVE"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_TRUE(has(r.out, "pmulab: error: CPUs 4-7: event list item 1 (at offset 0): event 'ARITH.DIV_ACTIVE' is not "
+    EXPECT_TRUE(has(r.out, "pmulab: error: CPUs 4-7: event list item 1: event 'ARITH.DIV_ACTIVE' is not "
                            "in the event file for 06_97H E-cores (\\pmulab\\events\\alderlake_gracemont_core.evt) nor "
                            "an architectural event"))
         << r.out;
@@ -981,12 +981,12 @@ TEST(EventsCmdFiles, ListingShowsEachCpusFile) {
 TEST(EventsCmdFiles, SyntaxCheckWithoutCpu) {
     EXPECT_TRUE(check_event_list_syntax("UOPS_ISSUED.ANY,NOT.KNOWN:u x,cycles:u,0E.01").ok());
     EXPECT_STREQ(check_event_list_syntax("NOT.KNOWN,0E.1G").error().msg,
-                 "event list item 2 (at offset 10): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
+                 "event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
     EXPECT_STREQ(check_event_list_syntax("instructions:q").error().msg,
-                 "event list item 1 (at offset 0): event spec 'instructions:q': unsupported modifier 'q' (pmulab "
+                 "event list item 1: event spec 'instructions:q': unsupported modifier 'q' (pmulab "
                  "accepts u and k) (at offset 13)");
     EXPECT_STREQ(check_event_list_syntax("0E").error().msg,
-                 "event list item 1 (at offset 0): event spec '0E': '0E' is not an event name; a raw event needs its "
+                 "event list item 1: event spec '0E': '0E' is not an event name; a raw event needs its "
                  "UMASK too: EE.UU, e.g. 0E.01 (at offset 0)");
 }
 
@@ -1039,7 +1039,7 @@ TEST(RunEventFiles, HybridCoresCountTheirOwnEncodings) {
     // A name only the P-core file has.
     r = run_line(m, &fs, std::string("run --bench nop --cpu all --events ARITH.DIV_ACTIVE") + kFast);
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: --events: CPUs 4-7: event list item 1 (at offset 0): event 'ARITH.DIV_ACTIVE' is "
+    EXPECT_EQ(r.out, "pmulab: error: --events: CPUs 4-7: event list item 1: event 'ARITH.DIV_ACTIVE' is "
                      "not in the event file for 06_97H E-cores (\\pmulab\\events\\alderlake_gracemont_core.evt) nor an "
                      "architectural event\n");
 }
@@ -1055,12 +1055,12 @@ TEST(RunEventFiles, SkylakeClientUnderTcg) {
                      "CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough)\n");
     r = run_line(m, &fs, "run --bench nop --events BOGUS.EVENT");
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 1 (at offset 0): event 'BOGUS.EVENT' is not in the "
+    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 1: event 'BOGUS.EVENT' is not in the "
                      "event file for 06_5EH (\\pmulab\\events\\skylake_core.evt) nor an architectural event\n");
     u64 calls = m.run_on_cpu_calls();
     r = run_line(m, &fs, "run --bench nop --events UOPS_ISSUED.ANY,0E.1G");
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 2 (at offset 16): event spec '0E.1G': UMASK '1G' is "
+    EXPECT_EQ(r.out, "pmulab: error: --events: event list item 2: event spec '0E.1G': UMASK '1G' is "
                      "not hex (at offset 3)\n");
     EXPECT_EQ(m.run_on_cpu_calls(), calls);
 }

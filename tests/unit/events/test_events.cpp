@@ -4,6 +4,7 @@
 #include <string>
 
 #include "events/events.h"
+#include "events/spec_lexer.h"
 
 using namespace pmulab;
 
@@ -455,15 +456,42 @@ TEST(Events, NamesCannotSwallowListItems) {
               "@ ( ) [ ]) (at offset 14)");
     // In a list, a '/' in a name would otherwise keep the next comma from separating.
     EXPECT_EQ(list_err("0E.01 UOPS/ANY,C0.00"),
-              "event list item 1 (at offset 0): event spec '0E.01 UOPS/ANY,C0.00': event name 'UOPS/ANY,C0.00' "
+              "event list item 1: event spec '0E.01 UOPS/ANY,C0.00': event name 'UOPS/ANY,C0.00' "
               "contains '/' (names use letters, digits and _ . - : + @ ( ) [ ]) (at offset 10)");
     EXPECT_STREQ(parse_ok("0E.01 a-b:c+d@e(f)[g]_h.i").name, "a-b:c+d@e(f)[g]_h.i");
     EXPECT_EQ(list_err("event=0x0e, umask=0x01"),
-              "event list item 1 (at offset 0): event spec 'event=0x0e, umask=0x01': space after ',' in perf terms; "
+              "event list item 1: event spec 'event=0x0e, umask=0x01': space after ',' in perf terms; "
               "write them without spaces (event=0x0e,umask=0x01) (at offset 11)");
     Vec<Event> v;
     ASSERT_TRUE(parse_event_list("0E.01, C0.00 ;  cycles", &v).ok());
     EXPECT_EQ(v.size(), 3u);
+}
+
+TEST(Events, EditDistanceNocase) {
+    using spec::edit_distance_nocase;
+    EXPECT_EQ(edit_distance_nocase("cycles", "CYCLES", 3), 0u);
+    EXPECT_EQ(edit_distance_nocase("cylces", "cycles", 3), 2u);  // a swap is two edits
+    EXPECT_EQ(edit_distance_nocase("instructons", "instructions", 3), 1u);
+    EXPECT_EQ(edit_distance_nocase("", "abc", 3), 3u);
+    EXPECT_EQ(edit_distance_nocase("kitten", "sitting", 3), 3u);
+    EXPECT_EQ(edit_distance_nocase("kitten", "sitting", 2), 3u);  // past the limit: limit + 1
+    EXPECT_EQ(edit_distance_nocase("foo", "branch-misses", 3), 4u);
+    std::string long_a(65, 'a');
+    EXPECT_EQ(edit_distance_nocase(long_a.c_str(), long_a.c_str(), 3), 4u);
+}
+
+TEST(Events, UnknownNameSuggestsANearMiss) {
+    auto tail = [](const char* spec) {
+        std::string m = parse_err(spec);
+        return m.substr(0, m.find(" (named"));
+    };
+    EXPECT_EQ(tail("instructons"), "event spec 'instructons': unknown event name 'instructons'; did you mean "
+                                   "'instructions'?");
+    EXPECT_EQ(tail("INST_RETIRED.AN"), "event spec 'INST_RETIRED.AN': unknown event name 'INST_RETIRED.AN'; did "
+                                       "you mean 'INST_RETIRED.ANY'?");
+    EXPECT_EQ(tail("cylces:u"), "event spec 'cylces:u': unknown event name 'cylces'; did you mean 'cycles'?");
+    EXPECT_EQ(tail("tsx"), "event spec 'tsx': unknown event name 'tsx'; did you mean 'tsc'?");
+    EXPECT_EQ(tail("foo"), "event spec 'foo': unknown event name 'foo'");  // nothing near
 }
 
 TEST(Events, SpecErrorsGeneral) {
@@ -529,8 +557,7 @@ TEST(Events, ListSplitsPerfTermsAndPmuPrefixes) {
 }
 
 TEST(Events, ListErrors) {
-    EXPECT_EQ(list_err("cycles,0E.1G"),
-              "event list item 2 (at offset 7): event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
+    EXPECT_EQ(list_err("cycles,0E.1G"), "event list item 2: event spec '0E.1G': UMASK '1G' is not hex (at offset 3)");
     EXPECT_EQ(list_err("cycles,,instructions"),
               "event list item 2 is empty (at offset 7): two separators in a row, or one at the start or end");
     EXPECT_EQ(list_err("cycles;"),
@@ -540,10 +567,9 @@ TEST(Events, ListErrors) {
     EXPECT_EQ(list_err(""), "empty event list");
     EXPECT_EQ(list_err("  "), "empty event list");
     // A continuation term after a non-perf item is its own (bad) item.
-    EXPECT_EQ(list_err("cycles,umask=1"),
-              "event list item 2 (at offset 7): event spec 'umask=1': missing event= term (at offset 0)");
+    EXPECT_EQ(list_err("cycles,umask=1"), "event list item 2: event spec 'umask=1': missing event= term (at offset 0)");
     EXPECT_EQ(list_err("event=0x3c,bogus=1"),
-              "event list item 2 (at offset 11): event spec 'bogus=1': unknown term 'bogus' (known: event, umask, "
+              "event list item 2: event spec 'bogus=1': unknown term 'bogus' (known: event, umask, "
               "cmask, umask2, inv, edge, any, eq, usr, os, name) (at offset 0)");
     std::string many;
     for (int i = 0; i < 257; ++i) many += i ? ",tsc" : "tsc";

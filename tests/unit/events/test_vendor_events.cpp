@@ -93,6 +93,9 @@ TEST(AmdEvents, NamedEventsPerFamily) {
     EXPECT_EQ(enc(ok("mperf", kK10)), "MPERF");
     EXPECT_EQ(err("ls_not_halted_cyc", kK10).substr(0, 60),
               "event spec 'ls_not_halted_cyc': unknown AMD event name 'ls_n");
+    // A near miss among the names of this CPU's dialect.
+    EXPECT_EQ(err("branch-mises", kZen).substr(0, 95),
+              "event spec 'branch-mises': unknown AMD event name 'branch-mises'; did you mean 'branch-misses'?");
     EXPECT_EQ(event_dialect_name(kZen), std::string("amd_zen"));
 }
 

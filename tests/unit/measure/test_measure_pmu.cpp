@@ -202,9 +202,8 @@ TEST(RunPmu, SpecErrors) {
     SimPlatform p(m);
     Cmd c = run_line(p, "run --bench nop --events cycles,0E.1G");
     EXPECT_EQ(c.status, 2);
-    EXPECT_EQ(c.out,
-              "pmulab: error: --events: event list item 2 (at offset 7): event spec '0E.1G': UMASK '1G' is not hex "
-              "(at offset 3)\n");
+    EXPECT_EQ(c.out, "pmulab: error: --events: event list item 2: event spec '0E.1G': UMASK '1G' is not hex "
+                     "(at offset 3)\n");
     c = run_line(p, "run --bench nop --events cycles,CYCLES");
     EXPECT_EQ(c.status, 2);
     EXPECT_EQ(c.out, "pmulab: error: --events: 'CYCLES' is listed twice\n");

@@ -783,12 +783,12 @@ TEST(PmuNetBurstCommands, EventsCheckAllocatesNetBurstNames) {
     r = pmutest::run(m, {"events", "--check", "instr_retired.MMTM"});
     EXPECT_EQ(r.status, 2);
     EXPECT_EQ(r.out,
-              "pmulab: error: CPU 0: event list item 1 (at offset 0): event spec 'instr_retired.MMTM': 'MMTM' is not "
+              "pmulab: error: CPU 0: event list item 1: event spec 'instr_retired.MMTM': 'MMTM' is not "
               "an event-mask bit of instr_retired (known: NBOGUSNTAG, NBOGUSTAG, BOGUSNTAG, BOGUSTAG) (at offset "
               "14)\n");
     r = pmutest::run(m, {"events", "--check", "INST_RETIRED.ANY"});
     EXPECT_EQ(r.status, 2);
-    EXPECT_EQ(r.out.rfind("pmulab: error: CPU 0: event list item 1 (at offset 0): event spec 'INST_RETIRED.ANY': "
+    EXPECT_EQ(r.out.rfind("pmulab: error: CPU 0: event list item 1: event spec 'INST_RETIRED.ANY': "
                           "unknown NetBurst event 'INST_RETIRED'",
                           0),
               0u)

@@ -232,10 +232,10 @@ def test_nanobench_missing_fields_and_no_records_are_errors():
             fh.write("root:x:0:0:root:/root:/bin/bash\n{\"type\":\"meta\"}\n")
         p = _tool("--parse", text)
         assert (p.returncode, p.stdout, p.stderr) == (
-            1, "", f"pmulab-nanobench: error: --parse {text}: no result records (JSON lines with "
+            2, "", f"pmulab-nanobench: error: --parse {text}: no result records (JSON lines with "
                    "\"type\":\"result\", from pmulab run --json)\n"), p
     p = _tool("--parse", data_path("nanobench", "builtin.jsonl"), "-range")  # recorded without --raw
-    assert (p.returncode, p.stdout) == (1, ""), p
+    assert (p.returncode, p.stdout) == (2, ""), p
     assert "result record 1 has no 'long' field" in p.stderr, p.stderr
 
 

@@ -280,7 +280,8 @@ def fmt(x: float | Fraction) -> str:
 
 
 class DataError(Exception):
-    """Result records that cannot be printed (none, or a field missing): exit status 1."""
+    """Result records that cannot be printed (none, or a field missing): exit status 2 for a
+    --parse file (bad input content), 1 when pmulab's own output lacks them."""
 
 
 # Fields that tell result records of one command line apart; the ones that differ between
@@ -447,7 +448,7 @@ def main(argv: Sequence[str]) -> int:
                 lines = format_results(recs, nb, names)
             except DataError as e:
                 print(f"{PROG}: error: --parse {own['--parse']}: {e}", file=sys.stderr)
-                return 1
+                return 2  # bad input content (README "Exit status of the tools")
             print("\n".join(lines))
             return 0
         words, config = pmulab_command(nb, own)

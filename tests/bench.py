@@ -7,7 +7,9 @@ Prints:
   - census cost per CPU at -smp 4 and -smp 64 ((info - null) / N);
   - instructions of harness overhead before cancellation (the empty kernel's raw
     count under -icount shift=7, divided by 128): what the U/2U difference removes;
-  - wall time per measurement repetition (one U run + one 2U run of `nop`);
+  - wall time per measurement repetition (one U run + one 2U run of `nop`): the difference
+    of the medians of boots with few and with 10000 more repetitions, or "not measurable"
+    when the boot-to-boot noise exceeds that difference (per_rep_estimate);
   - cost of the results files, flushed after every record (a kill loses at most the
     record being written): the same campaign of many small records on a writable image
     and on a read-only one (no files written), per record and as a ratio;
@@ -82,6 +84,31 @@ def ap_dispatch_cost(td, jobs=10, pairs=30):
     return statistics.median(bsp), statistics.median(ap), added, pairs * (jobs - 1)
 
 
+# Repetitions the long `run` adds to the short one: enough that their time stands above
+# the boot-to-boot noise of a few hundred milliseconds.
+EXTRA_REPS = 10000
+
+
+def per_rep_estimate(small, big, extra_reps):
+    """Wall time per repetition from boots with few (`small`) and `extra_reps` more (`big`)
+    repetitions: (difference of the medians / extra_reps, the noise per repetition (the
+    larger spread, max - min, of the two sets / extra_reps), whether the figure means
+    something: the difference is positive and larger than the noise)."""
+    diff = statistics.median(big) - statistics.median(small)
+    noise = max(max(small) - min(small), max(big) - min(big))
+    return diff / extra_reps, noise / extra_reps, diff > 0 and diff > noise
+
+
+def per_rep_line(small, big, extra_reps):
+    per_rep, noise, meaningful = per_rep_estimate(small, big, extra_reps)
+    what = (f"time per measurement repetition (nop, unroll 100: one U run + one 2U run; medians of "
+            f"{len(small)} boots with {extra_reps} more repetitions than the others)")
+    if not meaningful:
+        return (f"{what}: not measurable here: boot-to-boot noise ({1e6 * noise:.1f} us per repetition) "
+                f"exceeds the difference ({1e6 * per_rep:.1f} us per repetition)")
+    return f"{what}: {1e6 * per_rep:.1f} us (+- {1e6 * noise:.1f} us) under TCG"
+
+
 def median_time(fn, n=3):
     return statistics.median(fn()[0] for _ in range(n))
 
@@ -113,11 +140,13 @@ def main():
               f"reads (empty kernel, {rec['short']['copies']} copies, icount shift 7); after cancellation: "
               f"{rec['per_iteration']} ticks per iteration")
 
-        t_small, _ = boot(["run", "--bench", "nop", "--events", "tsc", "--reps", "11", "--warmup", "0"], smp=1)
-        t_big, _ = boot(["run", "--bench", "nop", "--events", "tsc", "--reps", "2011", "--warmup", "0"], smp=1)
-        per_rep = (t_big - t_small) / 2000
-        print(f"  time per measurement repetition (nop, unroll 100: one U run + one 2U run): "
-              f"{1e6 * per_rep:.1f} us under TCG")
+        small, big = [], []
+        for _ in range(3):  # interleaved, so that a slow spell of the machine hits both
+            small.append(boot(["run", "--bench", "nop", "--events", "tsc", "--reps", "11", "--warmup", "0"],
+                              smp=1)[0])
+            big.append(boot(["run", "--bench", "nop", "--events", "tsc", "--reps", str(11 + EXTRA_REPS),
+                             "--warmup", "0"], smp=1)[0])
+        print("  " + per_rep_line(small, big, EXTRA_REPS))
         # Results files: 20 commands x (meta + 16 CPUs) = 340 records, each flushed.
         cfg = os.path.join(td, "records.cfg")
         with open(cfg, "w") as f:

@@ -41,6 +41,11 @@ void Out::text(const char* fmt, ...) {
     p_.write(b.view());
 }
 
+void Out::simulated_mark() {
+    if (!p_.simulated()) return;
+    text("SIMULATED %s: counts above come from the simulator's model, not from hardware\n", p_.simulated());
+}
+
 void Out::record(const Value& rec) {
     if (sink_) sink_->record(rec);
     if (json_) p_.write_record(rec);

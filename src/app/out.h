@@ -43,6 +43,11 @@ public:
     void text_buf(const StrBuf& b) {
         if (!json_) p_.write(b.view());
     }
+    // Text mode on a simulated machine (Platform::simulated, pmulab-sim) only: the line
+    // that closes a block of measured output (a run table, a TopDown table, selftest's
+    // SUMMARY), "SIMULATED <machine>: counts above come from the simulator's model, not
+    // from hardware". JSON records carry it in the meta record ("simulated": true).
+    void simulated_mark();
     // A record (an object): always to the results files, to the console in JSON mode
     // (Platform::write_record), and as a LAVA line with --lava. Commands emit their
     // records in both modes and their human text with text().

@@ -109,6 +109,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
         // Failures were reported through the sink; the outcome also takes the engine's word.
         out.fail(measure_run(p.hw(), mp, o.cfg, pl->groups, sink));
+        out.simulated_mark();
         metrics.emit(out, o, methods[k]);
         for (const Box<PmuGroupState>& st : pl->state) {
             if (st->restore.gp_counters_inexact) {
@@ -153,6 +154,7 @@ Status cmd_run(Out& out, Args& args) {
     out.text_buf(head);
     RunSink sink(out, o);
     out.fail(measure_run(p.hw(), *mp, o.cfg, groups, sink));
+    out.simulated_mark();
     return ok_status();
 }
 

@@ -97,7 +97,7 @@ void describe_event(const PmuInfo& info, const Row& row, const char* kind, Event
     StrBuf ctr;
     if (as && as->kind == CounterKind::fixed) {
         out->route = "fixed";
-        put_counter_name(ctr, as->kind, as->index);
+        put_counter_name(ctr, as->kind, as->index, a.fixed_name);
     } else {
         out->route = as && as->gp_fallback ? "gp_fallback" : "gp";
         regs::put_counter_set(ctr, ec.gp, "PMC");

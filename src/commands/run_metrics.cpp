@@ -310,7 +310,10 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
             metric_table_row(out, table, &header, items[i], mv, o);
         }
     }
-    if (table.size()) out.text_buf(table);
+    if (table.size()) {
+        out.text_buf(table);
+        out.simulated_mark();
+    }
     items.clear();
 }
 

@@ -59,6 +59,7 @@ public:
         out_.text("SUMMARY: %u tests, %u failures, %u skipped", total_, failed_, skipped_);
         if (unverified_) out_.text(", %u not verified", unverified_);
         out_.text("\n");
+        out_.simulated_mark();
         if (failed_) out_.fail(Errc::fault);
     }
 

@@ -536,9 +536,8 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
         PmuKind kind = probed[i].info.kind;
         if (kind == PmuKind::intel_arch || kind == PmuKind::amd || kind == PmuKind::netburst) with_pmu.push(u32(i));
         else if (!reason[0]) {
-            if (probed[i].info.kind == PmuKind::none)
-                format_to(reason, sizeof reason, "no Intel architectural PMU on CPU %u: %s", cpus[i],
-                          probed[i].info.absent);
+            if (probed[i].info.kind == PmuKind::none)  // absent: the vendor's words (PmuFamily::explain_absent)
+                format_to(reason, sizeof reason, "CPU %u: %s", cpus[i], probed[i].info.absent);
             else
                 format_to(reason, sizeof reason, "the checks use Intel architectural events; CPU %u has a %s PMU",
                           cpus[i], pmu_kind_name(probed[i].info.kind));

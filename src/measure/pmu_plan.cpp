@@ -94,7 +94,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
             CounterRead& r = g.reads.emplace();
             label(r.event, sizeof r.event, StrView(e.name));
             StrBuf cn;
-            put_counter_name(cn, as.kind, as.index);
+            put_counter_name(cn, as.kind, as.index, out->alloc.fixed_name);
             label(r.counter, sizeof r.counter, cn.view());
             if (as.kind == CounterKind::none || !b) {
                 r.kind = CounterAccess::rdtsc;

@@ -184,6 +184,7 @@ Status place_all(const Event* events, usize n, Vec<Cand>& cand, Allocation* out)
 
 void emit_allocation(Vec<Assignment>& as, Vec<u32>& group_of, Vec<bool>& alone, Allocation* out) {
     usize n = as.size();
+    out->fixed_name = nullptr;  // Intel's names unless the family's allocate says otherwise
     for (usize i = 0; i < n; ++i) {
         if (as[i].kind != CounterKind::none) continue;
         if (alone.empty()) alone.push(false);
@@ -209,10 +210,13 @@ const char* counter_kind_name(CounterKind k) {
     return unsigned(k) < sizeof kNames / sizeof kNames[0] ? kNames[unsigned(k)] : "none";
 }
 
-void put_counter_name(StrBuf& out, CounterKind kind, u8 index) {
+void put_counter_name(StrBuf& out, CounterKind kind, u8 index, const char* (*fixed_name)(unsigned)) {
     switch (kind) {
         case CounterKind::gp: out.printf("PMC%u", unsigned(index)); break;
-        case CounterKind::fixed: out.printf("FIXED_CTR%u", unsigned(index)); break;
+        case CounterKind::fixed:
+            if (fixed_name) out.put(fixed_name(index));
+            else out.printf("FIXED_CTR%u", unsigned(index));
+            break;
         case CounterKind::none: out.put("TSC"); break;
     }
 }
@@ -225,7 +229,7 @@ void render_allocation_text(StrBuf& out, const Event* events, usize n, const All
             const Event& e = events[as.event];
             out.printf("group %u/%u: ", g + 1, total);
             usize col = out.size();
-            put_counter_name(out, as.kind, as.index);
+            put_counter_name(out, as.kind, as.index, a.fixed_name);
             out.pad_to(col, 10);
             out.put(' ');
             out.put(StrView(e.name));
@@ -247,9 +251,9 @@ void render_allocation_text(StrBuf& out, const Event* events, usize n, const All
     }
 }
 
-void write_assignment_json(JsonWriter& w, u32 group, const Assignment& as) {
+void write_assignment_json(JsonWriter& w, u32 group, const Assignment& as, const char* (*fixed_name)(unsigned)) {
     StrBuf name;
-    put_counter_name(name, as.kind, as.index);
+    put_counter_name(name, as.kind, as.index, fixed_name);
     w.field_u("group", group);
     w.field("counter", name.view());
     w.field("kind", counter_kind_name(as.kind));
@@ -265,7 +269,7 @@ void write_allocation_json(JsonWriter& w, const Event* events, usize n, const Al
         if (!as) continue;
         w.begin_object();
         w.field("event", events[i].name);
-        write_assignment_json(w, a.group_of[i], *as);
+        write_assignment_json(w, a.group_of[i], *as, a.fixed_name);
         w.end_object();
     }
     w.end_array();

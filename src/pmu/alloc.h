@@ -54,6 +54,9 @@ struct Allocation {
     Vec<CounterGroup> groups;
     // Per event (input order): its group and its assignment within it.
     Vec<u32> group_of;
+    // The names of the family's fixed(-like) counters by index, set by its allocate hook
+    // (AMD: IRPerfCount, APERF, MPERF); null: Intel's FIXED_CTRn.
+    const char* (*fixed_name)(unsigned index) = nullptr;
     const Assignment* find(u32 event) const;
 };
 
@@ -100,8 +103,9 @@ template <typename G, typename Place> bool first_fit(Vec<G>& gs, bool taken_alon
 // its events in input order.
 void emit_allocation(Vec<Assignment>& as, Vec<u32>& group_of, Vec<bool>& alone, Allocation* out);
 
-// "PMC3", "FIXED_CTR1", "TSC".
-void put_counter_name(StrBuf& out, CounterKind kind, u8 index);
+// "PMC3", "FIXED_CTR1", "TSC"; a fixed counter by `fixed_name` when given
+// (Allocation::fixed_name: "IRPerfCount" on AMD).
+void put_counter_name(StrBuf& out, CounterKind kind, u8 index, const char* (*fixed_name)(unsigned) = nullptr);
 const char* counter_kind_name(CounterKind k);  // "gp", "fixed", "none"
 
 // Text for pmulab to print, one line per event (groups in order, events in input order):
@@ -120,6 +124,7 @@ void render_allocation_text(StrBuf& out, const Event* events, usize n, const All
 void write_allocation_json(JsonWriter& w, const Event* events, usize n, const Allocation& a);
 // The fields of one event's placement, for per-event records:
 //   "group":0,"counter":"PMC0","kind":"gp","index":0,"fallback":false
-void write_assignment_json(JsonWriter& w, u32 group, const Assignment& as);
+void write_assignment_json(JsonWriter& w, u32 group, const Assignment& as,
+                           const char* (*fixed_name)(unsigned) = nullptr);
 
 }  // namespace pmulab

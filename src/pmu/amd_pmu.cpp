@@ -126,7 +126,9 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
         if (e.pinned_counter >= 0) c.gp &= 1u << e.pinned_counter;
         if (!c.gp) return event_unsupported(e, "has no allowed counter on this CPU (it has %s)", have.c_str());
     }
-    return place_counters(events, n, cand.data(), out);
+    PMULAB_TRY(place_counters(events, n, cand.data(), out));
+    out->fixed_name = regs::amd::fixed_like_name;  // IRPerfCount, APERF, MPERF
+    return ok_status();
 }
 
 // The PERF_CTL value of an event (EN as given, INT clear).

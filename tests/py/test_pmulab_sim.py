@@ -329,3 +329,56 @@ def test_list_models_and_perf_capabilities_option():
     assert r.rc == 0, r
     cpu = r.records("cpu")[0]
     assert cpu["pmu"]["perf_capabilities"] == "0x33c5", cpu["pmu"]
+
+
+ZEN5 = "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"
+
+
+def test_amd_fixed_like_counters_are_named_as_amd_names_them():
+    """IRPerfCount (C000_00E9H), APERF and MPERF, not Intel's FIXED_CTRn, in every output."""
+    dump = data_path("cpuid", ZEN5)
+    r = _sim("--dump", dump, "--", "events", "--check", "instructions,aperf,mperf")
+    assert r.rc == 0, r
+    assert ("  group 1/1: IRPerfCount instructions\n  group 1/1: APERF      aperf\n"
+            "  group 1/1: MPERF      mperf\n") in r.out, r
+    r = _sim("--dump", dump, "--cpus", "0", "--", "run", "--bench", "add_indep", "--events", "instructions",
+             "--reps", "3")
+    assert r.rc == 0, r
+    assert "  group 1/1: IRPerfCount instructions\n" in r.out, r
+    assert "add_indep           - instructions IRPerfCount    0" in r.out, r
+    r = _sim("--json", "--dump", dump, "--cpus", "0", "--", "run", "--bench", "add_indep", "--events",
+             "instructions,aperf", "--reps", "3")
+    assert r.rc == 0, r
+    assert [x["counter"] for x in r.records("result")] == ["IRPerfCount", "APERF"], r
+    for out in (r.out, _sim("--trace-msr", "--dump", dump, "--cpus", "0", "--", "run", "--bench", "add_indep",
+                            "--events", "instructions", "--reps", "1").out):
+        assert "FIXED_CTR" not in out, out
+
+
+def test_selftest_skips_speak_of_the_cpus_own_vendor():
+    r = _sim("--dump", data_path("cpuid", "cpuid-r-1_KVM_AMD_EPYC.txt"), "--", "selftest")
+    skips = [l for l in r.out.splitlines() if l.startswith("SKIP:")]
+    assert skips and all("(CPU 0: no performance-monitoring counters: no AMD core counters enumerated" in l
+                         for l in skips), skips
+    assert "Intel architectural PMU" not in r.out, r
+
+
+def test_every_block_of_simulated_text_is_marked():
+    """The banner, and a SIMULATED line after each run table, TopDown table and SUMMARY."""
+    mark = "SIMULATED model skylake, CPUs 1 (1 CPU): counts above come from the simulator's model, not from hardware"
+    r = _sim("--model", "skylake", "--cpus", "1", "--", "selftest")
+    lines = r.out.splitlines()
+    s = [i for i, l in enumerate(lines) if l.startswith("SUMMARY:")]
+    assert len(s) == 1 and lines[s[0] + 1] == mark, r
+    r = _sim("--model", "skylake", "--cpus", "1", "--", "run", "--bench", "add_indep", "--events", "instructions",
+             "--reps", "3", "--topdown")
+    assert r.rc == 0, r
+    lines = r.out.splitlines()
+    marks = [i for i, l in enumerate(lines) if l == mark]
+    assert len(marks) == 2, r  # after the run table and after the TopDown table
+    assert lines[marks[0] - 1].startswith("add_indep "), r
+    assert lines[marks[1] - 1].startswith("add_indep ") and marks[1] == len(lines) - 1, r
+    # JSON: the meta record says it; no text lines among the records.
+    r = _sim("--json", "--model", "skylake", "--cpus", "1", "--", "selftest")
+    assert r.records("meta")[0]["simulated"] is True
+    assert "SIMULATED" not in r.out, r

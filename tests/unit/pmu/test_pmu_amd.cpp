@@ -181,7 +181,7 @@ TEST(PmuAmd, K10LegacyCountersAndFallbacks) {
     render_allocation_text(t, e.data(), e.size(), a);
     EXPECT_STREQ(t.c_str(), "group 1/1: PMC0       instructions (0C0.00; GP equivalent of fixed counter 0)\n"
                             "group 1/1: PMC1       l1d-misses (041.01)\n"
-                            "group 1/1: FIXED_CTR1 aperf\n");
+                            "group 1/1: APERF      aperf\n");
     Vec<Event> bad = ev("0C0.00.CTR=4", EventDialect::amd);
     Status st = s.allocate(bad.data(), bad.size(), &a);
     ASSERT_FALSE(st.ok());

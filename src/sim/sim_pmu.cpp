@@ -119,4 +119,20 @@ std::unique_ptr<PmuModel> make_pmu_model(u32 cpu, const CpuSpec& spec, const Pmu
     return std::make_unique<NoPmu>(cpu, layout);
 }
 
+void Retired::add(const Retired& o) {
+    instructions += o.instructions;
+    branches += o.branches;
+    cond += o.cond;
+    cond_taken += o.cond_taken;
+    near_taken += o.near_taken;
+    near_calls += o.near_calls;
+    near_returns += o.near_returns;
+    indirect += o.indirect;
+    far += o.far;
+    loads += o.loads;
+    stores += o.stores;
+    for (unsigned i = 0; i < 4; ++i) load_served[i] += o.load_served[i];
+    stall_cycles += o.stall_cycles;
+}
+
 }  // namespace sim

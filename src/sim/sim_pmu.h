@@ -60,12 +60,30 @@ struct TopdownBudget {
 };
 
 // A batch of retired instructions, as the executor reports them (SimCpu::retire): each
-// PMU family turns it into its own events (Intel C0H/C4H/A4H, AMD C0H/76H/C2H, NetBurst
-// instr_retired/uops_retired/branch_retired).
+// PMU family turns it into its own events (docs/sim.md "Events": Intel's architectural and
+// Skylake encodings, AMD's Zen encodings, NetBurst's ESCR events). Every count is of
+// retired instructions of the batch, so each is <= instructions. Cycles: the cost model
+// is one core cycle per instruction plus stall_cycles (the memory hierarchy's latencies,
+// computed by the executor); the TSC and the reference clock advance with the cycles.
 struct Retired {
     u64 instructions = 0;
-    u64 branches = 0;   // of those instructions
-    bool body = false;  // the measured body: the body's TopDown budget applies (sim_topdown.h)
+    u64 branches = 0;      // branch instructions of any kind (taken or not, near or far)
+    u64 cond = 0;          // conditional branches: Jcc, LOOP/LOOPcc, JrCXZ
+    u64 cond_taken = 0;    // ... of them taken
+    u64 near_taken = 0;    // near branches taken: JMP, CALL, RET, taken Jcc/LOOP/JrCXZ
+    u64 near_calls = 0;    // near CALL (direct and indirect)
+    u64 near_returns = 0;  // near RET
+    u64 indirect = 0;      // indirect near JMP and CALL (not RET)
+    u64 far = 0;           // far branches (far JMP/CALL/RET, INT, IRET, SYSCALL)
+    u64 loads = 0;         // instructions that loaded from memory (once per instruction)
+    u64 stores = 0;        // instructions that stored to memory (once per instruction)
+    // Retired loads by the level that served their first access (0: L1, 1: L2, 2: L3,
+    // 3: memory); sums to `loads` when the cache model is on, all 0 when it is off.
+    u64 load_served[4] = {};
+    u64 stall_cycles = 0;  // cycles beyond one per instruction
+    bool body = false;     // the measured body: the body's TopDown budget applies (sim_topdown.h)
+    u64 cycles() const { return instructions + stall_cycles; }
+    void add(const Retired& o);
 };
 
 // The PMU the model derived from CPUID (its own decoding, not pmulab's).

@@ -38,11 +38,14 @@ EFI_LDFLAGS := -nostdlib -znocombreloc -T src/efi/pmulab.lds -shared -Bsymbolic 
 HOST_CXXFLAGS := $(COMMON_CXXFLAGS) -O2 -g
 TEST_CXXFLAGS := -std=c++20 -Isrc -Iinclude -I$(BUILD)/gen -Itests -Isrc/host/lib $(WARN) -O1 -g \
 	-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-sanitize=vptr
-TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread
+TEST_LDFLAGS  := -fsanitize=address,undefined -lgtest -lgtest_main -pthread -lunicorn
+# The simulator's executor runs generated code on Unicorn (libunicorn-dev; docs/sim.md).
+HOST_LDLIBS   := -lunicorn
 
 EFI_OBJS  := $(patsubst src/%.cpp,$(BUILD)/efi/%.o,$(CORE_SRCS) $(EFI_SRCS)) \
 	$(patsubst src/%.S,$(BUILD)/efi/%.o,$(EFI_ASM))
-HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS) $(SIM_SRCS))
+HOST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS) $(SIM_SRCS)) \
+	$(BUILD)/host/measure/kernel_bodies.o
 TEST_CORE_OBJS := $(patsubst src/%.cpp,$(BUILD)/test/%.o,$(CORE_SRCS) $(HOST_LIB_SRCS) $(SIM_SRCS))
 TEST_OBJS := $(patsubst tests/%.cpp,$(BUILD)/test/%.o,$(TEST_SRCS))
 
@@ -89,13 +92,17 @@ $(BUILD)/pmulab.efi: $(BUILD)/pmulab.so
 		-j .reloc --target efi-app-x86_64 --subsystem=10 $< $@
 	@echo "built $@ ($(VERSION))"
 
+$(BUILD)/host/%.o: src/%.S
+	@mkdir -p $(dir $@)
+	$(HOSTCXX) -c $< -o $@
+
 $(BUILD)/host/%.o: src/%.cpp | $(BUILD)/gen/pmulab_version.h
 	@mkdir -p $(dir $@)
 	@echo "  CXX(host) $<"; $(HOSTCXX) $(HOST_CXXFLAGS) -Isrc/host/lib -MMD -MP -c $< -o $@
 
 define host_tool_rule
 $(BUILD)/host/$(subst _,-,$(basename $(notdir $(1)))): $(patsubst src/%.cpp,$(BUILD)/host/%.o,$(1)) $(HOST_CORE_OBJS)
-	$$(HOSTCXX) $$^ -o $$@
+	$$(HOSTCXX) $$^ $$(HOST_LDLIBS) -o $$@
 endef
 $(foreach f,$(HOST_TOOL_SRCS),$(eval $(call host_tool_rule,$(f))))
 

@@ -10,15 +10,19 @@ SimExec::~SimExec() {
     for (auto& [p, bytes] : live_) std::free(p);
 }
 
-Result<void*> SimExec::alloc_pages(usize bytes, bool) {
+Result<void*> SimExec::alloc_pages(usize bytes, bool executable) {
     void* p = std::aligned_alloc(4096, (bytes + 4095) & ~usize(4095));
     if (!p) return Error::make(Errc::io, "out of host memory (%llu bytes)", (unsigned long long)bytes);
     live_[p] = bytes;
+    runner_->map_pages(p, bytes, executable);
     return p;
 }
 
 void SimExec::free_pages(void* p, usize) {
-    live_.erase(p);
+    auto it = live_.find(p);
+    if (it == live_.end()) return;
+    runner_->unmap_pages(p, it->second);
+    live_.erase(it);
     std::free(p);
 }
 

@@ -1,82 +1,69 @@
-// pmulab-sim's executor (src/host/lib/sim_exec.h) and its x86 length decoder: what it
-// counts in a body, and what it refuses instead of guessing.
+// The executor's instruction classifier (src/host/lib/x86_insn.h): which instructions the
+// simulated CPU services, which are branches and of what kind.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <vector>
 
-#include "sim_exec.h"
-#include "x86_length.h"
+#include "x86_insn.h"
 
 using namespace pmulab;
+using x86insn::Kind;
 
 namespace {
 
-size_t len_of(std::vector<u8> b) {
-    x86len::Insn in;
-    if (!x86len::decode(b.data(), b.size(), &in)) return 0;
-    return in.len;
-}
-
-SimExec::BodyCount count(std::vector<u8> b, bool* ok) {
-    SimExec::BodyCount c;
-    *ok = SimExec::count_body(b.data(), b.size(), &c);
-    return c;
-}
+Kind kind(std::vector<std::uint8_t> b) { return x86insn::classify(b.data(), b.size()); }
 
 }  // namespace
 
-TEST(X86Length, DecodesCommonEncodings) {
-    EXPECT_EQ(len_of({0x48, 0x01, 0xC0}), 3u);                     // add rax, rax
-    EXPECT_EQ(len_of({0x48, 0x8B, 0x04, 0x25, 0, 0, 0, 0}), 8u);   // mov rax, [abs32]
-    EXPECT_EQ(len_of({0x48, 0x8B, 0x44, 0x24, 0x08}), 5u);         // mov rax, [rsp+8]
-    EXPECT_EQ(len_of({0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}), 10u);  // mov rax, imm64
-    EXPECT_EQ(len_of({0x66, 0x05, 1, 2}), 4u);                     // add ax, imm16
-    EXPECT_EQ(len_of({0x0F, 0x1F, 0x44, 0x00, 0x00}), 5u);         // nopl 0(rax,rax)
-    EXPECT_EQ(len_of({0x66, 0x0F, 0x3A, 0x0F, 0xC1, 0x08}), 6u);   // palignr xmm0, xmm1, 8
-    EXPECT_EQ(len_of({0xC4, 0xE2, 0x7D, 0x58, 0xC0}), 5u);         // vpbroadcastd ymm0, xmm0
-    EXPECT_EQ(len_of({0xC5, 0xFD, 0xFE, 0xC1}), 4u);               // vpaddd ymm0, ymm0, ymm1
-    EXPECT_EQ(len_of({0x62, 0xF1, 0x7D, 0x48, 0xFE, 0xC1}), 6u);   // vpaddd zmm0, zmm0, zmm1
-    EXPECT_EQ(len_of({0xF7, 0xC0, 1, 0, 0, 0}), 6u);               // test eax, imm32
-    EXPECT_EQ(len_of({0xF7, 0xE0}), 2u);                           // mul eax
-    EXPECT_EQ(len_of({0x0F, 0x31}), 2u);                           // rdtsc
-    EXPECT_EQ(len_of({0x48, 0x8B}), 0u);                           // cut off
-    EXPECT_EQ(len_of({0x06}), 0u);                                 // push es: invalid in 64-bit mode
+TEST(X86Insn, ServicedInstructions) {
+    EXPECT_EQ(kind({0x0F, 0x33}), Kind::rdpmc);
+    EXPECT_EQ(kind({0x0F, 0x32}), Kind::rdmsr);
+    EXPECT_EQ(kind({0x0F, 0x30}), Kind::wrmsr);
+    EXPECT_EQ(kind({0x0F, 0x31}), Kind::rdtsc);
+    EXPECT_EQ(kind({0x48, 0x0F, 0x31}), Kind::rdtsc);  // REX.W does not change it
+    EXPECT_EQ(kind({0x0F, 0x01, 0xF9}), Kind::rdtscp);
+    EXPECT_EQ(kind({0x0F, 0xA2}), Kind::cpuid);
+    EXPECT_EQ(kind({0x0F, 0x01, 0xE8}), Kind::serialize);
+    EXPECT_EQ(kind({0xF4}), Kind::hlt);
+    EXPECT_EQ(kind({0x0F, 0x09}), Kind::wbinvd);
+    EXPECT_EQ(kind({0x0F, 0x08}), Kind::invd);
+    EXPECT_EQ(kind({0x0F, 0xAE, 0x38}), Kind::clflush);        // clflush (rax)
+    EXPECT_EQ(kind({0x66, 0x0F, 0xAE, 0x38}), Kind::clflush);  // clflushopt (rax)
+    EXPECT_EQ(kind({0x0F, 0xAE, 0xF8}), Kind::plain);          // sfence
+    EXPECT_EQ(kind({0x0F, 0xAE, 0xE8}), Kind::plain);          // lfence
 }
 
-TEST(SimExec, CountsStraightCodeAndFollowsForwardJumps) {
-    bool ok = false;
-    SimExec::BodyCount c = count({0x48, 0x01, 0xC0, 0x48, 0x01, 0xC3, 0xC5, 0xFD, 0xFC, 0xC1}, &ok);
-    ASSERT_TRUE(ok) << c.why;
-    EXPECT_EQ(c.instructions, 3u);
-    EXPECT_EQ(c.branches, 0u);
-    c = count({0xEB, 0x01, 0x90, 0x90}, &ok);  // jmp over one nop
-    ASSERT_TRUE(ok) << c.why;
-    EXPECT_EQ(c.instructions, 2u);
-    EXPECT_EQ(c.branches, 1u);
-    c = count({0xE9, 1, 0, 0, 0, 0x90, 0x90}, &ok);  // jmp rel32 over one nop
-    ASSERT_TRUE(ok) << c.why;
-    EXPECT_EQ(c.instructions, 2u);
-    // The built-in kernels' model bodies: one byte per instruction, 0xCB for a branch.
-    c = count({0xCB, 0xCC, 0xCC}, &ok);
-    ASSERT_TRUE(ok);
-    EXPECT_EQ(c.instructions, 3u);
-    EXPECT_EQ(c.branches, 1u);
+TEST(X86Insn, Branches) {
+    EXPECT_EQ(kind({0x74, 0x01}), Kind::jcc);
+    EXPECT_EQ(kind({0x0F, 0x85, 0, 0, 0, 0}), Kind::jcc);
+    EXPECT_EQ(kind({0xE2, 0xFE}), Kind::jcc);  // loop
+    EXPECT_EQ(kind({0xE3, 0x00}), Kind::jcc);  // jrcxz
+    EXPECT_EQ(kind({0xEB, 0xFE}), Kind::jmp);
+    EXPECT_EQ(kind({0xE9, 0, 0, 0, 0}), Kind::jmp);
+    EXPECT_EQ(kind({0xE8, 0, 0, 0, 0}), Kind::call);
+    EXPECT_EQ(kind({0xFF, 0xD0}), Kind::call_ind);  // call rax
+    EXPECT_EQ(kind({0xFF, 0xE0}), Kind::jmp_ind);   // jmp rax
+    EXPECT_EQ(kind({0x41, 0xFF, 0xE7}), Kind::jmp_ind);
+    EXPECT_EQ(kind({0xC3}), Kind::ret);
+    EXPECT_EQ(kind({0xC2, 8, 0}), Kind::ret);
+    EXPECT_EQ(kind({0xF3, 0xC3}), Kind::ret);  // rep ret
+    EXPECT_EQ(kind({0x0F, 0x05}), Kind::far);  // syscall
+    EXPECT_EQ(kind({0xFF, 0x18}), Kind::far);  // call far [rax]
+    EXPECT_TRUE(x86insn::is_branch(Kind::jcc));
+    EXPECT_TRUE(x86insn::is_branch(Kind::far));
+    EXPECT_FALSE(x86insn::is_branch(Kind::rep_string));
+    EXPECT_FALSE(x86insn::is_branch(Kind::rdpmc));
 }
 
-TEST(SimExec, RefusesWhatItCannotFollow) {
-    bool ok = true;
-    SimExec::BodyCount c = count({0x90, 0x74, 0x01, 0x90, 0x90}, &ok);  // je
-    EXPECT_FALSE(ok);
-    EXPECT_EQ(c.bad_offset, 1u);
-    EXPECT_NE(c.why.find("conditional branch"), std::string::npos) << c.why;
-    c = count({0xEB, 0xFE}, &ok);  // jmp to itself
-    EXPECT_FALSE(ok);
-    EXPECT_NE(c.why.find("backwards"), std::string::npos) << c.why;
-    c = count({0xC3}, &ok);
-    EXPECT_FALSE(ok);
-    c = count({0x0F, 0x0B}, &ok);  // ud2
-    EXPECT_FALSE(ok);
-    c = count({0x90, 0x48, 0x8B}, &ok);  // cut off by the end of the body
-    EXPECT_FALSE(ok);
-    EXPECT_EQ(c.bad_offset, 1u);
+TEST(X86Insn, VectorAndStrings) {
+    EXPECT_EQ(kind({0xC5, 0xFD, 0xFE, 0xC1}), Kind::vex);              // vpaddd ymm0, ymm0, ymm1
+    EXPECT_EQ(kind({0xC4, 0xE2, 0x7D, 0x58, 0xC0}), Kind::vex);        // vpbroadcastd
+    EXPECT_EQ(kind({0x62, 0xF1, 0x7D, 0x48, 0xFE, 0xC1}), Kind::vex);  // vpaddd zmm
+    EXPECT_EQ(kind({0x8F, 0xC0}), Kind::plain);                        // pop rax (8F /0)
+    EXPECT_EQ(kind({0x8F, 0xE9, 0x78, 0xC2, 0xC0}), Kind::vex);        // XOP
+    EXPECT_EQ(kind({0xF3, 0x48, 0xA5}), Kind::rep_string);             // rep movsq
+    EXPECT_EQ(kind({0xF3, 0xAA}), Kind::rep_string);                   // rep stosb
+    EXPECT_EQ(kind({0xA5}), Kind::plain);                              // movsd without rep
+    EXPECT_EQ(kind({0x0F, 0x58, 0xC1}), Kind::plain);                  // addps
 }

@@ -1,0 +1,105 @@
+#include "x86_insn.h"
+
+namespace pmulab::x86insn {
+
+namespace {
+
+bool legacy_prefix(uint8_t b) {
+    switch (b) {
+        case 0x26:
+        case 0x2E:
+        case 0x36:
+        case 0x3E:
+        case 0x64:
+        case 0x65:
+        case 0x66:
+        case 0x67:
+        case 0xF0:
+        case 0xF2:
+        case 0xF3: return true;
+        default: return false;
+    }
+}
+
+// ModRM.reg of the byte after the opcode (8 when there is none).
+unsigned modrm_reg(const uint8_t* p, size_t at, size_t size) { return at + 1 < size ? (p[at + 1] >> 3) & 7 : 8; }
+bool modrm_mem(const uint8_t* p, size_t at, size_t size) { return at + 1 < size && (p[at + 1] >> 6) != 3; }
+
+// The two-byte map (0F xx): `at` indexes the byte after 0F.
+Kind two_byte(const uint8_t* p, size_t at, size_t size, bool opsize, bool rep) {
+    uint8_t op = p[at];
+    if (op >= 0x80 && op <= 0x8F) return Kind::jcc;
+    switch (op) {
+        case 0x30: return Kind::wrmsr;
+        case 0x31: return Kind::rdtsc;
+        case 0x32: return Kind::rdmsr;
+        case 0x33: return Kind::rdpmc;
+        case 0xA2: return Kind::cpuid;
+        case 0x05:
+        case 0x07:
+        case 0x34:
+        case 0x35: return Kind::far;
+        case 0x08: return Kind::invd;
+        case 0x09: return Kind::wbinvd;
+        case 0x01:
+            if (at + 1 < size && p[at + 1] == 0xF9) return Kind::rdtscp;
+            if (at + 1 < size && p[at + 1] == 0xE8 && !opsize && !rep) return Kind::serialize;
+            return Kind::plain;
+        case 0xAE:
+            if (modrm_reg(p, at, size) == 7 && modrm_mem(p, at, size) && !rep) return Kind::clflush;
+            return Kind::plain;
+        default: return Kind::plain;
+    }
+}
+
+Kind one_byte(const uint8_t* p, size_t at, size_t size, bool rep) {
+    uint8_t op = p[at];
+    if (rep && ((op >= 0xA4 && op <= 0xA7) || (op >= 0xAA && op <= 0xAF) || (op >= 0x6C && op <= 0x6F)))
+        return Kind::rep_string;
+    if (op >= 0x70 && op <= 0x7F) return Kind::jcc;
+    if (op >= 0xE0 && op <= 0xE3) return Kind::jcc;  // LOOPNE, LOOPE, LOOP, JrCXZ
+    switch (op) {
+        case 0xEB:
+        case 0xE9: return Kind::jmp;
+        case 0xE8: return Kind::call;
+        case 0xC3:
+        case 0xC2: return Kind::ret;
+        case 0xCA:
+        case 0xCB:
+        case 0xCF:
+        case 0xCD:
+        case 0xCE: return Kind::far;
+        case 0xF4: return Kind::hlt;
+        case 0xC4:
+        case 0xC5:
+        case 0x62: return Kind::vex;
+        case 0x8F: return modrm_reg(p, at, size) != 0 && modrm_reg(p, at, size) != 8 ? Kind::vex : Kind::plain;
+        case 0xFF:
+            switch (modrm_reg(p, at, size)) {
+                case 2: return Kind::call_ind;
+                case 3:
+                case 5: return Kind::far;
+                case 4: return Kind::jmp_ind;
+                default: return Kind::plain;
+            }
+        default: return Kind::plain;
+    }
+}
+
+}  // namespace
+
+Kind classify(const uint8_t* p, size_t size) {
+    size_t at = 0;
+    bool opsize = false, rep = false;
+    while (at < size && legacy_prefix(p[at])) {
+        opsize |= p[at] == 0x66;
+        rep |= p[at] == 0xF3 || p[at] == 0xF2;
+        ++at;
+    }
+    if (at < size && (p[at] & 0xF0) == 0x40) ++at;  // REX
+    if (at >= size) return Kind::plain;
+    if (p[at] == 0x0F && at + 1 < size) return two_byte(p, at + 1, size, opsize, rep);
+    return one_byte(p, at, size, rep);
+}
+
+}  // namespace pmulab::x86insn

@@ -221,7 +221,8 @@ public:
     void set_tsc(u64 v) { tsc_ = v; }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
-    // System-management interrupts: every `every`-th call of run() first runs `extra`
+    // System-management interrupts: every `every`-th call of run() (among the executor's
+    // batches, retire(), the next one of the measured body) first runs `extra`
     // cycles of SMM code retiring one instruction per cycle. The PMU counts them unless
     // IA32_DEBUGCTL.FREEZE_WHILE_SMM (bit 14, where IA32_PERF_CAPABILITIES[12]) is set
     // (SDM Vol. 3B §20.8 "Freezing ... while in SMM"); MSR_SMI_COUNT counts each SMI;
@@ -321,6 +322,8 @@ private:
     u64 smi_count_ = 0;  // MSR_SMI_COUNT
     u64 debugctl_ = 0;   // IA32_DEBUGCTL
     bool in_smi_ = false;
+    bool in_retire_ = false;  // run() called by retire()
+    bool smi_due_ = false;
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
     u64 aperf_ = 0, mperf_ = 0;

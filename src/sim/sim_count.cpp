@@ -47,7 +47,13 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     if (!cycles || L.kind == PmuLayout::Kind::none) return;
     std::vector<Occurrence> td_buf;
     const std::vector<Occurrence>& each = topdown_cycles(cycles, each_in, &td_buf);
-    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) smi();
+    // An SMI is due every smi_every_-th call of run(); among the executor's batches
+    // (retire) it waits for the next one of the measured body, where it matters.
+    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) smi_due_ = true;
+    if (smi_due_ && !in_smi_ && (!in_retire_ || in_body_)) {
+        smi_due_ = false;
+        smi();
+    }
     if (L.amd_efffreq || L.efffreq) {
         aperf_ += cycles;
         mperf_ += cycles;
@@ -58,12 +64,14 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
 void SimCpu::retire(const Retired& r) {
     // The kernel's own TopDown slot budget applies inside the body, where a test gave one.
     if (r.body) in_body_ = true;
+    in_retire_ = true;
     if (r.instructions) {
         Retired batch = r;
         if (batch.branches > batch.instructions) batch.branches = batch.instructions;
         model_->retire(*this, batch);
         ref_cycles(batch.instructions);
     }
+    in_retire_ = false;
     if (r.body) in_body_ = false;
 }
 

@@ -21,7 +21,7 @@ constexpr usize kPage = 4096;
 // emulation stops at), the caller's stack (the rest).
 constexpr usize kOwnBytes = 64 * 1024;
 constexpr usize kReturnAt = kPage;
-constexpr u64 kRefusedVector = 255;  // the fault vector of code the emulator cannot run
+constexpr u64 kRefusedVector = 255;                          // the fault vector of code the emulator cannot run
 constexpr u64 kVectorBP = 3, kVectorOF = 4, kVectorPF = 14;  // #UD and #GP: x86/hw.h
 // #PF error code bits (SDM Vol. 3A §4.7 "Page-Fault Exceptions").
 constexpr u64 kPfPresent = 1, kPfWrite = 2, kPfFetch = 16;
@@ -205,8 +205,7 @@ std::string UnicornRunner::Run::where(u64 addr) const {
                       (unsigned long long)f.copy + 1, (unsigned long long)region->copies);
     else if (f.block == CodeBlock::harness)
         std::snprintf(buf, sizeof buf, "offset %llu of the harness", (unsigned long long)(addr - code_lo));
-    else
-        std::snprintf(buf, sizeof buf, "offset %zu of %s", f.offset, code_block_name(f.block));
+    else std::snprintf(buf, sizeof buf, "offset %zu of %s", f.offset, code_block_name(f.block));
     return buf;
 }
 
@@ -215,8 +214,7 @@ void UnicornRunner::Run::pmu_fault(const char* what, u32 arg, const Error& e) {
     if (!vec) vec = u8(kVectorGP);
     if (locate_fault(*region, usize(cur.addr - code_lo)).block == CodeBlock::harness) {
         char msg[300];
-        std::snprintf(msg, sizeof msg, "generated code: %s 0x%x faulted on CPU %u: %s", what, arg, cpu->index(),
-                      e.msg);
+        std::snprintf(msg, sizeof msg, "generated code: %s 0x%x faulted on CPU %u: %s", what, arg, cpu->index(), e.msg);
         problems->problem(msg);
     }
     raise(vec, cur.addr, 0, 0);
@@ -236,7 +234,9 @@ void UnicornRunner::Run::refuse_vex() {
     char bytes[64] = "";
     for (u32 i = 0, n = 0; i < cur.size && n + 4 < sizeof bytes; ++i) n += std::snprintf(bytes + n, 4, " %02x", p[i]);
     refused = "the simulator cannot run the code: " + where(cur.addr) + " holds" + bytes + ", a " +
-              (esc == 0x62 ? "EVEX (AVX-512)" : esc == 0x8F ? "XOP" : "VEX (AVX)") +
+              (esc == 0x62   ? "EVEX (AVX-512)"
+               : esc == 0x8F ? "XOP"
+                             : "VEX (AVX)") +
               "-encoded instruction: the simulated CPU has it, but the simulator's x86 emulator (Unicorn 2.0) "
               "does not execute AVX (docs/sim.md)";
     raise(kRefusedVector, cur.addr, 0, 0);
@@ -367,7 +367,8 @@ UnicornRunner::UnicornRunner() = default;
 UnicornRunner::~UnicornRunner() {
     // PMULAB_SIM_STATS=1: the executor's speed on stderr (make bench reads it).
     if (const char* s = std::getenv("PMULAB_SIM_STATS"); s && *s == '1' && executed_)
-        std::fprintf(stderr, "pmulab-sim: executor: %llu instructions in %.3f s (%.1f million per second), %llu regions\n",
+        std::fprintf(stderr,
+                     "pmulab-sim: executor: %llu instructions in %.3f s (%.1f million per second), %llu regions\n",
                      (unsigned long long)executed_, seconds_, seconds_ > 0 ? double(executed_) / seconds_ / 1e6 : 0.0,
                      (unsigned long long)regions_);
     if (uc_) uc_close(uc_);
@@ -494,7 +495,8 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
         r.faulted = false;
         Run saved = r;
         pass(r.code_lo + region.exit_offset);
-        if (r.faulted) problems.problem("generated code: its exit path faulted after a fault at " + saved.where(saved.rip));
+        if (r.faulted)
+            problems.problem("generated code: its exit path faulted after a fault at " + saved.where(saved.rip));
         r.faulted = first, r.vector = saved.vector, r.rip = saved.rip, r.error = saved.error, r.cr2 = saved.cr2;
     }
     run_ = nullptr;

@@ -73,8 +73,8 @@ private:
     CodeSeen& refresh_code(const Region& region);
 
     uc_struct* uc_ = nullptr;
-    std::string broken_;          // why the emulator could not be set up ("" when it was)
-    u8* own_ = nullptr;           // the runner's own pages: the frame copy, the stack, the return point
+    std::string broken_;  // why the emulator could not be set up ("" when it was)
+    u8* own_ = nullptr;   // the runner's own pages: the frame copy, the stack, the return point
     DataCacheFactory cache_factory_;
     std::map<u32, std::unique_ptr<SimDataCache>> caches_;
     u32 timeout_s_ = kDefaultTimeout;

@@ -383,8 +383,8 @@ TEST(SelftestPmu, EveryPmuCheckPassesOnV4) {
         "PASS: reference cycles: fixed counter 2 vs the TSC [CPU 0]: FIXED_CTR2 1.00 vs TSC 1.00 ticks per iteration "
         "of add_chain",
         "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS [CPU 0]: preset 2^48-4000 (GP), "
-        "2^48-4000 (fixed): FIXED_CTR0 8.00 per iteration, wrapping run 8004 vs 8004..8004; GP 8.00 per iteration, "
-        "wrapping run 8004 vs 8004..8004; GLOBAL_STATUS overflow flags set",
+        "2^48-4000 (fixed): FIXED_CTR0 8.00 per iteration, wrapping run 8015 vs 8015..8015; GP 8.00 per iteration, "
+        "wrapping run 8015 vs 8015..8015; GLOBAL_STATUS overflow flags set",
         "PASS: IA32_PERF_GLOBAL_CTRL gates every counter [CPU 0]: with GLOBAL_CTRL = 0 the largest count of any run "
         "is 0",
         "PASS: each counter counts individually (instructions retired on every GP counter): PMC3 (C0.00.CTR=3) [CPU "
@@ -410,7 +410,7 @@ TEST(SelftestPmu, V1SkipsWhatItLacks) {
         "counter 1 and the architectural event 3CH.00H)",
         "SKIP: reference cycles: fixed counter 2 vs the TSC [CPU 0] (no fixed counter 2)",
         "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS [CPU 0]: preset 2^40-4000: GP "
-        "8.00 per iteration, wrapping run 8003 vs 8003..8003; version 1 has no GLOBAL_STATUS: checked by the counts",
+        "8.00 per iteration, wrapping run 8011 vs 8011..8011; version 1 has no GLOBAL_STATUS: checked by the counts",
         "SKIP: IA32_PERF_GLOBAL_CTRL gates every counter [CPU 0] (architectural PMU version 1 has no "
         "IA32_PERF_GLOBAL_CTRL)",
         "SUMMARY: 19 tests, 0 failures, 3 skipped",

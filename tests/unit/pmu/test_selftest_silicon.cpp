@@ -73,7 +73,7 @@ TEST(SelftestSilicon, AmdPmuIsChecked) {
     want += "PASS: IRPerfCount vs PMCx0C0 (instructions retired) [CPU 0]: instructions,0C0.00: 8.00, 8.00 per "
             "iteration of add_indep (expected 8, tolerance 1%)\n"
             "PASS: counter wraps at the enumerated width [CPU 0]: 0C0.00 preset 2^48-4000: 8.00 per iteration, "
-            "wrapping run 8003 vs 8003..8003; PerfMonV2 GLOBAL_STATUS overflow flag set\n"
+            "wrapping run 8011 vs 8011..8011; PerfMonV2 GLOBAL_STATUS overflow flag set\n"
             "PASS: counting is gated by the enable controls [CPU 0]: with PerfMonV2 GLOBAL_CTL = 0 (PERF_CTL.EN set) "
             "the largest count of any run is 0\n"
             "SUMMARY: 21 tests, 0 failures, 0 skipped\n";
@@ -105,7 +105,7 @@ TEST(SelftestSilicon, NetBurstPmuIsChecked) {
               "PASS: instructions retired on each counter vs the kernel's count: instr_retired on an IQ counter [CPU "
               "0]: instr_retired: 8.00 per iteration of add_indep (expected 8, tolerance 1%)\n"
               "PASS: counter wraps at the enumerated width [CPU 0]: instr_retired preset 2^40-4000: 8.00 per "
-              "iteration, wrapping run 8003 vs 8003..8003\n"
+              "iteration, wrapping run 8011 vs 8011..8011\n"
               "PASS: counting is gated by the enable controls [CPU 0]: with CCCR.Enable clear the largest count of "
               "any run is 0\n"
               "NOT VERIFIED: overflow flag after a wrap [CPU 0]: CCCR.OVF is cleared by the stop write of generated "
@@ -150,13 +150,13 @@ TEST(SelftestSilicon, OneDisturbedRunDoesNotFailTheWrapCheck) {
     m.cpu(0).set_perf_capabilities(kGoldmontPlusPerfCaps & ~(u64(1) << 12));
     SimPlatform p(m);
     m.cpu(0).set_smi(0, 0);
-    // The wrap check's runs come after the earlier checks; an SMI every 23rd run() hits
-    // some of its runs but not most.
-    m.cpu(0).set_smi(23, 500);
+    // The wrap check's runs come after the earlier checks; an SMI every 46th run() (the executor's batches,
+    // SimCpu::set_smi) hits some of its runs but not most.
+    m.cpu(0).set_smi(46, 500);
     Cmd c = run_line(p, "selftest");
     EXPECT_TRUE(has_prefix_line(c.out, "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS "
                                        "[CPU 0]: preset 2^48-4000 (GP), 2^48-4000 (fixed): FIXED_CTR0 8.00 per "
-                                       "iteration, wrapping run 8004 vs 8004..8504 (median 8004; 2 of 11 runs "
+                                       "iteration, wrapping run 8015 vs 8015..8515 (median 8015; 2 of 11 runs "
                                        "disturbed, beyond 1% of it)"))
         << c.out;
 }
@@ -174,7 +174,7 @@ TEST(SelftestSilicon, FreezeWhileSmmKeepsSmisOutOfTheCounts) {
     EXPECT_TRUE(has_prefix_line(
         c.out, "PASS: counter overflow wraps at the enumerated width and sets GLOBAL_STATUS "
                "[CPU 0]: preset 2^48-4000 (GP), 2^48-4000 (fixed): FIXED_CTR0 8.00 per "
-               "iteration, wrapping run 8004 vs 8004..8004; GP 8.00 per iteration, wrapping run 8004 vs 8004..8004"))
+               "iteration, wrapping run 8015 vs 8015..8015; GP 8.00 per iteration, wrapping run 8015 vs 8015..8015"))
         << c.out;
     EXPECT_GT(m.cpu(0).peek(sim::reg::SMI_COUNT), 0u);
     EXPECT_EQ(m.cpu(0).peek(sim::reg::DEBUGCTL), 1u);

@@ -5,7 +5,12 @@
 
 namespace sim {
 
-AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout) : GpPmu(cpu, layout) {}
+AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid) : GpPmu(cpu, layout) {
+    CpuidRegs l1;
+    if (!cpuid.find(1, 0, &l1)) return;
+    const u32 base = (l1.eax >> 8) & 0xf;
+    family_ = base == 0xf ? base + ((l1.eax >> 20) & 0xff) : base;
+}
 
 AmdPmu::Slot AmdPmu::classify(u32 m) const {
     const PmuLayout& L = layout_;
@@ -148,9 +153,55 @@ void AmdPmu::event_others(u16 event, u16 umask, u64 n) {
     if (event == 0xC0 && umask == 0) count_irperf(n);
 }
 
+// The PPR / Linux amdzen* names; K7-K10 (family < 17h) have C0H-C8H and 76H only. Branch
+// mispredictions (C3H, C5H, C9H, CAH, D2H) read 0: the model has no branch predictor.
 void AmdPmu::retire(SimCpu& cpu, const Retired& r) {
+    // ex_ret_instr (C0H) in the instruction cycles; ls_not_halted_cyc (76H) in every cycle.
     cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
-    if (r.branches) cpu.event(0xC2, 0x00, r.branches);
+    cpu.stall(r.stall_cycles, {{0x76, 0x00, 1}});
+    cpu.event(0xC2, 0x00, r.branches);                       // ex_ret_brn (far transfers included)
+    cpu.event(0xC4, 0x00, r.near_taken + r.far);             // ex_ret_brn_tkn: every taken control transfer
+    cpu.event(0xC6, 0x00, r.far);                            // ex_ret_brn_far
+    cpu.event(0xC8, 0x00, r.near_returns);                   // ex_ret_near_ret
+    if (family_ < 0x17) return;                              // the rest is Zen's
+    cpu.event(0xD1, 0x00, r.cond);                           // ex_ret_cond
+    if (family_ >= 0x19) cpu.event(0xCC, 0x00, r.indirect);  // ex_ret_ind_brch_instr (Zen 3+)
+    retire_memory(cpu, r);
+}
+
+// Loads and stores (dispatch = retire in this model: nothing is dispatched speculatively),
+// and where the loads that missed L1D were served (all 0 with the cache model off).
+void AmdPmu::retire_memory(SimCpu& cpu, const Retired& r) const {
+    struct MaskCount {
+        u16 event, umask;
+        u64 n;
+    };
+    const u64* served = r.load_served;
+    const u64 l2_miss = served[2] + served[3], l1_miss = served[1] + l2_miss;
+    const MaskCount k[] = {
+        {0x029, 0x01, r.loads},             // ls_dispatch.ld_dispatch
+        {0x029, 0x02, r.stores},            // ls_dispatch.store_dispatch
+        {0x029, 0x07, r.loads + r.stores},  // ls_dispatch.all
+        // Demand fills by source: ls_refills_from_sys (Zen 1/2), ls_dmnd_fills_from_sys (Zen 3+).
+        {0x043, 0x01, served[1]},              // local L2
+        {0x043, 0x02, served[2]},              // L3 of this CCX
+        {0x043, 0x03, served[1] + served[2]},  // local_all
+        {0x043, 0x08, served[3]},              // DRAM of this node
+        {0x043, 0x48, served[3]},              // all DRAM
+        {0x043, 0xFF, l1_miss},                // all
+        // l2_cache_req_stat: data-cache reads that missed L1D, by their L2 outcome.
+        {0x064, 0x08, l2_miss},    // ls_rd_blk_c: L2 miss
+        {0x064, 0x09, l2_miss},    // ic_dc_miss_in_l2
+        {0x064, 0x40, served[1]},  // ls_rd_blk_l_hit_x: L2 hit (lines are exclusive: one core)
+        {0x064, 0xF0, served[1]},  // dc_hit_in_l2
+        {0x064, 0xF6, served[1]},  // ic_dc_hit_in_l2
+        {0x064, 0xFF, l1_miss},    // all
+    };
+    for (const MaskCount& m : k) {
+        cpu.event(m.event, m.umask, m.n);
+        // ls_any_fills_from_sys (Zen 3+): demand fills are all fills here (no prefetcher).
+        if (m.event == 0x043 && family_ >= 0x19) cpu.event(0x044, m.umask, m.n);
+    }
 }
 
 }  // namespace sim

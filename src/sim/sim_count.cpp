@@ -47,7 +47,7 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     if (!cycles || L.kind == PmuLayout::Kind::none) return;
     std::vector<Occurrence> td_buf;
     const std::vector<Occurrence>& each = topdown_cycles(cycles, each_in, &td_buf);
-    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) smi();
+    if (smi_every_ && !in_smi_ && !in_stall_ && ++runs_ % smi_every_ == 0) smi();
     if (L.amd_efffreq || L.efffreq) {
         aperf_ += cycles;
         mperf_ += cycles;
@@ -55,14 +55,20 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     model_->run(cycles, each);
 }
 
+void SimCpu::stall(u64 cycles, const std::vector<Occurrence>& each) {
+    in_stall_ = true;
+    run(cycles, each);
+    in_stall_ = false;
+}
+
 void SimCpu::retire(const Retired& r) {
     // The kernel's own TopDown slot budget applies inside the body, where a test gave one.
     if (r.body) in_body_ = true;
-    if (r.instructions) {
+    if (r.cycles()) {
         Retired batch = r;
         if (batch.branches > batch.instructions) batch.branches = batch.instructions;
         model_->retire(*this, batch);
-        ref_cycles(batch.instructions);
+        ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
     }
     if (r.body) in_body_ = false;
 }

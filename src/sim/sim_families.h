@@ -91,9 +91,13 @@ private:
     void add_fixed(u32 i, u64 inc);
     bool metrics_counting() const;
     u8 write_perf_metrics(u64 v);
+    // retire(): the branch and memory events of a batch, in the core's encodings.
+    void retire_branches(SimCpu& cpu, const Retired& r) const;
+    void retire_memory(SimCpu& cpu, const Retired& r) const;
 
     SimAtom atom_ = SimAtom::none;  // E-core TopDown events (sim_topdown.h)
-    u64 slots_per_cycle_ = 4;       // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
+    IntelEvents events_ = IntelEvents::architectural;
+    u64 slots_per_cycle_ = 4;  // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
     u64 fixed_ctr_[16] = {};
     u64 fixed_ctrl_ = 0;
     u64 td_[8] = {};  // PERF_METRICS categories (sim_topdown.h)
@@ -103,8 +107,9 @@ private:
 // HWCR, IRPerfCount and DE_CFG.
 class AmdPmu final : public GpPmu {
 public:
-    AmdPmu(u32 cpu, const PmuLayout& layout);
-    // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, C0H/76H/C2H for retire().
+    AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
+    // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, the Zen events of a
+    // retired batch (docs/sim.md "Events").
     void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
     void retire(SimCpu& cpu, const Retired& r) override;
     u8 rdpmc(u32 ecx, u64* out) const override;
@@ -128,7 +133,9 @@ private:
     void run_others(u64 cycles, const std::vector<Occurrence>& each) override;
     void event_others(u16 event_select, u16 umask, u64 n) override;
     void count_irperf(u64 n);
+    void retire_memory(SimCpu& cpu, const Retired& r) const;
 
+    u32 family_ = 0;  // CPUID family (base + extended): which Zen events exist
     u64 hwcr_ = 0, irperf_ = 0;
     // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
     u64 de_cfg_ = 0;

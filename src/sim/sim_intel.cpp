@@ -5,8 +5,24 @@
 
 namespace sim {
 
+IntelEvents intel_events(const CpuidSnapshot& s) {
+    CpuidRegs l1;
+    if (!s.find(1, 0, &l1) || ((l1.eax >> 8) & 0xf) != 6) return IntelEvents::architectural;
+    if (sim_atom_core(s) != SimAtom::none) return IntelEvents::architectural;  // E cores, Atom SoCs
+    if (topdown_l2_model(l1.eax)) return IntelEvents::golden_cove;             // P cores from Golden Cove
+    const u32 model = ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4);
+    // Ice Lake client and server, Tiger Lake, Rocket Lake (Sunny, Willow, Cypress Cove).
+    static const u32 icl[] = {0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7};
+    // Sandy Bridge, Ivy Bridge, Haswell, Broadwell, Skylake, Kaby/Coffee/Comet/Cannon Lake.
+    static const u32 skl[] = {0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47,
+                              0x4F, 0x56, 0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66};
+    if (std::find(std::begin(icl), std::end(icl), model) != std::end(icl)) return IntelEvents::icelake;
+    if (std::find(std::begin(skl), std::end(skl), model) != std::end(skl)) return IntelEvents::skylake;
+    return IntelEvents::architectural;
+}
+
 IntelPmu::IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid)
-    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)) {
+    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)) {
     CpuidRegs l23;
     if (cpuid.find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots_per_cycle_ = l23.ecx & 0xFF;
 }
@@ -259,12 +275,55 @@ void IntelPmu::event_others(u16 event, u16 umask, u64 n) {
 }
 
 void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
-    // TOPDOWN.SLOTS (A4H/01H, fixed counter 3): CPUID.23H.0:ECX[7:0] slots per cycle, else 4;
-    // where a test gave the CPU a TopDown slot budget (sim_topdown.h), run() issues the
-    // slots and their categories from it instead.
-    if (cpu.has_topdown_budget()) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
-    else cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0xA4, 0x01, slots_per_cycle_}});
-    if (r.branches) cpu.event(0xC4, 0x00, r.branches);
+    // Core cycles (CPU_CLK_UNHALTED.THREAD_P 3CH/00H, fixed counter 1) come with every
+    // cycle of run() and stall(); INST_RETIRED (C0H/00H, fixed counter 0) with the
+    // instruction cycles only, one per cycle. TOPDOWN.SLOTS (A4H/01H, fixed counter 3):
+    // CPUID.23H.0:ECX[7:0] slots in every cycle, else 4; where a test gave the CPU a TopDown
+    // slot budget (sim_topdown.h), run() and stall() issue the slots and their categories.
+    const bool budget = cpu.has_topdown_budget();
+    const Occurrence slots{0xA4, 0x01, slots_per_cycle_};
+    if (budget) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
+    else cpu.run(r.instructions, {{0xC0, 0x00, 1}, slots});
+    cpu.stall(r.stall_cycles, budget ? std::vector<Occurrence>{} : std::vector<Occurrence>{slots});
+    retire_branches(cpu, r);
+    retire_memory(cpu, r);
+}
+
+// BR_INST_RETIRED (C4H); BR_MISP_RETIRED (C5H) reads 0: the model has no branch predictor.
+void IntelPmu::retire_branches(SimCpu& cpu, const Retired& r) const {
+    cpu.event(0xC4, 0x00, r.branches);  // architectural Branch Instruction Retired, ALL_BRANCHES
+    if (events_ == IntelEvents::architectural) return;
+    const u64 not_taken = r.cond - std::min(r.cond_taken, r.cond);
+    if (events_ == IntelEvents::skylake) {
+        cpu.event(0xC4, 0x01, r.cond);     // CONDITIONAL
+        cpu.event(0xC4, 0x10, not_taken);  // NOT_TAKEN (only conditional branches fall through)
+    } else {
+        cpu.event(0xC4, 0x01, r.cond_taken);                                         // COND_TAKEN
+        cpu.event(0xC4, 0x10, not_taken);                                            // COND_NTAKEN
+        cpu.event(0xC4, 0x11, r.cond);                                               // COND
+        if (events_ == IntelEvents::golden_cove) cpu.event(0xC4, 0x80, r.indirect);  // INDIRECT
+    }
+    cpu.event(0xC4, 0x02, r.near_calls);    // NEAR_CALL
+    cpu.event(0xC4, 0x08, r.near_returns);  // NEAR_RETURN
+    cpu.event(0xC4, 0x20, r.near_taken);    // NEAR_TAKEN
+    cpu.event(0xC4, 0x40, r.far);           // FAR_BRANCH
+}
+
+// Loads and stores retired and where the loads were served (all 0 with the cache model off).
+void IntelPmu::retire_memory(SimCpu& cpu, const Retired& r) const {
+    const u64* served = r.load_served;
+    const u64 l2_miss = served[2] + served[3];
+    cpu.event(0x2E, 0x4F, l2_miss);    // architectural LLC Reference: loads that looked up L3
+    cpu.event(0x2E, 0x41, served[3]);  // architectural LLC Misses
+    if (events_ == IntelEvents::architectural) return;
+    cpu.event(0xD0, 0x81, r.loads);              // MEM_INST_RETIRED.ALL_LOADS
+    cpu.event(0xD0, 0x82, r.stores);             // MEM_INST_RETIRED.ALL_STORES
+    cpu.event(0xD1, 0x01, served[0]);            // MEM_LOAD_RETIRED.L1_HIT
+    cpu.event(0xD1, 0x02, served[1]);            // L2_HIT
+    cpu.event(0xD1, 0x04, served[2]);            // L3_HIT
+    cpu.event(0xD1, 0x08, served[1] + l2_miss);  // L1_MISS
+    cpu.event(0xD1, 0x10, l2_miss);              // L2_MISS
+    cpu.event(0xD1, 0x20, served[3]);            // L3_MISS
 }
 
 }  // namespace sim

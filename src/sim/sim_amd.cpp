@@ -153,55 +153,69 @@ void AmdPmu::event_others(u16 event, u16 umask, u64 n) {
     if (event == 0xC0 && umask == 0) count_irperf(n);
 }
 
-// The PPR / Linux amdzen* names; K7-K10 (family < 17h) have C0H-C8H and 76H only. Branch
-// mispredictions (C3H, C5H, C9H, CAH, D2H) read 0: the model has no branch predictor.
+namespace {
+
+constexpr EventSource kExact = EventSource::exact, kModelled = EventSource::modelled;
+constexpr u32 kK7 = 0x6, kZen = 0x17, kZen3 = 0x19;
+
+u64 l2_miss(const Retired& r) { return r.load_served[2] + r.load_served[3]; }
+u64 l1_miss(const Retired& r) { return r.load_served[1] + l2_miss(r); }
+u64 from_l2(const Retired& r) { return r.load_served[1]; }
+u64 from_l3(const Retired& r) { return r.load_served[2]; }
+u64 from_l2_l3(const Retired& r) { return r.load_served[1] + r.load_served[2]; }
+u64 from_dram(const Retired& r) { return r.load_served[3]; }
+
+// The PPR / Linux amdzen* names; K7 .. family 16h have C0H-C8H and 76H. Branch
+// mispredictions (C3H, C5H, C9H, CAH, D2H) and everything not listed read 0.
+const RetireEvent kAmdEvents[] = {
+    {0x0C0, 0x00, kK7, kExact, nullptr},                                      // ex_ret_instr (IRPerfCount likewise)
+    {0x076, 0x00, kK7, kModelled, nullptr},                                   // ls_not_halted_cyc
+    {0x0C2, 0x00, kK7, kExact, [](const Retired& r) { return r.branches; }},  // ex_ret_brn, far included
+    // ex_ret_brn_tkn: every taken control transfer, far ones included.
+    {0x0C4, 0x00, kK7, kExact, [](const Retired& r) { return r.near_taken + r.far; }},
+    {0x0C6, 0x00, kK7, kExact, [](const Retired& r) { return r.far; }},           // ex_ret_brn_far
+    {0x0C8, 0x00, kK7, kExact, [](const Retired& r) { return r.near_returns; }},  // ex_ret_near_ret
+    {0x0D1, 0x00, kZen, kExact, [](const Retired& r) { return r.cond; }},         // ex_ret_cond
+    {0x0CC, 0x00, kZen3, kExact, [](const Retired& r) { return r.indirect; }},    // ex_ret_ind_brch_instr
+    // ls_dispatch: dispatch = retire here (nothing is dispatched speculatively).
+    {0x029, 0x01, kZen, kExact, [](const Retired& r) { return r.loads; }},             // ld_dispatch
+    {0x029, 0x02, kZen, kExact, [](const Retired& r) { return r.stores; }},            // store_dispatch
+    {0x029, 0x07, kZen, kExact, [](const Retired& r) { return r.loads + r.stores; }},  // all
+    // Demand fills by source: ls_refills_from_sys (Zen 1/2), ls_dmnd_fills_from_sys (Zen 3+);
+    // ls_any_fills_from_sys (Zen 3+) the same: no prefetcher, every fill is a demand fill.
+    {0x043, 0x01, kZen, kModelled, from_l2},     // local L2
+    {0x043, 0x02, kZen, kModelled, from_l3},     // L3 of this CCX
+    {0x043, 0x03, kZen, kModelled, from_l2_l3},  // local_all
+    {0x043, 0x08, kZen, kModelled, from_dram},   // DRAM of this node
+    {0x043, 0x48, kZen, kModelled, from_dram},   // all DRAM
+    {0x043, 0xFF, kZen, kModelled, l1_miss},     // all
+    {0x044, 0x01, kZen3, kModelled, from_l2},
+    {0x044, 0x02, kZen3, kModelled, from_l3},
+    {0x044, 0x03, kZen3, kModelled, from_l2_l3},
+    {0x044, 0x08, kZen3, kModelled, from_dram},
+    {0x044, 0x48, kZen3, kModelled, from_dram},
+    {0x044, 0xFF, kZen3, kModelled, l1_miss},
+    // l2_cache_req_stat: data-cache reads that missed L1D, by their L2 outcome (hits are on
+    // lines held exclusive: one core).
+    {0x064, 0x08, kZen, kModelled, l2_miss},  // ls_rd_blk_c
+    {0x064, 0x09, kZen, kModelled, l2_miss},  // ic_dc_miss_in_l2
+    {0x064, 0x40, kZen, kModelled, from_l2},  // ls_rd_blk_l_hit_x
+    {0x064, 0xF0, kZen, kModelled, from_l2},  // dc_hit_in_l2
+    {0x064, 0xF6, kZen, kModelled, from_l2},  // ic_dc_hit_in_l2
+    {0x064, 0xFF, kZen, kModelled, l1_miss},  // all
+};
+
+}  // namespace
+
 void AmdPmu::retire(SimCpu& cpu, const Retired& r) {
     // ex_ret_instr (C0H) in the instruction cycles; ls_not_halted_cyc (76H) in every cycle.
     cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
     cpu.stall(r.stall_cycles, {{0x76, 0x00, 1}});
-    cpu.event(0xC2, 0x00, r.branches);                       // ex_ret_brn (far transfers included)
-    cpu.event(0xC4, 0x00, r.near_taken + r.far);             // ex_ret_brn_tkn: every taken control transfer
-    cpu.event(0xC6, 0x00, r.far);                            // ex_ret_brn_far
-    cpu.event(0xC8, 0x00, r.near_returns);                   // ex_ret_near_ret
-    if (family_ < 0x17) return;                              // the rest is Zen's
-    cpu.event(0xD1, 0x00, r.cond);                           // ex_ret_cond
-    if (family_ >= 0x19) cpu.event(0xCC, 0x00, r.indirect);  // ex_ret_ind_brch_instr (Zen 3+)
-    retire_memory(cpu, r);
+    count_retired(cpu, r, kAmdEvents, [this](const RetireEvent& e) { return family_ >= e.where; });
 }
 
-// Loads and stores (dispatch = retire in this model: nothing is dispatched speculatively),
-// and where the loads that missed L1D were served (all 0 with the cache model off).
-void AmdPmu::retire_memory(SimCpu& cpu, const Retired& r) const {
-    struct MaskCount {
-        u16 event, umask;
-        u64 n;
-    };
-    const u64* served = r.load_served;
-    const u64 l2_miss = served[2] + served[3], l1_miss = served[1] + l2_miss;
-    const MaskCount k[] = {
-        {0x029, 0x01, r.loads},             // ls_dispatch.ld_dispatch
-        {0x029, 0x02, r.stores},            // ls_dispatch.store_dispatch
-        {0x029, 0x07, r.loads + r.stores},  // ls_dispatch.all
-        // Demand fills by source: ls_refills_from_sys (Zen 1/2), ls_dmnd_fills_from_sys (Zen 3+).
-        {0x043, 0x01, served[1]},              // local L2
-        {0x043, 0x02, served[2]},              // L3 of this CCX
-        {0x043, 0x03, served[1] + served[2]},  // local_all
-        {0x043, 0x08, served[3]},              // DRAM of this node
-        {0x043, 0x48, served[3]},              // all DRAM
-        {0x043, 0xFF, l1_miss},                // all
-        // l2_cache_req_stat: data-cache reads that missed L1D, by their L2 outcome.
-        {0x064, 0x08, l2_miss},    // ls_rd_blk_c: L2 miss
-        {0x064, 0x09, l2_miss},    // ic_dc_miss_in_l2
-        {0x064, 0x40, served[1]},  // ls_rd_blk_l_hit_x: L2 hit (lines are exclusive: one core)
-        {0x064, 0xF0, served[1]},  // dc_hit_in_l2
-        {0x064, 0xF6, served[1]},  // ic_dc_hit_in_l2
-        {0x064, 0xFF, l1_miss},    // all
-    };
-    for (const MaskCount& m : k) {
-        cpu.event(m.event, m.umask, m.n);
-        // ls_any_fills_from_sys (Zen 3+): demand fills are all fills here (no prefetcher).
-        if (m.event == 0x043 && family_ >= 0x19) cpu.event(0x044, m.umask, m.n);
-    }
+EventSource AmdPmu::retire_source(u16 event, u16 umask) const {
+    return retired_source(kAmdEvents, event, umask, [this](const RetireEvent& e) { return family_ >= e.where; });
 }
 
 }  // namespace sim

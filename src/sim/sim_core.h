@@ -220,6 +220,11 @@ public:
     void ref_cycles(u64 n);
     void slots(u64 n) { event(0xA4, 0x01, n); }
     u64 pmi_count() const { return model_->pmi_count(); }
+    // How this CPU's simulation produces the event (event select, unit mask) on a GP
+    // counter (docs/sim.md "Events"): retire()'s events in its family's encodings, and,
+    // modelled, those a TopDown budget or set_each_cycle adds. NetBurst's ESCR events are
+    // not GP events: not_modelled here (docs/sim.md lists them).
+    EventSource event_source(u16 event_select, u16 umask) const;
 
     // ---- TopDown (sim_topdown.h): the budget of run()'s cycles; the body budget while in body ----
     void set_topdown(const TopdownBudget& b);

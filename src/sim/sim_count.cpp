@@ -73,6 +73,17 @@ void SimCpu::retire(const Retired& r) {
     if (r.body) in_body_ = false;
 }
 
+EventSource SimCpu::event_source(u16 event, u16 umask) const {
+    const EventSource s = model_->retire_source(event, umask);
+    if (s != EventSource::not_modelled) return s;
+    std::vector<Occurrence> more = each_cycle_;
+    if (td_base_.slots_per_cycle) model_->topdown_events(td_base_, 0, &more);
+    if (td_body_set_ && td_body_.slots_per_cycle) model_->topdown_events(td_body_, 0, &more);
+    for (const Occurrence& o : more)
+        if (o.event == event && o.umask == umask) return EventSource::modelled;
+    return EventSource::not_modelled;
+}
+
 // ---- direct access ----
 
 u64 SimCpu::peek(u32 msr) const {

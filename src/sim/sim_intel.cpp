@@ -274,6 +274,48 @@ void IntelPmu::event_others(u16 event, u16 umask, u64 n) {
         if (layout_.fixed(i) && fixed_key(i, event, umask) && fixed_enabled(i)) add_fixed(i, n);
 }
 
+namespace {
+
+// Which cores count an event: a bit per IntelEvents.
+constexpr u32 kAll = 0xF, kSkl = 1u << u32(IntelEvents::skylake);
+constexpr u32 kGlc = 1u << u32(IntelEvents::golden_cove), kIcl = (1u << u32(IntelEvents::icelake)) | kGlc;
+constexpr u32 kBig = kSkl | kIcl;
+constexpr EventSource kExact = EventSource::exact, kModelled = EventSource::modelled;
+
+u64 l2_miss(const Retired& r) { return r.load_served[2] + r.load_served[3]; }
+
+// Intel SDM Table 20-1 (architectural) and Intel perfmon JSON (Skylake, Ice Lake, Golden
+// Cove). BR_MISP_RETIRED (C5H) and everything not listed read 0: no branch predictor.
+const RetireEvent kIntelEvents[] = {
+    {0xC0, 0x00, kAll, kExact, nullptr},     // INST_RETIRED.ANY_P, fixed counter 0
+    {0x3C, 0x00, kAll, kModelled, nullptr},  // CPU_CLK_UNHALTED.THREAD_P, fixed counter 1
+    {0x3C, 0x01, kAll, kModelled, nullptr},  // reference cycles, fixed counter 2 (REF_TSC)
+    {0xA4, 0x01, kAll, kModelled, nullptr},  // TOPDOWN.SLOTS, fixed counter 3
+    {0xC4, 0x00, kAll, kExact, [](const Retired& r) { return r.branches; }},  // ALL_BRANCHES
+    {0x2E, 0x4F, kAll, kModelled, l2_miss},                                   // LLC references: loads that looked up L3
+    {0x2E, 0x41, kAll, kModelled, [](const Retired& r) { return r.load_served[3]; }},  // LLC misses
+    // BR_INST_RETIRED: CONDITIONAL on Skylake, COND_TAKEN from Ice Lake on.
+    {0xC4, 0x01, kSkl, kExact, [](const Retired& r) { return r.cond; }},
+    {0xC4, 0x01, kIcl, kExact, [](const Retired& r) { return std::min(r.cond_taken, r.cond); }},
+    {0xC4, 0x10, kBig, kExact, [](const Retired& r) { return r.cond - std::min(r.cond_taken, r.cond); }},  // NOT_TAKEN
+    {0xC4, 0x11, kIcl, kExact, [](const Retired& r) { return r.cond; }},                                   // COND
+    {0xC4, 0x80, kGlc, kExact, [](const Retired& r) { return r.indirect; }},                               // INDIRECT
+    {0xC4, 0x02, kBig, kExact, [](const Retired& r) { return r.near_calls; }},                             // NEAR_CALL
+    {0xC4, 0x08, kBig, kExact, [](const Retired& r) { return r.near_returns; }},       // NEAR_RETURN
+    {0xC4, 0x20, kBig, kExact, [](const Retired& r) { return r.near_taken; }},         // NEAR_TAKEN
+    {0xC4, 0x40, kBig, kExact, [](const Retired& r) { return r.far; }},                // FAR_BRANCH
+    {0xD0, 0x81, kBig, kExact, [](const Retired& r) { return r.loads; }},              // MEM_INST_RETIRED.ALL_LOADS
+    {0xD0, 0x82, kBig, kExact, [](const Retired& r) { return r.stores; }},             // ALL_STORES
+    {0xD1, 0x01, kBig, kModelled, [](const Retired& r) { return r.load_served[0]; }},  // MEM_LOAD_RETIRED.L1_HIT
+    {0xD1, 0x02, kBig, kModelled, [](const Retired& r) { return r.load_served[1]; }},  // L2_HIT
+    {0xD1, 0x04, kBig, kModelled, [](const Retired& r) { return r.load_served[2]; }},  // L3_HIT
+    {0xD1, 0x08, kBig, kModelled, [](const Retired& r) { return r.load_served[1] + l2_miss(r); }},  // L1_MISS
+    {0xD1, 0x10, kBig, kModelled, l2_miss},                                                         // L2_MISS
+    {0xD1, 0x20, kBig, kModelled, [](const Retired& r) { return r.load_served[3]; }},               // L3_MISS
+};
+
+}  // namespace
+
 void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
     // Core cycles (CPU_CLK_UNHALTED.THREAD_P 3CH/00H, fixed counter 1) come with every
     // cycle of run() and stall(); INST_RETIRED (C0H/00H, fixed counter 0) with the
@@ -285,45 +327,13 @@ void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
     if (budget) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
     else cpu.run(r.instructions, {{0xC0, 0x00, 1}, slots});
     cpu.stall(r.stall_cycles, budget ? std::vector<Occurrence>{} : std::vector<Occurrence>{slots});
-    retire_branches(cpu, r);
-    retire_memory(cpu, r);
+    // The rest in the core's encodings (all per-level counts 0 with the cache model off).
+    count_retired(cpu, r, kIntelEvents, [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
 }
 
-// BR_INST_RETIRED (C4H); BR_MISP_RETIRED (C5H) reads 0: the model has no branch predictor.
-void IntelPmu::retire_branches(SimCpu& cpu, const Retired& r) const {
-    cpu.event(0xC4, 0x00, r.branches);  // architectural Branch Instruction Retired, ALL_BRANCHES
-    if (events_ == IntelEvents::architectural) return;
-    const u64 not_taken = r.cond - std::min(r.cond_taken, r.cond);
-    if (events_ == IntelEvents::skylake) {
-        cpu.event(0xC4, 0x01, r.cond);     // CONDITIONAL
-        cpu.event(0xC4, 0x10, not_taken);  // NOT_TAKEN (only conditional branches fall through)
-    } else {
-        cpu.event(0xC4, 0x01, r.cond_taken);                                         // COND_TAKEN
-        cpu.event(0xC4, 0x10, not_taken);                                            // COND_NTAKEN
-        cpu.event(0xC4, 0x11, r.cond);                                               // COND
-        if (events_ == IntelEvents::golden_cove) cpu.event(0xC4, 0x80, r.indirect);  // INDIRECT
-    }
-    cpu.event(0xC4, 0x02, r.near_calls);    // NEAR_CALL
-    cpu.event(0xC4, 0x08, r.near_returns);  // NEAR_RETURN
-    cpu.event(0xC4, 0x20, r.near_taken);    // NEAR_TAKEN
-    cpu.event(0xC4, 0x40, r.far);           // FAR_BRANCH
-}
-
-// Loads and stores retired and where the loads were served (all 0 with the cache model off).
-void IntelPmu::retire_memory(SimCpu& cpu, const Retired& r) const {
-    const u64* served = r.load_served;
-    const u64 l2_miss = served[2] + served[3];
-    cpu.event(0x2E, 0x4F, l2_miss);    // architectural LLC Reference: loads that looked up L3
-    cpu.event(0x2E, 0x41, served[3]);  // architectural LLC Misses
-    if (events_ == IntelEvents::architectural) return;
-    cpu.event(0xD0, 0x81, r.loads);              // MEM_INST_RETIRED.ALL_LOADS
-    cpu.event(0xD0, 0x82, r.stores);             // MEM_INST_RETIRED.ALL_STORES
-    cpu.event(0xD1, 0x01, served[0]);            // MEM_LOAD_RETIRED.L1_HIT
-    cpu.event(0xD1, 0x02, served[1]);            // L2_HIT
-    cpu.event(0xD1, 0x04, served[2]);            // L3_HIT
-    cpu.event(0xD1, 0x08, served[1] + l2_miss);  // L1_MISS
-    cpu.event(0xD1, 0x10, l2_miss);              // L2_MISS
-    cpu.event(0xD1, 0x20, served[3]);            // L3_MISS
+EventSource IntelPmu::retire_source(u16 event, u16 umask) const {
+    return retired_source(kIntelEvents, event, umask,
+                          [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
 }
 
 }  // namespace sim

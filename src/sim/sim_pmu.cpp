@@ -119,6 +119,15 @@ std::unique_ptr<PmuModel> make_pmu_model(u32 cpu, const CpuSpec& spec, const Pmu
     return std::make_unique<NoPmu>(cpu, layout);
 }
 
+const char* event_source_name(EventSource s) {
+    switch (s) {
+        case EventSource::exact: return "exact";
+        case EventSource::modelled: return "modelled";
+        case EventSource::not_modelled: break;
+    }
+    return "not modelled";
+}
+
 void Retired::add(const Retired& o) {
     instructions += o.instructions;
     branches += o.branches;

@@ -100,6 +100,12 @@ struct Retired {
 enum class IntelEvents : u8 { architectural, skylake, icelake, golden_cove };
 IntelEvents intel_events(const CpuidSnapshot& s);
 
+// How the simulator produces an event (docs/sim.md "Events"): not at all (it reads 0),
+// exactly from the executed instructions, or from a model (the cost model, the cache
+// model, a TopDown budget).
+enum class EventSource : u8 { not_modelled, exact, modelled };
+const char* event_source_name(EventSource s);  // "not modelled", "exact", "modelled"
+
 // The PMU the model derived from CPUID (its own decoding, not pmulab's).
 struct PmuLayout {
     enum class Kind : u8 { none, intel, amd };
@@ -183,6 +189,10 @@ public:
     // The family's events of a batch of retired instructions, driven through the CPU's
     // run()/event() (so that SMIs, APERF/MPERF and TopDown budgets apply).
     virtual void retire(SimCpu& cpu, const Retired& r) { (void)cpu, (void)r; }
+    // How retire() produces the GP-counter event (event select, unit mask).
+    virtual EventSource retire_source(u16 event_select, u16 umask) const {
+        return (void)event_select, (void)umask, EventSource::not_modelled;
+    }
     virtual u64 perf_metrics_value() const { return 0; }
     virtual u64 topdown_count(unsigned i) const { return (void)i, 0; }
 

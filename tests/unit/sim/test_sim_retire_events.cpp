@@ -72,10 +72,17 @@ u64 sel(u16 event, u16 umask, u64 flags = kOsEn) {
     return evtsel::make(event & 0xff, umask, flags) | (u64(event >> 8) << 32);
 }
 
+// Each event's count after batch(); and what SimCpu::event_source says of it agrees: the
+// batch makes every event the model produces nonzero.
 void expect_counts(const char* what, const Make& make, std::initializer_list<Expect> list) {
-    for (const Expect& e : list)
+    const SimMachine m = make();
+    for (const Expect& e : list) {
         EXPECT_EQ(gp_count(make, sel(e.event, e.umask), batch()), e.count)
             << what << ": event " << std::hex << e.event << "H unit mask " << e.umask << "H";
+        EXPECT_EQ(m.cpu(0).event_source(e.event, e.umask) == EventSource::not_modelled, e.count == 0)
+            << what << ": event " << std::hex << e.event << "H unit mask " << e.umask << "H is "
+            << event_source_name(m.cpu(0).event_source(e.event, e.umask));
+    }
 }
 
 }  // namespace
@@ -201,6 +208,25 @@ TEST(SimRetireEvents, TopdownBudgetStallCyclesAreBackendAndMemoryBound) {
     };
     EXPECT_EQ(gp_count(zen4, sel(0x1A0, 0x1E), batch()), 1u * 100 + 6 * kStall);
     EXPECT_EQ(gp_count(zen4, sel(0x0C1, 0x00), batch()), 3u * 100);  // ex_ret_ops
+}
+
+TEST(SimRetireEvents, EventSourceSaysHowEachEventIsProduced) {
+    const SimMachine skl = intel_skylake(1), icl = intel_icelake(1);
+    EXPECT_EQ(skl.cpu(0).event_source(0xC0, 0x00), EventSource::exact);
+    EXPECT_EQ(skl.cpu(0).event_source(0x3C, 0x00), EventSource::modelled);  // the cost model
+    EXPECT_EQ(skl.cpu(0).event_source(0xC4, 0x01), EventSource::exact);
+    EXPECT_EQ(skl.cpu(0).event_source(0xD1, 0x02), EventSource::modelled);  // the cache model
+    EXPECT_EQ(skl.cpu(0).event_source(0xC5, 0x00), EventSource::not_modelled);
+    EXPECT_EQ(skl.cpu(0).event_source(0x08, 0x01), EventSource::not_modelled);  // TLB
+    EXPECT_EQ(skl.cpu(0).event_source(0xC4, 0x11), EventSource::not_modelled);
+    EXPECT_EQ(icl.cpu(0).event_source(0xC4, 0x11), EventSource::exact);
+    EXPECT_EQ(icl.cpu(0).event_source(0x73, 0x00), EventSource::not_modelled);
+    // A TopDown budget's events are modelled.
+    SimMachine z = amd_zen4(1);
+    EXPECT_EQ(z.cpu(0).event_source(0x1A0, 0x1E), EventSource::not_modelled);
+    z.cpu(0).set_topdown(default_topdown_budget(6));
+    EXPECT_EQ(z.cpu(0).event_source(0x1A0, 0x1E), EventSource::modelled);
+    EXPECT_STREQ(event_source_name(EventSource::not_modelled), "not modelled");
 }
 
 // ---------------------------------------------------------------- AMD

@@ -11,8 +11,8 @@
 //   L2 hit:  12 cycles   Intel 64 and IA-32 Architectures Optimization Reference Manual,
 //                        Skylake client cache parameters (L2: 12 cycles); AMD Software
 //                        Optimization Guide for Family 17h Models 30h+ (Zen 2: L2 12 cycles)
-//   L3 hit:  42 cycles   Skylake client (7-cpu.com "Intel Skylake": L3 42 cycles); Zen 2's
-//                        L3 is about 39 cycles (same AMD guide)
+//   L3 hit:  40 cycles   between Skylake client's about 42 (7-cpu.com "Intel Skylake") and
+//                        Zen 2's about 39 (same AMD guide)
 //   memory: 200 cycles   about 50 ns at 4 GHz (7-cpu.com "Intel Skylake": 42 cycles + 51 ns)
 // One table for every vendor and model: a documented model, not a measurement.
 // An L1D hit adds nothing: its latency (4-5 cycles) hides in the one cycle per instruction
@@ -26,7 +26,7 @@ namespace sim {
 // Extra core cycles per load served by each level beyond L1D.
 struct MemoryLatency {
     u32 l2_hit = 12;
-    u32 l3_hit = 42;
+    u32 l3_hit = 40;
     u32 memory = 200;
 };
 

@@ -45,7 +45,7 @@ Retired batch() {
     return r;
 }
 
-constexpr u64 kStall = 5 * 12 + 3 * 42 + 2 * 200;  // the default MemoryLatency
+constexpr u64 kStall = 5 * 12 + 3 * 40 + 2 * 200;  // the default MemoryLatency
 constexpr u64 kCycles = 100 + kStall;
 
 struct Expect {
@@ -313,8 +313,8 @@ TEST(SimRetireEvents, NetBurstRetiredTakenAndNotTakenBranchesAndRunningCycles) {
 
 TEST(SimRetireEvents, StallCyclesAreSerialLatencies) {
     u64 served[4] = {7, 1, 1, 1};
-    EXPECT_EQ(memory_stall_cycles(served), 12u + 42 + 200);
+    EXPECT_EQ(memory_stall_cycles(served), 12u + 40 + 200);
     MemoryLatency slow;
     slow.memory = 300;
-    EXPECT_EQ(memory_stall_cycles(served, slow), 12u + 42 + 300);
+    EXPECT_EQ(memory_stall_cycles(served, slow), 12u + 40 + 300);
 }

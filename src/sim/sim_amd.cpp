@@ -165,7 +165,7 @@ u64 from_l3(const Retired& r) { return r.load_served[2]; }
 u64 from_l2_l3(const Retired& r) { return r.load_served[1] + r.load_served[2]; }
 u64 from_dram(const Retired& r) { return r.load_served[3]; }
 
-// The PPR / Linux amdzen* names; K7 .. family 16h have C0H-C8H and 76H. Branch
+// The PPR / Linux amdzen* names; the K8/K10 BKDGs give C0H-C8H and 76H the same meaning. Branch
 // mispredictions (C3H, C5H, C9H, CAH, D2H) and everything not listed read 0.
 const RetireEvent kAmdEvents[] = {
     {0x0C0, 0x00, kK7, kExact, nullptr},                                      // ex_ret_instr (IRPerfCount likewise)

@@ -5,7 +5,12 @@
 
 namespace sim {
 
-AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout) : GpPmu(cpu, layout) {}
+AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid) : GpPmu(cpu, layout) {
+    CpuidRegs l1;
+    if (!cpuid.find(1, 0, &l1)) return;
+    const u32 base = (l1.eax >> 8) & 0xf;
+    family_ = base == 0xf ? base + ((l1.eax >> 20) & 0xff) : base;
+}
 
 AmdPmu::Slot AmdPmu::classify(u32 m) const {
     const PmuLayout& L = layout_;
@@ -148,9 +153,69 @@ void AmdPmu::event_others(u16 event, u16 umask, u64 n) {
     if (event == 0xC0 && umask == 0) count_irperf(n);
 }
 
+namespace {
+
+constexpr EventSource kExact = EventSource::exact, kModelled = EventSource::modelled;
+constexpr u32 kK7 = 0x6, kZen = 0x17, kZen3 = 0x19;
+
+u64 l2_miss(const Retired& r) { return r.load_served[2] + r.load_served[3]; }
+u64 l1_miss(const Retired& r) { return r.load_served[1] + l2_miss(r); }
+u64 from_l2(const Retired& r) { return r.load_served[1]; }
+u64 from_l3(const Retired& r) { return r.load_served[2]; }
+u64 from_l2_l3(const Retired& r) { return r.load_served[1] + r.load_served[2]; }
+u64 from_dram(const Retired& r) { return r.load_served[3]; }
+
+// The PPR / Linux amdzen* names; the K8/K10 BKDGs give C0H-C8H and 76H the same meaning. Branch
+// mispredictions (C3H, C5H, C9H, CAH, D2H) and everything not listed read 0.
+const RetireEvent kAmdEvents[] = {
+    {0x0C0, 0x00, kK7, kExact, nullptr},                                      // ex_ret_instr (IRPerfCount likewise)
+    {0x076, 0x00, kK7, kModelled, nullptr},                                   // ls_not_halted_cyc
+    {0x0C2, 0x00, kK7, kExact, [](const Retired& r) { return r.branches; }},  // ex_ret_brn, far included
+    // ex_ret_brn_tkn: every taken control transfer, far ones included.
+    {0x0C4, 0x00, kK7, kExact, [](const Retired& r) { return r.near_taken + r.far; }},
+    {0x0C6, 0x00, kK7, kExact, [](const Retired& r) { return r.far; }},           // ex_ret_brn_far
+    {0x0C8, 0x00, kK7, kExact, [](const Retired& r) { return r.near_returns; }},  // ex_ret_near_ret
+    {0x0D1, 0x00, kZen, kExact, [](const Retired& r) { return r.cond; }},         // ex_ret_cond
+    {0x0CC, 0x00, kZen3, kExact, [](const Retired& r) { return r.indirect; }},    // ex_ret_ind_brch_instr
+    // ls_dispatch: dispatch = retire here (nothing is dispatched speculatively).
+    {0x029, 0x01, kZen, kExact, [](const Retired& r) { return r.loads; }},             // ld_dispatch
+    {0x029, 0x02, kZen, kExact, [](const Retired& r) { return r.stores; }},            // store_dispatch
+    {0x029, 0x07, kZen, kExact, [](const Retired& r) { return r.loads + r.stores; }},  // all
+    // Demand fills by source: ls_refills_from_sys (Zen 1/2), ls_dmnd_fills_from_sys (Zen 3+);
+    // ls_any_fills_from_sys (Zen 3+) the same: no prefetcher, every fill is a demand fill.
+    {0x043, 0x01, kZen, kModelled, from_l2},     // local L2
+    {0x043, 0x02, kZen, kModelled, from_l3},     // L3 of this CCX
+    {0x043, 0x03, kZen, kModelled, from_l2_l3},  // local_all
+    {0x043, 0x08, kZen, kModelled, from_dram},   // DRAM of this node
+    {0x043, 0x48, kZen, kModelled, from_dram},   // all DRAM
+    {0x043, 0xFF, kZen, kModelled, l1_miss},     // all
+    {0x044, 0x01, kZen3, kModelled, from_l2},
+    {0x044, 0x02, kZen3, kModelled, from_l3},
+    {0x044, 0x03, kZen3, kModelled, from_l2_l3},
+    {0x044, 0x08, kZen3, kModelled, from_dram},
+    {0x044, 0x48, kZen3, kModelled, from_dram},
+    {0x044, 0xFF, kZen3, kModelled, l1_miss},
+    // l2_cache_req_stat: data-cache reads that missed L1D, by their L2 outcome (hits are on
+    // lines held exclusive: one core).
+    {0x064, 0x08, kZen, kModelled, l2_miss},  // ls_rd_blk_c
+    {0x064, 0x09, kZen, kModelled, l2_miss},  // ic_dc_miss_in_l2
+    {0x064, 0x40, kZen, kModelled, from_l2},  // ls_rd_blk_l_hit_x
+    {0x064, 0xF0, kZen, kModelled, from_l2},  // dc_hit_in_l2
+    {0x064, 0xF6, kZen, kModelled, from_l2},  // ic_dc_hit_in_l2
+    {0x064, 0xFF, kZen, kModelled, l1_miss},  // all
+};
+
+}  // namespace
+
 void AmdPmu::retire(SimCpu& cpu, const Retired& r) {
+    // ex_ret_instr (C0H) in the instruction cycles; ls_not_halted_cyc (76H) in every cycle.
     cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
-    if (r.branches) cpu.event(0xC2, 0x00, r.branches);
+    cpu.stall(r.stall_cycles, {{0x76, 0x00, 1}});
+    count_retired(cpu, r, kAmdEvents, [this](const RetireEvent& e) { return family_ >= e.where; });
+}
+
+EventSource AmdPmu::retire_source(u16 event, u16 umask) const {
+    return retired_source(kAmdEvents, event, umask, [this](const RetireEvent& e) { return family_ >= e.where; });
 }
 
 }  // namespace sim

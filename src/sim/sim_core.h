@@ -55,12 +55,21 @@
 //
 //  * TopDown: slot budgets and IA32_PERF_METRICS, see sim_topdown.h.
 //
+//  * Events of the execution (retire(), docs/sim.md "Events"): each family counts a batch
+//    of retired instructions in its own encodings: instructions, branches by kind, loads,
+//    stores, loads by the cache level that served them (Intel's architectural events, and
+//    Skylake's or Ice Lake's by model; AMD's K7+ and Zen events; NetBurst's CRU and FSB
+//    events). Cycles follow the cost model (sim_costs.h): one per instruction plus the
+//    stall cycles the executor computed from the memory hierarchy's latencies; the TSC,
+//    the reference clock and APERF/MPERF advance with them.
+//
 // How the model is organised: the logical processor here (CPUID, the MSRs every vendor
 // has, the log, injected faults, the TSC, SMIs and the executor's API), its PMU one model
 // per family behind PmuModel (sim_pmu.h), the machine in sim_machine.h and the builders
 // of documented machines in sim_builders.h (sim_cpu.h includes all of them).
 //
-// Not modelled: PEBS, LBR, freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
+// Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS, LBR,
+// freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
 #pragma once
@@ -175,9 +184,11 @@ public:
     Status wrmsr(u32 msr, u64 value);
     Result<u64> rdpmc(u32 ecx);
     u64 rdtsc();
-    // A batch of retired instructions (the executor's cost model: one core cycle and one
-    // reference cycle, i.e. one TSC tick, per instruction), counted as this CPU's PMU
-    // family counts them (PmuModel::retire).
+    // A batch of retired instructions, counted as this CPU's PMU family counts them
+    // (PmuModel::retire; docs/sim.md "Events"). The cost model (sim_costs.h): the batch
+    // takes r.cycles() core cycles, first r.instructions cycles retiring one instruction
+    // each, then r.stall_cycles cycles retiring none (stall()); the reference clock and
+    // the TSC advance by r.cycles().
     void retire(const Retired& r);
 
     // ---- driving events ----
@@ -196,6 +207,11 @@ public:
     // the others their listed events. Does not advance the TSC.
     void run(u64 cycles, std::initializer_list<Occurrence> each_cycle = {});
     void run(u64 cycles, const std::vector<Occurrence>& each_cycle);
+    // `cycles` cycles in which no instruction retires, waiting on memory (the stall cycles
+    // of a retire() batch): run() with the listed events, except that a TopDown budget
+    // issues every slot as backend bound and memory bound (sim_topdown.h) and no SMI
+    // comes in between (they belong to the batch's run).
+    void stall(u64 cycles, const std::vector<Occurrence>& each_cycle);
     void cycles(u64 n) { run(n); }
     void instructions(u64 n) { event(0xC0, 0x00, n); }
     // Reference cycles: the model's reference clock is the TSC clock. Feeds
@@ -204,6 +220,11 @@ public:
     void ref_cycles(u64 n);
     void slots(u64 n) { event(0xA4, 0x01, n); }
     u64 pmi_count() const { return model_->pmi_count(); }
+    // How this CPU's simulation produces the event (event select, unit mask) on a GP
+    // counter (docs/sim.md "Events"): retire()'s events in its family's encodings, and,
+    // modelled, those a TopDown budget or set_each_cycle adds. NetBurst's ESCR events are
+    // not GP events: not_modelled here (docs/sim.md lists them).
+    EventSource event_source(u16 event_select, u16 umask) const;
 
     // ---- TopDown (sim_topdown.h): the budget of run()'s cycles; the body budget while in body ----
     void set_topdown(const TopdownBudget& b);
@@ -329,7 +350,7 @@ private:
     u64 aperf_ = 0, mperf_ = 0;
     std::map<u32, Extra> extra_;
     TopdownBudget td_base_, td_body_;
-    bool td_body_set_ = false, in_body_ = false;
+    bool td_body_set_ = false, in_body_ = false, in_stall_ = false;
     std::vector<Occurrence> each_cycle_;
     u64 nth_wrmsr_ = 0;
     u8 nth_vector_ = 0;

@@ -47,10 +47,11 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     if (!cycles || L.kind == PmuLayout::Kind::none) return;
     std::vector<Occurrence> td_buf;
     const std::vector<Occurrence>& each = topdown_cycles(cycles, each_in, &td_buf);
-    // An SMI is due every smi_every_-th call of run(); among the executor's batches
-    // (retire) it waits for the next one of the measured body, where it matters.
-    if (smi_every_ && !in_smi_ && ++runs_ % smi_every_ == 0) smi_due_ = true;
-    if (smi_due_ && !in_smi_ && (!in_retire_ || in_body_)) {
+    // An SMI is due every smi_every_-th call of run() (stall cycles never bring one);
+    // among the executor's batches (retire) it waits for the next one of the measured
+    // body, where it matters.
+    if (smi_every_ && !in_smi_ && !in_stall_ && ++runs_ % smi_every_ == 0) smi_due_ = true;
+    if (smi_due_ && !in_smi_ && !in_stall_ && (!in_retire_ || in_body_)) {
         smi_due_ = false;
         smi();
     }
@@ -61,18 +62,35 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
     model_->run(cycles, each);
 }
 
+void SimCpu::stall(u64 cycles, const std::vector<Occurrence>& each) {
+    in_stall_ = true;
+    run(cycles, each);
+    in_stall_ = false;
+}
+
 void SimCpu::retire(const Retired& r) {
     // The kernel's own TopDown slot budget applies inside the body, where a test gave one.
     if (r.body) in_body_ = true;
     in_retire_ = true;
-    if (r.instructions) {
+    if (r.cycles()) {
         Retired batch = r;
         if (batch.branches > batch.instructions) batch.branches = batch.instructions;
         model_->retire(*this, batch);
-        ref_cycles(batch.instructions);
+        ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
     }
     in_retire_ = false;
     if (r.body) in_body_ = false;
+}
+
+EventSource SimCpu::event_source(u16 event, u16 umask) const {
+    const EventSource s = model_->retire_source(event, umask);
+    if (s != EventSource::not_modelled) return s;
+    std::vector<Occurrence> more = each_cycle_;
+    if (td_base_.slots_per_cycle) model_->topdown_events(td_base_, 0, &more);
+    if (td_body_set_ && td_body_.slots_per_cycle) model_->topdown_events(td_body_, 0, &more);
+    for (const Occurrence& o : more)
+        if (o.event == event && o.umask == umask) return EventSource::modelled;
+    return EventSource::not_modelled;
 }
 
 // ---- direct access ----

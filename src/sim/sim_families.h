@@ -8,6 +8,30 @@
 
 namespace sim {
 
+// One event a retired batch counts (docs/sim.md "Events"): its encoding, on which cores,
+// how it is produced, and its count in a batch (null: counted per cycle by run()/stall()).
+struct RetireEvent {
+    u16 event, umask;
+    u32 where;  // Intel: a bit per IntelEvents; AMD: the lowest CPUID family
+    EventSource source;
+    u64 (*count)(const Retired& r);
+};
+
+// retire(): every event of a family's table on this core (`has`), counted in the batch.
+template <class Has, std::size_t N>
+void count_retired(SimCpu& cpu, const Retired& r, const RetireEvent (&table)[N], Has has) {
+    for (const RetireEvent& e : table)
+        if (e.count && has(e)) cpu.event(e.event, e.umask, e.count(r));
+}
+
+// retire_source(): how the table produces (event, umask) on this core (`has`).
+template <class Has, std::size_t N>
+EventSource retired_source(const RetireEvent (&table)[N], u16 event, u16 umask, Has has) {
+    for (const RetireEvent& e : table)
+        if (e.event == event && e.umask == umask && has(e)) return e.source;
+    return EventSource::not_modelled;
+}
+
 // General-purpose counters: a control (PERFEVTSELx / PERF_CTLx) and a counter each, a
 // global enable and overflow status where the family has them.
 class GpPmu : public PmuModel {
@@ -53,6 +77,7 @@ public:
     void state(PmuState* out) const override;
     void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
     void retire(SimCpu& cpu, const Retired& r) override;
+    EventSource retire_source(u16 event_select, u16 umask) const override;
     u64 perf_metrics_value() const override;
     u64 topdown_count(unsigned i) const override { return i < 8 ? td_[i] : 0; }
 
@@ -93,7 +118,8 @@ private:
     u8 write_perf_metrics(u64 v);
 
     SimAtom atom_ = SimAtom::none;  // E-core TopDown events (sim_topdown.h)
-    u64 slots_per_cycle_ = 4;       // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
+    IntelEvents events_ = IntelEvents::architectural;
+    u64 slots_per_cycle_ = 4;  // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
     u64 fixed_ctr_[16] = {};
     u64 fixed_ctrl_ = 0;
     u64 td_[8] = {};  // PERF_METRICS categories (sim_topdown.h)
@@ -103,10 +129,12 @@ private:
 // HWCR, IRPerfCount and DE_CFG.
 class AmdPmu final : public GpPmu {
 public:
-    AmdPmu(u32 cpu, const PmuLayout& layout);
-    // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, C0H/76H/C2H for retire().
+    AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
+    // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, the Zen events of a
+    // retired batch (docs/sim.md "Events").
     void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
     void retire(SimCpu& cpu, const Retired& r) override;
+    EventSource retire_source(u16 event_select, u16 umask) const override;
     u8 rdpmc(u32 ecx, u64* out) const override;
     // The MSRs.
     bool exists(u32 msr) const override { return classify(msr).reg != Reg::none; }
@@ -129,6 +157,7 @@ private:
     void event_others(u16 event_select, u16 umask, u64 n) override;
     void count_irperf(u64 n);
 
+    u32 family_ = 0;  // CPUID family (base + extended): which Zen events exist
     u64 hwcr_ = 0, irperf_ = 0;
     // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
     u64 de_cfg_ = 0;

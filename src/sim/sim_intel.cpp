@@ -5,8 +5,24 @@
 
 namespace sim {
 
+IntelEvents intel_events(const CpuidSnapshot& s) {
+    CpuidRegs l1;
+    if (!s.find(1, 0, &l1) || ((l1.eax >> 8) & 0xf) != 6) return IntelEvents::architectural;
+    if (sim_atom_core(s) != SimAtom::none) return IntelEvents::architectural;  // E cores, Atom SoCs
+    if (topdown_l2_model(l1.eax)) return IntelEvents::golden_cove;             // P cores from Golden Cove
+    const u32 model = ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4);
+    // Ice Lake client and server, Tiger Lake, Rocket Lake (Sunny, Willow, Cypress Cove).
+    static const u32 icl[] = {0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7};
+    // Sandy Bridge, Ivy Bridge, Haswell, Broadwell, Skylake, Kaby/Coffee/Comet/Cannon Lake.
+    static const u32 skl[] = {0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47,
+                              0x4F, 0x56, 0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66};
+    if (std::find(std::begin(icl), std::end(icl), model) != std::end(icl)) return IntelEvents::icelake;
+    if (std::find(std::begin(skl), std::end(skl), model) != std::end(skl)) return IntelEvents::skylake;
+    return IntelEvents::architectural;
+}
+
 IntelPmu::IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid)
-    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)) {
+    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)) {
     CpuidRegs l23;
     if (cpuid.find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots_per_cycle_ = l23.ecx & 0xFF;
 }
@@ -258,13 +274,66 @@ void IntelPmu::event_others(u16 event, u16 umask, u64 n) {
         if (layout_.fixed(i) && fixed_key(i, event, umask) && fixed_enabled(i)) add_fixed(i, n);
 }
 
+namespace {
+
+// Which cores count an event: a bit per IntelEvents.
+constexpr u32 kAll = 0xF, kSkl = 1u << u32(IntelEvents::skylake);
+constexpr u32 kGlc = 1u << u32(IntelEvents::golden_cove), kIcl = (1u << u32(IntelEvents::icelake)) | kGlc;
+constexpr u32 kBig = kSkl | kIcl;
+constexpr EventSource kExact = EventSource::exact, kModelled = EventSource::modelled;
+
+u64 l2_miss(const Retired& r) { return r.load_served[2] + r.load_served[3]; }
+
+// Intel SDM Table 20-1 (architectural) and Intel perfmon JSON (Skylake, Ice Lake, Golden
+// Cove). BR_MISP_RETIRED (C5H) and everything not listed read 0: no branch predictor.
+const RetireEvent kIntelEvents[] = {
+    {0xC0, 0x00, kAll, kExact, nullptr},     // INST_RETIRED.ANY_P, fixed counter 0
+    {0x3C, 0x00, kAll, kModelled, nullptr},  // CPU_CLK_UNHALTED.THREAD_P, fixed counter 1
+    {0x3C, 0x01, kAll, kModelled, nullptr},  // reference cycles, fixed counter 2 (REF_TSC)
+    {0xA4, 0x01, kAll, kModelled, nullptr},  // TOPDOWN.SLOTS, fixed counter 3
+    {0xC4, 0x00, kAll, kExact, [](const Retired& r) { return r.branches; }},  // ALL_BRANCHES
+    {0x2E, 0x4F, kAll, kModelled, l2_miss},                                   // LLC references: loads that looked up L3
+    {0x2E, 0x41, kAll, kModelled, [](const Retired& r) { return r.load_served[3]; }},  // LLC misses
+    // BR_INST_RETIRED: CONDITIONAL on Skylake, COND_TAKEN from Ice Lake on.
+    {0xC4, 0x01, kSkl, kExact, [](const Retired& r) { return r.cond; }},
+    {0xC4, 0x01, kIcl, kExact, [](const Retired& r) { return std::min(r.cond_taken, r.cond); }},
+    {0xC4, 0x10, kBig, kExact, [](const Retired& r) { return r.cond - std::min(r.cond_taken, r.cond); }},  // NOT_TAKEN
+    {0xC4, 0x11, kIcl, kExact, [](const Retired& r) { return r.cond; }},                                   // COND
+    {0xC4, 0x80, kGlc, kExact, [](const Retired& r) { return r.indirect; }},                               // INDIRECT
+    {0xC4, 0x02, kBig, kExact, [](const Retired& r) { return r.near_calls; }},                             // NEAR_CALL
+    {0xC4, 0x08, kBig, kExact, [](const Retired& r) { return r.near_returns; }},       // NEAR_RETURN
+    {0xC4, 0x20, kBig, kExact, [](const Retired& r) { return r.near_taken; }},         // NEAR_TAKEN
+    {0xC4, 0x40, kBig, kExact, [](const Retired& r) { return r.far; }},                // FAR_BRANCH
+    {0xD0, 0x81, kBig, kExact, [](const Retired& r) { return r.loads; }},              // MEM_INST_RETIRED.ALL_LOADS
+    {0xD0, 0x82, kBig, kExact, [](const Retired& r) { return r.stores; }},             // ALL_STORES
+    {0xD1, 0x01, kBig, kModelled, [](const Retired& r) { return r.load_served[0]; }},  // MEM_LOAD_RETIRED.L1_HIT
+    {0xD1, 0x02, kBig, kModelled, [](const Retired& r) { return r.load_served[1]; }},  // L2_HIT
+    {0xD1, 0x04, kBig, kModelled, [](const Retired& r) { return r.load_served[2]; }},  // L3_HIT
+    {0xD1, 0x08, kBig, kModelled, [](const Retired& r) { return r.load_served[1] + l2_miss(r); }},  // L1_MISS
+    {0xD1, 0x10, kBig, kModelled, l2_miss},                                                         // L2_MISS
+    {0xD1, 0x20, kBig, kModelled, [](const Retired& r) { return r.load_served[3]; }},               // L3_MISS
+};
+
+}  // namespace
+
 void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
-    // TOPDOWN.SLOTS (A4H/01H, fixed counter 3): CPUID.23H.0:ECX[7:0] slots per cycle, else 4;
-    // where a test gave the CPU a TopDown slot budget (sim_topdown.h), run() issues the
-    // slots and their categories from it instead.
-    if (cpu.has_topdown_budget()) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
-    else cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0xA4, 0x01, slots_per_cycle_}});
-    if (r.branches) cpu.event(0xC4, 0x00, r.branches);
+    // Core cycles (CPU_CLK_UNHALTED.THREAD_P 3CH/00H, fixed counter 1) come with every
+    // cycle of run() and stall(); INST_RETIRED (C0H/00H, fixed counter 0) with the
+    // instruction cycles only, one per cycle. TOPDOWN.SLOTS (A4H/01H, fixed counter 3):
+    // CPUID.23H.0:ECX[7:0] slots in every cycle, else 4; where a test gave the CPU a TopDown
+    // slot budget (sim_topdown.h), run() and stall() issue the slots and their categories.
+    const bool budget = cpu.has_topdown_budget();
+    const Occurrence slots{0xA4, 0x01, slots_per_cycle_};
+    if (budget) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
+    else cpu.run(r.instructions, {{0xC0, 0x00, 1}, slots});
+    cpu.stall(r.stall_cycles, budget ? std::vector<Occurrence>{} : std::vector<Occurrence>{slots});
+    // The rest in the core's encodings (all per-level counts 0 with the cache model off).
+    count_retired(cpu, r, kIntelEvents, [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
+}
+
+EventSource IntelPmu::retire_source(u16 event, u16 umask) const {
+    return retired_source(kIntelEvents, event, umask,
+                          [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
 }
 
 }  // namespace sim

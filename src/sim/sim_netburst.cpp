@@ -1,6 +1,7 @@
 // The simulated NetBurst PMU: see sim_netburst.h for what is modelled and the sources.
 #include "sim/sim_netburst.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -356,9 +357,17 @@ bool NetBurstPmu::poke(u32 msr, u64 value) {
 
 void NetBurstPmu::retire(SimCpu& cpu, const Retired& r) {
     (void)cpu;
+    // The instruction cycles retire one instruction (one uop) each; global_power_events
+    // RUNNING counts every cycle, the stall cycles included (NetBurstModel::run).
     regs_->run(thread_, cpl_, r.instructions,
                {{nb::kInstrRetired, nb::NBOGUSNTAG, 1}, {nb::kUopsRetired, nb::NBOGUS, 1}});
-    if (r.branches) regs_->event(thread_, cpl_, nb::kBranchRetired, nb::MMTP, r.branches);
+    regs_->run(thread_, cpl_, r.stall_cycles, {});
+    // branch_retired: taken (MMTP) and not taken (MMNP), all predicted: the model has no
+    // branch predictor, so MMNM/MMTM and mispred_branch_retired read 0. Only conditional
+    // branches fall through.
+    const u64 not_taken = std::min(r.cond - std::min(r.cond_taken, r.cond), r.branches);
+    regs_->event(thread_, cpl_, nb::kBranchRetired, nb::MMTP, r.branches - not_taken);
+    regs_->event(thread_, cpl_, nb::kBranchRetired, nb::MMNP, not_taken);
 }
 
 }  // namespace sim

@@ -280,7 +280,9 @@ void nb_event(SimCpu& c, nb::Event e, u16 mask, u64 n);
 // The NetBurst PMU of one logical processor (sim_pmu.h): the package's register file seen
 // from thread `thread`. run()/event() of the SimCpu do not reach it (its events are
 // NetBurst's own: nb_run, nb_event); retire() drives instr_retired NBOGUSNTAG,
-// uops_retired NBOGUS (one uop per instruction) and branch_retired MMTP.
+// uops_retired NBOGUS (one uop per instruction), branch_retired MMTP (taken) and MMNP
+// (not taken), and global_power_events RUNNING over the stall cycles too. Replay tagging
+// (replay_event, front_end_event, PEBS_ENABLE, PEBS_MATRIX_VERT) is not modelled.
 class NetBurstPmu final : public PmuModel {
 public:
     NetBurstPmu(u32 cpu, const PmuLayout& layout, std::shared_ptr<NetBurstModel> regs, u32 thread)

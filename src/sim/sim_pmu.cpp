@@ -113,10 +113,19 @@ std::unique_ptr<PmuModel> make_pmu_model(u32 cpu, const CpuSpec& spec, const Pmu
     if (spec.netburst) return std::make_unique<NetBurstPmu>(cpu, layout, spec.netburst, spec.netburst_thread);
     switch (layout.kind) {
         case PmuLayout::Kind::intel: return std::make_unique<IntelPmu>(cpu, layout, spec.cpuid);
-        case PmuLayout::Kind::amd: return std::make_unique<AmdPmu>(cpu, layout);
+        case PmuLayout::Kind::amd: return std::make_unique<AmdPmu>(cpu, layout, spec.cpuid);
         case PmuLayout::Kind::none: break;
     }
     return std::make_unique<NoPmu>(cpu, layout);
+}
+
+const char* event_source_name(EventSource s) {
+    switch (s) {
+        case EventSource::exact: return "exact";
+        case EventSource::modelled: return "modelled";
+        case EventSource::not_modelled: break;
+    }
+    return "not modelled";
 }
 
 void Retired::add(const Retired& o) {

@@ -1,13 +1,17 @@
 // The PMU of one simulated logical processor: one model per PMU family behind one
 // interface (PmuModel). The logical processor (sim_cpu.h) owns CPUID, the log, injected
 // faults, the time-stamp counter and the MSRs every vendor has; it asks its PmuModel first
-// about every MSR and RDPMC, and hands it the events of every cycle it runs.
+// about every MSR and RDPMC, and hands it the events of every cycle it runs and every
+// batch of instructions the executor retires (Retired; each family's events of a batch
+// are in docs/sim.md "Events", the cycles it costs in sim_costs.h).
 //
-//   family                       model (source)                       registers
-//   Intel architectural v1-v6    IntelPmu (sim_intel.cpp)             PMCx/PERFEVTSELx, fixed, GLOBAL_*, PERF_METRICS
-//   AMD K7 .. Zen 5              AmdPmu (sim_amd.cpp)                 PERF_CTL/CTR, PerfCtrExtCore, PerfMonV2, HWCR,
-//   IRPerfCount NetBurst (family 0FH)        NetBurstPmu (sim_netburst.cpp)       ESCR/CCCR, over the package's
-//   NetBurstModel none (QEMU TCG, v0)          NoPmu (sim_pmu.cpp)                  nothing
+// clang-format off
+//   family                     model (source)                   registers
+//   Intel architectural v1-v6  IntelPmu (sim_intel.cpp)         PMCx/PERFEVTSELx, fixed, GLOBAL_*, PERF_METRICS
+//   AMD K7 .. Zen 5            AmdPmu (sim_amd.cpp)             PERF_CTL/CTR, PerfCtrExtCore, PerfMonV2, HWCR, IRPerfCount
+//   NetBurst (family 0FH)      NetBurstPmu (sim_netburst.cpp)   ESCR/CCCR, over the package's NetBurstModel
+//   none (QEMU TCG, v0)        NoPmu (sim_pmu.cpp)              nothing
+// clang-format on
 //
 // Intel and AMD share their general-purpose counters' machinery (GpPmu, sim_gp.cpp): the
 // event match per cycle with CMASK/INV/EDGE/EQ, width and wrap, overflow status and PMIs.
@@ -85,6 +89,22 @@ struct Retired {
     u64 cycles() const { return instructions + stall_cycles; }
     void add(const Retired& o);
 };
+
+// Which model-specific encodings an Intel core's retire() events use (docs/sim.md
+// "Events"): the architectural events on every core; Skylake's BR_INST_RETIRED,
+// MEM_INST_RETIRED and MEM_LOAD_RETIRED on Sandy Bridge .. Comet Lake big cores; Ice Lake's
+// (BR_INST_RETIRED C4H/01H is COND_TAKEN, 10H COND_NTAKEN, 11H COND) on Ice Lake and later
+// big cores, with Golden Cove's C4H/80H INDIRECT from Golden Cove on; only the
+// architectural ones on Atom-family cores (their own encodings are not modelled), on
+// cores before Sandy Bridge and on unknown models.
+enum class IntelEvents : u8 { architectural, skylake, icelake, golden_cove };
+IntelEvents intel_events(const CpuidSnapshot& s);
+
+// How the simulator produces an event (docs/sim.md "Events"): not at all (it reads 0),
+// exactly from the executed instructions, or from a model (the cost model, the cache
+// model, a TopDown budget).
+enum class EventSource : u8 { not_modelled, exact, modelled };
+const char* event_source_name(EventSource s);  // "not modelled", "exact", "modelled"
 
 // The PMU the model derived from CPUID (its own decoding, not pmulab's).
 struct PmuLayout {
@@ -169,6 +189,10 @@ public:
     // The family's events of a batch of retired instructions, driven through the CPU's
     // run()/event() (so that SMIs, APERF/MPERF and TopDown budgets apply).
     virtual void retire(SimCpu& cpu, const Retired& r) { (void)cpu, (void)r; }
+    // How retire() produces the GP-counter event (event select, unit mask).
+    virtual EventSource retire_source(u16 event_select, u16 umask) const {
+        return (void)event_select, (void)umask, EventSource::not_modelled;
+    }
     virtual u64 perf_metrics_value() const { return 0; }
     virtual u64 topdown_count(unsigned i) const { return (void)i, 0; }
 

@@ -79,7 +79,16 @@ const std::vector<Occurrence>& SimCpu::topdown_cycles(u64 cycles, const std::vec
     if (!b.slots_per_cycle && each_cycle_.empty()) return each;
     *buf = each;
     buf->insert(buf->end(), each_cycle_.begin(), each_cycle_.end());
-    if (b.slots_per_cycle) model_->topdown_events(b, cycles, buf);
+    if (!b.slots_per_cycle) return *buf;
+    if (!in_stall_) {
+        model_->topdown_events(b, cycles, buf);
+        return *buf;
+    }
+    // Stall cycles (a load waiting on the memory hierarchy): nothing issues or retires, every
+    // slot is backend bound and, at level 2, memory bound.
+    TopdownBudget s;
+    s.slots_per_cycle = s.be_bound = s.mem_bound = b.slots_per_cycle;
+    model_->topdown_events(s, cycles, buf);
     return *buf;
 }
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "measure/kernel_bodies.h"
+#include "sim/sim_costs.h"
 #include "x86_insn.h"
 
 namespace pmulab {
@@ -25,8 +26,6 @@ constexpr u64 kRefusedVector = 255;                          // the fault vector
 constexpr u64 kVectorBP = 3, kVectorOF = 4, kVectorPF = 14;  // #UD and #GP: x86/hw.h
 // #PF error code bits (SDM Vol. 3A §4.7 "Page-Fault Exceptions").
 constexpr u64 kPfPresent = 1, kPfWrite = 2, kPfFetch = 16;
-// Stall cycles of a load served by L1D, L2, L3, memory (docs/sim.md "Cost model").
-constexpr u64 kLoadStall[4] = {0, 12, 40, 200};
 
 usize page_round(usize n) { return (n + kPage - 1) & ~(kPage - 1); }
 u64 addr_of(const void* p) { return u64(reinterpret_cast<uintptr_t>(p)); }
@@ -157,10 +156,12 @@ void UnicornRunner::Run::retire(u64 next) {
     ++b.instructions;
     if (cur.loaded) {
         ++b.loads;
-        if (cache) {
-            unsigned level = cur.served < 3 ? cur.served : 3;
+        if (cache) {  // Retired::load_served: L1D, L2, L3, memory
+            unsigned level = cur.served >= cache->levels() || cur.served > 3 ? 3 : cur.served;
+            u64 one[4] = {};
+            one[level] = 1;
             ++b.load_served[level];
-            b.stall_cycles += kLoadStall[level];
+            b.stall_cycles += sim::memory_stall_cycles(one);  // docs/sim.md "Cost model"
         }
     }
     b.stores += cur.stored;

@@ -234,8 +234,8 @@ std::string describe(const CacheConfig& c) {
     for (const CacheLevelSpec& l : c.levels) {
         if (!out.empty()) out += ", ";
         char buf[160];
-        std::snprintf(buf, sizeof buf, "%s %s %u-way %llu sets %s", l.name.c_str(), size_text(l.size_bytes).c_str(),
-                      l.ways, (unsigned long long)l.sets(), l.policy.c_str());
+        std::snprintf(buf, sizeof buf, "%s %s %u-way %llu %s %s", l.name.c_str(), size_text(l.size_bytes).c_str(),
+                      l.ways, (unsigned long long)l.sets(), l.sets() == 1 ? "set" : "sets", l.policy.c_str());
         out += buf;
     }
     return out;

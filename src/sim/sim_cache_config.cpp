@@ -38,7 +38,8 @@ const char* const kLevelNames[3] = {"L1D", "L2", "L3"};
 
 // Default policies, per vendor (docs/sim.md, "The memory hierarchy"): what nanoBench's
 // cacheSim.py names for Intel cores (PLRU for L1, its CFL L2 and CFL L3 QLRU variants);
-// LRU where nothing is measured (AMD, NetBurst, other vendors).
+// LRU where nothing is measured (AMD, NetBurst, other vendors). See intel_l1_policy for
+// L1s whose ways are not a power of two.
 struct PolicySet {
     const char* level[3];
 };
@@ -64,6 +65,12 @@ constexpr Geometry kZen = {{32 * KiB, 512 * KiB, 16 * MiB}, {8, 8, 16}};
 
 // The data and unified caches of levels 1-3 from leaf 4 / 8000_001DH; empty when the
 // snapshot lacks the leaf (or its sub-leaf 0 says "no cache", as KVM's leaf 4 on AMD).
+// cacheSim.py's PLRU over ways that are not a power of two clamps the tree's extra leaves
+// to the last way: a working set of 6 lines in a 12-way set then never settles (it misses
+// forever). The 12-way L1Ds since Ice Lake get PLRUl, the same tree filling empty ways
+// first, where K <= ways lines hit after warm-up as on the hardware.
+const char* intel_l1_policy(u32 ways) { return (ways & (ways - 1)) == 0 ? "PLRU" : "PLRUl"; }
+
 std::vector<CacheLevelSpec> from_cache_leaf(const pmulab::CpuidSnapshot& s, u32 leaf, const PolicySet& p) {
     std::vector<CacheLevelSpec> out;
     for (u32 sub = 0; sub < 16; ++sub) {
@@ -80,6 +87,7 @@ std::vector<CacheLevelSpec> from_cache_leaf(const pmulab::CpuidSnapshot& s, u32 
         l.ways = u32(b.ways_minus1() + 1);
         l.size_bytes = u64(l.ways) * (b.partitions_minus1() + 1) * l.line * (u64(r.ecx) + 1);
         l.policy = p.level[a.level() - 1];
+        if (a.level() == 1 && &p == &kIntelPolicies) l.policy = intel_l1_policy(l.ways);
         if (check_cache_level(l).ok() && (out.empty() ? a.level() == 1 : a.level() == out.size() + 1)) out.push_back(l);
     }
     return out;

@@ -337,11 +337,11 @@ TEST(SimCacheDefaults, FromLeaf4AndLeaf8000001DOfRealDumps) {
         const char* want;
     } cases[] = {
         {"cpuid-r_KVM_Intel_EmeraldRapids_16cpu.txt", 0,
-         "L1D 48 KiB 12-way 64 sets PLRU, L2 2 MiB 16-way 2048 sets QLRU_H00_M1_R2_U1, "
+         "L1D 48 KiB 12-way 64 sets PLRUl, L2 2 MiB 16-way 2048 sets QLRU_H00_M1_R2_U1, "
          "L3 300 MiB 20-way 245760 sets QLRU_H11_M1_R0_U0"},
         // Arrow Lake H: a Lion Cove P-core, a Skymont E-core, a low-power E-core without L3.
         {"GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt", 0,
-         "L1D 48 KiB 12-way 64 sets PLRU, L2 3 MiB 12-way 4096 sets QLRU_H00_M1_R2_U1, "
+         "L1D 48 KiB 12-way 64 sets PLRUl, L2 3 MiB 12-way 4096 sets QLRU_H00_M1_R2_U1, "
          "L3 24 MiB 12-way 32768 sets QLRU_H11_M1_R0_U0"},
         {"GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt", 2,
          "L1D 32 KiB 8-way 64 sets PLRU, L2 4 MiB 16-way 4096 sets QLRU_H00_M1_R2_U1, "
@@ -384,4 +384,34 @@ TEST(SimCacheDefaults, FallbackGeometryPerFamily) {
     zen.set(1, 0, {0x00A20F12, 0, 0, 0});                    // family 19H
     EXPECT_EQ(sim::describe(sim::default_cache_config(zen)),
               "L1D 32 KiB 8-way 64 sets LRU, L2 512 KiB 8-way 1024 sets LRU, L3 16 MiB 16-way 16384 sets LRU");
+}
+
+TEST(SimCacheDefaults, KLinesOfOneL1SetHitAfterWarmupOnEveryDump) {
+    // The defaults keep any K <= ways lines of one L1 set (cacheSim.py's PLRU over 12 ways
+    // would not: hence PLRUl there); K = ways + 1 lines miss L1 at least once per round.
+    struct Case {
+        const char* dump;
+        unsigned cpu;
+    } cases[] = {{"cpuid-r_KVM_Intel_EmeraldRapids_16cpu.txt", 0},
+                 {"GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt", 0},
+                 {"GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt", 2},
+                 {"GenuineIntel0090672_AlderLake_02_CPUID.txt", 0},
+                 {"cpuid-r-1_KVM_AMD_EPYC.txt", 0},
+                 {"GenuineIntel00006F4_Conroe_CPUID.txt", 0},
+                 {"AuthenticAMD0020FF0_K8_Venice_CPUID.txt", 0}};
+    for (const Case& c : cases) {
+        sim::SimMachine m = pmutest::dump_machine(c.dump);
+        CacheConfig cfg = sim::default_cache_config(m.cpu(c.cpu).snapshot());
+        const CacheLevelSpec& l1 = cfg.levels.at(0);
+        u64 stride = l1.sets() * l1.line;  // lines this far apart share an L1 set
+        for (unsigned k = 1; k <= l1.ways + 1; ++k) {
+            CacheHierarchy h(cfg);
+            for (int warm = 0; warm < 20; ++warm)
+                for (unsigned i = 0; i < k; ++i) h.access(i * stride, false);
+            unsigned l1_misses = 0;
+            for (unsigned i = 0; i < k; ++i) l1_misses += h.access(i * stride, false) != 0;
+            if (k <= l1.ways) EXPECT_EQ(l1_misses, 0u) << c.dump << " CPU " << c.cpu << " K " << k << " " << l1.policy;
+            else EXPECT_GT(l1_misses, 0u) << c.dump << " CPU " << c.cpu << " K " << k << " " << l1.policy;
+        }
+    }
 }

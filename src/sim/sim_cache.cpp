@@ -420,13 +420,6 @@ const char kPolicyList[] =
 
 }  // namespace
 
-const std::vector<std::string>& cache_policy_summary() {
-    static const std::vector<std::string> k =
-        {"LRU", "FIFO",  "PLRU", "PLRUl", "PLRURand", "RandPLRU",         "LRU_PLRU4",
-         "MRU", "MRU_N", "NRU",  "SRRIP", "RANDOM",   "QLRU_H11_M1_R0_U0"};
-    return k;
-}
-
 pmulab::Status check_cache_level(const CacheLevelSpec& l) {
     const char* n = l.name.c_str();
     if (l.ways == 0 || l.ways > 256) return Error::make(Errc::invalid_argument, "%s: %u ways (1 to 256)", n, l.ways);

@@ -67,14 +67,14 @@ std::string describe(const CacheConfig& c);
 // the policy's constraints on the ways. An error message names the level.
 pmulab::Status check_cache_level(const CacheLevelSpec& l);
 
-// The deterministic policy names a user may give (cacheSim.py's CommonPolicies and the
-// QLRU family are described, not listed: 320 names).
-const std::vector<std::string>& cache_policy_summary();
-
 class CachePolicy;  // sim_cache.cpp
 
+// One logical processor's caches (a simulated machine has one per CPU; sharing of L2/L3
+// between CPUs is not modelled). Movable, not copyable; not thread-safe.
 class CacheHierarchy {
 public:
+    // Every level of c must pass check_cache_level (parse_cache_spec and
+    // default_cache_config guarantee it). Sets are allocated on first touch.
     explicit CacheHierarchy(const CacheConfig& c);
     ~CacheHierarchy();
     CacheHierarchy(CacheHierarchy&&) noexcept;

@@ -425,6 +425,10 @@ pmulab::Status check_cache_level(const CacheLevelSpec& l) {
     if (l.ways == 0 || l.ways > 256) return Error::make(Errc::invalid_argument, "%s: %u ways (1 to 256)", n, l.ways);
     if (l.line < 8 || (l.line & (l.line - 1)) != 0)
         return Error::make(Errc::invalid_argument, "%s: line size %u is not a power of two >= 8", n, l.line);
+    constexpr u64 kMaxSize = 4ull << 30;  // above any real cache (Genoa-X: 1152 MiB of L3)
+    if (l.size_bytes > kMaxSize)
+        return Error::make(Errc::invalid_argument, "%s: size %llu bytes is above the model's limit of 4 GiB", n,
+                           (unsigned long long)l.size_bytes);
     u64 unit = u64(l.ways) * l.line;
     if (l.size_bytes == 0 || l.size_bytes % unit != 0)
         return Error::make(Errc::invalid_argument,

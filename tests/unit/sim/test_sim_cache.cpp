@@ -276,7 +276,7 @@ TEST(SimCacheSpec, ParsesLevelsSizesAndPolicies) {
     r = sim::parse_cache_spec("L2:1280K,L1D:::NRU", d);  // empty fields keep the default
     ASSERT_TRUE(r.ok()) << r.error().msg;
     EXPECT_EQ(sim::describe(*r), "L1D 48 KiB 12-way 64 sets NRU, L2 1280 KiB 16-way 1280 sets QLRU_H00_M1_R2_U1");
-    r = sim::parse_cache_spec("L2:1g:8:FIFO", d);
+    r = sim::parse_cache_spec("L2:1g:8:FIFO", d);  // 1 GiB: within the 4 GiB limit
     ASSERT_TRUE(r.ok()) << r.error().msg;
     EXPECT_EQ(r->levels[1].size_bytes, 1ull << 30);
     r = sim::parse_cache_spec("L1D:4096:1:LRU", d);
@@ -307,6 +307,7 @@ TEST(SimCacheSpec, ErrorsSayWhatToDo) {
         {"L1D:32Q", "bad size '32Q' (bytes, or with K, M or G: 32K)"},
         {"L1D:32K:x8", "bad ways 'x8' (a number, 1 to 256)"},
         {"L1D:32K:0", "0 ways (1 to 256)"},
+        {"L2:8G:16:LRU", "size 8589934592 bytes is above the model's limit of 4 GiB"},
         {"L3:8M", "this machine has no L3 by default: give SIZE:WAYS:POLICY"},
         {"L1D:32K,L1D:64K", "cache level L1D given twice"},
         {"L1D:24K:6:LRU_PLRU4", "LRU_PLRU4 needs a multiple of 4 ways, not 6"},

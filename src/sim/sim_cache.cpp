@@ -468,8 +468,9 @@ struct CacheHierarchy::Level {
         policy->reseed(seed);
         chunks.resize((sets + kChunkSets - 1) / kChunkSets);
     }
+    u64 set_index(u64 line_no) const { return (sets & (sets - 1)) == 0 ? line_no & (sets - 1) : line_no % sets; }
     u64* set_of(u64 line_no) {
-        u64 set = (sets & (sets - 1)) == 0 ? line_no & (sets - 1) : line_no % sets;
+        u64 set = set_index(line_no);
         std::unique_ptr<u64[]>& c = chunks[set / kChunkSets];
         if (!c) {
             c = std::make_unique<u64[]>(kChunkSets * stride);  // zeroed: every way empty
@@ -491,6 +492,7 @@ struct CacheHierarchy::Level {
     }
     void flush(u64 addr) {
         u64 line_no = addr >> line_shift;
+        if (!chunks[set_index(line_no) / kChunkSets]) return;  // never touched: nothing to flush
         u64* s = set_of(line_no);
         policy->flush(s, meta(s), line_no + 1);
     }

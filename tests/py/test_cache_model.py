@@ -96,6 +96,17 @@ def test_mixed_policies_per_level_match_the_reference() -> None:
         _compare([(size, ways, pol) for (size, ways), pol in zip(geom, mix)], seed=77 + i, n=3000)
 
 
+def test_randomized_policies_repeat_for_a_seed() -> None:
+    seq = _sequence(9, 64, 800)
+    text = "".join(f"{op}\n" if op == "I" else f"{op} {addr:#x}\n" for op, addr in seq)
+    for pol in ("RANDOM", "PLRURand", "RandPLRU", "QLRU_H11_MR31_R0_U0"):
+        spec = f"L1D:1K:8:{pol},L2:4K:8:{pol},L3:off"
+        a, b, c = (run_tool(TOOL, "--cache", spec, "--seed", seed, stdin=text) for seed in ("5", "5", "6"))
+        assert a.rc == 0 and a.out.count("\n") > 700, a
+        assert a.out == b.out, pol
+        assert a.out != c.out, pol
+
+
 def test_k_lines_of_one_set() -> None:
     # K <= ways lines of one L1 set hit after warm-up; K = ways + 1 under LRU miss L1 and
     # hit L2 on every load (8 ways, 64 sets: lines 4 KiB apart share a set).

@@ -100,7 +100,8 @@ struct DumpLines {
 
 // Records the first leaf capture_cpuid would read that a dumped CPU lacks. Leaf
 // 8000_0000H may be absent (very old CPUs and dumps list no extended leaves: then there
-// are none), so may 4000_0000H (informational) and 0BH sub-leaf 1 (location only).
+// are none), so may 4000_0000H (informational), 0BH sub-leaf 1 (location only) and the
+// cache leaves 04H / 8000_001DH (sim_cache.h falls back to a per-family geometry).
 struct MissingQuery {
     const CpuidSnapshot* s;
     u32 leaf, sub;
@@ -110,7 +111,8 @@ struct MissingQuery {
 CpuidRegs missing_query(void* ctx, u32 leaf, u32 sub) {
     auto* q = static_cast<MissingQuery*>(ctx);
     CpuidRegs r;
-    bool optional = leaf == 0x80000000 || leaf == 0x40000000 || (leaf == 0xB && sub == 1);
+    bool optional = leaf == 0x80000000 || leaf == 0x40000000 || (leaf == 0xB && sub == 1) || leaf == 0x4 ||
+                    leaf == 0x8000001D;  // the cache leaves: the simulator has per-family defaults
     if (!q->s->find(leaf, sub, &r) && !optional && !q->found) {
         q->found = true;
         q->leaf = leaf;

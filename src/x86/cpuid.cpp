@@ -45,6 +45,10 @@ constexpr u32 kLeaf71EaxArchPerfmonExt = 8;
 constexpr u32 kExt1EcxPerfCtrExtCore = 23;
 constexpr u32 kExt22EaxPerfMonV2 = 0;
 constexpr u32 kExt22EaxLbrV2 = 1;
+// Deterministic cache parameters, leaf 4 (SDM Vol. 2A, CPUID) / 8000_001DH (APM Vol. 3,
+// E.4.15): sub-leaves until the first whose cache type EAX[4:0] is 0 (the simulator's
+// cache geometry, sim_cache.h), at most kCacheSubleaves.
+constexpr u32 kCacheSubleaves = 8;
 
 constexpr bool bit(u32 v, u32 b) { return (v >> b) & 1; }
 constexpr u32 bits(u32 v, u32 hi, u32 lo) { return (v >> lo) & u32(low_mask(hi - lo + 1)); }
@@ -76,6 +80,11 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
     bool amd_like = l0.ebx == 0x68747541u || l0.ebx == 0x6F677948u;
     CpuidRegs l1;
     if (max >= 1) l1 = take(1, 0);
+    auto take_caches = [&](u32 leaf) {
+        for (u32 sub = 0; sub < kCacheSubleaves; ++sub)
+            if (bits(take(leaf, sub).eax, 4, 0) == 0) break;
+    };
+    if (max >= 4 && !amd_like) take_caches(4);
     if (max >= 6 && amd_like) take(6, 0);
     if (max >= 7) {
         CpuidRegs r7 = take(7, 0);
@@ -103,6 +112,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
             for (u32 l = 0x80000002; l <= 0x80000004; ++l) take(l, 0);
         if (emax >= 0x80000007 && amd_like) take(0x80000007, 0);
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
+        if (emax >= 0x8000001D && amd_like) take_caches(0x8000001D);
         if (emax >= 0x80000022) take(0x80000022, 0);
     }
 }
@@ -116,6 +126,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
     switch (leaf) {
         case 0x0:
         case 0x1:
+        case 0x4:
         case 0x6:
         case 0x7:
         case 0xA:
@@ -130,6 +141,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000004:
         case 0x80000007:
         case 0x80000008:
+        case 0x8000001D:
         case 0x80000022: return true;
         default: return false;
     }
@@ -141,6 +153,8 @@ bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf) {
         case 0x7: return subleaf <= 1;
         case 0xB: return subleaf <= 1;
         case 0x23: return subleaf <= 5;
+        case 0x4:
+        case 0x8000001D: return subleaf < kCacheSubleaves;
         default: return subleaf == 0;
     }
 }

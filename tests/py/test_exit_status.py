@@ -18,6 +18,7 @@ TOOLS = [
     ("pmulab-sim", ["--dump", MISSING, "info"]),
     ("pmulab-sim", ["--model", "skylake", "--config", MISSING]),
     ("pmulab-check", [MISSING]),
+    ("pmulab-cachesim", ["--dump", MISSING]),
     ("tools/pmulab-plot", ["staircase", MISSING, "--out", "OUT/p.png"]),
     ("tools/pmulab-lab", ["merge", MISSING, "--out", "OUT/m"]),
     ("tools/pmulab-client", ["--qemu", "--batch", MISSING]),

@@ -70,9 +70,9 @@ TEST(CpuidDump, CpuidRawTwoCpus) {
     const CpuRecord& r = p.cpus[0];
     EXPECT_TRUE(r.collected);
     EXPECT_FALSE(r.topology_known);
-    // Leaf 4 is not used by the decoder: dropped. 0, 1, 7, 0A, 0B.0, 0B.1, 8000_0000 kept.
-    EXPECT_FALSE(r.raw.has(4));
-    EXPECT_EQ(r.raw.count, 7u);
+    // 0, 1, 4.0 (the simulator's cache geometry), 7, 0A, 0B.0, 0B.1, 8000_0000 kept.
+    EXPECT_EQ(r.raw.get(4).ebx, 0x01c0003fu);
+    EXPECT_EQ(r.raw.count, 8u);
     EXPECT_EQ(r.raw.get(0xA).eax, 0x07300803u);
     EXPECT_EQ(r.raw.get(0xB, 1).ebx, 8u);
     EXPECT_EQ(r.dec.id.model, 0x3Au);

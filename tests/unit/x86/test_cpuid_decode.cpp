@@ -65,7 +65,10 @@ struct SnapQuery {
 CpuidRegs snap_query(void* ctx, u32 leaf, u32 sub) {
     auto* q = static_cast<SnapQuery*>(ctx);
     CpuidRegs r;
-    if (!q->s->find(leaf, sub, &r)) q->missing.push_back({leaf, sub});
+    // The cache leaves may stop early: dumps often omit the terminating sub-leaf of type 0
+    // (the parser accepts that too, cpuid_dump.cpp missing_query).
+    bool cache_leaf = leaf == 4 || leaf == 0x8000001D;
+    if (!q->s->find(leaf, sub, &r) && !cache_leaf) q->missing.push_back({leaf, sub});
     return r;
 }
 
@@ -441,6 +444,7 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
         if (leaf == 7 && sub == 0) r.eax = 1, r.edx = 1u << 15;  // hybrid
         if (leaf == 7 && sub == 1) r.eax = 1u << 8;              // leaf 23H
         if (leaf == 0x23 && sub == 0) r.eax = 0x3E;              // sub-leaves 1-5
+        if (leaf == 4 && sub < 3) r.eax = sub + 1;               // L1D, L1I, L2; type 0 ends
         if (leaf == 0x80000000) r.eax = 0x80000022;
         return r;
     };
@@ -453,8 +457,15 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
         EXPECT_TRUE(cpuid_leaf_is_captured(l));
         EXPECT_TRUE(s.has(l, 0)) << std::hex << l;
     }
-    EXPECT_EQ(s.count, 21u);  // 14 leaves + 7.1 + 0B.1 + 23H.1-5
-    EXPECT_FALSE(cpuid_leaf_is_captured(4));
+    EXPECT_EQ(s.count, 25u);  // 14 leaves + 7.1 + 0B.1 + 23H.1-5 + 04H.0-3
+    // Leaf 4 up to the first sub-leaf of cache type 0 (the simulator's cache geometry).
+    for (u32 sub = 0; sub < 4; ++sub) EXPECT_TRUE(s.has(4, sub)) << sub;
+    EXPECT_FALSE(s.has(4, 4));
+    EXPECT_TRUE(cpuid_subleaf_is_captured(4, 7));
+    EXPECT_FALSE(cpuid_subleaf_is_captured(4, 8));
+    EXPECT_TRUE(cpuid_subleaf_is_captured(0x8000001D, 3));
+    EXPECT_FALSE(s.has(0x8000001D, 0));  // AMD's twin of leaf 4: read on AMD/Hygon only
+    EXPECT_FALSE(cpuid_leaf_is_captured(5));
     EXPECT_FALSE(cpuid_leaf_is_captured(0x40000001));
     EXPECT_FALSE(cpuid_leaf_is_captured(0x80000006));
     // 06H, 8000_0007H and 8000_0008H (EffFreq, EffFreqRO, IRPerfCount) are read on AMD/Hygon only.

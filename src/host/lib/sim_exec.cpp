@@ -2,9 +2,56 @@
 
 #include <cstdlib>
 
+#include "sim/sim_cache.h"
+
 namespace pmulab {
 
-SimExec::SimExec(sim::SimMachine& m) : m_(m), runner_(make_sim_runner()) {}
+namespace {
+
+// The memory hierarchy (sim_cache.h) as the executor sees it.
+class CacheModel final : public SimDataCache {
+public:
+    explicit CacheModel(const sim::CacheConfig& c) : h_(c) {}
+    unsigned access(u64 addr, bool write) override { return h_.access(addr, write); }
+    void flush_line(u64 addr) override { h_.flush_line(addr); }
+    void reset() override { h_.reset(); }
+    unsigned levels() const override { return h_.memory_level(); }
+    u32 line_bytes() const override { return h_.config().levels.empty() ? 64 : h_.config().levels[0].line; }
+
+private:
+    sim::CacheHierarchy h_;
+};
+
+// CPU `cpu`'s hierarchy under `spec` ("" = its defaults).
+Result<sim::CacheConfig> cache_config(const std::string& spec, const sim::SimCpu& cpu) {
+    sim::CacheConfig d = sim::default_cache_config(cpu.snapshot());
+    if (spec.empty()) return d;
+    return sim::parse_cache_spec(spec, d);
+}
+
+}  // namespace
+
+SimExec::SimExec(sim::SimMachine& m) : m_(m), runner_(make_sim_runner()) { (void)set_cache("", 0); }
+
+Status SimExec::set_cache(const std::string& spec, u64 seed) {
+    for (u32 i = 0; i < m_.size(); ++i) {
+        Result<sim::CacheConfig> c = cache_config(spec, m_.cpu(i));
+        if (!c.ok()) return c.error().with_context("--cache (CPU %u)", unsigned(i));
+    }
+    runner_->set_data_cache([spec, seed](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
+        Result<sim::CacheConfig> c = cache_config(spec, cpu);
+        if (!c.ok() || c.value().levels.empty()) return nullptr;
+        c.value().seed = seed;
+        return std::make_unique<CacheModel>(c.value());
+    });
+    cache_spec_ = spec;
+    return ok_status();
+}
+
+std::string SimExec::describe_cache(u32 cpu) const {
+    Result<sim::CacheConfig> c = cache_config(cache_spec_, m_.cpu(cpu));
+    return c.ok() ? sim::describe(c.value()) : std::string("invalid");
+}
 
 SimExec::~SimExec() {
     for (auto& [p, bytes] : live_) std::free(p);

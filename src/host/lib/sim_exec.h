@@ -47,6 +47,12 @@ public:
     usize live_pages() const { return live_.size(); }
 
     void set_job_timeout(u32 seconds) override { runner_->set_timeout(seconds); }
+    // The data-cache model of every CPU (docs/sim.md "The memory hierarchy"): the
+    // --cache spec ("" = each CPU's defaults from its CPUID, "off" = none) and the seed of
+    // the random policies. Errors name the CPU whose defaults the spec does not fit.
+    Status set_cache(const std::string& spec, u64 seed);
+    // One line describing CPU `cpu`'s hierarchy ("L1D 32 KiB 8-way 64 sets PLRU, ...").
+    std::string describe_cache(u32 cpu) const;
     SimRunner& runner() { return *runner_; }
 
 private:
@@ -58,6 +64,7 @@ private:
     bool masked_ = false;
     u64 executions_ = 0;
     std::vector<std::string> problems_;
+    std::string cache_spec_;
     void (*hook_)(void*, const char*) = nullptr;
     void* hook_ctx_ = nullptr;
 };

@@ -5,7 +5,10 @@
 
 namespace sim {
 
-AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout) : GpPmu(cpu, layout) {}
+AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid) : GpPmu(cpu, layout) {
+    const u32 eax = cpuid.get(1).eax;
+    family_1ah_ = ((eax >> 8) & 0xf) == 0xf && ((eax >> 20) & 0xff) == 0x1A - 0xf;
+}
 
 AmdPmu::Slot AmdPmu::classify(u32 m) const {
     const PmuLayout& L = layout_;

@@ -103,7 +103,7 @@ private:
 // HWCR, IRPerfCount and DE_CFG.
 class AmdPmu final : public GpPmu {
 public:
-    AmdPmu(u32 cpu, const PmuLayout& layout);
+    AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
     // Counting: Zen 4/5 pipeline utilisation for TopDown budgets, C0H/76H/C2H for retire().
     void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
     void retire(SimCpu& cpu, const Retired& r) override;
@@ -130,6 +130,9 @@ private:
     void count_irperf(u64 n);
 
     u64 hwcr_ = 0, irperf_ = 0;
+    // Family 1Ah (Zen 5): pipeline restarts are PMCx09F unit mask 01h (bp_redirects.resync),
+    // not Zen 4's PMCx096 (Linux amdzen5/branch-prediction.json; amdzen4/other.json).
+    bool family_1ah_ = false;
     // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
     u64 de_cfg_ = 0;
 };

@@ -113,7 +113,7 @@ std::unique_ptr<PmuModel> make_pmu_model(u32 cpu, const CpuSpec& spec, const Pmu
     if (spec.netburst) return std::make_unique<NetBurstPmu>(cpu, layout, spec.netburst, spec.netburst_thread);
     switch (layout.kind) {
         case PmuLayout::Kind::intel: return std::make_unique<IntelPmu>(cpu, layout, spec.cpuid);
-        case PmuLayout::Kind::amd: return std::make_unique<AmdPmu>(cpu, layout);
+        case PmuLayout::Kind::amd: return std::make_unique<AmdPmu>(cpu, layout, spec.cpuid);
         case PmuLayout::Kind::none: break;
     }
     return std::make_unique<NoPmu>(cpu, layout);

@@ -139,6 +139,11 @@ def test_zen5_dump_level2_exact():
         m = met[(0, name)]
         assert _frac(m) == v and m["level"] == 2 and m["valid"] is True, m
     assert met[(0, "tma_memory_bound")]["parent"] == "tma_backend_bound"
+    # Zen 5's pipeline restarts: bp_redirects.resync (PMCx09F unit mask 01h, Linux
+    # amdzen5/pipeline.json), not Zen 4's PMCx096 (1 slot per cycle, 8 cycles per iteration).
+    mc = met[(0, "tma_machine_clears")]
+    assert "bp_redirects.resync" in mc["formula"] and "resyncs_or_nc_redirects" not in mc["formula"], mc
+    assert mc["inputs"]["bp_redirects.resync"] == 8.0 and mc["inputs"]["ex_ret_brn_misp"] == 0, mc
     lat = met[(0, "tma_fetch_latency")]
     assert lat["formula"] == "8 * [1A0.01.CMSK=8] / (8 * ls_not_halted_cyc)", lat
     assert lat["inputs"]["1A0.01.CMSK=8"] == 0 and lat["parent"] == "tma_frontend_bound", lat

@@ -15,6 +15,7 @@ public:
     GpPmu(u32 cpu, const PmuLayout& layout);
     void run(u64 cycles, const std::vector<Occurrence>& each) override;
     void event(u16 event_select, u16 umask, u64 n) override;
+    void ref_clock(u64 tsc, u64 crystal) override;
 
 protected:
     struct Gp {

@@ -225,10 +225,11 @@ struct RefTscNote {
     u64 span = 0;  // REF_TSC ticks of the window difference
 };
 
+// The fixed-counter-2 event by any of its names (CPU_CLK_UNHALTED.REF_TSC, ref-cycles), not
+// REF_XCLK asked for by name or as 3C.01, which a user may mean.
 bool is_ref_tsc(StrView label) {
     Result<Event> e = parse_event_spec(label, EventDialect::intel);
-    return e.ok() && e.value().event_select == 0x3C && e.value().umask == 0x01 && !e.value().cmask && !e.value().inv &&
-           !e.value().edge;
+    return e.ok() && e.value().kind == EventKind::fixed && e.value().fixed_counter == 2;
 }
 
 RefTscNote ref_tsc_note(const MetricCollector& c, const MetricCollector::Item& first, const MetricDef& d, u64 step) {

@@ -22,7 +22,9 @@ const TscFreq& Platform::measured_tsc_frequency() {
         format_to(tsc_freq_.detail, sizeof tsc_freq_.detail, "%s; %s", why, s.error().msg);
         return tsc_freq_;
     }
+    const u64 ref_step = tsc_freq_.ref_step;  // CPUID.15H's ratio without its crystal frequency
     tsc_freq_ = tsc_freq_measured(t1 - t0, kStallUs, stall_source(), stall_what());
+    tsc_freq_.ref_step = ref_step;
     return tsc_freq_;
 }
 

@@ -5,8 +5,14 @@
 
 namespace pmulab {
 
+u64 ref_step_from_cpuid(u32 max_leaf, const CpuidRegs& l15) {
+    if (max_leaf < 0x15 || !l15.eax || !l15.ebx) return 0;
+    return (u64(l15.ebx) + l15.eax - 1) / l15.eax;
+}
+
 TscFreq tsc_freq_from_cpuid(u32 max_leaf, const CpuidRegs& l15, const CpuidRegs& l16) {
     TscFreq f;
+    f.ref_step = ref_step_from_cpuid(max_leaf, l15);
     if (max_leaf >= 0x15 && l15.eax && l15.ebx && l15.ecx) {
         // TSC = crystal Hz (ECX) x numerator (EBX) / denominator (EAX).
         f.hz = u64(l15.ecx) * l15.ebx / l15.eax;

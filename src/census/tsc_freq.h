@@ -14,7 +14,13 @@ struct TscFreq {
     u64 hz = 0;               // 0: unknown
     const char* source = "";  // "cpuid_15h", "cpuid_16h", "efi_stall" (the timer's key), "" unknown
     char detail[200] = {};    // how it was obtained, or why it is unknown
+    // TSC ticks per crystal-clock tick, CPUID.15H EBX/EAX rounded up (also where ECX gives no
+    // crystal frequency): the step in which IA32_FIXED_CTR2 (REF_TSC) advances; 0 unknown.
+    u64 ref_step = 0;
 };
+
+// CPUID.15H's TSC/crystal ratio rounded up (TscFreq::ref_step), 0 where EAX or EBX is 0.
+u64 ref_step_from_cpuid(u32 max_leaf, const CpuidRegs& leaf15);
 
 // From the calling CPU's CPUID: 15H with EAX, EBX and ECX nonzero: ECX x EBX / EAX
 // ("cpuid_15h"); else 16H:EAX, the processor base frequency in MHz, at which the TSC of

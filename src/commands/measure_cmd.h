@@ -90,6 +90,8 @@ public:
         u64 apic_id = 0;
         const BenchInstance* bench = nullptr;
         char label[48] = {};
+        char counter[16] = {};  // the counter that measured it ("FIXED_CTR2", "PMC1")
+        u64 iterations = 0;     // per window difference: the per-iteration value's divisor
         Frac value;
     };
     Vec<Item> items;

@@ -155,6 +155,8 @@ void MetricCollector::add(const RunOptions& o, const MeasureResult& r) {
     it.apic_id = r.apic_id;
     it.bench = r.bench;
     str_copy(it.label, sizeof it.label, r.read->event);
+    str_copy(it.counter, sizeof it.counter, r.read->counter);
+    it.iterations = r.iterations;
     it.value = r.per_iter[unsigned(o.cfg.agg)];
 }
 
@@ -210,8 +212,91 @@ void explain_undefined(Vec<MetricValue>& vals, const ItemInputs& in, const TscFr
     }
 }
 
+// CPU_CLK_UNHALTED.REF_TSC among a metric's inputs (issue 26 item 3). On fixed counter 2 it
+// advances in steps of the TSC/crystal ratio (CPUID.15H EBX/EAX: TscFreq::ref_step), so each
+// window's count is off by less than one step and a difference of two windows by less than
+// two: the relative bound is 2 * step / (the ticks of the difference). On a GP counter its
+// encoding 3C.01 is REF_XCLK, which counts the crystal (bus) clock, not TSC ticks.
+struct RefTscNote {
+    bool applies = false;  // the formula reads REF_TSC, measured
+    bool on_gp = false;    // ... by 3C.01 on a GP counter
+    char counter[16] = {};
+    u64 step = 0;  // TSC ticks per step, 0 unknown
+    u64 span = 0;  // REF_TSC ticks of the window difference
+};
+
+// The fixed-counter-2 event by any of its names (CPU_CLK_UNHALTED.REF_TSC, ref-cycles), not
+// REF_XCLK asked for by name or as 3C.01, which a user may mean.
+bool is_ref_tsc(StrView label) {
+    Result<Event> e = parse_event_spec(label, EventDialect::intel);
+    return e.ok() && e.value().kind == EventKind::fixed && e.value().fixed_counter == 2;
+}
+
+RefTscNote ref_tsc_note(const MetricCollector& c, const MetricCollector::Item& first, const MetricDef& d, u64 step) {
+    RefTscNote n;
+    Vec<StrView> names;
+    (void)formula_inputs(StrView(d.formula), &names);
+    for (StrView name : names)
+        for (const MetricCollector::Item& it : c.items) {
+            if (it.cpu != first.cpu || it.bench != first.bench || !name.eq_nocase(StrView(it.label))) continue;
+            if (!is_ref_tsc(name)) continue;
+            n.applies = true;
+            n.on_gp = StrView(it.counter).sub(0, 3).eq(StrView("PMC"));
+            str_copy(n.counter, sizeof n.counter, it.counter);
+            n.step = step;
+            Frac v = frac_reduce(it.value);
+            n.span = v.den && v.num > 0 ? u64(v.num) * it.iterations / u64(v.den) : 0;
+        }
+    return n;
+}
+
+// "1.95%": the relative bound 2 * step / span in percent, two decimals.
+void put_ref_tsc_bound(StrBuf& out, const RefTscNote& n) {
+    u64 bp = 20000 * n.step / n.span;  // hundredths of a percent
+    out.printf("%llu.%02llu%%", (unsigned long long)(bp / 100), (unsigned long long)(bp % 100));
+}
+
+// Marks `mv` by its REF_TSC input: undefined where 3C.01 counted the crystal clock instead,
+// flagged where the steps make it uncertain by more than the validation tolerance (1/100).
+void apply_ref_tsc_note(MetricValue& mv, const RefTscNote& n) {
+    if (!n.applies || !mv.ok) return;
+    if (n.on_gp) {
+        mv.ok = false;
+        format_to(mv.why, sizeof mv.why,
+                  "CPU_CLK_UNHALTED.REF_TSC was counted by 3C.01 (REF_XCLK) on %s: crystal/bus-clock ticks, not TSC "
+                  "ticks; leave fixed counter 2 free",
+                  n.counter);
+        return;
+    }
+    if (!n.step || mv.violation[0]) return;
+    if (!n.span) {
+        str_copy(mv.violation, sizeof mv.violation, "REF_TSC did not advance: the window is too short");
+    } else if (200 * n.step > n.span) {
+        StrBuf b;
+        put_ref_tsc_bound(b, n);
+        format_to(mv.violation, sizeof mv.violation,
+                  "REF_TSC advances in steps of %llu TSC ticks (CPUID.15H): over %llu ticks it is uncertain by up to "
+                  "%s; measure longer (--loop, --unroll)",
+                  (unsigned long long)n.step, (unsigned long long)n.span, b.c_str());
+    }
+}
+
+// The quantisation fields of a metric over REF_TSC on fixed counter 2: "ref_tsc_step" (null
+// where unknown) and "quantisation", the relative bound 2 * step / span.
+void ref_tsc_fields(JsonWriter& w, const RefTscNote& n) {
+    if (!n.applies || n.on_gp) return;
+    if (!n.step) {
+        w.key("ref_tsc_step").null();
+        return;
+    }
+    w.field_u("ref_tsc_step", n.step);
+    if (n.span) w.key("quantisation").fixed(i64(2 * n.step), n.span, 4);
+    else w.key("quantisation").null();
+}
+
 // The metric record of one (bench, CPU).
-Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o) {
+Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o,
+                    const RefTscNote& ref) {
     const BenchInstance& b = *it.bench;
     const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
     const MetricDef& d = *mv.def;
@@ -253,6 +338,7 @@ Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, cons
         }
     }
     w.end_object();
+    ref_tsc_fields(w, ref);
     w.field_b("valid", mv.ok && !mv.violation[0]);
     if (mv.violation[0]) w.field("violation", mv.violation);
     w.end_object();
@@ -261,7 +347,7 @@ Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, cons
 
 // The metric's row of the text table (and its header before the first row).
 void metric_table_row(Out& out, StrBuf& table, bool* header, const MetricCollector::Item& it, const MetricValue& mv,
-                      const RunOptions& o) {
+                      const RunOptions& o, const RefTscNote& ref) {
     const BenchInstance& b = *it.bench;
     const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
     const MetricDef& d = *mv.def;
@@ -274,8 +360,14 @@ void metric_table_row(Out& out, StrBuf& table, bool* header, const MetricCollect
     else size.put('-');
     if (mv.ok) put_frac(val, mv.value, o.decimals < 4 ? 4 : o.decimals);
     else val.put(StrView("-"));
-    table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s\n", bench_name(b), size.c_str(), it.cpu, d.name, val.c_str(),
-                 d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")");
+    StrBuf bound;  // REF_TSC's quantisation: +- 2 steps over the window difference
+    if (mv.ok && ref.applies && ref.step && ref.span) {
+        bound.put(StrView("  (+-"));
+        put_ref_tsc_bound(bound, ref);
+        bound.printf(": REF_TSC steps of %llu ticks)", (unsigned long long)ref.step);
+    }
+    table.printf("%-14s %6s %4u %-24s %10s  %s%s%s%s%s\n", bench_name(b), size.c_str(), it.cpu, d.name, val.c_str(),
+                 d.formula, mv.ok ? "" : "  (undefined: ", mv.ok ? "" : mv.why, mv.ok ? "" : ")", bound.c_str());
     if (mv.violation[0])
         out.warn("CPU %u %s: metric %s: %s (flagged in the record)", it.cpu, bench_name(b), d.name, mv.violation);
 }
@@ -304,10 +396,12 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         Vec<MetricValue> vals;
         evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
         explain_undefined(vals, in, tsc);
-        for (const MetricValue& mv : vals) {
+        for (MetricValue& mv : vals) {
             if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
-            out.record(metric_record(items[i], mv, in, o));
-            metric_table_row(out, table, &header, items[i], mv, o);
+            RefTscNote ref = ref_tsc_note(*this, items[i], *mv.def, tsc.ref_step);
+            apply_ref_tsc_note(mv, ref);
+            out.record(metric_record(items[i], mv, in, o, ref));
+            metric_table_row(out, table, &header, items[i], mv, o, ref);
         }
     }
     if (table.size()) {

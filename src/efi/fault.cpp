@@ -24,6 +24,7 @@ PMULAB_EXC(19)
 #undef PMULAB_EXC
 void pmulab_ap_wake();
 void pmulab_nmi();
+void pmulab_gen_abort();
 extern pmulab::u64 pmulab_nmi_armed;
 extern pmulab::u64 pmulab_prev_exc[32];
 extern pmulab::u64 pmulab_gen_lo, pmulab_gen_hi, pmulab_gen_exit;
@@ -139,9 +140,9 @@ SavedIdtr fault_layer_enter() {
 
 void fault_layer_leave(const SavedIdtr& saved) { load_idtr(saved); }
 
-void generated_code_enter(const void* lo, usize code_size, usize exit_offset) {
+void generated_code_enter(const void* lo, usize code_size) {
     pmulab_gen_fault[0] = 0;
-    pmulab_gen_exit = u64(reinterpret_cast<uintptr_t>(lo)) + exit_offset;
+    pmulab_gen_exit = u64(reinterpret_cast<uintptr_t>(pmulab_gen_abort));
     pmulab_gen_lo = u64(reinterpret_cast<uintptr_t>(lo));
     pmulab_gen_hi = pmulab_gen_lo + code_size;
     asm volatile("" ::: "memory");

@@ -7,6 +7,9 @@ extern "C" {
 pmulab::u32 pmulab_safe_rdmsr(pmulab::u32 msr, pmulab::u64* out);
 pmulab::u32 pmulab_safe_wrmsr(pmulab::u32 msr, pmulab::u64 value);
 pmulab::u32 pmulab_safe_rdpmc(pmulab::u32 index, pmulab::u64* out);
+// Calls generated code (fault_stubs.S): a fault or watchdog NMI inside the code registered
+// with generated_code_enter returns from here, with the caller's registers and flags.
+void pmulab_gen_call(void (*code)(void*), void* frame);
 }
 
 namespace pmulab::efi {
@@ -27,9 +30,10 @@ SavedIdtr fault_layer_enter();
 SavedIdtr fault_layer_enter_ap();
 // Restores the IDTR returned by fault_layer_enter.
 void fault_layer_leave(const SavedIdtr& saved);
-// Generated code at [lo, lo + code_size) is about to run on this CPU: a fault inside
-// it (any vector the stubs catch) resumes at lo + exit_offset and is recorded.
-void generated_code_enter(const void* lo, usize code_size, usize exit_offset);
+// Generated code at [lo, lo + code_size) is about to run on this CPU, called through
+// pmulab_gen_call: a fault inside it (any vector the stubs catch, or the watchdog's NMI)
+// is recorded and returns from pmulab_gen_call, wherever in the code it happened.
+void generated_code_enter(const void* lo, usize code_size);
 // After the call: true when it faulted, with vector, RIP, error code, CR2 in out.
 bool generated_code_leave(u64 out[4]);
 // Forgets the running generated code without reading the record (an AP stopped in it).

@@ -135,8 +135,9 @@ pmulab_exc_\vec:
  * 2. Any listed vector with RIP inside the generated code that is running
  *    (pmulab_gen_lo <= RIP < pmulab_gen_hi, set by measure_efi.cpp around the call):
  *    record vector, RIP, error code and CR2 in pmulab_gen_fault and resume at
- *    pmulab_gen_exit, the region's exit path (it reloads the caller's RSP and flags).
- *    Only one CPU runs generated code at a time, so one record serves all.
+ *    pmulab_gen_exit = pmulab_gen_abort, which returns from pmulab_gen_call with the
+ *    caller's registers, flags and stack as pmulab_gen_call saved them. Only one CPU
+ *    runs generated code at a time, so one record serves all.
  */
 exc_common:
     cmp $6, %esi
@@ -205,6 +206,49 @@ pmulab_nmi:
     .size pmulab_nmi, .-pmulab_nmi
 
 /*
+ * void pmulab_gen_call(void (*code)(RegionFrame*), RegionFrame* frame): calls generated
+ * code, saving the callee-saved registers, RFLAGS and RSP in pmulab_gen_rsp's frame
+ * first. pmulab_gen_abort is the resume point after a fault or a watchdog NMI in the code:
+ * it returns from pmulab_gen_call from that saved state alone.
+ *
+ * It used to be the region's own exit path, which reloads the caller's RSP and then pops
+ * RFLAGS and six registers from the caller's stack. An NMI whose RIP is in that exit path
+ * after its POPFQ (a window of a few instructions, hit when the watchdog's timeout ends
+ * while a run is returning) pushes its frame at the RSP of that moment, just above the
+ * popped slots, so it overwrites them; resuming at the exit path again then popped the
+ * NMI frame's words into RFLAGS and the callee-saved registers (and an NMI in the
+ * prologue, before the region saved RSP, loaded a stale one). The slots saved here lie
+ * above every RSP the code uses, so no exception frame pushed in the code reaches them.
+ */
+    .globl pmulab_gen_call
+    .type pmulab_gen_call, @function
+pmulab_gen_call:
+    push %rbx
+    push %rbp
+    push %r12
+    push %r13
+    push %r14
+    push %r15
+    pushfq
+    mov %rsp, pmulab_gen_rsp(%rip)
+    mov %rdi, %rax
+    mov %rsi, %rdi
+    call *%rax
+    jmp 1f
+    .globl pmulab_gen_abort
+pmulab_gen_abort:
+    mov pmulab_gen_rsp(%rip), %rsp
+1:  popfq
+    pop %r15
+    pop %r14
+    pop %r13
+    pop %r12
+    pop %rbp
+    pop %rbx
+    ret
+    .size pmulab_gen_call, .-pmulab_gen_call
+
+/*
  * The wake IPI of pmulab's AP workers (ap_mailbox.h; vector kApWakeVector, in the AP
  * exception table only). A halted worker only needs to leave HLT: the stub signals
  * end of interrupt to the local APIC (SDM Vol. 3A "Signaling Interrupt Servicing
@@ -245,6 +289,9 @@ pmulab_gen_hi:
     .quad 0
     .globl pmulab_gen_exit
 pmulab_gen_exit:
+    .quad 0
+    .globl pmulab_gen_rsp
+pmulab_gen_rsp:             /* RSP in pmulab_gen_call after its saves */
     .quad 0
     .globl pmulab_gen_fault
 pmulab_gen_fault:           /* faulted, vector, RIP, error code, CR2 */

@@ -117,9 +117,9 @@ void EfiMeasure::serialize() {
 void EfiMeasure::set_job_timeout(u32 seconds) { set_code_timeout(seconds); }
 
 void EfiMeasure::execute(const Region& region, RegionFrame* frame) {
-    auto fn = reinterpret_cast<void (*)(RegionFrame*)>(const_cast<void*>(region.code));
-    generated_code_enter(region.code, region.code_size, region.exit_offset);
-    fn(frame);
+    auto fn = reinterpret_cast<void (*)(void*)>(const_cast<void*>(region.code));
+    generated_code_enter(region.code, region.code_size);
+    pmulab_gen_call(fn, frame);
     u64 f[4];
     if (generated_code_leave(f)) {
         frame->faulted = 1;

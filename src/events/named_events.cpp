@@ -143,7 +143,13 @@ constexpr AmdNamedDef kAmdNamed[] = {
     // ... and their level 2 (Linux amdzen4/core.json, other.json; the same codes on Zen 5).
     {"ex_ret_ucode_ops", 0x1C2, 0x00, -1, false, 2, "retired microcode ops (PMCx1C2)"},
     {"resyncs_or_nc_redirects", 0x96, 0x00, -1, false, 2,
-     "pipeline restarts not caused by branch mispredicts (PMCx096)"},
+     "pipeline restarts not caused by branch mispredicts (PMCx096, Zen 4: Linux amdzen4/other.json)"},
+    // Zen 5's pipeline restarts (Linux amdzen5/branch-prediction.json, pipeline.json
+    // bad_speculation_from_pipeline_restarts): PMCx096 is not a Zen 5 event.
+    {"bp_redirects.resync", 0x9F, 0x01, -1, false, 2,
+     "branch predictor redirects caused by resyncs (PMCx09F, unit mask 01h, Zen 5)"},
+    // SMIs received (Linux amdzen1-5 ls_smi_rx; PPR PMCx02B): AMD has no MSR_SMI_COUNT.
+    {"ls_smi_rx", 0x2B, 0x00, -1, false, 2, "SMIs received (PMCx02B)"},
     {"ex_no_retire.not_complete", 0xD6, 0x02, -1, false, 2,
      "cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)"},
     {"ex_no_retire.load_not_complete", 0xD6, 0xA2, -1, false, 2,

@@ -83,7 +83,8 @@ const char* serialize_name(SerializeMode m);
 // Shared between C++ and the generated code (offsets via offsetof).
 // The generated code reads gpr and loop, writes start, end and (for the carried
 // registers, RegionSpec::carry) gpr; the platform fills the fault fields when code in
-// the region faulted (the region then returns early through its exit path).
+// the region faulted (the call then returns early: under UEFI through pmulab_gen_abort,
+// fault_stubs.S; in the simulator through the region's exit path).
 struct RegionFrame {
     u64 gpr[kGprCount] = {};  // initial register values (RSP: a private stack, 0 = the caller's; R15 ignored)
     u64 loop = 1;             // iterations of the loop around the copies (>= 1)
@@ -220,7 +221,7 @@ public:
     // (SDM Vol. 3A §9.1.3 "Handling Self- and Cross-Modifying Code").
     virtual void serialize() = 0;
     // Calls the region. A fault inside it is caught: frame->faulted and the fault
-    // fields are set and the region returns through its exit path.
+    // fields are set and the call returns early (the frame's start/end are then not read).
     virtual void execute(const Region& region, RegionFrame* frame) = 0;
     // Makes vector code runnable for the measurement and restores the firmware's
     // state afterwards (CR4.OSXSAVE, XCR0, the extended state); around every run,

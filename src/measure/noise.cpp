@@ -18,6 +18,11 @@ void note(char* dst, const char* fmt, ...) {
 }
 
 void probe_smi(Hw& hw, const CpuIdentity& id, NoiseCaps* c) {
+    if (is_amd_family(id.vendor) && id.family >= 0x17) {
+        note(c->smi_absent, "MSR_SMI_COUNT (34H) is Intel's; this AMD core counts SMIs with PMCx02B: measure it "
+                            "beside the events (--events ...,ls_smi_rx)");
+        return;
+    }
     if (id.vendor != Vendor::intel) {
         note(c->smi_absent, "not an Intel CPU: MSR_SMI_COUNT (34H) is Intel's");
         return;

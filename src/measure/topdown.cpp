@@ -3,6 +3,7 @@
 #include "measure/topdown.h"
 
 #include "x86/msr_addr.h"
+#include "x86/uarch.h"
 
 namespace pmulab {
 
@@ -11,61 +12,21 @@ namespace {
 // RDPMC ECX[29]: IA32_PERF_METRICS (SDM Vol. 2B RDPMC, "Performance Metrics").
 constexpr u32 kRdpmcMetrics = u32(1) << 29;
 
-bool in(u32 model, const u8* list, usize n) {
-    for (usize i = 0; i < n; ++i)
-        if (list[i] == model) return true;
-    return false;
-}
-
-// Golden Cove and later P cores: PERF_METRICS bytes 4-7 (Linux intel_pmu_init_glc:
-// num_topdown_events = 8): Sapphire/Emerald/Granite Rapids, Alder/Raptor/Meteor/Arrow/
-// Lunar/Panther Lake.
-constexpr u8 kLevel2Models[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA,
-                                0xBF, 0xAA, 0xAC, 0xC5, 0xC6, 0xBD, 0xCC};
-// Skylake-class client and server cores (4 slots per cycle, Intel's TMA formulas over
-// IDQ_UOPS_NOT_DELIVERED / UOPS_ISSUED / UOPS_RETIRED / INT_MISC): Skylake, Kaby/Coffee/
-// Whiskey/Comet Lake, Skylake-SP/Cascade Lake/Cooper Lake.
-constexpr u8 kSkylakeModels[] = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6};
-
-// E cores (Atom) by microarchitecture. Hybrid parts: the E cores of these models (core
-// type 0x20); Atom-only parts: every core.
-//   Gracemont: Alder Lake (97, 9A), Raptor Lake (B7, BA, BF), Alder Lake-N (BE).
-//   Crestmont: Meteor Lake (AA, AC), Sierra Forest (AF), Grand Ridge (B6), and the
-//              low-power E cores of Arrow Lake (C5, C6: native model ID 2, Linux
-//              INTEL_ATOM_CMT_NATIVE_ID).
-//   Skymont:   Lunar Lake (BD), Arrow Lake (C5, C6: native model ID 3,
-//              INTEL_ATOM_SKT_NATIVE_ID).
-//   Darkmont:  Panther Lake (CC), Clearwater Forest (DD): Skymont's TopDown events.
-constexpr u8 kGracemontModels[] = {0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xBE};
-constexpr u8 kCrestmontModels[] = {0xAA, 0xAC, 0xAF, 0xB6};
-constexpr u8 kSkymontModels[] = {0xBD, 0xCC, 0xDD};
-constexpr u8 kArrowLakeModels[] = {0xC5, 0xC6};
-constexpr u8 kAtomOnlyModels[] = {0xBE, 0xAF, 0xB6, 0xDD};
-
-enum class Atom : u8 { none, gracemont, crestmont, skymont };
-
-Atom atom_core(const CpuIdentity& id) {
-    if (id.vendor != Vendor::intel || id.family != 6) return Atom::none;
+// E cores (Atom) by microarchitecture (x86/uarch.h). Hybrid parts: the E cores (core type
+// 0x20); Atom-only parts: every core.
+AtomUarch atom_core(const CpuIdentity& id) {
+    if (id.vendor != Vendor::intel) return AtomUarch::none;
     bool atom = id.core_type == kCoreTypeAtom || id.leaf_1a_core_type == kCoreTypeAtom ||
-                in(id.model, kAtomOnlyModels, sizeof kAtomOnlyModels);
-    if (!atom) return Atom::none;
-    if (in(id.model, kGracemontModels, sizeof kGracemontModels)) return Atom::gracemont;
-    if (in(id.model, kCrestmontModels, sizeof kCrestmontModels)) return Atom::crestmont;
-    if (in(id.model, kSkymontModels, sizeof kSkymontModels)) return Atom::skymont;
-    if (in(id.model, kArrowLakeModels, sizeof kArrowLakeModels))
-        return id.native_model_id == 2 ? Atom::crestmont : Atom::skymont;
-    return Atom::none;
+                intel_atom_only_model(id.family, id.model);
+    return atom ? intel_atom_uarch(id.family, id.model, id.native_model_id) : AtomUarch::none;
 }
 
-// AMD Zen 4 (family 19h models 10h-1Fh, 60h-7Fh, A0h-AFh) and Zen 5 (family 1Ah): the
-// PMCx1A0 dispatch-slot events exist (Zen 3 has none).
+// AMD Zen 4 and Zen 5 (x86/uarch.h, Linux bsp_init_amd): the PMCx1A0 dispatch-slot events
+// exist (Zen 3 has none; Zen 6's TopDown events are not published yet).
 unsigned zen_generation(const CpuIdentity& id) {
     if (id.vendor != Vendor::amd) return 0;
-    if (id.family == 0x1A) return 5;
-    if (id.family == 0x19 && ((id.model >= 0x10 && id.model <= 0x1F) || (id.model >= 0x60 && id.model <= 0x7F) ||
-                              (id.model >= 0xA0 && id.model <= 0xAF)))
-        return 4;
-    return 0;
+    unsigned zen = amd_zen_generation(id.family, id.model);
+    return zen == 4 || zen == 5 ? zen : 0;
 }
 
 constexpr const char* kMethodNames[kTopdownMethods] = {"none",           "perf_metrics",     "skylake_events",
@@ -107,9 +68,12 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
             return s;
         }
         format_to(s.why, sizeof s.why,
-                  "no TopDown on this AMD core (family 0x%x model 0x%x): the dispatch-slot events (PMCx1A0) exist "
-                  "from Zen 4 (family 19h models 10h-1Fh, 60h-7Fh, A0h-AFh; family 1Ah)",
-                  id.family, id.model);
+                  "no TopDown on this AMD core (family 0x%x model 0x%x, %s): the dispatch-slot events (PMCx1A0) "
+                  "are known on Zen 4 (family 19h models 10h-1Fh, 60h-AFh) and Zen 5 (family 1Ah models 00h-2Fh, "
+                  "40h-4Fh, 60h-7Fh)",
+                  id.family, id.model,
+                  amd_zen_generation(id.family, id.model) == 6 ? "Zen 6: its PPR events are not in pmulab yet"
+                                                               : "not Zen 4 or 5");
         return s;
     }
     if (info.kind != PmuKind::intel_arch) {
@@ -117,27 +81,27 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
                   id.vendor_string);
         return s;
     }
-    if (Atom a = atom_core(id); a != Atom::none && info.caps.version >= 2) {
+    if (AtomUarch a = atom_core(id); a != AtomUarch::none && info.caps.version >= 2) {
         // E cores: fixed counters 4-6 where leaf 23H enumerates them, else their GP events.
         const u32 fixed456 = u32(0x7) << 4;
         s.max_level = 1;
-        if (a == Atom::skymont && (regs::fixed_counters(info.caps) & fixed456) == fixed456 &&
+        if (a == AtomUarch::skymont && (regs::fixed_counters(info.caps) & fixed456) == fixed456 &&
             popcount64(info.gp_mask) >= 1) {
             s.method = TopdownMethod::atom_fixed;
             s.slots_per_cycle = 8;
             return s;
         }
         if (popcount64(info.gp_mask) >= 4) {
-            s.method = a == Atom::gracemont   ? TopdownMethod::gracemont_events
-                       : a == Atom::crestmont ? TopdownMethod::crestmont_events
-                                              : TopdownMethod::skymont_events;
-            s.slots_per_cycle = a == Atom::gracemont ? 5 : a == Atom::crestmont ? 6 : 8;
+            s.method = a == AtomUarch::gracemont   ? TopdownMethod::gracemont_events
+                       : a == AtomUarch::crestmont ? TopdownMethod::crestmont_events
+                                                   : TopdownMethod::skymont_events;
+            s.slots_per_cycle = a == AtomUarch::gracemont ? 5 : a == AtomUarch::crestmont ? 6 : 8;
             return s;
         }
     }
     if (regs::has_perf_metrics(info.caps)) {
         s.method = TopdownMethod::perf_metrics;
-        s.max_level = id.family == 6 && in(id.model, kLevel2Models, sizeof kLevel2Models) ? 2 : 1;
+        s.max_level = intel_topdown_l2_model(id.family, id.model) ? 2 : 1;
         return s;
     }
     const u32 arch = (u32(1) << kArchTopdownSlots) | (u32(1) << kArchTopdownBackendBound) |
@@ -148,8 +112,9 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
         s.max_level = 1;
         return s;
     }
-    if (id.family == 6 && in(id.model, kSkylakeModels, sizeof kSkylakeModels) && info.caps.version >= 4 &&
-        popcount64(info.gp_mask) >= 4) {
+    // Skylake-class: decided by the model (its events exist on every such core) and 4 GP
+    // counters for them, not by the perfmon version: KVM guests of these cores enumerate v2.
+    if (intel_skylake_class_model(id.family, id.model) && popcount64(info.gp_mask) >= 4) {
         s.method = TopdownMethod::skylake_events;
         s.max_level = 2;  // the frontend split only (topdown_event_specs)
         s.slots_per_cycle = 4;
@@ -209,8 +174,11 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs)
             // Level 2 (the same pipeline.json): microcode ops, mispredicts vs. restarts, and
             // the no-retire cycles waiting for loads among those waiting for any op.
             if (level >= 2) {
-                specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;resyncs_or_nc_redirects;"
-                                   "ex_no_retire.not_complete;ex_no_retire.load_not_complete"));
+                // Pipeline restarts: PMCx096 on Zen 4, PMCx09F unit mask 01h on Zen 5.
+                specs->put(StrView(s.method == TopdownMethod::zen4_pipeline ? ";resyncs_or_nc_redirects"
+                                                                            : ";bp_redirects.resync"));
+                specs->put(StrView(";ex_ret_ucode_ops;ex_ret_brn_misp;ex_no_retire.not_complete;"
+                                   "ex_no_retire.load_not_complete"));
                 // The frontend split: no_ops_from_frontend with CntMask = the slots per cycle
                 // (APM Vol. 2 13.2.1 PERF_CTL CntMask: cycles in which the count is >= CntMask),
                 // i.e. the cycles in which no op came from the frontend in any slot.

@@ -10,6 +10,7 @@ AmdPmu::AmdPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid) : G
     if (!cpuid.find(1, 0, &l1)) return;
     const u32 base = (l1.eax >> 8) & 0xf;
     family_ = base == 0xf ? base + ((l1.eax >> 20) & 0xff) : base;
+    family_1ah_ = family_ == 0x1A;
 }
 
 AmdPmu::Slot AmdPmu::classify(u32 m) const {

@@ -256,10 +256,19 @@ public:
     // A coarse reference clock: REF_TSC (fixed counter 2, event 3C.01) advances by `step`
     // TSC ticks once per reference-clock tick (e.g. 100 for a 2.4 GHz TSC and a 24 MHz
     // crystal), `phase` ticks into the first period, as real parts do (perfmon: "the
-    // counter update is done at a lower clock rate then the core clock").
+    // counter update is done at a lower clock rate then the core clock"). The default is
+    // CPUID.15H's EBX/EAX on Intel parts that enumerate it, else 1 (sim_cpu.cpp).
     void set_ref_clock(u64 step, u64 phase = 0) {
         ref_step_ = step ? step : 1;
         ref_phase_ = phase;
+    }
+    // KVM TSC scaling: the guest's TSC runs at den/num of the host's, while fixed counter 2
+    // (REF_TSC) counts the host's TSC ticks, num/den of them per guest tick (the PMU is not
+    // scaled with the TSC). 1/1 (none) by default.
+    void set_host_tsc_scale(u64 num, u64 den) {
+        ref_scale_num_ = num ? num : 1;
+        ref_scale_den_ = den ? den : 1;
+        ref_scale_acc_ = 0;
     }
 
     // ---- direct state access for tests: no log, no faults ----
@@ -339,6 +348,7 @@ private:
     u64 tsc_ = 0;
     u64 rdtsc_step_ = 0;
     u64 ref_step_ = 1, ref_phase_ = 0;
+    u64 ref_scale_num_ = 1, ref_scale_den_ = 1, ref_scale_acc_ = 0;
     u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
     u64 smi_count_ = 0;  // MSR_SMI_COUNT
     u64 debugctl_ = 0;   // IA32_DEBUGCTL

@@ -15,11 +15,19 @@ void SimCpu::event(u16 event, u16 umask, u64 n) {
 void SimCpu::ref_cycles(u64 n) {
     // CPU_CLK_UNHALTED.REF_TSC advances at the reference (crystal/bus) clock, by
     // ref_step_ TSC ticks at a time, whenever the TSC (offset by ref_phase_) crosses a
-    // multiple of ref_step_ (step 1: every tick, the default).
+    // multiple of ref_step_ (the default: CPUID.15H EBX/EAX where it is enumerated, else
+    // every tick); REF_XCLK (3C.01 on a GP counter) by 1 per crystal tick.
     u64 before = (tsc_ + ref_phase_) / ref_step_;
     tsc_ += n;
     u64 after = (tsc_ + ref_phase_) / ref_step_;
-    event(0x3C, 0x01, (after - before) * ref_step_);
+    if (after == before || pmu().kind == PmuLayout::Kind::none) return;
+    u64 ticks = (after - before) * ref_step_;
+    if (ref_scale_num_ != ref_scale_den_) {  // set_host_tsc_scale: the host's ticks
+        ref_scale_acc_ += ticks * ref_scale_num_;
+        ticks = ref_scale_acc_ / ref_scale_den_;
+        ref_scale_acc_ %= ref_scale_den_;
+    }
+    model_->ref_clock(ticks, after - before);
 }
 
 void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycles, std::vector<Occurrence>(each)); }

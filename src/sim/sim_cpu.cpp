@@ -71,6 +71,13 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     PmuLayout layout = derive_layout(spec_.cpuid, spec_.perf_capabilities, spec_.pmu);
     model_ = make_pmu_model(index, spec_, layout);
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
+    // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
+    // ratio of CPUID.15H (EBX/EAX, SDM Vol. 2A) once per crystal tick where an Intel part
+    // enumerates it (e.g. 78 for 156/2), by 1 elsewhere; set_ref_clock overrides.
+    const CpuidSnapshot& s = spec_.cpuid;
+    CpuidRegs l15;
+    if (layout.kind == PmuLayout::Kind::intel && s.get(0).eax >= 0x15 && s.find(0x15, 0, &l15) && l15.eax && l15.ebx)
+        ref_step_ = std::max<u64>(1, (u64(l15.ebx) + l15.eax / 2) / l15.eax);
 }
 
 SimCpu::SimCpu(SimCpu&&) noexcept = default;

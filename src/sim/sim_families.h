@@ -39,6 +39,7 @@ public:
     GpPmu(u32 cpu, const PmuLayout& layout);
     void run(u64 cycles, const std::vector<Occurrence>& each) override;
     void event(u16 event_select, u16 umask, u64 n) override;
+    void ref_clock(u64 tsc, u64 crystal) override;
 
 protected:
     struct Gp {
@@ -159,6 +160,9 @@ private:
 
     u32 family_ = 0;  // CPUID family (base + extended): which Zen events exist
     u64 hwcr_ = 0, irperf_ = 0;
+    // Family 1Ah (Zen 5): pipeline restarts are PMCx09F unit mask 01h (bp_redirects.resync),
+    // not Zen 4's PMCx096 (Linux amdzen5/branch-prediction.json; amdzen4/other.json).
+    bool family_1ah_ = false;
     // DE_CFG: firmware may leave bit 1 (LfenceSerializing) clear; Linux sets it at boot.
     u64 de_cfg_ = 0;
 };

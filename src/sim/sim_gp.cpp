@@ -69,6 +69,12 @@ void GpPmu::event(u16 event, u16 umask, u64 n) {
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, event, umask)) add_gp(i, gp_increment(gp_[i], 1, n));
 }
 
+void GpPmu::ref_clock(u64 tsc, u64 crystal) {
+    event_others(0x3C, 0x01, tsc);  // fixed counter 2 (Intel): TSC ticks
+    for (u32 i = 0; i < 32; ++i)
+        if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, 0x3C, 0x01)) add_gp(i, gp_increment(gp_[i], 1, crystal));
+}
+
 void GpPmu::check_counter_write(u32 msr, u32 i, const char* what) {
     if (!(gp_[i].ctl & evtsel::EN)) return;
     char buf[160];

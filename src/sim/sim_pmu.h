@@ -182,6 +182,10 @@ public:
     // ---- counting (SimCpu::run/event document the rules) ----
     virtual void run(u64 cycles, const std::vector<Occurrence>& each) { (void)cycles, (void)each; }
     virtual void event(u16 event_select, u16 umask, u64 n) { (void)event_select, (void)umask, (void)n; }
+    // The reference clock advanced by `crystal` ticks of the crystal (bus) clock, `tsc` TSC
+    // ticks: REF_TSC (fixed counter 2) counts the TSC ticks, a GP counter's 3C.01
+    // (REF_XCLK, SDM Vol. 3B Table 20-1 "UnHalted Reference Cycles") the crystal ticks.
+    virtual void ref_clock(u64 tsc, u64 crystal) { (void)crystal, event(0x3C, 0x01, tsc); }
     // The events a TopDown slot budget issues in each of `cycles` cycles, appended to *out.
     virtual void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) {
         (void)b, (void)cycles, (void)out;

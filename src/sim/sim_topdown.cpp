@@ -10,8 +10,10 @@ bool topdown_l2_model(u32 eax) {
     u32 family = (eax >> 8) & 0xf;
     if (family != 6) return false;
     u32 model = ((eax >> 4) & 0xf) | (((eax >> 16) & 0xf) << 4);
-    // Sapphire/Emerald/Granite Rapids, Alder/Raptor/Meteor/Arrow/Lunar/Panther Lake.
-    static const u32 k[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xC5, 0xC6, 0xBD, 0xCC};
+    // Sapphire/Emerald/Granite Rapids, Alder/Raptor/Meteor/Arrow Lake (Arrow Lake-U B5H),
+    // Lunar/Panther/Wildcat Lake (D5H): Linux intel_pmu_init, intel_pmu_init_glc and later.
+    static const u32 k[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF,
+                            0xAA, 0xAC, 0xB5, 0xC5, 0xC6, 0xBD, 0xCC, 0xD5};
     return std::find(std::begin(k), std::end(k), model) != std::end(k);
 }
 
@@ -62,10 +64,12 @@ SimAtom sim_atom_core(const CpuidSnapshot& s) {
         case 0xBE: return SimAtom::gracemont;
         case 0xAA:
         case 0xAC:
+        case 0xB5:  // Arrow Lake-U: Meteor Lake's E cores
         case 0xAF:
         case 0xB6: return SimAtom::crestmont;
         case 0xBD:
         case 0xCC:
+        case 0xD5:  // Wildcat Lake: Panther Lake's (Darkmont) E cores
         case 0xDD: return SimAtom::skymont;
         case 0xC5:
         case 0xC6: return native == 2 ? SimAtom::crestmont : SimAtom::skymont;  // Arrow Lake LP E / E
@@ -102,12 +106,14 @@ void AmdPmu::topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occu
     buf->push_back({0x0AA, 0x07, b.retiring + b.bad_spec});  // de_src_op_disp.all
     buf->push_back({0x0C1, 0x00, b.retiring});               // ex_ret_ops
     // Level 2: microcode ops among the retiring (PMCx1C2), mispredicted branches and other
-    // restarts making up bad speculation (PMCx0C3, PMCx096), and no-retire cycles: waiting
+    // restarts making up bad speculation (PMCx0C3; the restarts: PMCx096 on Zen 4, PMCx09F
+    // unit mask 01h bp_redirects.resync on Zen 5, where PMCx096 is not documented), and no-retire cycles: waiting
     // for any op (PMCx0D6 unit mask 02h) = the backend slots, for load data (A2h) = the
     // memory-bound ones (a model of counts per cycle, not of which cycles).
     buf->push_back({0x1C2, 0x00, b.heavy_ops});
     buf->push_back({0x0C3, 0x00, b.br_mispredict});
-    buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
+    if (family_1ah_) buf->push_back({0x09F, 0x01, b.bad_spec - b.br_mispredict});
+    else buf->push_back({0x096, 0x00, b.bad_spec - b.br_mispredict});
     buf->push_back({0x0D6, 0x02, b.be_bound});
     buf->push_back({0x0D6, 0xA2, b.mem_bound});
 }
@@ -181,10 +187,12 @@ u64 default_topdown_width(const SimCpu& c) {
     const u32 family = ((l1.eax >> 8) & 0xf) + (((l1.eax >> 8) & 0xf) == 0xf ? ((l1.eax >> 20) & 0xff) : 0);
     const u32 model = ((l1.eax >> 4) & 0xf) | (((l1.eax >> 16) & 0xf) << 4);
     if (L.kind == PmuLayout::Kind::amd) {
-        if (family == 0x1A) return 8;  // Zen 5
-        if (family == 0x19 &&
-            ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) || (model >= 0xA0 && model <= 0xAF)))
-            return 6;  // Zen 4
+        // Linux bsp_init_amd: Zen 5 is family 1Ah models 00h-2Fh, 40h-4Fh, 60h-7Fh (50h-5Fh,
+        // 80h-AFh, C0h-EFh are Zen 6, whose TopDown events this model does not know); Zen 4
+        // is family 19h models 10h-1Fh, 60h-AFh.
+        if (family == 0x1A && (model <= 0x2F || (model >= 0x40 && model <= 0x4F) || (model >= 0x60 && model <= 0x7F)))
+            return 8;
+        if (family == 0x19 && ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0xAF))) return 6;
         return 0;
     }
     if (L.kind != PmuLayout::Kind::intel || L.version < 2 || c.netburst()) return 0;
@@ -218,7 +226,7 @@ void apply_default_topdown(SimMachine& m) {
     for (u32 i = 0; i < m.size(); ++i) {
         TopdownBudget b = default_topdown_budget(default_topdown_width(m.cpu(i)));
         // AMD: no mispredicted branches (PMCx0C3 is branch-misses too): bad speculation is
-        // pipeline restarts (PMCx096).
+        // pipeline restarts (PMCx096 on Zen 4, PMCx09F unit mask 01h on Zen 5).
         if (m.cpu(i).pmu().kind == PmuLayout::Kind::amd) b.br_mispredict = 0;
         if (b.slots_per_cycle) m.cpu(i).set_topdown(b);
     }

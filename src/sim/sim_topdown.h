@@ -4,7 +4,8 @@
 //    on AMD Zen 4/5 issues the pipeline-utilisation events instead (PMCx1A0 unit masks
 //    01h frontend, 1Eh backend; PMCx0AA unit mask 07h = retiring + bad speculation ops
 //    dispatched; PMCx0C1 = retiring ops; no SMT contention; level 2: PMCx1C2 = heavy ops,
-//    PMCx0C3 = branch mispredicts, PMCx096 = the rest of bad speculation, PMCx0D6 unit masks
+//    PMCx0C3 = branch mispredicts, PMCx096 (Zen 4; Zen 5: PMCx09F unit mask 01h) = the rest
+//    of bad speculation, PMCx0D6 unit masks
 //    02h = backend and A2h = memory bound; the frontend split needs no event of its own:
 //    a counter of PMCx1A0 unit mask 01h with CntMask = N counts the cycles whose fe_bound
 //    slots are >= N (APM Vol. 2 13.2.1, SimCpu::run), so fetch latency is every cycle of a

@@ -420,4 +420,13 @@ CpuDecoded decode_cpuid(const CpuidSnapshot& s) {
 
 void put_signature(StrBuf& out, const CpuIdentity& id) { out.printf("%02X_%02XH", id.family, id.model); }
 
+void hypervisor_signature(const CpuidRegs& r, char (&out)[13]) {
+    const u32 words[3] = {r.ebx, r.ecx, r.edx};
+    for (unsigned i = 0; i < 12; ++i) {
+        char ch = char(words[i / 4] >> (8 * (i % 4)));
+        out[i] = ch && (ch < 0x20 || ch > 0x7e) ? '?' : ch;
+    }
+    out[12] = 0;
+}
+
 }  // namespace pmulab

@@ -184,6 +184,10 @@ struct CpuDecoded {
 
 CpuDecoded decode_cpuid(const CpuidSnapshot& s);
 
+// The hypervisor's vendor signature from CPUID leaf 4000_0000H (EBX, ECX, EDX: "KVMKVMKVM",
+// "TCGTCGTCGTCG", "Microsoft Hv"), NUL-terminated; bytes outside printable ASCII become '?'.
+void hypervisor_signature(const CpuidRegs& leaf_40000000, char (&out)[13]);
+
 // "06_97H" style signature string: family_model in hex as Intel's event files name it.
 void put_signature(StrBuf& out, const CpuIdentity& id);
 

@@ -201,3 +201,22 @@ TEST(RunNoise, AbsentFieldsSayWhy) {
     EXPECT_TRUE(r["smi_moved"].is_null());
     EXPECT_EQ(r["serialize"].s(), "lfence");
 }
+
+// AMD has no MSR_SMI_COUNT: on Zen the record names PMCx02B (ls_smi_rx), which counts them,
+// and measuring it beside the events gives the SMIs of the job (issue 26 item 7).
+TEST(RunNoise, AmdSmiAbsentNamesPmcx02bWhichCountsThem) {
+    SimMachine m = amd_zen4(1);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "run --json --bench nop --events ls_smi_rx --reps 3 --warmup 1");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> rs = results(c);
+    ASSERT_FALSE(rs.empty()) << c.out;
+    EXPECT_EQ(rs[0]["noise"]["smi_absent"].s(),
+              "MSR_SMI_COUNT (34H) is Intel's; this AMD core counts SMIs with PMCx02B: measure it beside the events "
+              "(--events ...,ls_smi_rx)");
+    const pmutest::Json* smi = nullptr;
+    for (const pmutest::Json& r : rs)
+        if (r["event"].s() == "ls_smi_rx") smi = &r;
+    ASSERT_NE(smi, nullptr) << c.out;
+    EXPECT_EQ((*smi)["counter"].s().rfind("PMC", 0), 0u) << c.out;
+}

@@ -87,7 +87,11 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
                   "  ex_ret_ucode_ops          1C2.00  PMC0-5           yes",
                   "      retired microcode ops (PMCx1C2)",
                   "  resyncs_or_nc_redirects   096.00  PMC0-5           yes",
-                  "      pipeline restarts not caused by branch mispredicts (PMCx096)",
+                  "      pipeline restarts not caused by branch mispredicts (PMCx096, Zen 4: Linux amdzen4/other.json)",
+                  "  bp_redirects.resync       09F.01  PMC0-5           yes",
+                  "      branch predictor redirects caused by resyncs (PMCx09F, unit mask 01h, Zen 5)",
+                  "  ls_smi_rx                 02B.00  PMC0-5           yes",
+                  "      SMIs received (PMCx02B)",
                   "  ex_no_retire.not_complete 0D6.02  PMC0-5           yes",
                   "      cycles with no retire while the oldest op is waiting to be executed (PMCx0D6, unit mask 02h)",
                   "  ex_no_retire.load_not_complete 0D6.A2 PMC0-5       yes",
@@ -105,7 +109,7 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     r = pmutest::run(m, {"events", "--json"});
     EXPECT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> recs = pmutest::parse_json_lines(r.out);
-    ASSERT_EQ(recs.size(), 22u);  // pmu + 21 events (9 of them the Zen 4/5 TopDown inputs, 2 L2 requests)
+    ASSERT_EQ(recs.size(), 24u);  // pmu + 23 events (10 of them the Zen 4/5 TopDown inputs, 2 L2 requests, SMIs)
     EXPECT_EQ(recs[0]["pmu"].s(), "amd");
     const pmutest::Json& ins = recs[1];
     EXPECT_EQ(ins.keys(), (Lines{"type", "cpu", "apic_id", "name", "alias", "code", "kind", "arch_bit", "fixed_counter",
@@ -132,11 +136,11 @@ TEST(EventsVendors, Zen5ListsTheAmdNamedEvents) {
     EXPECT_EQ(mis["counter"].s(), "PMC0-5");
     EXPECT_EQ(recs[10]["name"].s(), "de_no_dispatch_per_slot.no_ops_from_frontend");
     EXPECT_EQ(recs[10]["code"].s(), "1A0.01");
-    EXPECT_EQ(recs[19]["name"].s(), "l2_cache_req_stat.ic_dc_miss_in_l2");
-    EXPECT_EQ(recs[19]["code"].s(), "064.09");
-    EXPECT_EQ(recs[20]["code"].s(), "064.F6");
-    EXPECT_EQ(recs[21]["name"].s(), "tsc");
-    EXPECT_EQ(recs[21]["counter"].s(), "TSC");
+    EXPECT_EQ(recs[21]["name"].s(), "l2_cache_req_stat.ic_dc_miss_in_l2");
+    EXPECT_EQ(recs[21]["code"].s(), "064.09");
+    EXPECT_EQ(recs[22]["code"].s(), "064.F6");
+    EXPECT_EQ(recs[23]["name"].s(), "tsc");
+    EXPECT_EQ(recs[23]["counter"].s(), "TSC");
 }
 
 TEST(EventsVendors, AmdWithoutIrPerfCountFallsBackForInstructions) {

@@ -180,3 +180,47 @@ TEST(SelftestSilicon, FreezeWhileSmmKeepsSmisOutOfTheCounts) {
     EXPECT_EQ(m.cpu(0).peek(sim::reg::DEBUGCTL), 1u);
     EXPECT_EQ(c.status, 0) << c.out;
 }
+
+namespace {
+// A KVM guest of intel_v4_goldmont_plus: CPUID.01H:ECX[31] and leaf 4000_0000H "KVMKVMKVM".
+SimMachine kvm_guest(bool hypervisor) {
+    SimMachine base = intel_v4_goldmont_plus(1);
+    CpuSpec s = base.cpu(0).spec();
+    if (hypervisor) {
+        CpuidRegs l1 = s.cpuid.get(1);
+        l1.ecx |= 1u << 31;
+        s.cpuid.set(1, 0, l1);
+        s.cpuid.set(0x40000000, 0, {0x40000001, 0x4b4d564b, 0x564b4d56, 0x0000004d});
+    }
+    return SimMachine({s});
+}
+}  // namespace
+
+// KVM with TSC scaling: the guest's TSC runs at 2/3 of the host's, fixed counter 2 counts
+// the host's ticks (3/2 per guest tick). A healthy PMU: the check SKIPs with the reason
+// under a hypervisor, and still FAILs on bare metal, where the mismatch is a fault.
+TEST(SelftestSilicon, KvmTscScalingSkipsTheRefCyclesCheckWithTheReason) {
+    SimMachine m = kvm_guest(true);
+    m.cpu(0).set_rdtsc_step(3);
+    m.cpu(0).set_host_tsc_scale(3, 2);
+    SimPlatform p(m);
+    Cmd c = run_line(p, "selftest");
+    EXPECT_TRUE(
+        has_prefix_line(c.out,
+                        "SKIP: reference cycles: fixed counter 2 vs the TSC [CPU 0] (FIXED_CTR2 1.50 vs TSC 1.00 ticks "
+                        "per iteration of add_chain: under a hypervisor"))
+        << c.out;
+    EXPECT_NE(c.out.find("under a hypervisor (CPUID.01H:ECX[31], 'KVMKVMKVM') fixed counter 2 counts at the host's TSC "
+                         "rate"),
+              std::string::npos)
+        << c.out;
+    EXPECT_EQ(c.out.find("FAIL: reference cycles"), std::string::npos) << c.out;
+
+    SimMachine bare = kvm_guest(false);
+    bare.cpu(0).set_rdtsc_step(3);
+    bare.cpu(0).set_host_tsc_scale(3, 2);
+    SimPlatform pb(bare);
+    c = run_line(pb, "selftest");
+    EXPECT_TRUE(has_prefix_line(c.out, "FAIL: reference cycles: fixed counter 2 vs the TSC [CPU 0]")) << c.out;
+    EXPECT_NE(c.status, 0);
+}

@@ -318,3 +318,53 @@ def test_nanobench_sim_errors_are_clear():
         for args, want in cases:
             p = _nanobench(*args, "-asm", "add rax, rbx")
             assert p.returncode == 2 and p.stderr == want and p.stdout == "", (args, p.stderr)
+
+
+def test_lab_sim_runs_campaigns_on_dumps_and_models():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            # Line 3 faults (UD2) on every machine.
+            f.write('run --asm "add rax, rbx; add rbx, rax" --events instructions --reps 2\ninfo\n'
+                    'run --code 0f0b --events instructions\n')
+        out = os.path.join(td, "lab")
+        p = _tool(LAB, "run", "--config", cfg, "--sim", SKYLAKE, "--sim-model", "skylake", "--sim-seed", "1",
+                  "--out", out)
+        assert p.returncode == 1, p  # line 3 failed, on both machines
+        runs = sorted(os.listdir(out))
+        assert runs == ["c-sim-GenuineIntel00506E3_Skylake_CPUID", "c-sim-skylake", "merged.csv", "merged.jsonl"]
+        for run in runs[:2]:
+            assert f"FAIL {run}: sim, 3 commands: 2 ok, 1 failed; line 3: code on CPU 0 (run 0): code raised " \
+                   in p.stdout and "; 6 results files" in p.stdout, p.stdout
+            with open(os.path.join(out, run, "commands.json")) as f:
+                states = json.load(f)
+            assert [(s["line"], s["state"], s["status"], s["results"]) for s in states] == \
+                [(1, "ok", 0, "0001-run"), (2, "ok", 0, "0002-info"), (3, "failed", 2, "0003-run")], states
+        with open(os.path.join(out, "merged.jsonl")) as f:
+            recs = [json.loads(l) for l in f]
+        res = [r for r in recs if r["type"] == "result"]
+        assert len(res) == 2 and all(r["fraction"] == [2, 1] for r in res), res
+        assert {r["lab"]["sim"] for r in res} == {SKYLAKE, "skylake"} and {r["lab"]["mode"] for r in res} == {"sim"}
+        assert all(r["simulated"] is True for r in recs if r["type"] == "meta"), recs
+
+
+def test_lab_sim_errors_are_clear():
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "c.cfg")
+        with open(cfg, "w") as f:
+            f.write("info\n")
+        missing = os.path.join(td, "nope.txt")
+        cases = [
+            (["--sim", missing], f"pmulab-lab: error: run: pmulab-sim: cannot open '{missing}': No such file or "
+                                 "directory\n"),
+            (["--sim", SKYLAKE, "--sim-cache="], "pmulab-lab: error: run: pmulab-sim: --sim-cache needs a cache "
+                                                 "model, e.g. L1D:32K:8:LRU (docs/sim.md) (see pmulab-sim --help)\n"),
+            (["--sim", SKYLAKE, "--smp", "2"],
+             "pmulab-lab: error: run: --smp is an option of the QEMU boot; it does not go with --sim\n"),
+            (["--sim", SKYLAKE, "--no-agent"], "pmulab-lab: error: run: --no-agent boots a disk image; --sim runs "
+                                               "every campaign through the simulator's agent\n"),
+        ]
+        for args, want in cases:
+            p = _tool(LAB, "run", "--config", cfg, *args, "--out", os.path.join(td, "out"))
+            assert p.returncode == 2 and p.stderr == want, (args, p.stderr)
+            assert not os.path.exists(os.path.join(td, "out")), args

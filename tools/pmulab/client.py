@@ -196,12 +196,25 @@ def sim_argv(dump: str | None = None, model: str | None = None, cache: str | Non
     return argv
 
 
-def add_sim_options(p: Any, what: str = "") -> None:
-    """--sim DUMP, --sim-model NAME, --sim-cache SPEC, --sim-seed N on an argparse parser."""
-    p.add_argument("--sim", metavar="DUMP", help="run on the simulator instead: build/host/pmulab-sim --dump DUMP "
-                   "-- serve (a CPUID dump, e.g. tests/data/cpuid/*.txt; docs/sim.md)" + what)
-    p.add_argument("--sim-model", metavar="NAME", help="the simulator with a named model instead of a dump "
-                   "(pmulab-sim --list-models)")
+def sim_refusal(console: Sequence[str], fallback: str) -> str:
+    """pmulab-sim's last error line (without its "pmulab-sim: error: "), in the --sim-*
+    names the tools give its options; `fallback` when it said none."""
+    errors = [l.split(": error: ", 1)[1] for l in console if ": error: " in l]
+    why = errors[-1] if errors else fallback
+    for own, tool in (("--cache", "--sim-cache"), ("--seed", "--sim-seed"), ("--model", "--sim-model")):
+        why = why.replace(own + " ", tool + " ").replace(own + ":", tool + ":")
+    return why
+
+
+def add_sim_options(p: Any, what: str = "", repeat: bool = False) -> None:
+    """--sim DUMP, --sim-model NAME, --sim-cache SPEC, --sim-seed N on an argparse parser
+    (repeat: --sim and --sim-model may be given several times, a list each)."""
+    action = "append" if repeat else "store"
+    p.add_argument("--sim", metavar="DUMP", action=action, help="run on the simulator instead: "
+                   "build/host/pmulab-sim --dump DUMP -- serve (a CPUID dump, e.g. tests/data/cpuid/*.txt; "
+                   "docs/sim.md)" + what)
+    p.add_argument("--sim-model", metavar="NAME", action=action, help="the simulator with a named model instead "
+                   "of a dump (pmulab-sim --list-models)")
     p.add_argument("--sim-cache", metavar="SPEC", help="the simulator's cache model (pmulab-sim --cache; docs/sim.md)")
     p.add_argument("--sim-seed", metavar="N", help="the simulator's seed (pmulab-sim --seed)")
 
@@ -468,10 +481,7 @@ class Agent:
                 pass
             reader.join(2)
             agent._reap()
-            errors = [l for l in agent.console if ": error: " in l]
-            why = errors[-1].split(": error: ", 1)[1] if errors else f"{e} (status {proc.returncode})"
-            for own, tool in (("--cache", "--sim-cache"), ("--seed", "--sim-seed"), ("--model", "--sim-model")):
-                why = why.replace(own + " ", tool + " ").replace(own + ":", tool + ":")
+            why = sim_refusal(agent.console, f"{e} (status {proc.returncode})")
             raise SimError(f"pmulab-sim: {why}", 2 if proc.returncode == 2 else 1)
         return agent
 

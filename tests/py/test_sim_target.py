@@ -26,6 +26,21 @@ LAB = os.path.join(ROOT, "tools", "pmulab-lab")
 ADD2 = "4801d84801c3"  # add rax, rbx; add rbx, rax
 
 
+def _refusals(prefix, missing):
+    """What every --sim tool says (after `prefix`) when pmulab-sim refuses its dump or option."""
+    return [(["--sim", missing], f"{prefix}pmulab-sim: cannot open '{missing}': No such file or directory\n"),
+            (["--sim", SKYLAKE, "--sim-cache="], f"{prefix}pmulab-sim: --sim-cache needs a cache model, e.g. "
+                                                 "L1D:32K:8:LRU (docs/sim.md) (see pmulab-sim --help)\n")]
+
+
+def _info_file(td, name):
+    """A one-line input ("info") in td, and a path in td that does not exist."""
+    path = os.path.join(td, name)
+    with open(path, "w") as f:
+        f.write("info\n")
+    return path, os.path.join(td, "nope.txt")
+
+
 def _tool(path, *args, timeout=120):
     p = subprocess.run([path, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
     assert "Traceback" not in p.stderr, p.stderr
@@ -189,16 +204,8 @@ def test_client_sim_runs_a_batch():
 
 def test_client_sim_errors_are_clear():
     with tempfile.TemporaryDirectory() as td:
-        path = os.path.join(td, "b.txt")
-        with open(path, "w") as f:
-            f.write("info\n")
-        missing = os.path.join(td, "nope.txt")
-        cases = [
-            (["--sim", missing], f"pmulab-client: error: pmulab-sim: cannot open '{missing}': No such file or "
-                                 "directory\n"),
-            (["--sim", SKYLAKE, "--sim-cache", ""],
-             "pmulab-client: error: pmulab-sim: --sim-cache needs a cache model, e.g. L1D:32K:8:LRU (docs/sim.md) "
-             "(see pmulab-sim --help)\n"),
+        path, missing = _info_file(td, "b.txt")
+        cases = _refusals("pmulab-client: error: ", missing) + [
             (["--sim", SKYLAKE, "--sim-seed", "x"],
              "pmulab-client: error: pmulab-sim: --sim-seed: 'x' is not a number (e.g. 1) (see pmulab-sim --help)\n"),
             (["--sim-cache", "L1D:32K:8:LRU", "--qemu"],
@@ -304,12 +311,7 @@ def test_nanobench_sim_with_nanobenchs_own_skylake_config():
 def test_nanobench_sim_errors_are_clear():
     with tempfile.TemporaryDirectory() as td:
         missing = os.path.join(td, "nope.txt")
-        cases = [
-            (["--sim", missing], f"pmulab-nanobench: error: pmulab-sim: cannot open '{missing}': No such file or "
-                                 "directory\n"),
-            (["--sim", SKYLAKE, "--sim-cache", ""],
-             "pmulab-nanobench: error: pmulab-sim: --sim-cache needs a cache model, e.g. L1D:32K:8:LRU "
-             "(docs/sim.md) (see pmulab-sim --help)\n"),
+        cases = _refusals("pmulab-nanobench: error: ", missing) + [
             (["--sim", SKYLAKE, "--smp", "2"],
              "pmulab-nanobench: error: --smp is an option of the QEMU boot; it does not go with --sim\n"),
             (["--sim-seed", "3"],
@@ -350,15 +352,8 @@ def test_lab_sim_runs_campaigns_on_dumps_and_models():
 
 def test_lab_sim_errors_are_clear():
     with tempfile.TemporaryDirectory() as td:
-        cfg = os.path.join(td, "c.cfg")
-        with open(cfg, "w") as f:
-            f.write("info\n")
-        missing = os.path.join(td, "nope.txt")
-        cases = [
-            (["--sim", missing], f"pmulab-lab: error: run: pmulab-sim: cannot open '{missing}': No such file or "
-                                 "directory\n"),
-            (["--sim", SKYLAKE, "--sim-cache="], "pmulab-lab: error: run: pmulab-sim: --sim-cache needs a cache "
-                                                 "model, e.g. L1D:32K:8:LRU (docs/sim.md) (see pmulab-sim --help)\n"),
+        cfg, missing = _info_file(td, "c.cfg")
+        cases = _refusals("pmulab-lab: error: run: ", missing) + [
             (["--sim", SKYLAKE, "--smp", "2"],
              "pmulab-lab: error: run: --smp is an option of the QEMU boot; it does not go with --sim\n"),
             (["--sim", SKYLAKE, "--no-agent"], "pmulab-lab: error: run: --no-agent boots a disk image; --sim runs "

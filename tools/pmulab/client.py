@@ -30,7 +30,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextIO, Tuple, Union
+from typing import IO, Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextIO, Tuple, Union
 
 from . import ROOT, TOOLS
 from . import asm as pmulab_asm
@@ -450,20 +450,23 @@ class Agent:
         finally:
             os.close(to_sim)
             os.close(from_sim)
-        agent = cls(_Link(fd=to_host, wfd=from_host), proc=proc, timeout=timeout)
+        link = _Link(fd=to_host, wfd=from_host)
+        agent = cls(link, proc=proc, timeout=timeout)
+        stderr = proc.stderr
+        assert stderr is not None  # stderr=PIPE
         # Its console goes to `log` once it serves; a refusal is said once, by SimError.
         shown = threading.Event()
         lock = threading.Lock()
 
-        def drain() -> None:
-            for raw in iter(proc.stderr.readline, b""):
+        def drain(stream: IO[bytes]) -> None:
+            for raw in iter(stream.readline, b""):
                 line = raw.decode(errors="replace").rstrip("\n")
                 with lock:
                     agent.console.append(line)
                     if log and shown.is_set():
                         print(line, file=log, flush=True)
 
-        reader = threading.Thread(target=drain, daemon=True)
+        reader = threading.Thread(target=drain, args=(stderr,), daemon=True)
         reader.start()
         try:
             agent._wait_hello()
@@ -473,7 +476,7 @@ class Agent:
                         print(line, file=log, flush=True)
                 shown.set()
         except (AgentError, TimeoutError, OSError) as e:
-            agent.link.close()
+            link.close()
             agent.link = None
             try:
                 proc.wait(10)

@@ -89,8 +89,9 @@ def main(argv: Sequence[str]) -> int:
     elif args.tcp is True and not args.qemu:
         return fail("--tcp needs HOST:PORT (or goes with --qemu)")
     sim = args.sim is not None or args.sim_model is not None
-    if sim_options_problem(args):
-        return fail(sim_options_problem(args))
+    problem = sim_options_problem(args)
+    if problem:
+        return fail(problem)
     if sim and (args.qemu or args.serial or args.tcp is not None):
         return fail("--sim runs on the simulator; it does not go with --qemu, --serial or --tcp")
     if not (args.qemu or args.serial or tcp_addr or sim):

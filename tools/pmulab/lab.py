@@ -470,6 +470,18 @@ def send_commands(agent: pmulab_client.Agent, commands: list[tuple[int, list[str
     return None, rendered
 
 
+def drive(start: Callable[[], pmulab_client.Agent], what: str, commands: list[tuple[int, list[str]]],
+          states: list[Record]) -> tuple[bool, tuple[int, str] | None, dict[int, str], int | None]:
+    """Starts the agent, sends every command, stops it. Returns (whether it started, lost
+    as send_commands says, how the meta records name the commands, its exit status)."""
+    try:
+        agent = start()
+    except (pmulab_client.AgentError, TimeoutError, OSError) as e:
+        return False, (0, f"{what} did not start: {e}"), {}, None
+    lost, rendered = send_commands(agent, commands, states)
+    return True, lost, rendered, agent.close(timeout=60)
+
+
 def mark_lost(states: list[Record], lost: tuple[int, str], started: bool) -> None:
     """The commands the agent did not answer: the one it was running failed, the rest not run."""
     k, why = lost
@@ -522,13 +534,12 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
         qargs += ["--icount", str(args.icount)]
     serve_args = ["--results"] + (["--unsafe"] if any("--unsafe" in w for _, w in commands) else [])
     states = new_states(commands)
-    lost, qemu_status, console = None, None, os.path.join(run_dir, "console.txt")
-    rendered: dict[int, str] = {}
+    console = os.path.join(run_dir, "console.txt")
     with open(console, "w") as log:
-        try:
+        def start() -> pmulab_client.Agent:
             try:
-                agent = pmulab_client.Agent.qemu(qargs, timeout=args.timeout, no_build=True, log=log,
-                                                 serve_args=serve_args)
+                return pmulab_client.Agent.qemu(qargs, timeout=args.timeout, no_build=True, log=log,
+                                                serve_args=serve_args)
             except pmulab_client.AgentError as e:
                 # run-qemu.sh's fall-back from KVM to TCG starts a second QEMU, which the
                 # client's socket (accepted once) does not reach: fall back here instead.
@@ -536,13 +547,9 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
                     raise
                 log.write("pmulab-lab: KVM could not run the firmware; the agent starts again under TCG\n")
                 log.flush()
-                agent = pmulab_client.Agent.qemu([a for a in qargs if a != "--kvm"], timeout=args.timeout,
-                                                 no_build=True, log=log, serve_args=serve_args)
-        except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-            agent, lost = None, (0, f"the agent did not start: {e}")
-        if agent is not None:
-            lost, rendered = send_commands(agent, commands, states)
-            qemu_status = agent.close(timeout=60)
+                return pmulab_client.Agent.qemu([a for a in qargs if a != "--kvm"], timeout=args.timeout,
+                                                no_build=True, log=log, serve_args=serve_args)
+        started, lost, rendered, qemu_status = drive(start, "the agent", commands, states)
     if lost is not None:
         k, why = lost
         # run-qemu.sh names the serial log of its --keep folder, which goes away.
@@ -550,7 +557,7 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
         tail = [l for l in read_text(console).splitlines() if l.startswith("run-qemu")]
         why += f" (QEMU status {qemu_status}" + (f": {tail[-1]}" if tail else "") + ")" \
             if qemu_status is not None else ""
-        mark_lost(states, (k, why), agent is not None)
+        mark_lost(states, (k, why), started)
     img = os.path.join(keep, "disk.img")
     files = []
     pulled = ""
@@ -562,7 +569,7 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
         if args.keep_images:
             os.replace(img, os.path.join(run_dir, "pmulab.img"))
     shutil.rmtree(keep, ignore_errors=True)
-    msg = agent_summary(run_dir, states, rendered if agent is not None else {}, files, "agent", pulled)
+    msg = agent_summary(run_dir, states, rendered, files, "agent", pulled)
     bad = any(st["state"] != "ok" for st in states)
     ok = not bad and not pulled and qemu_status == 0
     return job, 0 if ok else 1, msg
@@ -581,21 +588,15 @@ def sim_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
     serve_args = ["--results"] + (["--unsafe"] if any("--unsafe" in w for _, w in commands) else [])
     kind, _, what = machine.partition(":")
     states = new_states(commands)
-    lost, status, rendered = None, None, {}
     with open(os.path.join(run_dir, "console.txt"), "w") as log:
-        try:
-            agent = pmulab_client.Agent.sim(what if kind == "dump" else None, what if kind == "model" else None,
+        started, lost, rendered, status = drive(
+            lambda: pmulab_client.Agent.sim(what if kind == "dump" else None, what if kind == "model" else None,
                                             args.sim_cache, args.sim_seed, serve_args=serve_args, results=res_dir,
-                                            timeout=args.timeout, log=log)
-        except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-            agent, lost = None, (0, f"the simulator did not start: {e}")
-        if agent is not None:
-            lost, rendered = send_commands(agent, commands, states)
-            status = agent.close(timeout=60)
+                                            timeout=args.timeout, log=log),
+            "the simulator", commands, states)
     if lost is not None:
         k, why = lost
-        mark_lost(states, (k, why + (f" (pmulab-sim status {status})" if status is not None else "")),
-                  agent is not None)
+        mark_lost(states, (k, why + (f" (pmulab-sim status {status})" if status is not None else "")), started)
     files = sorted(os.listdir(res_dir)) if os.path.isdir(res_dir) else []
     msg = agent_summary(run_dir, states, rendered, files, "sim", "")
     ok = all(st["state"] == "ok" for st in states) and status == 0
@@ -743,7 +744,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_campaign(c, data)
         commands[c] = campaign_commands(data)
     machines = sim_machines(args)
-    smps = [s for s in (args.smp or "4").split(",") if s]
+    smps: list[Any] = [s for s in (args.smp or "4").split(",") if s]
     if not smps:
         die("run: --smp: give at least one processor count (e.g. 1,4)")
     for s in smps:

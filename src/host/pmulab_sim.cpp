@@ -171,7 +171,6 @@ int run_words(SimHostPlatform& p, const SimArgs& args, std::vector<std::string> 
     return rc;
 }
 
-// A campaign: checked completely first, then every line in order (as pmulab boots it).
 bool read_whole(const char* path, std::string* text) {
     std::FILE* f = std::fopen(path, "rb");
     if (!f) {
@@ -198,6 +197,7 @@ int read_campaign(const char* config, std::string* text) {
     return ok ? 0 : 2;
 }
 
+// A campaign: checked completely first, then every line in order (as pmulab boots it).
 int run_campaign(SimHostPlatform& p, const SimArgs& args) {
     const char* config = args.config;
     std::string text;

@@ -288,6 +288,9 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
     w.begin_object().field("type", "hello").key("id").null().field_u("protocol", 1);
     w.field("pmulab_version", PMULAB_VERSION).field("link", link_.describe());
     w.field_u("line_max", kServeLineMax).field_u("blob_max", kServeBlobMax).field_u("blobs_max", kServeBlobsMax);
+    // pmulab-sim: marked as the meta record marks it, so that no host mistakes the
+    // answers for a measurement.
+    if (inner_.simulated()) w.field_b("simulated", true).field("simulated_machine", inner_.simulated());
     w.end_object();
     hello.put('\n');
     send(hello.view());

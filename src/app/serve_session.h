@@ -44,6 +44,10 @@ public:
     // Whether another host can connect after this one went away (TCP, unless serving
     // one host only); a serial line that fails stays failed.
     virtual bool reconnects() const { return false; }
+    // Whether the link ended because the host closed its side in an orderly way, with
+    // nothing failing (pmulab-sim's stdin reaching its end): serving then stops with
+    // status 0. A serial line cannot tell.
+    virtual bool ended_by_host() const { return false; }
     // What opening the link found, for the console (TCP: the network handles before and
     // after connecting the NICs); null when there is nothing to say.
     virtual const char* notes() { return nullptr; }

@@ -129,7 +129,11 @@ Status cmd_serve(Out& out, Args& args) {
             answered += session.answered();
         }
         link.hang_up();
-        if (st == kExitOk) break;  // stop, or --idle
+        if (st == kExitOk) break;    // stop, or --idle
+        if (link.ended_by_host()) {  // a pipe's end of input (pmulab-sim ... -- serve)
+            out.text("pmulab serve: the host closed the link\n");
+            break;
+        }
         // The link broke: on TCP the host went away (an orderly end); a serial line
         // that fails is an error.
         if (!tcp) return Error::make(Errc::io, "serve: the link to the host failed");

@@ -2,6 +2,9 @@
 // files) on a simulated machine built from a CPUID dump or a named synthetic model
 // (src/sim), with the simulator's executor for measurements (host/lib/sim_exec.h).
 // Everything it prints is marked simulated; see docs/sim.md.
+#include <signal.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +14,7 @@
 
 #include "app/config.h"
 #include "commands/commands.h"
+#include "sim_asm.h"
 #include "sim_host.h"
 
 using namespace pmulab;
@@ -19,7 +23,8 @@ namespace {
 
 constexpr const char kUsage[] =
     "usage: pmulab-sim (--dump FILE [--format auto|cpuid-r|aida64] | --model NAME) [--cpus LIST]\n"
-    "                  [--perf-capabilities VALUE] [--misc-enable VALUE] [--trace-msr] [--json]\n"
+    "                  [--perf-capabilities VALUE] [--misc-enable VALUE] [--cache SPEC] [--seed N]\n"
+    "                  [--results DIR] [--trace-msr] [--json]\n"
     "                  (-- PMULAB COMMAND LINE | --config CAMPAIGN)\n"
     "       pmulab-sim --list-models\n"
     "\n"
@@ -30,11 +35,20 @@ constexpr const char kUsage[] =
     "code generator on the simulator's executor (instructions retired exact, the rest a\n"
     "documented model: docs/sim.md). Output is marked simulated.\n"
     "\n"
+    "The command line after -- may use --asm TEXT, --asm-init, --asm-late-init,\n"
+    "--asm-one-time-init (--att), assembled on the host as run-qemu.sh does\n"
+    "(tools/pmulab-asm). `-- serve` speaks the agent protocol (docs/agent.md) on stdin/\n"
+    "stdout until a stop request or the end of stdin; its console lines go to stderr.\n"
+    "\n"
     "  --cpus LIST               keep only these CPUs of the dump/model (0,2,4-7; the first is the BSP)\n"
     "  --perf-capabilities VALUE IA32_PERF_CAPABILITIES of every CPU (a dump cannot carry it)\n"
     "  --misc-enable VALUE       IA32_MISC_ENABLE of every Intel CPU\n"
+    "  --cache SPEC              cache model: docs/sim.md (e.g. L1D:32K:8:LRU,L2:256K:4:PLRU)\n"
+    "  --seed N                  seed of the RANDOM replacement policy (cache model: docs/sim.md)\n"
     "  --trace-msr, --json       passed to pmulab (every RDMSR/WRMSR/RDPMC; JSON Lines)\n"
     "  --config CAMPAIGN         run a campaign file (checked first, as pmulab does)\n"
+    "  --results DIR             write results files NNNN-<command>.jsonl/.csv into DIR, as pmulab\n"
+    "                            writes \\pmulab\\results (default: none)\n"
     "\n"
     "Exit status: pmulab's (0 ok, 1 failed, 2 usage, 3 unsupported, 4 internal); 2 also for\n"
     "bad options and a dump or campaign that cannot be read or is malformed.\n";
@@ -64,6 +78,7 @@ struct SimArgs {
     SimMachineOptions o;
     bool json = false, trace = false;
     const char* config = nullptr;
+    const char* results = nullptr;  // --results DIR
     std::vector<std::string> cmd;
 };
 
@@ -74,7 +89,16 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
     else if (a == "--model") o.model = v;
     else if (a == "--cpus") o.cpus = v;
     else if (a == "--config") args->config = v;
-    else if (a == "--format") {
+    else if (a == "--results") {
+        if (!*v) return usage_error("--results needs a folder");
+        args->results = v;
+    } else if (a == "--cache") {
+        if (!*v) return usage_error("--cache needs a cache model, e.g. L1D:32K:8:LRU (docs/sim.md)");
+        o.cache = v;
+    } else if (a == "--seed") {
+        if (!parse_u64(v, &o.seed)) return usage_error(std::string("--seed: '") + v + "' is not a number (e.g. 1)");
+        o.seed_set = true;
+    } else if (a == "--format") {
         if (!parse_dump_format(StrView(v), &o.format))
             return usage_error(std::string("unknown dump format '") + v + "' (expected auto, cpuid-r or aida64)");
     } else if (a == "--perf-capabilities") {
@@ -87,6 +111,13 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
         o.have_misc_enable = true;
     }
     return 0;
+}
+
+bool takes_value(const std::string& a) {
+    for (const char* o : {"--dump", "--model", "--cpus", "--format", "--config", "--perf-capabilities", "--misc-enable",
+                          "--cache", "--seed", "--results"})
+        if (a == o) return true;
+    return false;
 }
 
 // -1 to go on, else the exit status (--help, --list-models, usage errors).
@@ -110,8 +141,7 @@ int parse_args(int argc, char** argv, SimArgs* args) {
             args->json = true;
         } else if (a == "--trace-msr") {
             args->trace = true;
-        } else if (a == "--dump" || a == "--model" || a == "--cpus" || a == "--format" || a == "--config" ||
-                   a == "--perf-capabilities" || a == "--misc-enable") {
+        } else if (takes_value(a)) {
             if (i + 1 >= argc) return usage_error(a + " needs a value");
             if (int rc = set_option(a, argv[++i], args)) return rc;
         } else if (a.size() > 1 && a[0] == '-') {
@@ -141,19 +171,37 @@ int run_words(SimHostPlatform& p, const SimArgs& args, std::vector<std::string> 
     return rc;
 }
 
+bool read_whole(const char* path, std::string* text) {
+    std::FILE* f = std::fopen(path, "rb");
+    if (!f) {
+        std::fprintf(stderr, "pmulab-sim: error: cannot open '%s': %s\n", path, std::strerror(errno));
+        return false;
+    }
+    char buf[65536];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text->append(buf, n);
+    std::fclose(f);
+    return true;
+}
+
+// The campaign's text with its --asm lines assembled (sim_asm.h; line for line, so
+// that messages keep their line numbers): 0, or the exit status.
+int read_campaign(const char* config, std::string* text) {
+    if (!read_whole(config, text)) return 2;
+    std::string assembled;
+    if (int rc = assemble_campaign(config, *text, &assembled)) return rc;
+    if (assembled.empty()) return 0;
+    text->clear();
+    bool ok = read_whole(assembled.c_str(), text);
+    ::unlink(assembled.c_str());
+    return ok ? 0 : 2;
+}
+
 // A campaign: checked completely first, then every line in order (as pmulab boots it).
 int run_campaign(SimHostPlatform& p, const SimArgs& args) {
     const char* config = args.config;
     std::string text;
-    std::FILE* f = std::fopen(config, "rb");
-    if (!f) {
-        std::fprintf(stderr, "pmulab-sim: error: cannot open '%s': %s\n", config, std::strerror(errno));
-        return 2;
-    }
-    char buf[65536];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) text.append(buf, n);
-    std::fclose(f);
+    if (int rc = read_campaign(config, &text)) return rc;
     CampaignCheck check;
     check_campaign(StrView(text.data(), text.size()), config, &check);
     if (!check.problems.empty()) {
@@ -178,11 +226,21 @@ int run_campaign(SimHostPlatform& p, const SimArgs& args) {
     return worst;
 }
 
+// Whether the command line runs `serve` (its first word that is not an option).
+bool is_serve(const std::vector<std::string>& words) {
+    for (const std::string& w : words)
+        if (w.empty() || w[0] != '-') return w == "serve";
+    return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     SimArgs args;
     if (int rc = parse_args(argc, argv, &args); rc >= 0) return rc;
+    // A host that goes away while we write is an error to report, not a signal to die of.
+    ::signal(SIGPIPE, SIG_IGN);
+    if (int rc = assemble_words(&args.cmd)) return rc;
 
     std::unique_ptr<sim::SimMachine> machine;
     std::string what;
@@ -194,9 +252,15 @@ int main(int argc, char** argv) {
     what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
     SimHostPlatform p(*machine, what);
     p.exec().set_problem_hook(print_problem, nullptr);
+    if (args.results) p.set_results_dir(args.results);
 
-    // Marked simulated: a banner in text mode, the meta record first in JSON mode.
-    if (args.json) {
+    // Marked simulated: a banner in text mode, the meta record first in JSON mode. `serve`
+    // keeps stdout for the protocol (the hello record first, as the target's agent sends
+    // it, with the simulated machine in its "link"): the banner goes to stderr.
+    if (is_serve(args.cmd)) {
+        std::fprintf(stderr, "pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
+                     what.c_str());
+    } else if (args.json) {
         std::string line;
         for (const std::string& w : args.cmd) line += (line.empty() ? "" : " ") + w;
         p.write_record(build_meta_record(p, line.c_str()));

@@ -67,7 +67,7 @@ def test_client_refuses_bad_batches_before_booting():
     assert p.returncode == 2 and p.stderr == ("pmulab-client: error: /nonexistent/batch: No such file or "
                                               "directory\n"), p.stderr
     p = _client("--batch", "x")
-    assert p.returncode == 2 and "one of the arguments --qemu --serial is required" in p.stderr
+    assert p.returncode == 2 and "one of the arguments --qemu --serial --sim is required" in p.stderr
     p = _client("--qemu", "--batch", "-", "--", "info", stdin="info\n")
     assert p.returncode == 2 and "after '--' is not taken" in p.stderr, p.stderr
 

@@ -16,6 +16,7 @@ EXPECTED_CPUS = {
     "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt": 32,
     "GenuineIntel00006F4_Conroe_CPUID.txt": 2,
     "GenuineIntel0000F41_P4_Prescott_CPUID.txt": 1,
+    "GenuineIntel00506E3_Skylake_CPUID.txt": 4,
     "GenuineIntel00706A8_GoldmontPlus_CPUID.txt": 4,
     "GenuineIntel0090672_AlderLake_02_CPUID.txt": 12,
     "GenuineIntel00B06A2_RaptorLakeP_02_CPUID.txt": 8,
@@ -83,6 +84,17 @@ def test_arrow_lake_json_values():
     assert (e["pmu"]["umask2"], e["pmu"]["eq"]) == (True, True)
     assert (lp["pmu"]["umask2"], lp["pmu"]["eq"]) == (False, False)
     assert lp["pmu"]["fixed_counters_usable"] == [0, 1, 2]
+
+
+def test_skylake_json_values():
+    # Core i5-6400T (06_5EH stepping 3, no Hyper-Threading): 8 GP counters per thread.
+    s = _json("GenuineIntel00506E3_Skylake_CPUID.txt")
+    assert [x["apic_id"] for x in s] == [0, 2, 4, 6] and [x["core"] for x in s] == [0, 1, 2, 3]
+    assert (s[0]["family"], s[0]["model"], s[0]["stepping"], s[0]["signature"]) == (6, 0x5E, 3, "0x506e3")
+    pmu = s[0]["pmu"]
+    assert (pmu["perfmon_version"], pmu["gp_counters"], pmu["gp_width"], pmu["ebx_vector_length"]) == (4, 8, 48, 7)
+    assert (pmu["fixed_counters"], pmu["fixed_width"], pmu["anythread_deprecated"]) == (3, 48, False)
+    assert pmu["fixed_counters_effective"] == [0, 1, 2] and pmu["events_unavailable"] == []
 
 
 def test_conroe_and_goldmont_json_values():

@@ -7,7 +7,7 @@ path for them, and the tests get it from pytest.ini (`pythonpath = tools`). Only
 standard library is used (pmulab.plot: matplotlib).
 
   asm          --asm text -> machine code (llvm-mc or GNU as), campaign rewriting
-  client       Agent: drive `pmulab serve` (QEMU, serial, TCP)
+  client       Agent: drive `pmulab serve` (QEMU, serial, TCP, pmulab-sim)
   client_cli   tools/pmulab-client
   qemu_run     run-qemu.sh: boot pmulab under QEMU + OVMF
   lab          tools/pmulab-lab: campaigns over configs x smp x CPU models

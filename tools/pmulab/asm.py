@@ -426,7 +426,17 @@ def main(argv: Sequence[str]) -> int:
     ap.add_argument("--att", action="store_true", help="AT&T syntax (default Intel, no prefixes)")
     ap.add_argument("--campaign", nargs=2, metavar=("IN", "OUT"),
                     help="rewrite the --asm options of a campaign file into --code")
+    ap.add_argument("--argv", action="store_true",
+                    help="first, then WORD...: rewrite the --asm options of the pmulab command line WORD... "
+                    "as run-qemu.sh does and print its words, each ended by a NUL byte (pmulab-sim uses this)")
     ap.add_argument("text", nargs="?", help="the assembly text")
+    if argv[:1] == ["--argv"]:  # every word after it is the command line's, options included
+        try:
+            sys.stdout.write("".join(w + "\0" for w in rewrite_argv(argv[1:])))
+            return 0
+        except AsmError as e:
+            print(f"pmulab_asm: error: {e}", file=sys.stderr)
+            return 2
     args = ap.parse_args(argv)
     try:
         if args.campaign:

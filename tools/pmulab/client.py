@@ -12,8 +12,9 @@ The shape follows nanoBench's kernelNanoBench.py (set options, run code, get a d
 of counts), but every call is one request to an agent that stays up: hundreds of
 experiments per boot. Agent.serial(DEVICE) attaches to a lab machine booted into
 `pmulab serve` over a serial cable, Agent.tcp(HOST, PORT) to one serving on TCP
-(`pmulab serve --tcp PORT`), and Agent.qemu(..., tcp=True) boots QEMU with the agent on
-TCP. Only the standard library is used.
+(`pmulab serve --tcp PORT`), Agent.qemu(..., tcp=True) boots QEMU with the agent on
+TCP, and Agent.sim(DUMP) starts the simulator (`build/host/pmulab-sim --dump DUMP -- serve`,
+docs/sim.md) with the agent on its stdin/stdout. Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextIO, Tuple, Union
+from typing import IO, Any, Dict, Literal, Iterable, Iterator, List, Sequence, TextIO, Tuple, Union
 
-from . import TOOLS
+from . import ROOT, TOOLS
 from . import asm as pmulab_asm
 from .options import OptionsError, pmulab_options
 
@@ -43,6 +44,7 @@ BatchLine = Union[str, Sequence[str], Tuple[List[str], Dict[str, bytes]]]
 
 PROTOCOL = 1
 BLOB_MAX = 64 << 10
+SIM = os.path.join(ROOT, "build", "host", "pmulab-sim")  # the simulator (make builds it)
 
 
 def code_options() -> dict[str, str]:
@@ -72,6 +74,16 @@ def assemble(text: str, att: bool = False, what: str = "--asm") -> bytes:
 
 class AgentError(Exception):
     """The agent could not be reached, or the link broke."""
+
+
+class SimError(AgentError):
+    """pmulab-sim could not start serving; .status is the exit status for the tool
+    (2: a bad --sim option or a dump that cannot be read, as pmulab-sim says; 1: no
+    pmulab-sim binary or another failure)."""
+
+    def __init__(self, msg: str, status: int) -> None:
+        super().__init__(msg)
+        self.status = status
 
 
 class RequestError(Exception):
@@ -168,12 +180,61 @@ def asm_to_blobs(argv: Sequence[str], att: bool = False) -> tuple[list[str], dic
     return out, blobs
 
 
-class _Link:
-    """A byte stream with line reads: a socket or a file descriptor (serial device)."""
+def sim_argv(dump: str | None = None, model: str | None = None, cache: str | None = None,
+             seed: int | str | None = None, results: str | None = None) -> list[str]:
+    """pmulab-sim's own options for a machine (before `--`): a dump or a named model,
+    the cache model and the seed (docs/sim.md), a results folder."""
+    if (dump is None) == (model is None):
+        raise ValueError("give a dump (--sim DUMP) or a model (--sim-model NAME), one of them")
+    argv = ["--dump", dump] if dump is not None else ["--model", str(model)]
+    if cache is not None:
+        argv += ["--cache", cache]
+    if seed is not None:
+        argv += ["--seed", str(seed)]
+    if results is not None:
+        argv += ["--results", results]
+    return argv
 
-    def __init__(self, sock: socket.socket | None = None, fd: int | None = None) -> None:
+
+def sim_refusal(console: Sequence[str], fallback: str) -> str:
+    """pmulab-sim's last error line (without its "pmulab-sim: error: "), in the --sim-*
+    names the tools give its options; `fallback` when it said none."""
+    errors = [l.split(": error: ", 1)[1] for l in console if ": error: " in l]
+    why = errors[-1] if errors else fallback
+    for own, tool in (("--cache", "--sim-cache"), ("--seed", "--sim-seed"), ("--model", "--sim-model")):
+        why = why.replace(own + " ", tool + " ").replace(own + ":", tool + ":")
+    return why
+
+
+def add_sim_options(p: Any, what: str = "", repeat: bool = False) -> None:
+    """--sim DUMP, --sim-model NAME, --sim-cache SPEC, --sim-seed N on an argparse parser
+    (repeat: --sim and --sim-model may be given several times, a list each)."""
+    action = "append" if repeat else "store"
+    p.add_argument("--sim", metavar="DUMP", action=action, help="run on the simulator instead: "
+                   "build/host/pmulab-sim --dump DUMP -- serve (a CPUID dump, e.g. tests/data/cpuid/*.txt; "
+                   "docs/sim.md)" + what)
+    p.add_argument("--sim-model", metavar="NAME", action=action, help="the simulator with a named model instead "
+                   "of a dump (pmulab-sim --list-models)")
+    p.add_argument("--sim-cache", metavar="SPEC", help="the simulator's cache model (pmulab-sim --cache; docs/sim.md)")
+    p.add_argument("--sim-seed", metavar="N", help="the simulator's seed (pmulab-sim --seed)")
+
+
+def sim_options_problem(args: Any) -> str | None:
+    """What is wrong with the --sim options of parsed arguments (None: nothing)."""
+    if args.sim is not None and args.sim_model is not None:
+        return "give --sim DUMP or --sim-model NAME, not both"
+    if args.sim is None and args.sim_model is None and (args.sim_cache is not None or args.sim_seed is not None):
+        return "--sim-cache and --sim-seed go with --sim DUMP (or --sim-model NAME)"
+    return None
+
+
+class _Link:
+    """A byte stream with line reads: a socket, a file descriptor (serial device), or a
+    pair of pipes (fd to read, wfd to write: pmulab-sim's stdout and stdin)."""
+
+    def __init__(self, sock: socket.socket | None = None, fd: int | None = None, wfd: int | None = None) -> None:
         assert (sock is None) != (fd is None), "a link is a socket or a file descriptor"
-        self.sock, self.fd = sock, fd
+        self.sock, self.fd, self.wfd = sock, fd, wfd
         self.buf = b""
 
     def fileno(self) -> int:
@@ -187,8 +248,9 @@ class _Link:
         if self.sock:
             self.sock.sendall(data)
         else:
+            out = self._fd() if self.wfd is None else self.wfd
             while data:
-                n = os.write(self._fd(), data)
+                n = os.write(out, data)
                 data = data[n:]
 
     def readline(self, timeout: float | None) -> bytes:
@@ -213,6 +275,12 @@ class _Link:
                 os.close(self.fd)
         except OSError:
             pass
+        if self.wfd is not None:
+            try:
+                os.close(self.wfd)
+            except OSError:
+                pass
+            self.wfd = None
 
 
 def free_tcp_port() -> int:
@@ -361,6 +429,63 @@ class Agent:
         connect_timeout seconds while the agent is not listening yet."""
         agent = cls(None, timeout=timeout)
         agent.link = _tcp_connect(host, int(port), agent, time.monotonic() + connect_timeout)
+        return agent
+
+    @classmethod
+    def sim(cls, dump: str | None = None, model: str | None = None, cache: str | None = None,
+            seed: int | str | None = None, serve_args: Sequence[str] = (), results: str | None = None,
+            timeout: float = 600, log: TextIO | None = None) -> Agent:
+        """Starts the simulator as the agent: `build/host/pmulab-sim --dump DUMP (or
+        --model NAME) [--cache SPEC] [--seed N] [--results DIR] -- serve [serve_args]`,
+        driven through its stdin/stdout exactly as an agent on a serial port. Its
+        console (stderr) goes to .console (and `log`). SimError when it does not say hello."""
+        argv = sim_argv(dump, model, cache, seed, results)
+        if not os.access(SIM, os.X_OK):
+            raise SimError(f"{os.path.relpath(SIM, ROOT)} is missing: `make` builds it (in {ROOT})", 1)
+        to_sim, from_host = os.pipe()
+        to_host, from_sim = os.pipe()
+        try:
+            proc = subprocess.Popen([SIM, *argv, "--", "serve", *serve_args], stdin=to_sim, stdout=from_sim,
+                                    stderr=subprocess.PIPE)
+        finally:
+            os.close(to_sim)
+            os.close(from_sim)
+        link = _Link(fd=to_host, wfd=from_host)
+        agent = cls(link, proc=proc, timeout=timeout)
+        stderr = proc.stderr
+        assert stderr is not None  # stderr=PIPE
+        # Its console goes to `log` once it serves; a refusal is said once, by SimError.
+        shown = threading.Event()
+        lock = threading.Lock()
+
+        def drain(stream: IO[bytes]) -> None:
+            for raw in iter(stream.readline, b""):
+                line = raw.decode(errors="replace").rstrip("\n")
+                with lock:
+                    agent.console.append(line)
+                    if log and shown.is_set():
+                        print(line, file=log, flush=True)
+
+        reader = threading.Thread(target=drain, args=(stderr,), daemon=True)
+        reader.start()
+        try:
+            agent._wait_hello()
+            with lock:
+                if log:
+                    for line in agent.console:
+                        print(line, file=log, flush=True)
+                shown.set()
+        except (AgentError, TimeoutError, OSError) as e:
+            link.close()
+            agent.link = None
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                pass
+            reader.join(2)
+            agent._reap()
+            why = sim_refusal(agent.console, f"{e} (status {proc.returncode})")
+            raise SimError(f"pmulab-sim: {why}", 2 if proc.returncode == 2 else 1)
         return agent
 
     @classmethod

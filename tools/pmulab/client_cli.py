@@ -5,6 +5,8 @@
   tools/pmulab-client --serial /dev/ttyUSB0 --batch FILE
   tools/pmulab-client --tcp HOST:PORT --batch FILE      (an agent on `serve --tcp PORT`)
   tools/pmulab-client --qemu --tcp [run-qemu options] --batch FILE   (QEMU, agent on TCP)
+  tools/pmulab-client --sim DUMP [--sim-cache SPEC] [--sim-seed N] --batch FILE
+                                    (the simulator: pmulab-sim --dump DUMP -- serve)
 
 FILE holds one pmulab command line per line (`#` comments, blank lines skipped; `-` is
 stdin); `--asm`, `--asm-init`, ... are assembled here (tools/pmulab/asm.py) into code
@@ -13,7 +15,8 @@ JSON line with "id" (the request) and "line" (the line of FILE); each line ends 
 {"type":"done","id":..,"line":..,"status":N}.
 
 Exit status: 0 every line succeeded; 1 a line failed (its records say why) or the agent
-was lost; 2 bad arguments or a line that does not split or assemble (nothing runs).
+was lost; 2 bad arguments or a line that does not split or assemble (nothing runs), or
+a --sim dump or option pmulab-sim refuses.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import sys
 from typing import Sequence
 
 from . import asm as pmulab_asm
-from .client import Agent, AgentError, asm_to_blobs
+from .client import Agent, AgentError, SimError, add_sim_options, asm_to_blobs, sim_options_problem
 
 
 def fail(msg: str, status: int = 2) -> int:
@@ -67,6 +70,7 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--tcp", nargs="?", const=True, metavar="HOST:PORT",
                    help="attach to an agent on TCP (pmulab serve --tcp PORT); with --qemu and no value: boot "
                    "with the agent on TCP (a port forward on 127.0.0.1) instead of a serial port")
+    add_sim_options(p)
     p.add_argument("--batch", metavar="FILE", required=True, help="command lines, one per line ('-': stdin)")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="per-request timeout on the agent")
     p.add_argument("--baud", type=int, default=115200)
@@ -84,9 +88,15 @@ def main(argv: Sequence[str]) -> int:
         tcp_addr = (host.strip("[]"), int(port))
     elif args.tcp is True and not args.qemu:
         return fail("--tcp needs HOST:PORT (or goes with --qemu)")
-    if not (args.qemu or args.serial or tcp_addr):
-        return fail("one of the arguments --qemu --serial is required (or --tcp HOST:PORT)")
-    if (args.serial or tcp_addr) and qemu_args:
+    sim = args.sim is not None or args.sim_model is not None
+    problem = sim_options_problem(args)
+    if problem:
+        return fail(problem)
+    if sim and (args.qemu or args.serial or args.tcp is not None):
+        return fail("--sim runs on the simulator; it does not go with --qemu, --serial or --tcp")
+    if not (args.qemu or args.serial or tcp_addr or sim):
+        return fail("one of the arguments --qemu --serial --sim is required (or --tcp HOST:PORT)")
+    if (args.serial or tcp_addr or sim) and qemu_args:
         return fail(f"unexpected arguments {' '.join(qemu_args)} (run-qemu options go with --qemu)")
     if "--" in qemu_args:
         return fail("a pmulab command line after '--' is not taken: put command lines in the --batch file")
@@ -96,12 +106,16 @@ def main(argv: Sequence[str]) -> int:
         return fail(str(e))
     worst = 0
     try:
-        if args.qemu:
+        if sim:
+            agent = Agent.sim(args.sim, args.sim_model, args.sim_cache, args.sim_seed, log=sys.stderr)
+        elif args.qemu:
             agent = Agent.qemu(qemu_args, log=sys.stderr, tcp=args.tcp is True)
         elif tcp_addr:
             agent = Agent.tcp(*tcp_addr, connect_timeout=args.connect_timeout)
         else:
             agent = Agent.serial(args.serial, args.baud)
+    except SimError as e:
+        return fail(str(e), e.status)
     except (AgentError, OSError, TimeoutError) as e:
         return fail(f"cannot reach the agent: {e}", 1)
     out = sys.stdout

@@ -16,6 +16,13 @@
       The default picks the agent when a campaign has more than one command.
       Every run folder also gets table.txt: per results file its command line and the
       median/q1/q3/est table of its results (the same in both modes).
+  pmulab-lab run --config A.cfg --sim DUMP [--sim DUMP2] [--sim-model NAME] [--sim-cache SPEC]
+                 [--sim-seed N] --out DIR
+      The same on the simulator instead of QEMU: one run per config x machine (a CPUID
+      dump, or a named model) in DIR/<config>-sim-<dump>/, each campaign driven through
+      `pmulab-sim --results DIR/.../results -- serve --results` as in agent mode
+      (docs/sim.md). The QEMU options (--smp, --cpu, --kvm, --icount, --efi,
+      --keep-images, --no-agent) do not go with --sim.
   pmulab-lab pull IMAGE --out DIR
       Copies \\pmulab\\results from a disk image (e.g. `dd if=/dev/sdX of=stick.img`) to DIR.
       Never overwrites: when DIR already holds a file of the same name (every stick numbers
@@ -62,6 +69,7 @@ from typing import Any, Callable, Dict, Iterable, NoReturn, Sequence, TextIO, Tu
 from . import ROOT
 from . import asm as pmulab_asm
 from . import client as pmulab_client
+from .client import add_sim_options
 
 Record = Dict[str, Any]  # one JSON record (a results line, a command's state)
 Job = Tuple[str, int, str, str]  # one boot: (config, smp, cpu model, run folder)
@@ -429,6 +437,85 @@ def link_results(states: list[Record], rendered: dict[int, str], res_dir: str, f
             j = k + 1
 
 
+def new_states(commands: list[tuple[int, list[str]]]) -> list[Record]:
+    """commands.json's entries, before anything ran."""
+    return [{"line": n, "command": " ".join(pmulab_asm.quote(w) for w in words), "status": None,
+             "state": "not run", "reason": None} for n, words in commands]
+
+
+def send_commands(agent: pmulab_client.Agent, commands: list[tuple[int, list[str]]],
+                  states: list[Record]) -> tuple[tuple[int, str] | None, dict[int, str]]:
+    """Every campaign command as a request (several in flight), its answer into states.
+    Returns (lost: (index, why) when the agent was lost, else None; how pmulab's meta
+    records name each command)."""
+    ids: dict[int, Any] = {}
+    nxt, i, rendered = 0, 0, {}
+    try:
+        for i in range(len(commands)):
+            while nxt < len(commands) and nxt - i < pmulab_client.Agent.WINDOW:
+                cmd, blobs = request_of(commands[nxt][1])
+                # How pmulab's meta record will name it: the words, space-separated.
+                rendered[nxt] = " ".join(commands[nxt][1] if isinstance(cmd, str) else cmd)
+                ids[nxt] = agent.submit(cmd, blobs)
+                nxt += 1
+            ans = agent.collect(ids.pop(i))
+            st = states[i]
+            st["status"] = ans.status
+            st["state"] = "ok" if ans.status == 0 else "failed"
+            if ans.status != 0:
+                msgs = [r.get("message", "") for r in ans.errors]
+                st["reason"] = "; ".join(m for m in msgs if m) or f"status {ans.status}"
+    except (pmulab_client.AgentError, TimeoutError, OSError) as e:
+        return (i, f"the agent was lost: {e}"), rendered
+    return None, rendered
+
+
+def drive(start: Callable[[], pmulab_client.Agent], what: str, commands: list[tuple[int, list[str]]],
+          states: list[Record]) -> tuple[bool, tuple[int, str] | None, dict[int, str], int | None]:
+    """Starts the agent, sends every command, stops it. Returns (whether it started, lost
+    as send_commands says, how the meta records name the commands, its exit status)."""
+    try:
+        agent = start()
+    except (pmulab_client.AgentError, TimeoutError, OSError) as e:
+        return False, (0, f"{what} did not start: {e}"), {}, None
+    lost, rendered = send_commands(agent, commands, states)
+    return True, lost, rendered, agent.close(timeout=60)
+
+
+def mark_lost(states: list[Record], lost: tuple[int, str], started: bool) -> None:
+    """The commands the agent did not answer: the one it was running failed, the rest not run."""
+    k, why = lost
+    if started and k < len(states):
+        states[k].update(state="failed", reason=f"{why}, while it ran this command")
+        why = f"{why}, at line {states[k]['line']}"
+        k += 1
+    for st in states[k:]:
+        st.update(state="not run", reason=why)
+
+
+def agent_summary(run_dir: str, states: list[Record], rendered: dict[int, str], files: list[str],
+                  how: str, pulled: str) -> str:
+    """Links the results files to the commands, writes commands.json; the run's message."""
+    link_results(states, rendered, os.path.join(run_dir, "results"), files)
+    write_file(os.path.join(run_dir, "commands.json"),
+               lambda f: f.write("[\n" + ",\n".join(json.dumps(st) for st in states) + "\n]\n"))
+    counts: dict[str, int] = {}
+    for st in states:
+        counts[st["state"]] = counts.get(st["state"], 0) + 1
+    msg = f"{how}, {len(states)} commands: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+    failed = [st for st in states if st["state"] == "failed"]
+    for st in failed[:3]:
+        msg += f"; line {st['line']}: {st['reason']}"
+    if len(failed) > 3:
+        msg += f"; {len(failed) - 3} more failed (commands.json)"
+    skipped = [st for st in states if st["state"] == "not run"]
+    if skipped:
+        msg += f"; not run: line{'s' if len(skipped) > 1 else ''} {line_ranges([st['line'] for st in skipped])}"
+        if not failed:  # the agent never ran a command: say why once
+            msg += f" ({skipped[0]['reason']})"
+    return msg + f"; {len(files)} results files{pulled}"
+
+
 def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
     """Agent mode: one boot into `serve --results`, every command a request, the results
     files pulled from the disk image afterwards. Returns (job, status, message)."""
@@ -446,14 +533,13 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
     if args.icount is not None:
         qargs += ["--icount", str(args.icount)]
     serve_args = ["--results"] + (["--unsafe"] if any("--unsafe" in w for _, w in commands) else [])
-    states: list[Record] = [{"line": n, "command": " ".join(pmulab_asm.quote(w) for w in words), "status": None,
-               "state": "not run", "reason": None} for n, words in commands]
-    lost, qemu_status, console = None, None, os.path.join(run_dir, "console.txt")
+    states = new_states(commands)
+    console = os.path.join(run_dir, "console.txt")
     with open(console, "w") as log:
-        try:
+        def start() -> pmulab_client.Agent:
             try:
-                agent = pmulab_client.Agent.qemu(qargs, timeout=args.timeout, no_build=True, log=log,
-                                                 serve_args=serve_args)
+                return pmulab_client.Agent.qemu(qargs, timeout=args.timeout, no_build=True, log=log,
+                                                serve_args=serve_args)
             except pmulab_client.AgentError as e:
                 # run-qemu.sh's fall-back from KVM to TCG starts a second QEMU, which the
                 # client's socket (accepted once) does not reach: fall back here instead.
@@ -461,30 +547,9 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
                     raise
                 log.write("pmulab-lab: KVM could not run the firmware; the agent starts again under TCG\n")
                 log.flush()
-                agent = pmulab_client.Agent.qemu([a for a in qargs if a != "--kvm"], timeout=args.timeout,
-                                                 no_build=True, log=log, serve_args=serve_args)
-        except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-            agent, lost = None, (0, f"the agent did not start: {e}")
-        if agent is not None:
-            ids, nxt, i, rendered = {}, 0, 0, {}
-            try:
-                for i in range(len(commands)):
-                    while nxt < len(commands) and nxt - i < pmulab_client.Agent.WINDOW:
-                        cmd, blobs = request_of(commands[nxt][1])
-                        # How pmulab's meta record will name it: the words, space-separated.
-                        rendered[nxt] = " ".join(commands[nxt][1] if isinstance(cmd, str) else cmd)
-                        ids[nxt] = agent.submit(cmd, blobs)
-                        nxt += 1
-                    ans = agent.collect(ids.pop(i))
-                    st = states[i]
-                    st["status"] = ans.status
-                    st["state"] = "ok" if ans.status == 0 else "failed"
-                    if ans.status != 0:
-                        msgs = [r.get("message", "") for r in ans.errors]
-                        st["reason"] = "; ".join(m for m in msgs if m) or f"status {ans.status}"
-            except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-                lost = (i, f"the agent was lost: {e}")
-            qemu_status = agent.close(timeout=60)
+                return pmulab_client.Agent.qemu([a for a in qargs if a != "--kvm"], timeout=args.timeout,
+                                                no_build=True, log=log, serve_args=serve_args)
+        started, lost, rendered, qemu_status = drive(start, "the agent", commands, states)
     if lost is not None:
         k, why = lost
         # run-qemu.sh names the serial log of its --keep folder, which goes away.
@@ -492,12 +557,7 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
         tail = [l for l in read_text(console).splitlines() if l.startswith("run-qemu")]
         why += f" (QEMU status {qemu_status}" + (f": {tail[-1]}" if tail else "") + ")" \
             if qemu_status is not None else ""
-        if agent is not None and k < len(states):
-            states[k].update(state="failed", reason=f"{why}, while it ran this command")
-            why = f"{why}, at line {states[k]['line']}"
-            k += 1
-        for st in states[k:]:
-            st.update(state="not run", reason=why)
+        mark_lost(states, (k, why), started)
     img = os.path.join(keep, "disk.img")
     files = []
     pulled = ""
@@ -509,26 +569,37 @@ def agent_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
         if args.keep_images:
             os.replace(img, os.path.join(run_dir, "pmulab.img"))
     shutil.rmtree(keep, ignore_errors=True)
-    link_results(states, rendered if agent is not None else {}, os.path.join(run_dir, "results"), files)
-    write_file(os.path.join(run_dir, "commands.json"),
-               lambda f: f.write("[\n" + ",\n".join(json.dumps(st) for st in states) + "\n]\n"))
-    counts: dict[str, int] = {}
-    for st in states:
-        counts[st["state"]] = counts.get(st["state"], 0) + 1
-    msg = f"agent, {len(states)} commands: " + ", ".join(f"{v} {k}" for k, v in counts.items())
-    failed = [st for st in states if st["state"] == "failed"]
-    for st in failed[:3]:
-        msg += f"; line {st['line']}: {st['reason']}"
-    if len(failed) > 3:
-        msg += f"; {len(failed) - 3} more failed (commands.json)"
-    skipped = [st for st in states if st["state"] == "not run"]
-    if skipped:
-        msg += f"; not run: line{'s' if len(skipped) > 1 else ''} {line_ranges([st['line'] for st in skipped])}"
-        if not failed:  # the agent never ran a command: say why once
-            msg += f" ({skipped[0]['reason']})"
-    msg += f"; {len(files)} results files{pulled}"
-    bad = failed or skipped
+    msg = agent_summary(run_dir, states, rendered, files, "agent", pulled)
+    bad = any(st["state"] != "ok" for st in states)
     ok = not bad and not pulled and qemu_status == 0
+    return job, 0 if ok else 1, msg
+
+
+def sim_one(job: Job, args: argparse.Namespace) -> tuple[Job, int, str]:
+    """--sim: the campaign on the simulator (pmulab-sim --results RUN/results -- serve
+    --results), every command a request as in agent mode; the results files are
+    written straight into the run folder. `job`'s cpu slot holds the machine."""
+    cfg, _, machine, run_dir = job
+    data = campaign_data(cfg, args)
+    with open(os.path.join(run_dir, "pmulab.cfg"), "wb") as f:
+        f.write(data)
+    commands = campaign_commands(data)
+    res_dir = os.path.join(run_dir, "results")
+    serve_args = ["--results"] + (["--unsafe"] if any("--unsafe" in w for _, w in commands) else [])
+    kind, _, what = machine.partition(":")
+    states = new_states(commands)
+    with open(os.path.join(run_dir, "console.txt"), "w") as log:
+        started, lost, rendered, status = drive(
+            lambda: pmulab_client.Agent.sim(what if kind == "dump" else None, what if kind == "model" else None,
+                                            args.sim_cache, args.sim_seed, serve_args=serve_args, results=res_dir,
+                                            timeout=args.timeout, log=log),
+            "the simulator", commands, states)
+    if lost is not None:
+        k, why = lost
+        mark_lost(states, (k, why + (f" (pmulab-sim status {status})" if status is not None else "")), started)
+    files = sorted(os.listdir(res_dir)) if os.path.isdir(res_dir) else []
+    msg = agent_summary(run_dir, states, rendered, files, "sim", "")
+    ok = all(st["state"] == "ok" for st in states) and status == 0
     return job, 0 if ok else 1, msg
 
 
@@ -595,8 +666,13 @@ def write_table(run_dir: str) -> None:
 
 
 def run_names(configs: Sequence[str], smps: Sequence[int],
-              cpus: Sequence[str]) -> list[tuple[str, int, str, str]]:
-    """(config, smp, cpu, folder name) for every boot; the names are unique."""
+              cpus: Sequence[str], machines: Sequence[str] = ()) -> list[tuple[str, int, str, str]]:
+    """(config, smp, cpu, folder name) for every boot; the names are unique. With
+    `machines` (--sim: "dump:PATH", "model:NAME") one run per config and machine instead,
+    (config, 0, machine, <config>-sim-<dump or model>)."""
+    variants = [(0, m, "sim-" + slug(os.path.splitext(os.path.basename(m.partition(":")[2]))[0]))
+                for m in machines] or \
+               [(smp, cpu, f"smp{smp}" + (f"-{slug(cpu)}" if cpu else "")) for smp in smps for cpu in cpus]
     stems: dict[str, set[str]] = {}
     for cfg in configs:
         stems.setdefault(slug(os.path.splitext(os.path.basename(cfg))[0]), set()).add(os.path.realpath(cfg))
@@ -606,16 +682,43 @@ def run_names(configs: Sequence[str], smps: Sequence[int],
         if len(stems[stem]) > 1:  # a/x.cfg and b/x.cfg: the folder tells them apart
             parent = os.path.basename(os.path.dirname(os.path.realpath(cfg)))
             stem = slug(f"{parent}_{stem}")
-        for smp in smps:
-            for cpu in cpus:
-                base = f"{stem}-smp{smp}" + (f"-{slug(cpu)}" if cpu else "")
-                name, k = base, 1
-                while name.lower() in used:  # the same config twice (or a clash left over)
-                    k += 1
-                    name = f"{base}-{k}"
-                used.add(name.lower())
-                out.append((cfg, smp, cpu, name))
+        for smp, cpu, suffix in variants:
+            base = f"{stem}-{suffix}"
+            name, k = base, 1
+            while name.lower() in used:  # the same config twice (or a clash left over)
+                k += 1
+                name = f"{base}-{k}"
+            used.add(name.lower())
+            out.append((cfg, smp, cpu, name))
     return out
+
+
+def sim_machines(args: argparse.Namespace) -> list[str]:
+    """--sim DUMP / --sim-model NAME as machines ("dump:PATH", "model:NAME"), each checked
+    by pmulab-sim itself (with --sim-cache and --sim-seed) before anything runs; [] without."""
+    machines = [f"dump:{d}" for d in args.sim or []] + [f"model:{m}" for m in args.sim_model or []]
+    if not machines:
+        if args.sim_cache is not None or args.sim_seed is not None:
+            die("run: --sim-cache and --sim-seed go with --sim DUMP (or --sim-model NAME)")
+        return []
+    qemu = [o for o, v in (("--smp", args.smp), ("--cpu", args.cpu), ("--kvm", args.kvm), ("--icount", args.icount),
+                           ("--efi", args.efi), ("--keep-images", args.keep_images or None)) if v is not None]
+    if qemu:
+        die(f"run: {qemu[0]} is an option of the QEMU boot; it does not go with --sim")
+    if args.agent == "image":
+        die("run: --no-agent boots a disk image; --sim runs every campaign through the simulator's agent")
+    if not os.access(pmulab_client.SIM, os.X_OK):
+        die(f"run: {os.path.relpath(pmulab_client.SIM, ROOT)} is missing: `make` builds it (in {ROOT})", 1)
+    for m in machines:
+        kind, _, what = m.partition(":")
+        argv = pmulab_client.sim_argv(what if kind == "dump" else None, what if kind == "model" else None,
+                                      args.sim_cache, args.sim_seed)
+        p = subprocess.run([pmulab_client.SIM, *argv, "--", "version"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, errors="replace")
+        if p.returncode != 0:
+            why = pmulab_client.sim_refusal(p.stderr.splitlines(), f"status {p.returncode}")
+            die(f"run: pmulab-sim: {why}", 2 if p.returncode == 2 else 1)
+    return machines
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -640,7 +743,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             die(f"run: {e}")
         check_campaign(c, data)
         commands[c] = campaign_commands(data)
-    smps = [s for s in args.smp.split(",") if s]
+    machines = sim_machines(args)
+    smps: list[Any] = [s for s in (args.smp or "4").split(",") if s]
     if not smps:
         die("run: --smp: give at least one processor count (e.g. 1,4)")
     for s in smps:
@@ -656,7 +760,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         die(f"run: --out {args.out} is not a folder")
     cpus = [c for c in (args.cpu or "").split(",")] or [""]
     args.efi = args.efi or os.path.join(ROOT, "build", "pmulab.efi")
-    if not os.path.isfile(args.efi):
+    if not machines and not os.path.isfile(args.efi):
         r = subprocess.run(["make", "-s", "-C", ROOT, "build/pmulab.efi"], stdout=sys.stderr)
         if r.returncode != 0 or not os.path.isfile(args.efi):
             die(f"run: {args.efi} is missing and the build failed", 1)
@@ -665,20 +769,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         why = agent_obstacle(commands[c], args.efi)
         if args.agent == "agent" and why:
             die(f"run: --agent: config {c}: {why}; use --no-agent (image mode)")
-        if args.agent == "agent" or (args.agent == "auto" and not why and len(commands[c]) > 1):
+        if machines and why:
+            die(f"run: --sim: config {c}: {why}")
+        if machines:
+            modes[c] = "sim"
+        elif args.agent == "agent" or (args.agent == "auto" and not why and len(commands[c]) > 1):
             modes[c] = "agent"
         else:
             modes[c] = "image"
     jobs: list[Job] = []
     labels: dict[str, Record] = {}
-    for cfg, smp, cpu, name in run_names(args.config, smps, cpus):
+    for cfg, smp, cpu, name in run_names(args.config, smps, cpus, machines):
         run_dir = os.path.join(args.out, name)
         if os.path.lexists(run_dir):
             die(f"run: {run_dir} exists already; pick a new --out or remove it (results are never overwritten)")
         jobs.append((cfg, smp, cpu, run_dir))
         labels[os.path.abspath(os.path.join(run_dir, "results"))] = {
             "run": name, "config": os.path.basename(cfg), "smp": int(smp), "cpu_model": cpu or "max",
-            "mode": modes[cfg]}
+            "mode": modes[cfg]} if not machines else {
+            "run": name, "config": os.path.basename(cfg), "sim": cpu.partition(":")[2], "mode": "sim"}
     for fname in ("merged.jsonl", "merged.csv"):
         if os.path.lexists(os.path.join(args.out, fname)):
             die(f"run: {os.path.join(args.out, fname)} exists already; pick a new --out (results are never "
@@ -694,7 +803,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def boot(job):
         try:
-            if modes[job[0]] == "agent":
+            if modes[job[0]] == "sim":
+                job, status, msg = sim_one(job, args)
+            elif modes[job[0]] == "agent":
                 job, status, msg = agent_one(job, args)
             else:
                 job, status, msg = boot_one(job, args)
@@ -733,7 +844,7 @@ def main(argv: list[str]) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="boot a matrix of configs x smp x cpu models and merge the results")
     r.add_argument("--config", action="append", help="campaign file (pmulab.cfg syntax); repeatable")
-    r.add_argument("--smp", default="4", help="comma-separated processor counts (default 4)")
+    r.add_argument("--smp", help="comma-separated processor counts (default 4)")
     r.add_argument("--cpu", help="comma-separated QEMU CPU models (default max)")
     r.add_argument("--kvm", nargs="?", const="auto", choices=["auto", "required"])
     r.add_argument("--icount", type=int)
@@ -746,6 +857,7 @@ def main(argv: list[str]) -> int:
                    help="one boot into `pmulab serve` per configuration, every command a request")
     g.add_argument("--no-agent", dest="agent", action="store_const", const="image",
                    help="image mode: the campaign as \\pmulab\\pmulab.cfg, booted as a stick would be")
+    add_sim_options(r, "; repeatable: one run per config and dump", repeat=True)
     r.add_argument("--out", required=True, help="output folder (must not exist per run)")
     p = sub.add_parser("pull", help="copy \\pmulab\\results out of a disk image")
     p.add_argument("image")

@@ -5,6 +5,7 @@
   tools/pmulab-nanobench --icount 7 -asm "add rax, rbx" -unroll 100      (exact under QEMU)
   tools/pmulab-nanobench --campaign stick.cfg -asm "imul rax, rbx"       (a line for a stick)
   tools/pmulab-nanobench --parse results.jsonl -range                    (print a stick's results)
+  tools/pmulab-nanobench --sim DUMP -asm "add rax, rbx" -config cfg.txt  (on the simulator)
 
 nanoBench's options (one or two dashes, '-opt value' or '-opt=value', any unique prefix:
 -l is -loop_count, -a is ambiguous) become a `pmulab run` command line; by default it
@@ -16,6 +17,9 @@ benches, sizes, CPUs or runs start with what tells them apart ('size=4096 TSC: 2
 
 Options of this tool (two dashes, never abbreviated):
   --icount SHIFT  --smp N  --cpu-model MODEL  --kvm  --timeout S  --no-build   QEMU boot
+  --sim DUMP        measure on the simulator instead of booting QEMU: pmulab-sim --dump
+                    DUMP -- serve (docs/sim.md), driven as an agent; --sim-model NAME
+                    (a named model instead of a dump), --sim-cache SPEC, --sim-seed N
   --events SPECS    pmulab events to measure as well (e.g. tsc); without -config,
                     -fixed_counters and --events: tsc
   --campaign FILE   append the pmulab command line to FILE (a campaign for a stick)
@@ -25,7 +29,9 @@ Options of this tool (two dashes, never abbreviated):
                     result records, or a record without a field it needs, is an error (1)
   --dry-run         print the pmulab command line and stop
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code that does
-not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...).
+not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...);
+with --sim: 2 also for a dump or --sim-* option pmulab-sim refuses, 1 when build/host/
+pmulab-sim is missing (`make` builds it).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from typing import Any, Dict, Sequence
 
 from . import ROOT
 from . import asm as pmulab_asm
+from . import client as pmulab_client
 from .options import OptionsError, asm_options
 
 PROG = "pmulab-nanobench"
@@ -62,7 +69,8 @@ NB_DEFAULTS = {"n_measurements": 10, "unroll_count": 1000, "loop_count": 0, "war
                "initial_warm_up_count": 0, "alignment_offset": 0, "usr": 1, "os": 0}
 OWN_OPTIONS = {"--icount": True, "--smp": True, "--cpu-model": True, "--kvm": False, "--timeout": True,
                "--no-build": False, "--events": True, "--campaign": True, "--parse": True,
-               "--dry-run": False}
+               "--dry-run": False, "--sim": True, "--sim-model": True, "--sim-cache": True, "--sim-seed": True}
+QEMU_OPTIONS = ("--icount", "--smp", "--cpu-model", "--kvm", "--timeout", "--no-build")
 
 
 NB_ASM_OPTIONS = ("asm", "asm_init", "asm_late_init", "asm_one_time_init")
@@ -430,6 +438,43 @@ def boot(words: list[str], config: str | None, own: Options, verbose: bool) -> t
         return p.returncode, p.stdout
 
 
+def simulated(words: list[str], config: str | None, own: Options) -> tuple[int, list[Record]]:
+    """Runs the command line on the simulator (pmulab-sim ... -- serve, through the agent
+    client); the -config file goes along as a blob that --events-file names. Returns
+    (status, records). SimError when the simulator does not start."""
+    words = list(words)
+    blobs: dict[str, bytes] = {}
+    if config:
+        name = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.basename(config))[:32].lstrip(".") or "config"
+        with open(config, "rb") as f:
+            blobs[name] = f.read()
+        words[words.index("--events-file") + 1] = name
+    argv, code = pmulab_client.asm_to_blobs(words)
+    blobs.update(code)
+    agent = pmulab_client.Agent.sim(own.get("--sim"), own.get("--sim-model"), own.get("--sim-cache"),
+                                    own.get("--sim-seed"), log=sys.stderr if own.get("verbose") else None)
+    try:
+        ans = agent.request(argv, blobs)
+    finally:
+        agent.close()
+    return ans.status if ans.status is not None else 1, ans.records
+
+
+def sim_problem(own: Options) -> str | None:
+    """Why the --sim options do not go together (None: they do)."""
+    sim = own.get("--sim") is not None or own.get("--sim-model") is not None
+    if own.get("--sim") is not None and own.get("--sim-model") is not None:
+        return "give --sim DUMP or --sim-model NAME, not both"
+    if not sim and (own.get("--sim-cache") is not None or own.get("--sim-seed") is not None):
+        return "--sim-cache and --sim-seed go with --sim DUMP (or --sim-model NAME)"
+    qemu = [o for o in QEMU_OPTIONS if o in own]
+    if sim and qemu:
+        return f"{qemu[0]} is an option of the QEMU boot; it does not go with --sim"
+    if sim and (own.get("--campaign") or own.get("--parse")):
+        return "--sim measures on the simulator; it does not go with --campaign or --parse"
+    return None
+
+
 def main(argv: Sequence[str]) -> int:
     try:
         nb, own = parse_args(argv)
@@ -451,6 +496,8 @@ def main(argv: Sequence[str]) -> int:
                 return 2  # bad input content (README "Exit status of the tools")
             print("\n".join(lines))
             return 0
+        if sim_problem(own):
+            raise Usage(sim_problem(own))
         words, config = pmulab_command(nb, own)
         words = pmulab_asm.rewrite_argv(words)
     except Usage as e:
@@ -488,8 +535,19 @@ def main(argv: Sequence[str]) -> int:
         return 0
     if verbose:
         print(f"{PROG}: pmulab {line}", file=sys.stderr)
-    status, out = boot(words, config, own, verbose)
-    recs, other = split_output(out)
+    if own.get("--sim") is not None or own.get("--sim-model") is not None:
+        try:
+            status, recs = simulated(words, config, dict(own, verbose=verbose))
+        except pmulab_client.SimError as e:
+            print(f"{PROG}: error: {e}", file=sys.stderr)
+            return e.status
+        except (pmulab_client.AgentError, TimeoutError, OSError) as e:
+            print(f"{PROG}: error: lost the simulator: {e}", file=sys.stderr)
+            return 1
+        other: list[str] = []
+    else:
+        status, out = boot(words, config, own, verbose)
+        recs, other = split_output(out)
     for l in other:
         head, sep, msg = l.partition(": error: ")
         print(head + sep + user_terms(msg, nb) if sep else l, file=sys.stderr)

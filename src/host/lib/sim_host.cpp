@@ -116,7 +116,17 @@ SimHostPlatform::SimHostPlatform(SimMachine& m, std::string what, bool capture)
 
 void SimHostPlatform::write(StrView text) {
     if (capture_) out.append(text.ptr, text.len);
-    else std::fwrite(text.ptr, 1, text.len, stdout);
+    else std::fwrite(text.ptr, 1, text.len, link_ ? stderr : stdout);
+}
+
+Result<ServeLink*> SimHostPlatform::open_serve_link(int port) {
+    if (port >= 0)
+        return Error::make(Errc::invalid_argument,
+                           "serve: pmulab-sim serves on its stdin/stdout; --serial %d does not apply", port);
+    if (capture_) return Platform::open_serve_link(port);
+    std::fflush(stdout);
+    link_ = std::make_unique<StdioServeLink>(0, 1);
+    return static_cast<ServeLink*>(link_.get());
 }
 
 void SimHostPlatform::write_diag(StrView text) {

@@ -10,6 +10,8 @@
 #include "app/platform.h"
 #include "census/cpuid_dump.h"
 #include "sim_exec.h"
+#include "sim_results.h"
+#include "sim_serve.h"
 #include "sim/sim_cpu.h"
 
 namespace pmulab {
@@ -23,6 +25,11 @@ struct SimMachineOptions {
     u64 perf_caps = 0;  // IA32_PERF_CAPABILITIES of every CPU (where PDCM makes it exist)
     bool have_misc_enable = false;
     u64 misc_enable = 0;  // IA32_MISC_ENABLE of every Intel CPU
+    // The cache model (docs/sim.md): "L1D:32K:8:LRU,L2:256K:4:PLRU,..." (empty: the
+    // defaults of the machine); checked here only for being non-empty when given.
+    std::string cache;
+    u64 seed = 0;  // the seed of the RANDOM replacement policy (--seed N)
+    bool seed_set = false;
 };
 
 // Builds the machine. Errors: Errc::io when the dump cannot be read (exit 1), else
@@ -41,6 +48,12 @@ public:
     const char* firmware_vendor() override { return "pmulab-sim"; }
     MeasurePlatform* measure() override { return &exec_; }
     const char* simulated() override { return what_.c_str(); }
+    // `serve`: the agent protocol on stdin/stdout (sim_serve.h); from then on the
+    // console's own lines go to stderr, so that stdout carries the protocol only.
+    Result<ServeLink*> open_serve_link(int port) override;
+    // Results files (pmulab-sim --results DIR, sim_results.h); none by default.
+    void set_results_dir(const std::string& dir) { sink_ = std::make_unique<HostRecordSink>(dir); }
+    RecordSink* record_sink() override { return sink_.get(); }
     SimExec& exec() { return exec_; }
     // Captured output (capture = true).
     std::string out;
@@ -50,6 +63,8 @@ private:
     std::string what_;
     bool capture_;
     SimExec exec_;
+    std::unique_ptr<StdioServeLink> link_;
+    std::unique_ptr<HostRecordSink> sink_;
 };
 
 }  // namespace pmulab

@@ -252,6 +252,10 @@ int main(int argc, char** argv) {
     what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
     SimHostPlatform p(*machine, what);
     p.exec().set_problem_hook(print_problem, nullptr);
+    if (Status cs = p.exec().set_cache(args.o.cache, args.o.seed); !cs.ok()) {
+        std::fprintf(stderr, "pmulab-sim: error: %s\n", cs.error().msg);
+        return 2;
+    }
     if (args.results) p.set_results_dir(args.results);
 
     // Marked simulated: a banner in text mode, the meta record first in JSON mode. `serve`

@@ -91,6 +91,7 @@ public:
         const BenchInstance* bench = nullptr;
         char label[48] = {};
         Frac value;
+        u64 short_max = 0, long_max = 0;  // the largest raw count of a short / long run
     };
     Vec<Item> items;
 };

@@ -156,6 +156,9 @@ void MetricCollector::add(const RunOptions& o, const MeasureResult& r) {
     it.bench = r.bench;
     str_copy(it.label, sizeof it.label, r.read->event);
     it.value = r.per_iter[unsigned(o.cfg.agg)];
+    auto count = [](Frac f) { return f.num > 0 && f.den ? u64(f.num) / f.den : u64(0); };
+    it.short_max = count(r.short_sum.max);
+    it.long_max = count(r.long_sum.max);
 }
 
 namespace {
@@ -210,8 +213,19 @@ void explain_undefined(Vec<MetricValue>& vals, const ItemInputs& in, const TscFr
     }
 }
 
+// The validation tolerance of one (bench, CPU): from its SLOTS where PERF_METRICS gave
+// the TopDown inputs (their 1/255 quantisation, perf_metrics_tolerance), else 0.01.
+Frac validation_tolerance(const MetricCollector& c, const MetricCollector::Item& at, TopdownMethod method) {
+    if (method != TopdownMethod::perf_metrics) return kMetricTolerance;
+    for (const MetricCollector::Item& it : c.items)
+        if (it.cpu == at.cpu && it.bench == at.bench && StrView(it.label).eq(StrView("TOPDOWN.SLOTS")))
+            return perf_metrics_tolerance(it.short_max, it.long_max);
+    return kMetricTolerance;
+}
+
 // The metric record of one (bench, CPU).
-Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o) {
+Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o,
+                    Frac tolerance) {
     const BenchInstance& b = *it.bench;
     const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
     const MetricDef& d = *mv.def;
@@ -254,6 +268,8 @@ Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, cons
     }
     w.end_object();
     w.field_b("valid", mv.ok && !mv.violation[0]);
+    Frac t = frac_reduce(tolerance);
+    w.key("tolerance").fixed(t.num, t.den, 4);
     if (mv.violation[0]) w.field("violation", mv.violation);
     w.end_object();
     return line;
@@ -302,11 +318,12 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         const TscFreq& tsc = out.platform().tsc_frequency();
         in.tsc_hz = tsc.hz;
         Vec<MetricValue> vals;
-        evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
+        const Frac tol = validation_tolerance(*this, items[i], method);
+        evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals, tol);
         explain_undefined(vals, in, tsc);
         for (const MetricValue& mv : vals) {
             if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
-            out.record(metric_record(items[i], mv, in, o));
+            out.record(metric_record(items[i], mv, in, o, tol));
             metric_table_row(out, table, &header, items[i], mv, o);
         }
     }

@@ -110,8 +110,16 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
             for (StrView name : o.metric_names)
                 for (const MetricDef& d : o.metric_set.defs)
                     if (d.method == td->method && d.level > level && name.eq_nocase(StrView(d.name))) level = d.level;
+            // --no-mem: R8-R13 hold the reads; TSC, SLOTS and the 4 bytes fill them, so
+            // INT_MISC.UOP_DROPPING is left out (each byte's share, metrics.md).
+            const bool no_drop = o.cfg.no_mem && td->method == TopdownMethod::perf_metrics && td->max_level >= 2;
+            if (no_drop)
+                why->printf("%s--no-mem: INT_MISC.UOP_DROPPING (AD.10) does not fit in R8-R13 with SLOTS and "
+                            "PERF_METRICS; TopDown takes each PERF_METRICS byte's share, not Intel's Golden Cove "
+                            "definitions",
+                            why->size() ? "; " : "");
             StrBuf t;
-            topdown_event_specs(*td, level, &t);
+            topdown_event_specs(*td, level, &t, no_drop);
             if (specs->size()) specs->put(';');
             specs->put(t.view());
         }

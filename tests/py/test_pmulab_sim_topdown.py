@@ -246,3 +246,22 @@ def test_validation_tolerance_comes_from_the_slots_of_the_runs():
                "--cpus", "0", "--", "run", "--bench", "add_indep", *TD1)
     assert zen.rc == 0, zen
     assert {m["tolerance"] for m in zen.records("metric")} == {0.01}, zen.records("metric")
+
+
+def test_no_mem_on_golden_cove_leaves_uop_dropping_out_and_says_so():
+    # --no-mem holds 6 reads in R8-R13: TSC, SLOTS and the 4 level-1 bytes. INT_MISC.
+    # UOP_DROPPING (Intel's Golden Cove definitions) does not fit: left out with a warning,
+    # the byte-share definitions are used, and the run works as on Ice Lake.
+    r = _sim("--json", "--model", "sapphire_rapids", "--cpus", "0", "--",
+             "run", "--code", "4801c0", *TD1, "--no-mem")
+    assert r.rc == 0, r
+    warn = [w["message"] for w in r.records("warning")]
+    assert any("--no-mem: INT_MISC.UOP_DROPPING (AD.10) does not fit" in w for w in warn), warn
+    assert not [x for x in r.records("result") if x["event"] == "AD.10"]
+    met = _metrics(r)
+    assert met[(0, "tma_bad_speculation")]["formula"] == "PERF_METRICS.BAD_SPECULATION / TOPDOWN.SLOTS"
+    assert all(m["valid"] for m in met.values()), met
+    full = _sim("--json", "--model", "sapphire_rapids", "--cpus", "0", "--", "run", "--code", "4801c0", *TD1)
+    assert full.rc == 0, full
+    assert [x["counter"] for x in full.records("result") if x["event"] == "AD.10"] == ["PMC0"]
+    assert "[AD.10]" in _metrics(full)[(0, "tma_bad_speculation")]["formula"]

@@ -93,6 +93,7 @@ public:
         char counter[16] = {};  // the counter that measured it ("FIXED_CTR2", "PMC1")
         u64 iterations = 0;     // per window difference: the per-iteration value's divisor
         Frac value;
+        u64 short_max = 0, long_max = 0;  // the largest raw count of a short / long run
     };
     Vec<Item> items;
 };

@@ -110,8 +110,16 @@ void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdent
             for (StrView name : o.metric_names)
                 for (const MetricDef& d : o.metric_set.defs)
                     if (d.method == td->method && d.level > level && name.eq_nocase(StrView(d.name))) level = d.level;
+            // --no-mem: R8-R13 hold the reads; TSC, SLOTS and the 4 bytes fill them, so
+            // INT_MISC.UOP_DROPPING is left out (each byte's share, metrics.md).
+            const bool no_drop = o.cfg.no_mem && td->method == TopdownMethod::perf_metrics && td->max_level >= 2;
+            if (no_drop)
+                why->printf("%s--no-mem: INT_MISC.UOP_DROPPING (AD.10) does not fit in R8-R13 with SLOTS and "
+                            "PERF_METRICS; TopDown takes each PERF_METRICS byte's share, not Intel's Golden Cove "
+                            "definitions",
+                            why->size() ? "; " : "");
             StrBuf t;
-            topdown_event_specs(*td, level, &t);
+            topdown_event_specs(*td, level, &t, no_drop);
             if (specs->size()) specs->put(';');
             specs->put(t.view());
         }
@@ -158,6 +166,9 @@ void MetricCollector::add(const RunOptions& o, const MeasureResult& r) {
     str_copy(it.counter, sizeof it.counter, r.read->counter);
     it.iterations = r.iterations;
     it.value = r.per_iter[unsigned(o.cfg.agg)];
+    auto count = [](Frac f) { return f.num > 0 && f.den ? u64(f.num) / f.den : u64(0); };
+    it.short_max = count(r.short_sum.max);
+    it.long_max = count(r.long_sum.max);
 }
 
 namespace {
@@ -294,9 +305,19 @@ void ref_tsc_fields(JsonWriter& w, const RefTscNote& n) {
     else w.key("quantisation").null();
 }
 
+// The validation tolerance of one (bench, CPU): from its SLOTS where PERF_METRICS gave
+// the TopDown inputs (their 1/255 quantisation, perf_metrics_tolerance), else 0.01.
+Frac validation_tolerance(const MetricCollector& c, const MetricCollector::Item& at, TopdownMethod method) {
+    if (method != TopdownMethod::perf_metrics) return kMetricTolerance;
+    for (const MetricCollector::Item& it : c.items)
+        if (it.cpu == at.cpu && it.bench == at.bench && StrView(it.label).eq(StrView("TOPDOWN.SLOTS")))
+            return perf_metrics_tolerance(it.short_max, it.long_max);
+    return kMetricTolerance;
+}
+
 // The metric record of one (bench, CPU).
 Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, const ItemInputs& in, const RunOptions& o,
-                    const RefTscNote& ref) {
+                    const RefTscNote& ref, Frac tolerance) {
     const BenchInstance& b = *it.bench;
     const bool sized = b.kernel && b.kernel->buffer != KernelBuffer::none;
     const MetricDef& d = *mv.def;
@@ -340,6 +361,8 @@ Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, cons
     w.end_object();
     ref_tsc_fields(w, ref);
     w.field_b("valid", mv.ok && !mv.violation[0]);
+    Frac t = frac_reduce(tolerance);
+    w.key("tolerance").fixed(t.num, t.den, 4);
     if (mv.violation[0]) w.field("violation", mv.violation);
     w.end_object();
     return line;
@@ -394,13 +417,14 @@ void MetricCollector::emit(Out& out, const RunOptions& o, TopdownMethod method) 
         const TscFreq& tsc = out.platform().tsc_frequency();
         in.tsc_hz = tsc.hz;
         Vec<MetricValue> vals;
-        evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals);
+        const Frac tol = validation_tolerance(*this, items[i], method);
+        evaluate_metrics(o.metric_set, o.metric_names, method, in, &vals, tol);
         explain_undefined(vals, in, tsc);
         for (MetricValue& mv : vals) {
             if (mv.no_variant) continue;  // TopDown where this CPU has none (warned already)
             RefTscNote ref = ref_tsc_note(*this, items[i], *mv.def, tsc.ref_step);
             apply_ref_tsc_note(mv, ref);
-            out.record(metric_record(items[i], mv, in, o, ref));
+            out.record(metric_record(items[i], mv, in, o, ref, tol));
             metric_table_row(out, table, &header, items[i], mv, o, ref);
         }
     }

@@ -6,9 +6,9 @@
 // multi-byte NOP sequences). ModR/M + SIB forms: Vol. 2A §2.1.5.
 //
 // Layout of a region (docs/measure.md "your own code"):
-//   prologue (push callee-saved, pushfq, frame and RSP into the data page, start
-//   writes, RSP := frame->gpr[RSP] when nonzero, GPRs from the frame), init,
-//   [save RAX-RDX], fill, SER, reads, SER, [reload RAX-RDX], late-init,
+//   prologue (push callee-saved, pushfq, frame and RSP into the data page,
+//   RSP := frame->gpr[RSP] when nonzero, GPRs from the frame), init, [save RAX-RDX],
+//   fill, start writes, SER, reads, SER, [reload RAX-RDX], late-init,
 //   [drain], [R15 := loop], copies (64k + align_offset), [dec r15; jnz], jmp to the
 //   64-byte aligned tail: SER, reads, SER, stop writes, carried registers, exit
 //   (RSP, popfq, reads into the frame, pops, ret), then a 4 KiB data page that the
@@ -185,13 +185,16 @@ void emit_reads(Emitter& e, const ReadGroup& g, i32 slot0) {
 }
 
 // --no-mem reads: read i combined into RAX, then kept in R8+i (start) or replaced
-// by end - start in R8+i (end). No memory access.
+// by end - start in R8+i (end). No memory access. A PERF_METRICS read (metric != 0) is
+// not a count: its bytes are fractions of the slots since the reset, so its end value
+// stays as read (absolute; the start is stored as 0, topdown_read_delta scales the end
+// bytes by the window's SLOTS, docs/metrics.md "--no-mem").
 void emit_reads_no_mem(Emitter& e, const ReadGroup& g, bool end) {
     for (usize i = 0; i < g.reads.size(); ++i) {
         emit_read_rax(e, g.reads[i]);
-        u8 reg = u8(i);                                             // R8 + i
-        if (end) e.b(0x4C), e.b(0x29), e.b(u8(0xC0 | (reg << 3)));  // sub %r(8+i), %rax
-        e.b(0x49), e.b(0x89), e.b(u8(0xC0 | reg));                  // mov %rax, %r(8+i)
+        u8 reg = u8(i);                                                                   // R8 + i
+        if (end && !g.reads[i].metric) e.b(0x4C), e.b(0x29), e.b(u8(0xC0 | (reg << 3)));  // sub %r(8+i), %rax
+        e.b(0x49), e.b(0x89), e.b(u8(0xC0 | reg));                                        // mov %rax, %r(8+i)
     }
 }
 
@@ -268,9 +271,15 @@ void emit_copy(Emitter& e, const RegionSpec& s, bool markers) {
     e.bytes(s.body + done, s.body_len - done);
 }
 
-// Everything from the start serialisation up to the first copy.
+// Everything from the start writes up to the first copy. The start writes (with
+// --topdown the SLOTS/PERF_METRICS reset, then counting on) come after init, right
+// before the start reads: PERF_METRICS's fractions cover every slot since the reset, so
+// init's slots must not be among them. They clobber RAX, RCX and RDX, which memory
+// mode saved after init and reloads after the reads (--no-mem: RAX-RDX do not reach the
+// body from init, docs/measure.md).
 void emit_window_prefix(Emitter& e, const RegionSpec& s, usize* late_at) {
     if (s.group) {
+        emit_writes(e, s.group->start_writes);
         e.serialize(s.serialize);
         if (s.no_mem) emit_reads_no_mem(e, *s.group, false);
         else emit_reads(e, *s.group, kDataReads);
@@ -413,6 +422,14 @@ Result<RegionSizes> region_sizes(const RegionSpec& s) {
         return Error::make(Errc::invalid_argument, "a counter group has %u reads; at most %u fit in one run",
                            unsigned(z.n), unsigned(kMaxReads));
     if (s.group && !s.no_mem) scan_markers(s.body, s.body_len, [&](usize, bool resume) { z.pairs += resume; });
+    if (z.pairs)
+        for (const CounterRead& r : s.group->reads)
+            if (r.metric)
+                return Error::make(Errc::invalid_argument,
+                                   "--topdown: pause/resume markers cannot pause IA32_PERF_METRICS: its bytes are "
+                                   "fractions of every slot since the reset (SDM Vol. 3B \"Performance Metrics\"), "
+                                   "so the paused slots cannot be taken out of them; drop the markers, or measure "
+                                   "without --topdown");
     z.copy_len = s.body_len;
     if (z.pairs) {
         Vec<u8> tmp;
@@ -430,7 +447,7 @@ Result<RegionSizes> region_sizes(const RegionSpec& s) {
 constexpr u8 kSaved[6] = {kRbx, kRbp, kR12, kR13, kR14, kR15};
 
 // Prologue: callee-saved registers and flags, the frame pointer and the caller's
-// RSP into the data page, the start writes, the code's registers.
+// RSP into the data page, the code's registers.
 void emit_prologue(Emitter& e, const RegionSpec& s, const RegionSizes& z) {
     for (u8 r : kSaved) e.push(r);
     e.pushfq();
@@ -440,7 +457,6 @@ void emit_prologue(Emitter& e, const RegionSpec& s, const RegionSizes& z) {
         for (usize i = 0; i < z.n; ++i) e.rip_mem(0x89, true, kRax, kDataMarkAcc + 8 * i32(i));
     }
     e.rip_mem(0x89, true, kRsp, kDataHostRsp);
-    if (s.group) emit_writes(e, s.group->start_writes);
     // RSP: the frame's private stack when it has one (cmovnz: no branch).
     e.load64(kRcx, kRdi, frame_gpr(kRsp));
     e.test_rcx();

@@ -17,6 +17,16 @@ Frac reduce(i64 num, u64 den) {
     return Frac{num / i64(g), den / g};
 }
 
+// A tolerance as the messages print it: 4 decimals, trailing zeros dropped down to 2
+// ("0.01", "0.0374").
+void put_tolerance(StrBuf& b, Frac t) {
+    StrBuf f;
+    put_frac(f, t, 4);
+    usize n = f.size();
+    while (n > 4 && f.c_str()[n - 1] == '0') --n;
+    b.put(StrView(f.c_str(), n));
+}
+
 Error overflow() { return Error::make(Errc::unsupported, "a step of the formula overflows 64 bits"); }
 
 Result<Frac> f_mul(Frac a, Frac b) {
@@ -78,6 +88,13 @@ private:
     void skip() {
         while (pos_ < s_.len && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
     }
+    // Skips blanks, then `c` when it comes next.
+    bool eat(char c) {
+        skip();
+        if (pos_ >= s_.len || s_[pos_] != c) return false;
+        ++pos_;
+        return true;
+    }
     // A left-associative chain of `next` operands joined by the operators o1 and o2;
     // apply(v, operand, whether it was o2) combines them while evaluating.
     template <typename Apply>
@@ -114,9 +131,7 @@ private:
             ++pos_;
             Result<Frac> v = expr(depth + 1);
             if (!v.ok()) return v;
-            skip();
-            if (pos_ >= s_.len || s_[pos_] != ')') return syntax("')' is missing");
-            ++pos_;
+            if (!eat(')')) return syntax("')' is missing");
             return v;
         }
         if (c == '-') {
@@ -140,6 +155,10 @@ private:
             return syntax("unexpected '%c'", c);
         }
         if (name.empty()) return syntax("empty name");
+        if (c != '[' && (name.eq_nocase(StrView("max")) || name.eq_nocase(StrView("min")))) {
+            skip();
+            if (pos_ < s_.len && s_[pos_] == '(') return extremum(depth, name.eq_nocase(StrView("max")));
+        }
         if (names_) {
             bool dup = false;
             for (StrView n : *names_) dup |= n.eq_nocase(name);
@@ -150,6 +169,19 @@ private:
         if (!in_->get(name, &v))
             return Error::make(Errc::not_found, "input '%.*s' was not measured", int(name.len), name.ptr);
         return v;
+    }
+    // max(a, b) / min(a, b), as Intel's metrics write them (the name is followed by '(').
+    Result<Frac> extremum(int depth, bool is_max) {
+        ++pos_;  // '('
+        Result<Frac> a = expr(depth + 1);
+        if (!a.ok()) return a;
+        if (!eat(',')) return syntax("',' is missing (max(a, b) and min(a, b) take two)");
+        Result<Frac> b = expr(depth + 1);
+        if (!b.ok()) return b;
+        if (!eat(')')) return syntax("')' is missing");
+        if (!in_) return a;
+        bool a_first = is_max ? frac_cmp(a.value(), b.value()) >= 0 : frac_cmp(a.value(), b.value()) <= 0;
+        return a_first ? a : b;
     }
     Result<Frac> number() {
         i64 n = 0;
@@ -346,7 +378,7 @@ Status select_metrics(const MetricSet& set, StrView list, Vec<StrView>* names) {
 }
 
 void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMethod method, const MetricInputs& in,
-                      Vec<MetricValue>* out) {
+                      Vec<MetricValue>* out, Frac tolerance) {
     for (StrView name : names) {
         MetricValue& mv = out->emplace();
         const MetricDef* first = nullptr;
@@ -405,11 +437,18 @@ void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMe
             format_to(mv.why, sizeof mv.why, "%s", have_last ? last.msg : "not evaluated");
         }
     }
-    validate_metrics(out, topdown_level1_parts(method));
-    validate_level2_sums(set, method, out);
+    validate_metrics(out, topdown_level1_parts(method), tolerance);
+    validate_level2_sums(set, method, out, tolerance);
 }
 
-void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values) {
+Frac perf_metrics_tolerance(u64 slots_short, u64 slots_long) {
+    if (slots_long <= slots_short || slots_long > (u64(1) << 56)) return kMetricTolerance;
+    // 2 * ((S_U + S_2U) / 255 + 4) / (S_2U - S_U) = 2 * (S_U + S_2U + 1020) / (255 * (S_2U - S_U))
+    Frac q = reduce(i64(2 * (slots_short + slots_long + 1020)), 255 * (slots_long - slots_short));
+    return frac_cmp(q, kMetricTolerance) > 0 ? q : kMetricTolerance;
+}
+
+void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values, Frac tolerance) {
     for (const MetricValue& p : *values) {
         if (!p.ok || !p.def || p.def->level != 1) continue;
         const StrView parent(p.def->name);
@@ -438,36 +477,39 @@ void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<Metric
             }
         if (defined < 2 || got != defined || !sum_ok) continue;
         Result<Frac> dev = f_add(sum, p.value, true);
-        if (!dev.ok() || frac_cmp(frac_abs(dev.value()), kMetricTolerance) <= 0) continue;
-        StrBuf a, b;
+        if (!dev.ok() || frac_cmp(frac_abs(dev.value()), tolerance) <= 0) continue;
+        StrBuf a, b, t;
         put_frac(a, sum, 4);
         put_frac(b, p.value, 4);
+        put_tolerance(t, tolerance);
         for (MetricValue& v : *values)
             if (v.ok && v.def && v.def->level == 2 && parent.eq_nocase(StrView(v.def->parent)) && !v.violation[0])
                 format_to(v.violation, sizeof v.violation,
-                          "the level-2 parts of %s sum to %s, not its %s (tolerance 0.01)", p.def->name, a.c_str(),
-                          b.c_str());
+                          "the level-2 parts of %s sum to %s, not its %s (tolerance %s)", p.def->name, a.c_str(),
+                          b.c_str(), t.c_str());
     }
 }
 
-void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {
+void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts, Frac tolerance) {
+    StrBuf t;
+    put_tolerance(t, tolerance);
     // Range of each metric.
     for (MetricValue& v : *values) {
         if (!v.ok || !v.def) continue;
         const MetricDef& d = *v.def;
         StrBuf val;
         put_frac(val, v.value, 4);
-        Result<Frac> lo_t = f_add(d.lo, kMetricTolerance, true), hi_t = f_add(d.hi, kMetricTolerance, false);
+        Result<Frac> lo_t = f_add(d.lo, tolerance, true), hi_t = f_add(d.hi, tolerance, false);
         if (d.has_lo && lo_t.ok() && frac_cmp(v.value, lo_t.value()) < 0) {
             StrBuf lo;
             put_frac(lo, d.lo, 4);
-            format_to(v.violation, sizeof v.violation, "%s is below its range (minimum %s, tolerance 0.01)",
-                      val.c_str(), lo.c_str());
+            format_to(v.violation, sizeof v.violation, "%s is below its range (minimum %s, tolerance %s)", val.c_str(),
+                      lo.c_str(), t.c_str());
         } else if (d.has_hi && hi_t.ok() && frac_cmp(v.value, hi_t.value()) > 0) {
             StrBuf hi;
             put_frac(hi, d.hi, 4);
-            format_to(v.violation, sizeof v.violation, "%s is above its range (maximum %s, tolerance 0.01)",
-                      val.c_str(), hi.c_str());
+            format_to(v.violation, sizeof v.violation, "%s is above its range (maximum %s, tolerance %s)", val.c_str(),
+                      hi.c_str(), t.c_str());
         }
     }
     // Level 1 parts sum to 1.
@@ -483,13 +525,13 @@ void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {
         }
     if (n1 == level1_parts && sum_ok) {
         Result<Frac> dev = f_add(sum, Frac{1, 1}, true);
-        if (dev.ok() && frac_cmp(frac_abs(dev.value()), kMetricTolerance) > 0) {
+        if (dev.ok() && frac_cmp(frac_abs(dev.value()), tolerance) > 0) {
             StrBuf s;
             put_frac(s, sum, 4);
             for (MetricValue& v : *values)
                 if (v.ok && v.def && v.def->level == 1 && !v.violation[0])
-                    format_to(v.violation, sizeof v.violation, "the level-1 parts sum to %s, not 1 (tolerance 0.01)",
-                              s.c_str());
+                    format_to(v.violation, sizeof v.violation, "the level-1 parts sum to %s, not 1 (tolerance %s)",
+                              s.c_str(), t.c_str());
         }
     }
     // Level 2 <= its parent.
@@ -497,7 +539,7 @@ void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts) {
         if (!v.ok || !v.def || v.def->level != 2 || v.violation[0]) continue;
         for (const MetricValue& p : *values) {
             if (!p.ok || !p.def || !StrView(p.def->name).eq_nocase(StrView(v.def->parent))) continue;
-            Result<Frac> lim = f_add(p.value, kMetricTolerance, false);
+            Result<Frac> lim = f_add(p.value, tolerance, false);
             if (lim.ok() && frac_cmp(v.value, lim.value()) > 0) {
                 StrBuf a, b;
                 put_frac(a, v.value, 4);

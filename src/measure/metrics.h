@@ -81,21 +81,31 @@ struct MetricValue {
     char violation[200] = {};
 };
 // Tolerance of the validation rules: 1/100 (ranges widened by 0.01 on each side,
-// |sum of level 1 - 1| <= 0.01, level 2 <= parent + 0.01): PERF_METRICS bytes are 1/255
-// steps, and differencing two reads adds their errors; see docs/metrics.md.
+// |sum of level 1 - 1| <= 0.01, level 2 <= parent + 0.01) at least; with PERF_METRICS
+// inputs, perf_metrics_tolerance; see docs/metrics.md.
 inline constexpr Frac kMetricTolerance{1, 100};
+
+// The tolerance for metrics over PERF_METRICS reads, from the SLOTS of a short (U) and a
+// long (2U) run. A byte is a 1/255 step of the slots since the reset, so each read of a
+// category is off by up to slots/255 plus 1 for the floor; after the U/2U difference a
+// category is off by up to ((S_U + S_2U)/255 + 4) slots of the S_2U - S_U the iterations
+// own, and a metric that is a difference of two categories by twice that:
+// max(kMetricTolerance, 2 * ((S_U + S_2U)/255 + 4) / (S_2U - S_U)). kMetricTolerance when
+// S_2U <= S_U (no slots to speak of).
+Frac perf_metrics_tolerance(u64 slots_short, u64 slots_long);
 
 // Evaluates `names` for one (benchmark, CPU): for each, the first definition whose method
 // fits `method` and whose inputs all exist. Then validates the whole set.
 void evaluate_metrics(const MetricSet& set, const Vec<StrView>& names, TopdownMethod method, const MetricInputs& in,
-                      Vec<MetricValue>* out);
+                      Vec<MetricValue>* out, Frac tolerance = kMetricTolerance);
 // The validation pass alone (evaluate_metrics calls it): the level-1 sum is checked when
 // all `level1_parts` level-1 metrics were evaluated (topdown_level1_parts: 4, AMD 5).
-void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts = 4);
+void validate_metrics(Vec<MetricValue>* values, unsigned level1_parts = 4, Frac tolerance = kMetricTolerance);
 // The level-2 parts of a level-1 metric sum to it (within kMetricTolerance), checked where
 // every level-2 metric `set` defines under that parent for `method` was evaluated (e.g. AMD's
 // tma_fetch_latency + tma_fetch_bandwidth = tma_frontend_bound); evaluate_metrics calls it.
-void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values);
+void validate_level2_sums(const MetricSet& set, TopdownMethod method, Vec<MetricValue>* values,
+                          Frac tolerance = kMetricTolerance);
 
 // The formula input that is not an event: the TSC frequency in Hz (census/tsc_freq.h),
 // given by the platform; a formula reading it is undefined where the frequency is unknown.

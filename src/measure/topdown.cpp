@@ -128,9 +128,14 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
     return s;
 }
 
-void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs) {
+void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs, bool no_uop_dropping) {
     switch (s.method) {
-        case TopdownMethod::perf_metrics: specs->put(StrView("TOPDOWN.SLOTS")); break;
+        case TopdownMethod::perf_metrics:
+            specs->put(StrView("TOPDOWN.SLOTS"));
+            // Golden Cove and later: INT_MISC.UOP_DROPPING (AD.10, Sapphire Rapids / Alder Lake
+            // cpu_core event lists), which Intel's metrics take off the frontend (metrics_builtin.cpp).
+            if (s.max_level >= 2 && !no_uop_dropping) specs->put(StrView(";AD.10"));
+            break;
         case TopdownMethod::arch_events:
             specs->put(StrView("topdown_slots;topdown_retiring;topdown_bad_speculation;topdown_frontend_bound;"
                                "topdown_backend_bound"));

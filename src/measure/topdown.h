@@ -76,8 +76,10 @@ struct TopdownSupport {
 TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id);
 
 // The event specs TopDown `level` needs with this method, ';'-separated, e.g.
-// "TOPDOWN.SLOTS" (perf_metrics: the metrics are reads added by add_topdown_reads).
-void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs);
+// "TOPDOWN.SLOTS" (perf_metrics: the metrics are reads added by add_topdown_reads; on
+// Golden Cove and later also AD.10, INT_MISC.UOP_DROPPING, for Intel's definitions, unless
+// `no_uop_dropping`: --no-mem has room for 6 reads only).
+void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs, bool no_uop_dropping = false);
 
 // The labels of the PERF_METRICS reads (Intel's metrics-JSON names), by byte.
 inline constexpr const char* kPerfMetricsNames[8] = {"PERF_METRICS.RETIRING",         "PERF_METRICS.BAD_SPECULATION",

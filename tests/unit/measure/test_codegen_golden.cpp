@@ -60,13 +60,15 @@ TEST(CodegenGolden, RegionBytesStayTheSame) {
     specs[5].init = CodeSpan{kInit, 2};  // a one-time-init region
     specs[6] = specs[0], specs[6].copies = 0, specs[6].marker_pad_copies = 0;
     specs[7] = specs[3], specs[7].copies = 20, specs[7].marker_pad_copies = 0, specs[7].group = &one;
-    // The values of the code generator before it was split into steps.
+    // The values of the code generator since the start writes moved after init (issue #22:
+    // the SLOTS/PERF_METRICS reset right before the start reads); sizes and offsets as
+    // before the split into steps (the alignment fill absorbs the move).
     const Case want[8] = {
         {"plain", 0x151E3BAEDB1C12C0ull, 394, 256, 340},
-        {"four reads, loop, cpuid", 0x81D2E387CFB276BAull, 618, 320, 480},
-        {"no-mem", 0x01DA4707AA2952CEull, 616, 256, 478},
-        {"markers", 0xE9CEB17689D57FB3ull, 7302, 384, 7136},
-        {"blocks, carry, align", 0x2899AA721563BE39ull, 2566, 2257, 2428},
+        {"four reads, loop, cpuid", 0x7625D633B09CFC84ull, 618, 320, 480},
+        {"no-mem", 0xE1B6FC999081A6C8ull, 616, 256, 478},
+        {"markers", 0xA86626A9F6394785ull, 7302, 384, 7136},
+        {"blocks, carry, align", 0x02D9DC9F2CC0D8CDull, 2566, 2257, 2428},
         {"one-time-init", 0x89F21BFFB5CFB414ull, 275, 192, 256},
         {"no copies", 0x50532C31E2281210ull, 394, 256, 340},
         {"markers, long", 0x776CC46FE98567CEull, 4563, 256, 4502},

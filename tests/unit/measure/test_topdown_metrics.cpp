@@ -163,3 +163,122 @@ TEST(MetricFile, WhatPmulabEventsGeneratesParses) {
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(frac_eq(r.value(), Frac{40, 1}));
 }
+
+TEST(MetricFormula, MaxAndMinAsIntelWritesThem) {
+    MapInputs in;
+    in.v["A"] = Frac{1, 4};
+    in.v["B"] = Frac{3, 4};
+    Result<Frac> r = eval_formula(StrView("max(1 - (A + B + B), 0)"), in);
+    ASSERT_TRUE(r.ok()) << r.error().msg;
+    EXPECT_TRUE(frac_eq(r.value(), Frac{0, 1}));
+    r = eval_formula(StrView("MAX(0, A - B) + min(A, B) * 2"), in);
+    ASSERT_TRUE(r.ok()) << r.error().msg;
+    EXPECT_TRUE(frac_eq(r.value(), Frac{1, 2}));
+    r = eval_formula(StrView("max(A)"), in);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(std::string(r.error().msg).find("',' is missing"), std::string::npos) << r.error().msg;
+    // An event called max (no parenthesis) stays an input.
+    in.v["max"] = Frac{2, 1};
+    r = eval_formula(StrView("max * 2"), in);
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(frac_eq(r.value(), Frac{4, 1}));
+    Vec<StrView> names;
+    ASSERT_TRUE(formula_inputs(StrView("max(a, [b.c]) / min(a, 1)"), &names).ok());
+    ASSERT_EQ(names.size(), 2u);
+    EXPECT_TRUE(names[0].eq(StrView("a")));
+    EXPECT_TRUE(names[1].eq(StrView("b.c")));
+}
+
+// Intel's TopDown over PERF_METRICS on Golden Cove and later (Linux sapphirerapids/
+// spr-metrics.json, alderlake/adl-metrics.json cpu_core): INT_MISC.UOP_DROPPING (AD.10) off
+// the frontend and fetch latency, bad speculation max(1 - (FE + BE + RET), 0), machine
+// clears max(0, bad speculation - branch mispredicts). Each PERF_METRICS input is already
+// its share of SLOTS (byte * SLOTS / 255), so Intel's byte / (sum of bytes) is input / SLOTS.
+TEST(MetricBuiltin, GoldenCovePerfMetricsAsIntelDefinesThem) {
+    MetricSet b;
+    ASSERT_TRUE(parse_metric_text(StrView(kBuiltinMetrics), "built-in", &b).ok());
+    Vec<StrView> names;
+    ASSERT_TRUE(select_metrics(b, StrView("TopdownL1,TopdownL2"), &names).ok());
+    MapInputs in;
+    // Slot counts per iteration as the engine gives them (floor(byte * SLOTS / 255)): the
+    // level-1 ones sum to 96 of the 100 slots; 5 slots of dropped uops.
+    in.v = {{"TOPDOWN.SLOTS", {100, 1}},
+            {"PERF_METRICS.RETIRING", {40, 1}},
+            {"PERF_METRICS.BAD_SPECULATION", {6, 1}},
+            {"PERF_METRICS.FRONTEND_BOUND", {30, 1}},
+            {"PERF_METRICS.BACKEND_BOUND", {20, 1}},
+            {"PERF_METRICS.HEAVY_OPERATIONS", {10, 1}},
+            {"PERF_METRICS.BRANCH_MISPREDICTS", {2, 1}},
+            {"PERF_METRICS.FETCH_LATENCY", {18, 1}},
+            {"PERF_METRICS.MEMORY_BOUND", {12, 1}},
+            {"AD.10", {5, 1}}};
+    Vec<MetricValue> v;
+    evaluate_metrics(b, names, TopdownMethod::perf_metrics, in, &v, Frac{1, 100});
+    std::map<std::string, Frac> got;
+    for (const MetricValue& mv : v) {
+        if (mv.no_variant) continue;  // AMD's tma_smt_contention
+        ASSERT_TRUE(mv.ok) << mv.def->name << ": " << mv.why;
+        EXPECT_STREQ(mv.violation, "") << mv.def->name;  // level 1 sums to 1 exactly
+        got[mv.def->name] = mv.value;
+    }
+    auto pct = [](i64 n) { return Frac{n, 100}; };
+    EXPECT_TRUE(frac_eq(got["tma_retiring"], pct(40)));
+    EXPECT_TRUE(frac_eq(got["tma_backend_bound"], pct(20)));
+    EXPECT_TRUE(frac_eq(got["tma_frontend_bound"], pct(25)));   // 30 - 5 dropped
+    EXPECT_TRUE(frac_eq(got["tma_bad_speculation"], pct(15)));  // 1 - (25 + 20 + 40)/100, not 6
+    EXPECT_TRUE(frac_eq(got["tma_fetch_latency"], pct(13)));    // 18 - 5
+    EXPECT_TRUE(frac_eq(got["tma_fetch_bandwidth"], pct(12)));
+    EXPECT_TRUE(frac_eq(got["tma_branch_mispredicts"], pct(2)));
+    EXPECT_TRUE(frac_eq(got["tma_machine_clears"], pct(13)));  // 15 - 2
+    EXPECT_TRUE(frac_eq(got["tma_heavy_operations"], pct(10)));
+    EXPECT_TRUE(frac_eq(got["tma_light_operations"], pct(30)));
+    EXPECT_TRUE(frac_eq(got["tma_memory_bound"], pct(12)));
+    EXPECT_TRUE(frac_eq(got["tma_core_bound"], pct(8)));
+    // Bad speculation is never below 0: FE + BE + RET beyond the slots.
+    in.v["PERF_METRICS.BACKEND_BOUND"] = {60, 1};
+    v.clear();
+    evaluate_metrics(b, names, TopdownMethod::perf_metrics, in, &v, Frac{1, 100});
+    for (const MetricValue& mv : v)
+        if (mv.ok) got[mv.def->name] = mv.value;
+    EXPECT_TRUE(frac_eq(got["tma_bad_speculation"], Frac{0, 1}));
+    EXPECT_TRUE(frac_eq(got["tma_machine_clears"], Frac{0, 1}));
+    // Without AD.10 (Ice Lake class): each byte's share, bad speculation its own byte.
+    in.v["PERF_METRICS.BACKEND_BOUND"] = {20, 1};
+    in.v.erase("AD.10");
+    v.clear();
+    evaluate_metrics(b, names, TopdownMethod::perf_metrics, in, &v, Frac{1, 100});
+    for (const MetricValue& mv : v)
+        if (mv.ok) got[mv.def->name] = mv.value;
+    EXPECT_TRUE(frac_eq(got["tma_frontend_bound"], pct(30)));
+    EXPECT_TRUE(frac_eq(got["tma_bad_speculation"], pct(6)));
+    EXPECT_TRUE(frac_eq(got["tma_fetch_latency"], pct(18)));
+    EXPECT_TRUE(frac_eq(got["tma_machine_clears"], pct(4)));
+}
+
+// The validation tolerance with PERF_METRICS inputs comes from the slots of the runs:
+// per category ((S_U + S_2U)/255 + 4) slots of the S_2U - S_U the iterations own, twice
+// that for a difference of two categories.
+TEST(MetricValidate, PerfMetricsToleranceFromTheSlots) {
+    // 2 * (1000 + 2000 + 1020) / (255 * 1000) = 8040 / 255000
+    EXPECT_TRUE(frac_eq(perf_metrics_tolerance(1000, 2000), Frac{8040, 255000}));
+    // Never below 0.01; 0.01 where the long run has no more slots than the short one.
+    EXPECT_TRUE(frac_eq(perf_metrics_tolerance(0, 1000000000), Frac{1, 100}));
+    EXPECT_TRUE(frac_eq(perf_metrics_tolerance(2000, 2000), Frac{1, 100}));
+    EXPECT_TRUE(frac_eq(perf_metrics_tolerance(2000, 1000), Frac{1, 100}));
+    // A category 0.03 below 0: a violation with 0.01, within the quantisation of these runs.
+    MetricSet s = parse("name=fe; level=1; range=0..1; formula=F / S\n");
+    Vec<StrView> names;
+    ASSERT_TRUE(select_metrics(s, StrView("fe"), &names).ok());
+    MapInputs in;
+    in.v = {{"F", {-3, 1}}, {"S", {100, 1}}};
+    Vec<MetricValue> v;
+    evaluate_metrics(s, names, TopdownMethod::none, in, &v);
+    EXPECT_STREQ(v[0].violation, "-0.0300 is below its range (minimum 0.0000, tolerance 0.01)");
+    v.clear();
+    evaluate_metrics(s, names, TopdownMethod::none, in, &v, perf_metrics_tolerance(1000, 2000));
+    EXPECT_STREQ(v[0].violation, "");
+    in.v["F"] = {-4, 1};
+    v.clear();
+    evaluate_metrics(s, names, TopdownMethod::none, in, &v, perf_metrics_tolerance(1000, 2000));
+    EXPECT_STREQ(v[0].violation, "-0.0400 is below its range (minimum 0.0000, tolerance 0.0315)");
+}

@@ -36,7 +36,7 @@ SimExec::SimExec(sim::SimMachine& m) : m_(m), runner_(make_sim_runner()) { (void
 Status SimExec::set_cache(const std::string& spec, u64 seed) {
     for (u32 i = 0; i < m_.size(); ++i) {
         Result<sim::CacheConfig> c = cache_config(spec, m_.cpu(i));
-        if (!c.ok()) return c.error().with_context("--cache (CPU %u)", unsigned(i));
+        if (!c.ok()) return c.error().with_context("CPU %u", unsigned(i));
     }
     runner_->set_data_cache([spec, seed](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
         Result<sim::CacheConfig> c = cache_config(spec, cpu);

@@ -68,6 +68,11 @@ bool parse_u64(const char* s, u64* out) {
     return true;
 }
 
+void print_note(void*, const char* msg) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "pmulab-sim: note: %s\n", msg);
+}
+
 void print_problem(void*, const char* msg) {
     std::fflush(stdout);
     std::fprintf(stderr, "pmulab-sim: error: %s\n", msg);
@@ -252,6 +257,7 @@ int main(int argc, char** argv) {
     what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
     SimHostPlatform p(*machine, what);
     p.exec().set_problem_hook(print_problem, nullptr);
+    p.exec().set_note_hook(print_note);
     if (Status cs = p.exec().set_cache(args.o.cache, args.o.seed); !cs.ok()) {
         std::fprintf(stderr, "pmulab-sim: error: %s\n", cs.error().msg);
         return 2;

@@ -1,8 +1,10 @@
 #include "sim_exec.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "sim/sim_cache.h"
+#include "sim/sim_regs.h"
 
 namespace pmulab {
 
@@ -86,9 +88,38 @@ void SimExec::problem(const std::string& msg) {
     if (hook_) hook_(hook_ctx_, msg.c_str());
 }
 
+// The event selects of the enabled GP counters (Intel PERFEVTSELx, AMD PERF_CTL): each
+// one the simulator does not model (it reads 0) is noted once (docs/sim.md "Events").
+void SimExec::note_unmodelled(const sim::SimCpu& cpu) {
+    const sim::PmuLayout& L = cpu.pmu();
+    if (L.kind == sim::PmuLayout::Kind::none || cpu.netburst()) return;
+    for (u32 i = 0; i < 32; ++i) {
+        u32 msr = 0;
+        if (L.kind == sim::PmuLayout::Kind::intel && L.gp(i)) msr = sim::reg::PERFEVTSEL0 + i;
+        else if (L.kind == sim::PmuLayout::Kind::amd && i < L.amd_counters)
+            msr = L.amd_ext_core ? sim::reg::AMD_EXT_CTL0 + 2 * i : sim::reg::AMD_PERF_CTL0 + i;
+        if (!msr || !cpu.msr_exists(msr)) continue;
+        u64 sel = cpu.peek(msr);
+        if (!((sel >> 22) & 1)) continue;  // EN (SDM Vol. 3B §20.2.1.1; APM Vol. 2 §13.2.1)
+        u16 event = u16(sel & 0xFF), umask = u16((sel >> 8) & 0xFF);
+        if (L.kind == sim::PmuLayout::Kind::amd) event |= u16(((sel >> 32) & 0xF) << 8);
+        if (cpu.event_source(event, umask) != sim::EventSource::not_modelled) continue;
+        u32 key = (u32(event) << 16) | umask;
+        if (!noted_.insert(key).second) continue;
+        char msg[200];
+        std::snprintf(msg, sizeof msg,
+                      L.kind == sim::PmuLayout::Kind::amd
+                          ? "event %03X.%02X is not modelled by the simulator: it reads 0 (docs/sim.md \"Events\")"
+                          : "event %02X.%02X is not modelled by the simulator: it reads 0 (docs/sim.md \"Events\")",
+                      unsigned(event), unsigned(umask));
+        if (note_hook_) note_hook_(hook_ctx_, msg);
+    }
+}
+
 void SimExec::execute(const Region& region, RegionFrame* frame) {
     ++executions_;
     if (!masked_) problem("the engine ran a region with interrupts not masked");
+    if (region.block == CodeBlock::body) note_unmodelled(m_.cpu(m_.current_cpu()));
     runner_->execute(region, frame, m_.cpu(m_.current_cpu()), *this);
 }
 

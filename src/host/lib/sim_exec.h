@@ -11,6 +11,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,8 @@ public:
         hook_ = hook;
         hook_ctx_ = ctx;
     }
+    // Called with a note the user should see (an event the simulator does not model).
+    void set_note_hook(void (*hook)(void* ctx, const char* msg)) { note_hook_ = hook; }
     // What went wrong in generated code: faults of harness accesses, unfollowable code.
     const std::vector<std::string>& problems() const { return problems_; }
     u64 executions() const { return executions_; }
@@ -65,6 +68,9 @@ private:
     u64 executions_ = 0;
     std::vector<std::string> problems_;
     std::string cache_spec_;
+    std::set<u32> noted_;  // (event << 16) | umask already noted
+    void (*note_hook_)(void*, const char*) = nullptr;
+    void note_unmodelled(const sim::SimCpu& cpu);
     void (*hook_)(void*, const char*) = nullptr;
     void* hook_ctx_ = nullptr;
 };

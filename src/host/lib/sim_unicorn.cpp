@@ -120,8 +120,19 @@ struct UnicornRunner::Run {
         u32 size = 0;
         Kind kind = Kind::plain;
         bool valid = false, loaded = false, stored = false;
-        unsigned served = 0;  // the level that served its first load
+        bool redirected = false;  // serviced and skipped: its translation block ended there
+        unsigned served = 0;      // the level that served its first load
     } cur;
+    // Fast mode (CodeSeen::fast): the body's decoded instructions, and the part of a
+    // translation block in the body that is pending (retired when the next block or a
+    // hooked instruction past it starts).
+    const x86insn::LinearCode* fast = nullptr;
+    struct Block {
+        u64 from = 0, end = 0;
+        bool valid = false;
+        bool after_harness = false;  // the block started in the harness before `from`
+    } blk;
+    u64 last_load_rip = ~u64(0), last_store_rip = ~u64(0);
     sim::Retired batch;
     bool faulted = false;
     u64 vector = 0, rip = 0, error = 0, cr2 = 0;
@@ -130,6 +141,12 @@ struct UnicornRunner::Run {
     Clock::time_point deadline;
 
     void retire(u64 next);
+    void count_branch(Kind k, bool taken);
+    void settle_block(u64 next);
+    bool in_block(u64 rip) const { return blk.valid && rip >= blk.from && rip < blk.end; }
+    void cut_block(u64 rip);
+    void on_block(u64 addr, u32 size);
+    void count_load(unsigned served);
     void flush();
     void raise(u64 vec, u64 at, u64 err, u64 addr);
     void on_instruction(u64 addr, u32 size);
@@ -154,21 +171,15 @@ void UnicornRunner::Run::retire(u64 next) {
     cur.valid = false;
     sim::Retired& b = batch;
     ++b.instructions;
-    if (cur.loaded) {
-        ++b.loads;
-        if (cache) {  // Retired::load_served: L1D, L2, L3, memory
-            unsigned level = cur.served >= cache->levels() || cur.served > 3 ? 3 : cur.served;
-            u64 one[4] = {};
-            one[level] = 1;
-            ++b.load_served[level];
-            b.stall_cycles += sim::memory_stall_cycles(one);  // docs/sim.md "Cost model"
-        }
-    }
+    if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
-    if (!x86insn::is_branch(cur.kind)) return;
+    if (x86insn::is_branch(cur.kind)) count_branch(cur.kind, next != cur.addr + cur.size);
+}
+
+void UnicornRunner::Run::count_branch(Kind k, bool taken) {
+    sim::Retired& b = batch;
     ++b.branches;
-    bool taken = next != cur.addr + cur.size;
-    switch (cur.kind) {
+    switch (k) {
         case Kind::jcc:
             ++b.cond;
             b.cond_taken += taken;
@@ -183,9 +194,70 @@ void UnicornRunner::Run::retire(u64 next) {
     }
 }
 
+// A load of the instruction in flight (the level that served its first access).
+void UnicornRunner::Run::count_load(unsigned served) {
+    sim::Retired& b = batch;
+    ++b.loads;
+    if (!cache) return;
+    unsigned level = served >= cache->levels() || served > 3 ? 3 : served;  // load_served: L1D, L2, L3, memory
+    u64 one[4] = {};
+    one[level] = 1;
+    ++b.load_served[level];
+    b.stall_cycles += sim::memory_stall_cycles(one);  // docs/sim.md "Cost model"
+}
+
+// The pending body block retired whole; `next` is where execution went on.
+void UnicornRunner::Run::settle_block(u64 next) {
+    if (!blk.valid) return;
+    blk.valid = false;
+    // A block that started in the harness reached its body part only if the harness's
+    // last instruction fell through into it (a serviced one ends the translation block).
+    if (blk.after_harness && !(cur.valid && cur.addr + cur.size == blk.from && !cur.redirected)) return;
+    retire(blk.from);  // the harness's instruction before the body part
+    if (!batch.body) {
+        flush();
+        batch.body = true;
+    }
+    usize from = usize(blk.from - body_lo), end = usize(blk.end - body_lo);
+    u32 n = fast->count(from, end);
+    batch.instructions += n;
+    steps += n;
+    usize last = fast->last_start(end);
+    if (last != SIZE_MAX && last >= from) {
+        Kind k = Kind(fast->kind[last]);
+        if (x86insn::is_branch(k)) count_branch(k, next != blk.end);
+    }
+}
+
+// A fault at `rip` inside the pending block: the instructions before it retired.
+void UnicornRunner::Run::cut_block(u64 rip) {
+    if (!blk.valid) return;
+    if (in_block(rip)) {
+        u32 n = fast->count(usize(blk.from - body_lo), usize(rip - body_lo));
+        batch.instructions += n;
+        steps += n;
+    }
+    blk.valid = false;
+}
+
+// A translation block starts at addr: the pending one retired; the part of this one in
+// a fast body is pending (the harness's instructions have their own hooks).
+void UnicornRunner::Run::on_block(u64 addr, u32 size) {
+    settle_block(addr);
+    retire(addr);  // the hooked instruction before this block
+    if (!fast) return;
+    u64 from = addr > body_lo ? addr : body_lo, end = addr + size < body_hi ? addr + size : body_hi;
+    if (from >= end) return;
+    if ((steps & ~u64(0xFFFF)) != ((steps + (end - from)) & ~u64(0xFFFF)) && Clock::now() > deadline)
+        return raise(kWatchdogVector, addr, 0, 0);
+    blk = Block{from, end, true, from > addr};
+    last_load_rip = last_store_rip = ~u64(0);
+}
+
 // A fault at `at`: recorded once, the instruction does not retire, the emulation stops
 // (the region then resumes at its exit path).
 void UnicornRunner::Run::raise(u64 vec, u64 at, u64 err, u64 addr) {
+    cut_block(at);
     if (!faulted) {
         faulted = true;
         vector = vec;
@@ -279,9 +351,11 @@ void UnicornRunner::Run::service(Kind k) {
         default: return;
     }
     set_reg(uc, UC_X86_REG_RIP, next);
+    cur.redirected = true;
 }
 
 void UnicornRunner::Run::on_instruction(u64 addr, u32 size) {
+    if (blk.valid && addr >= blk.end) settle_block(addr);  // (before it: the same block's harness part)
     retire(addr);
     if (cur.valid) return;  // a REP string instruction's next iteration
     if ((++steps & 0xFFFF) == 0 && Clock::now() > deadline) return raise(kWatchdogVector, addr, 0, 0);
@@ -322,42 +396,70 @@ UnicornRunner::Run* run_of(void* user) { return static_cast<UnicornRunner*>(user
 
 void hook_code(uc_engine*, u64 addr, u32 size, void* user) { run_of(user)->on_instruction(addr, size); }
 
+void hook_block(uc_engine*, u64 addr, u32 size, void* user) { run_of(user)->on_block(addr, size); }
+
+// The instruction an exception or access belongs to: in the pending body block (fast mode:
+// RIP, which Unicorn keeps exact for hooks), else the hooked instruction in flight.
+u64 current_rip(UnicornRunner::Run& r) {
+    if (!r.blk.valid) return r.cur.addr;
+    u64 rip = reg(r.uc, UC_X86_REG_RIP);
+    return r.in_block(rip) ? rip : r.cur.addr;
+}
+
 void hook_mem(uc_engine*, uc_mem_type type, u64 addr, int size, i64, void* user) {
     UnicornRunner::Run& r = *run_of(user);
     bool write = type == UC_MEM_WRITE;
-    bool first_load = !write && !r.cur.loaded;
-    (write ? r.cur.stored : r.cur.loaded) = true;
-    if (!r.cache) return;
-    u64 line = r.cache->line_bytes();
-    unsigned level = r.cache->access(addr, write);
-    if (first_load) r.cur.served = level;
-    if ((addr % line) + u64(size) > line) r.cache->access(addr - addr % line + line, write);
+    u64 rip = r.blk.valid ? current_rip(r) : r.cur.addr;
+    bool in_block = r.blk.valid && r.in_block(rip);
+    bool first_load = false;
+    if (in_block && write && rip != r.last_store_rip) {
+        ++r.batch.stores;
+        r.last_store_rip = rip;
+    } else if (in_block && !write && rip != r.last_load_rip) {
+        first_load = true;
+        r.last_load_rip = rip;
+    } else if (!in_block) {
+        first_load = !write && !r.cur.loaded;
+        (write ? r.cur.stored : r.cur.loaded) = true;
+    }
+    unsigned level = 0;
+    if (r.cache) {
+        u64 line = r.cache->line_bytes();
+        level = r.cache->access(addr, write);
+        if ((addr % line) + u64(size) > line) r.cache->access(addr - addr % line + line, write);
+    }
+    if (first_load && in_block) r.count_load(level);
+    else if (first_load) r.cur.served = level;
 }
 
 void hook_intr(uc_engine*, u32 intno, void* user) {
     UnicornRunner::Run& r = *run_of(user);
-    // Traps report the next instruction (SDM Vol. 3A §6.5 "Exception Classifications").
-    u64 at = intno == kVectorBP || intno == kVectorOF ? r.cur.addr + r.cur.size : r.cur.addr;
+    // Traps report the next instruction (SDM Vol. 3A §6.5 "Exception Classifications"):
+    // in a body block Unicorn's RIP already points there.
+    u64 rip = current_rip(r);
+    bool trap = intno == kVectorBP || intno == kVectorOF;
+    u64 at = r.in_block(rip) || !trap ? rip : r.cur.addr + r.cur.size;
     r.raise(intno, at, 0, 0);
 }
 
 bool hook_invalid_insn(uc_engine*, void* user) {
     UnicornRunner::Run& r = *run_of(user);
-    r.raise(kVectorUD, r.cur.addr, 0, 0);
+    r.raise(kVectorUD, current_rip(r), 0, 0);
     return false;
 }
 
 bool hook_bad_mem(uc_engine*, uc_mem_type type, u64 addr, int, i64, void* user) {
     UnicornRunner::Run& r = *run_of(user);
+    u64 rip = current_rip(r);
     if (!canonical(addr)) {
-        r.raise(kVectorGP, r.cur.addr, 0, 0);
+        r.raise(kVectorGP, rip, 0, 0);
         return false;
     }
     bool prot = type == UC_MEM_READ_PROT || type == UC_MEM_WRITE_PROT || type == UC_MEM_FETCH_PROT;
     bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
     bool fetch = type == UC_MEM_FETCH_UNMAPPED || type == UC_MEM_FETCH_PROT;
     u64 err = (prot ? kPfPresent : 0) | (write ? kPfWrite : 0) | (fetch ? kPfFetch : 0);
-    r.raise(kVectorPF, fetch ? addr : r.cur.addr, err, addr);
+    r.raise(kVectorPF, fetch ? addr : rip, err, addr);
     return false;
 }
 
@@ -388,7 +490,8 @@ bool UnicornRunner::start() {
         e = uc_mem_map_ptr(uc_, addr_of(own_), kOwnBytes, UC_PROT_ALL, own_);
     }
     uc_hook h;
-    if (e == UC_ERR_OK) e = uc_hook_add(uc_, &h, UC_HOOK_CODE, (void*)hook_code, this, 1, 0);
+    // Code hooks are per region (set_code_hooks); blocks are seen everywhere.
+    if (e == UC_ERR_OK) e = uc_hook_add(uc_, &h, UC_HOOK_BLOCK, (void*)hook_block, this, 1, 0);
     if (e == UC_ERR_OK) e = uc_hook_add(uc_, &h, UC_HOOK_MEM_READ | UC_HOOK_MEM_WRITE, (void*)hook_mem, this, 1, 0);
     if (e == UC_ERR_OK) e = uc_hook_add(uc_, &h, UC_HOOK_INTR, (void*)hook_intr, this, 1, 0);
     if (e == UC_ERR_OK) e = uc_hook_add(uc_, &h, UC_HOOK_INSN_INVALID, (void*)hook_invalid_insn, this, 1, 0);
@@ -414,7 +517,10 @@ void UnicornRunner::unmap_pages(void* p, usize bytes) {
     u64 lo = addr_of(p), hi = lo + page_round(bytes);
     uc_ctl_remove_cache(uc_, lo, hi);
     uc_mem_unmap(uc_, lo, hi - lo);
-    code_seen_.erase(code_seen_.lower_bound(lo), code_seen_.lower_bound(hi));
+    auto from = code_seen_.lower_bound(lo), to = code_seen_.lower_bound(hi);
+    for (auto it = from; it != to; ++it)
+        for (size_t h : it->second.hooks) uc_hook_del(uc_, uc_hook(h));
+    code_seen_.erase(from, to);
 }
 
 SimDataCache* UnicornRunner::data_cache(u32 cpu) {
@@ -432,8 +538,31 @@ UnicornRunner::CodeSeen& UnicornRunner::refresh_code(const Region& r) {
     if (seen.sum == sum && seen.kinds.size() == n) return seen;
     seen.sum = sum;
     seen.kinds.assign(n, 0);
+    set_code_hooks(seen, r);
     uc_ctl_remove_cache(uc_, lo, lo + page_round(r.size));
     return seen;
+}
+
+// The region's code hooks: every instruction (slow mode), or all but the body's when the
+// body is plain code and near branches (fast mode: counted per translation block).
+void UnicornRunner::set_code_hooks(CodeSeen& seen, const Region& r) {
+    for (size_t h : seen.hooks) uc_hook_del(uc_, uc_hook(h));
+    seen.hooks.clear();
+    u64 lo = addr_of(r.code), hi = lo + (r.code_size ? r.code_size : r.size);
+    u64 body_lo = lo + r.body_offset, body_hi = body_lo + r.copies * r.body_len;
+    seen.fast = false;
+    if (r.block == CodeBlock::body && body_hi > body_lo && body_hi <= hi) {
+        seen.body = x86insn::decode_linear(static_cast<const u8*>(r.code) + r.body_offset, usize(body_hi - body_lo));
+        seen.fast = seen.body.ok;
+    }
+    auto add = [&](u64 from, u64 to) {  // [from, to)
+        uc_hook h;
+        if (from < to && uc_hook_add(uc_, &h, UC_HOOK_CODE, (void*)hook_code, this, from, to - 1) == UC_ERR_OK)
+            seen.hooks.push_back(size_t(h));
+    };
+    if (!seen.fast) return add(lo, hi);
+    add(lo, body_lo);
+    add(body_hi, hi);
 }
 
 namespace {
@@ -467,6 +596,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     r.code_lo = addr_of(region.code);
     r.kinds = seen.kinds.data();
     r.kinds_len = seen.kinds.size();
+    if (seen.fast) r.fast = &seen.body;
     if (region.block == CodeBlock::body) {
         r.body_lo = r.code_lo + region.body_offset;
         r.body_hi = r.body_lo + region.copies * region.body_len;
@@ -479,6 +609,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     run_ = &r;  // the hooks find the run through the runner (their user data)
     auto pass = [&](u64 from) {
         uc_err e = uc_emu_start(uc_, from, r.stop, 0, 0);
+        r.settle_block(r.stop);
         r.retire(r.stop);
         r.flush();
         bool stopped_by_fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED || e == UC_ERR_FETCH_UNMAPPED ||

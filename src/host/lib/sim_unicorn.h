@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "sim_runner.h"
+#include "x86_insn.h"
 
 struct uc_struct;
 
@@ -64,10 +65,17 @@ public:
 private:
     // Per region address: the checksum of the code last translated there, and the kinds
     // of the instructions seen at each offset (kind + 1; 0 = not seen yet).
+    // In fast mode the body is decoded once (body) and runs without a per-instruction
+    // hook: the harness around it has code hooks (hooks), the body is counted per
+    // translation block.
     struct CodeSeen {
         u64 sum = 0;
         std::vector<u8> kinds;
+        bool fast = false;
+        x86insn::LinearCode body;
+        std::vector<size_t> hooks;  // Unicorn hook handles of this region's code ranges
     };
+    void set_code_hooks(CodeSeen& seen, const Region& r);
     std::map<u64, CodeSeen> code_seen_;
     bool start();
     CodeSeen& refresh_code(const Region& region);

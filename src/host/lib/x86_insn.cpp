@@ -1,5 +1,7 @@
 #include "x86_insn.h"
 
+#include "x86_length.h"
+
 namespace pmulab::x86insn {
 
 namespace {
@@ -100,6 +102,34 @@ Kind classify(const uint8_t* p, size_t size) {
     if (at >= size) return Kind::plain;
     if (p[at] == 0x0F && at + 1 < size) return two_byte(p, at + 1, size, opsize, rep);
     return one_byte(p, at, size, rep);
+}
+
+size_t LinearCode::last_start(size_t end) const {
+    for (size_t back = 1; back <= 15 && back <= end; ++back)
+        if (size[end - back] == back) return end - back;
+    return SIZE_MAX;
+}
+
+LinearCode decode_linear(const uint8_t* p, size_t n) {
+    LinearCode c;
+    c.before.assign(n + 1, 0);
+    c.size.assign(n, 0);
+    c.kind.assign(n, 0);
+    uint32_t count = 0;
+    for (size_t at = 0; at < n;) {
+        x86len::Insn in;
+        if (!x86len::decode(p + at, n - at, &in) || in.len == 0 || in.len > 15) return c;
+        Kind k = classify(p + at, in.len);
+        if (k != Kind::plain && !(k >= Kind::jcc && k <= Kind::ret)) return c;
+        c.size[at] = uint8_t(in.len);
+        c.kind[at] = uint8_t(k);
+        for (size_t i = 0; i < in.len; ++i) c.before[at + i + 1] = count + 1;
+        c.before[at] = count;
+        ++count;
+        at += in.len;
+    }
+    c.ok = true;
+    return c;
 }
 
 }  // namespace pmulab::x86insn

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace pmulab::x86insn {
 
@@ -41,5 +42,21 @@ Kind classify(const uint8_t* p, size_t size);
 
 // True for the kinds that are branches (the branch events count them).
 inline bool is_branch(Kind k) { return k >= Kind::jcc && k <= Kind::far; }
+
+// Code decoded linearly from its first byte (x86_length.h): the executor's fast path for
+// a body of plain instructions and near branches, where it counts whole translation
+// blocks instead of hooking every instruction. ok is false when an instruction cannot be
+// decoded or is of a kind the executor must see one by one (serviced, REP strings, VEX,
+// HLT, cache control, far transfers).
+struct LinearCode {
+    bool ok = false;
+    std::vector<uint32_t> before;  // before[o]: instructions that start below offset o (o <= n)
+    std::vector<uint8_t> size;     // at an instruction's first byte: its length; else 0
+    std::vector<uint8_t> kind;     // at an instruction's first byte: its Kind
+    uint32_t count(size_t from, size_t to) const { return before[to] - before[from]; }
+    // The first byte of the instruction that ends at offset `end` (end > 0), or SIZE_MAX.
+    size_t last_start(size_t end) const;
+};
+LinearCode decode_linear(const uint8_t* p, size_t n);
 
 }  // namespace pmulab::x86insn

@@ -67,3 +67,51 @@ TEST(X86Insn, VectorAndStrings) {
     EXPECT_EQ(kind({0xA5}), Kind::plain);                              // movsd without rep
     EXPECT_EQ(kind({0x0F, 0x58, 0xC1}), Kind::plain);                  // addps
 }
+
+// The length decoder behind the executor's fast path (x86_length.h) and the linear decode
+// of a body (x86_insn.h, LinearCode).
+#include "x86_length.h"
+
+namespace {
+
+size_t len_of(std::vector<std::uint8_t> b) {
+    x86len::Insn in;
+    if (!x86len::decode(b.data(), b.size(), &in)) return 0;
+    return in.len;
+}
+
+}  // namespace
+
+TEST(X86Length, DecodesCommonEncodings) {
+    EXPECT_EQ(len_of({0x48, 0x01, 0xC0}), 3u);                     // add rax, rax
+    EXPECT_EQ(len_of({0x48, 0x8B, 0x04, 0x25, 0, 0, 0, 0}), 8u);   // mov rax, [abs32]
+    EXPECT_EQ(len_of({0x48, 0x8B, 0x44, 0x24, 0x08}), 5u);         // mov rax, [rsp+8]
+    EXPECT_EQ(len_of({0x48, 0xB8, 1, 2, 3, 4, 5, 6, 7, 8}), 10u);  // mov rax, imm64
+    EXPECT_EQ(len_of({0x66, 0x05, 1, 2}), 4u);                     // add ax, imm16
+    EXPECT_EQ(len_of({0x0F, 0x1F, 0x44, 0x00, 0x00}), 5u);         // nopl 0(rax,rax)
+    EXPECT_EQ(len_of({0x66, 0x0F, 0x3A, 0x0F, 0xC1, 0x08}), 6u);   // palignr xmm0, xmm1, 8
+    EXPECT_EQ(len_of({0xC4, 0xE2, 0x7D, 0x58, 0xC0}), 5u);         // vpbroadcastd ymm0, xmm0
+    EXPECT_EQ(len_of({0xF7, 0xC0, 1, 0, 0, 0}), 6u);               // test eax, imm32
+    EXPECT_EQ(len_of({0x48, 0x8B}), 0u);                           // cut off
+    EXPECT_EQ(len_of({0x06}), 0u);                                 // push es: invalid in 64-bit mode
+}
+
+TEST(X86Insn, LinearCodeCountsStartsAndFindsTheLastInstruction) {
+    // add rax, rax; mov rax, [rsp+8]; jnz -2; nop
+    std::vector<std::uint8_t> b = {0x48, 0x01, 0xC0, 0x48, 0x8B, 0x44, 0x24, 0x08, 0x75, 0xFE, 0x90};
+    x86insn::LinearCode c = x86insn::decode_linear(b.data(), b.size());
+    ASSERT_TRUE(c.ok);
+    EXPECT_EQ(c.count(0, b.size()), 4u);
+    EXPECT_EQ(c.count(3, 10), 2u);
+    EXPECT_EQ(c.count(4, 10), 1u);  // from inside the mov: only the jnz starts there
+    EXPECT_EQ(c.last_start(10), 8u);
+    EXPECT_EQ(Kind(c.kind[8]), Kind::jcc);
+    EXPECT_EQ(c.last_start(11), 10u);
+    // Bodies the executor must see instruction by instruction are not linear code.
+    std::vector<std::uint8_t> rdtsc = {0x90, 0x0F, 0x31};
+    EXPECT_FALSE(x86insn::decode_linear(rdtsc.data(), rdtsc.size()).ok);
+    std::vector<std::uint8_t> movs = {0xF3, 0xA4};
+    EXPECT_FALSE(x86insn::decode_linear(movs.data(), movs.size()).ok);
+    std::vector<std::uint8_t> cut = {0x90, 0x48, 0x8B};
+    EXPECT_FALSE(x86insn::decode_linear(cut.data(), cut.size()).ok);
+}

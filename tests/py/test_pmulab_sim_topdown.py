@@ -106,10 +106,12 @@ def test_frequency_in_hz_and_undefined_without_the_tsc_frequency():
     met = _metrics(r)
     f = met[(0, "frequency")]
     # REF_TSC steps by CPUID.15H's 156/2 = 78 TSC ticks, as on the hardware: over the default
-    # window (858 ticks of difference) that is up to 18% off, and flagged, not exact.
-    assert f["unit"] == "Hz" and f["ref_tsc_step"] == 78 and f["quantisation"] == 0.1818, f
+    # window (800 TSC ticks of difference, read as 10 steps = 780 REF_TSC ticks: where the
+    # steps fall depends on every instruction the executor runs before the window) that is up
+    # to 20% off, and flagged, not exact.
+    assert f["unit"] == "Hz" and f["ref_tsc_step"] == 78 and f["quantisation"] == 0.2, f
     assert f["valid"] is False and f["violation"] == (
-        "REF_TSC advances in steps of 78 TSC ticks (CPUID.15H): over 858 ticks it is uncertain by up to 18.18%; "
+        "REF_TSC advances in steps of 78 TSC ticks (CPUID.15H): over 780 ticks it is uncertain by up to 20.00%; "
         "measure longer (--loop, --unroll)"), f
     assert f["inputs"]["TSC_FREQUENCY"] == 1497600000, f
     # --loop 1000: some 780 000 ticks of difference: valid, and within its bound of the core's

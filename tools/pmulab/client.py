@@ -464,7 +464,10 @@ class Agent:
                 with lock:
                     agent.console.append(line)
                     if log and shown.is_set():
-                        print(line, file=log, flush=True)
+                        try:
+                            print(line, file=log, flush=True)
+                        except (ValueError, OSError):  # the caller closed its log: keep only .console
+                            shown.clear()
 
         reader = threading.Thread(target=drain, args=(stderr,), daemon=True)
         reader.start()

@@ -161,6 +161,11 @@ Value build_meta_record(Platform& p, const char* command_line) {
     w.field("counter_method", counter_method_name(pmu.method));
     tsc_freq_fields(w, p.tsc_frequency());  // ticks to nanoseconds
     w.field_b("hypervisor", d.id.hypervisor);
+    if (d.id.hypervisor) {  // CPUID 4000_0000H: the hypervisor's vendor ("TCGTCGTCGTCG", "KVMKVMKVM")
+        char sig[13];
+        hypervisor_signature(hw.cpuid(0x40000000u, 0), sig);
+        w.field("hypervisor_vendor", sig);
+    }
     w.field_u("cpus", hw.cpu_count());
     // pmulab-sim: a simulated machine, so that nobody mistakes its records for a measurement.
     w.field_b("simulated", p.simulated() != nullptr);

@@ -173,3 +173,45 @@ def test_plot_bad_input_and_unwritable_out_are_messages():
                     '{"type":"result","event":"cycles","per_iteration":3}\n')
         r = _plot("compare", bad, "--x", "tsc", "--y", "cycles", "--out", os.path.join(td, "m.png"))
         assert r.returncode == 0 and "(1 points)" in r.stdout and "Traceback" not in r.stderr, r.stderr
+
+
+def test_plots_say_where_the_data_came_from_and_draw_the_spread():
+    # Issue 26 item 19: the provenance from the meta records on every plot, and q1..q3.
+    with tempfile.TemporaryDirectory() as td:
+        for name, meta, want in (
+                ("sim", {"simulated": True, "simulated_machine": "dump x.txt (4 CPUs)"},
+                 "data: simulated: dump x.txt (4 CPUs)"),
+                ("vm", {"hypervisor": True, "hypervisor_vendor": "TCGTCGTCGTCG", "lab": {"icount": 7}},
+                 "data: virtual machine (TCGTCGTCGTCG, -icount 7)"),
+                ("hw", {"hypervisor": False, "brand": "Intel(R) Core(TM) i5-6400T"},
+                 "data: hardware: Intel(R) Core(TM) i5-6400T")):
+            res = os.path.join(td, name + ".jsonl")
+            recs = [{"type": "meta", **meta}]
+            for i, size in enumerate([4096, 65536]):
+                recs.append({"type": "result", "cpu": 0, "bench": "pointer_chase", "size": size, "event": "tsc",
+                             "per_iteration": 4.0 + i, "q1": 3.5 + i, "q3": 4.5 + i})
+            with open(res, "w") as f:
+                f.write("".join(json.dumps(r) + "\n" for r in recs))
+            svg = os.path.join(td, name + ".svg")
+            r = _plot("staircase", res, "--out", svg)
+            assert r.returncode == 0, r.stderr
+            texts = _texts(svg)
+            assert any(t.startswith(want) and "q1..q3" in t for t in texts), texts
+            with open(svg) as f:
+                body = f.read()
+            assert "opacity: 0.2" in body, name  # the q1..q3 band (alpha 0.2)
+
+
+def test_compare_labels_of_close_points_do_not_overlap():
+    code = (
+        "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot as plt\n"
+        "from pmulab.plot import place_labels\n"
+        "fig, ax = plt.subplots(); ax.scatter([1, 1.001, 5], [1, 1.001, 5])\n"
+        "place_labels(ax, [('add_chain', 1, 1), ('add_indep', 1.001, 1.001), ('nop', 5, 5)])\n"
+        "print(sorted(round(a.xyann[1], 3) for a in ax.texts))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code], env={**os.environ, "PYTHONPATH": os.path.join(ROOT, "tools")},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    offsets = json.loads(r.stdout)
+    # The two labels at (almost) the same point get different heights; the far one keeps its own.
+    assert len(offsets) == 3 and len(set(offsets)) >= 2, offsets

@@ -111,6 +111,42 @@ def value(r: Record) -> float | None:
     return float(v)
 
 
+def spread(r: Record) -> tuple[float, float] | None:
+    """The run's interquartile range (q1, q3) per iteration, where the record has it."""
+    q1, q3 = r.get("q1"), r.get("q3")
+    if isinstance(q1, (int, float)) and isinstance(q3, (int, float)) and _is_number(q1) and _is_number(q3):
+        return float(q1), float(q3)
+    return None
+
+
+def provenance(recs: list[Record]) -> str:
+    """Where the data came from, from the meta records (one phrase per kind of source):
+    simulated (pmulab-sim), a virtual machine (the hypervisor's name, QEMU's -icount where
+    pmulab-lab recorded it), or hardware (the CPU's brand)."""
+    seen: list[str] = []
+    for r in recs:
+        if r.get("type") != "meta":
+            continue
+        lab_field = r.get("lab")
+        lab: dict[str, Any] = lab_field if isinstance(lab_field, dict) else {}
+        if r.get("simulated"):
+            what = f"simulated: {r.get('simulated_machine', 'pmulab-sim')}"
+        elif r.get("hypervisor"):
+            what = f"virtual machine ({r.get('hypervisor_vendor') or 'hypervisor'}"
+            what += f", -icount {lab['icount']})" if lab.get("icount") is not None else ")"
+        else:
+            what = f"hardware: {r.get('brand') or r.get('cpu_vendor') or 'unknown CPU'}"
+        if what not in seen:
+            seen.append(what)
+    return "data: " + ("; ".join(seen) if seen else "no meta record (provenance unknown)")
+
+
+def finish(fig: Any, recs: list[Record]) -> None:
+    """Every plot says where its data came from and what its error bars are."""
+    fig.text(0.01, 0.005, provenance(recs) + "; bars and bands: q1..q3 of the runs", fontsize="x-small",
+             color="dimgray", ha="left", va="bottom")
+
+
 def fmt_size(n: int) -> str:
     for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
         if n >= 1 << shift and n % (1 << shift) == 0:
@@ -168,12 +204,16 @@ def plot_staircase(recs: list[Record], args: argparse.Namespace, plt: Any) -> tu
     if not sel:
         die(f"no '{args.bench}' results with a size for event '{args.event}'", 1)
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    groups: dict[str, list[tuple[int, float | None]]] = {}
+    groups: dict[str, list[tuple[int, float | None, tuple[float, float] | None]]] = {}
     for key, r in zip(series_keys(sel), sel):
-        groups.setdefault(key, []).append((int(r["size"]), value(r)))
-    for name, pts in sorted(groups.items()):
-        pts.sort()
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        groups.setdefault(key, []).append((int(r["size"]), value(r), spread(r)))
+    for name, pts in sorted(groups.items(), key=lambda kv: kv[0]):
+        pts.sort(key=lambda p: p[0])
+        line = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=name)
+        band = [p for p in pts if p[2] is not None]
+        if band:
+            ax.fill_between([p[0] for p in band], [p[2][0] for p in band if p[2]], [p[2][1] for p in band if p[2]],
+                            color=line[0].get_color(), alpha=0.2, linewidth=0)
     sizes = sorted({int(r["size"]) for r in sel})
     ax.set_xscale("log", base=2)
     ax.set_xticks(sizes)
@@ -189,6 +229,15 @@ def plot_staircase(recs: list[Record], args: argparse.Namespace, plt: Any) -> tu
     return fig, len(sel)
 
 
+def _yerr(vals: Sequence[float | None], spreads: Sequence[tuple[float, float] | None]) -> Any:
+    """Asymmetric error bars from q1..q3 (None where no value has a spread)."""
+    if not any(spreads):
+        return None
+    lo = [max(0.0, (v or 0.0) - q[0]) if q else 0.0 for v, q in zip(vals, spreads)]
+    hi = [max(0.0, q[1] - (v or 0.0)) if q else 0.0 for v, q in zip(vals, spreads)]
+    return [lo, hi]
+
+
 def plot_cpus(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[Any, int]:
     sel = [r for r in recs if r.get("type") == "result" and r.get("event") == args.event
            and r.get("bench") == args.bench and value(r) is not None]
@@ -200,17 +249,21 @@ def plot_cpus(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[A
             core_type[(run_of(r), r.get("index"))] = r.get("core_type", "none")
     # One bar per (series, CPU): CPU 0 of one run never replaces CPU 0 of another.
     bars = {}
+    spreads: dict[tuple[str, int], tuple[float, float] | None] = {}
     # The series without the CPU (the CPU is the x axis here).
     keys = series_keys([{k: v for k, v in r.items() if k != "cpu"} for r in sel])
     for key, r in zip(keys, sel):
         bars[(key, int(r.get("cpu", 0)))] = (value(r), core_type.get((run_of(r), r.get("cpu", 0)), "none"))
+        spreads[(key, int(r.get("cpu", 0)))] = spread(r)
     series = sorted({k for k, _ in bars})
     cpus = sorted({c for _, c in bars})
     colours = {"core": "tab:blue", "atom": "tab:orange"}
     fig, ax = plt.subplots(figsize=(max(6, 0.4 * len(cpus) * len(series) + 2), 4.5))
     if len(series) == 1:
         ax.bar([str(c) for c in cpus], [bars[(series[0], c)][0] for c in cpus],
-               color=[colours.get(bars[(series[0], c)][1], "tab:gray") for c in cpus])
+               color=[colours.get(bars[(series[0], c)][1], "tab:gray") for c in cpus],
+               yerr=_yerr([bars[(series[0], c)][0] for c in cpus], [spreads.get((series[0], c)) for c in cpus]),
+               capsize=3)
         types = [t for t in colours if any(bars[(series[0], c)][1] == t for c in cpus)]
         if types:
             ax.legend([plt.Rectangle((0, 0), 1, 1, color=colours[t]) for t in types],
@@ -222,7 +275,9 @@ def plot_cpus(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[A
         for i, name in enumerate(series):
             xs = [j + (i - (len(series) - 1) / 2) * width for j, c in enumerate(cpus) if (name, c) in bars]
             cs = [c for c in cpus if (name, c) in bars]
-            h = ax.bar(xs, [bars[(name, c)][0] for c in cs], width=width, label=name, color=f"C{i % 10}")
+            h = ax.bar(xs, [bars[(name, c)][0] for c in cs], width=width, label=name, color=f"C{i % 10}",
+                       yerr=_yerr([bars[(name, c)][0] for c in cs], [spreads.get((name, c)) for c in cs]),
+                       capsize=2)
             for patch, c in zip(h, cs):
                 if bars[(name, c)][1] == "atom":
                     patch.set_hatch("//")
@@ -242,22 +297,40 @@ def plot_cpus(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[A
     return fig, len(bars)
 
 
+def place_labels(ax: Any, labels: list[tuple[str, float, float]]) -> None:
+    """Labels next to their points, moved up in steps of one line where they would overlap
+    a label already placed (in display space, estimated from the text length)."""
+    ax.figure.canvas.draw()  # the axes' transform is final only once drawn
+    placed: list[tuple[float, float, float]] = []  # x, y, width of each label, in pixels
+    line = 11.0
+    for text, x, y in sorted(labels, key=lambda t: (t[2], t[1])):
+        px, py = ax.transData.transform((x, y))
+        width = 6.5 * len(text)
+        dy = 4.0
+        while any(abs(px - qx) < max(width, qw) and abs(py + dy - qy) < line for qx, qy, qw in placed):
+            dy += line
+        placed.append((px, py + dy, width))
+        ax.annotate(text, (x, y), fontsize="small", textcoords="offset points", xytext=(4, dy * 72 / ax.figure.dpi))
+
+
 def plot_compare(recs: list[Record], args: argparse.Namespace, plt: Any) -> tuple[Any, int]:
     pts: dict[tuple[Any, ...], dict[Any, float]] = {}
+    qs: dict[tuple[Any, ...], dict[Any, tuple[float, float] | None]] = {}
     for r in recs:
         v = value(r)
         if r.get("type") != "result" or v is None:
             continue
         key = (run_of(r), r.get("lab", {}).get("file"), r.get("cpu", 0), str(r.get("bench", "?")), r.get("size"))
         pts.setdefault(key, {})[r.get("event")] = v
+        qs.setdefault(key, {})[r.get("event")] = spread(r)
     xy = [(k, v[args.x], v[args.y]) for k, v in pts.items() if args.x in v and args.y in v]
     if not xy:
         die(f"no benchmark measured both '{args.x}' and '{args.y}'", 1)
     fig, ax = plt.subplots(figsize=(6, 6))
-    for (_, _, _, bench, size), x, y in xy:
-        ax.scatter([x], [y])
-        ax.annotate(bench + (f" {fmt_size(int(size))}" if size else ""), (x, y), fontsize="small",
-                    textcoords="offset points", xytext=(4, 4))
+    for k, x, y in xy:
+        qx, qy = qs[k].get(args.x), qs[k].get(args.y)
+        ax.errorbar([x], [y], xerr=_yerr([x], [qx]), yerr=_yerr([y], [qy]), fmt="o", capsize=3)
+    place_labels(ax, [(k[3] + (f" {fmt_size(int(k[4]))}" if k[4] else ""), x, y) for k, x, y in xy])
     ax.set_xlabel(f"{args.x} ({unit(args.x)})")
     ax.set_ylabel(f"{args.y} ({unit(args.y)})")
     ax.set_title(f"{args.y} vs {args.x}, per iteration")
@@ -298,7 +371,8 @@ def main(argv: Sequence[str]) -> int:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, n = {"staircase": plot_staircase, "cpus": plot_cpus, "compare": plot_compare}[args.cmd](recs, args, plt)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    finish(fig, recs)
     try:
         fig.savefig(args.out, dpi=120)
     except OSError as e:

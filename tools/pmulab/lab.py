@@ -786,7 +786,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         jobs.append((cfg, smp, cpu, run_dir))
         labels[os.path.abspath(os.path.join(run_dir, "results"))] = {
             "run": name, "config": os.path.basename(cfg), "smp": int(smp), "cpu_model": cpu or "max",
-            "mode": modes[cfg]} if not machines else {
+            "mode": modes[cfg], "icount": args.icount} if not machines else {
             "run": name, "config": os.path.basename(cfg), "sim": cpu.partition(":")[2], "mode": "sim"}
     for fname in ("merged.jsonl", "merged.csv"):
         if os.path.lexists(os.path.join(args.out, fname)):

@@ -66,6 +66,13 @@ def test_loop_call_ret_and_indirect_jump_count_exactly_on_intel():
     got, _ = _per_iteration(("--dump", SKYLAKE, "--cpus", "0"), "--code", LOOP_CALL_RET_JMP, "--events",
                             "instructions,branches")
     assert got == {"instructions": 23, "branches": 16}, got
+    # The same body from --asm (tools/pmulab-asm): the assembler emits the bytes above.
+    r = _sim("--json", "--dump", SKYLAKE, "--cpus", "0", "--", "run", "--asm",
+             "mov ecx, 5; 1: call 3f; dec ecx; jnz 1b; lea rax, [rip + 2f]; jmp rax; 3: ret; 2:", "--events",
+             "C0.00,C4.20")
+    assert r.rc == 0, r
+    assert r.records("meta")[0]["command_line"].startswith(f"run --code {LOOP_CALL_RET_JMP} --events"), r
+    assert {x["event"]: x["fraction"] for x in r.records("result")} == {"C0.00": [23, 1], "C4.20": [15, 1]}, r
 
 
 def test_loop_call_ret_and_indirect_jump_count_exactly_on_amd_zen():
@@ -107,7 +114,8 @@ def _chain_init(k, off=CHAIN_SET * 64):
     b = bytes.fromhex("498d86") + struct.pack("<i", off)         # lea rax, [r14 + off]
     b += bytes.fromhex("b9") + struct.pack("<I", k - 1)          # mov ecx, k - 1
     b += bytes.fromhex("488d90") + struct.pack("<i", STRIDE)     # 1: lea rdx, [rax + STRIDE]  (offset 12)
-    b += bytes.fromhex("488910" "4889d0" "ffc9" "75ef")          # mov [rax], rdx; mov rax, rdx; dec ecx; jnz 1b (29 - 17 = 12)
+    b += bytes.fromhex("488910" "4889d0")                        # mov [rax], rdx; mov rax, rdx
+    b += bytes.fromhex("ffc9" "75ef")                            # dec ecx; jnz 1b  (next 29, 1b = 12: rel8 -17)
     b += bytes.fromhex("498d96") + struct.pack("<i", off)        # lea rdx, [r14 + off]
     b += bytes.fromhex("488910" "4889d0")                        # mov [rax], rdx; mov rax, rdx
     return b.hex()

@@ -3,6 +3,7 @@ tests/data/cpuid and from the synthetic models, and --trace-msr's programming se
 checked against the SDM/APM order (asserted on the JSON records, not eyeballed)."""
 
 import os
+from fractions import Fraction
 
 from pmulab_test import data_path, run_tool
 
@@ -69,34 +70,54 @@ def test_multiplexing_when_events_exceed_the_counters():
         res = r.records("result")
         assert len(res) == 12, (name, res)
         runs = {(x["bench"], x["event"]): (x["run"], x["runs"], x["fraction"]) for x in res}
-        for bench, instr, branches in (("add_indep", 8, 0), ("branch_pred", 6, 1)):
+        # branch_pred (src/measure/kernel_bodies.S) runs its `js` taken every other
+        # iteration (bit 63 of R8 alternates): taken, imul/add/test/js/nop/nop; not taken,
+        # imul/add/test/js/nop/jmp. 6 instructions either way; 1 or 2 branches: 3/2 per
+        # iteration (the old executor, which ran no kernel, counted the taken path only: 1).
+        for bench, instr, branches in (("add_indep", 8, 0), ("branch_pred", 6, Fraction(3, 2))):
             want = {"instructions": instr, "cycles": instr, "branches": branches, "branch-misses": 0}
             want[events.split(",")[4]] = instr  # C0.00: instructions again
             want[events.split(",")[5]] = instr  # core cycles again
             for ev, n in want.items():
                 run, nruns, frac = runs[(bench, ev)]
-                assert nruns == 2 and frac == [n, 1], (name, bench, ev, runs[(bench, ev)])
+                n = Fraction(n)
+                assert nruns == 2 and frac == [n.numerator, n.denominator], (name, bench, ev, runs[(bench, ev)])
             assert runs[(bench, events.split(",")[4])][0] == 1, (name, runs)
 
 
-def test_user_code_counts_through_the_code_generator_and_refuses_what_it_cannot_follow():
+def test_user_code_runs_on_the_executor_with_branches_and_faults_as_its_cpuid_says():
+    # The old executor scanned bytes: it counted a VEX instruction it never ran and refused
+    # every conditional branch. The executor now runs the code (issue #22).
     base = ("--json", "--model", "skylake", "--cpus", "0", "--", "run", "--events", "instructions,branches")
-    # add rax, rax; add rbx, rax; vpaddb ymm0, ymm0, ymm1: 3 instructions, no branch.
-    r = _sim(*base, "--code", "4801c04801c3c5fdfcc1")
+    # add rax, rax; add rbx, rax: 2 instructions, no branch.
+    r = _sim(*base, "--code", "4801c04801c3")
     assert r.rc == 0, r
     got = {x["event"]: x["fraction"] for x in r.records("result")}
-    assert got == {"instructions": [3, 1], "branches": [0, 1]}, got
-    # jmp +1 over a nop, then a nop: the jump is followed (2 instructions, 1 branch).
+    assert got == {"instructions": [2, 1], "branches": [0, 1]}, got
+    # vpaddb ymm0, ymm0, ymm1 after them: #UD, as on the hardware this model describes: its
+    # CPUID.1:ECX is E3BDH (src/sim/sim_builders.cpp), bit 28 (AVX) clear, so a VEX prefix
+    # is an invalid opcode there (SDM Vol. 2A §2.3.12). Nothing is measured.
+    r = _sim(*base, "--code", "4801c04801c3c5fdfcc1")
+    assert r.rc == 2 and r.records("result") == [], r
+    (err,) = r.records("error")
+    assert err["vector"] == 6, err
+    assert "code raised #UD (invalid opcode) (vector 6) at offset 6 of the body (copy 1 of 100)" in err["message"], err
+    # jmp +1 over a nop, then a nop: the jump is taken (2 instructions, 1 branch).
     r = _sim(*base, "--code", "eb019090")
     assert r.rc == 0, r
     got = {x["event"]: x["fraction"] for x in r.records("result")}
     assert got == {"instructions": [2, 1], "branches": [1, 1]}, got
-    # A conditional branch: the simulator says it cannot follow it, and nothing is measured.
-    r = _sim(*base, "--code", "7401909090")
-    assert r.rc == 2, r
-    assert r.records("result") == [], r
-    assert "cannot run the code: offset 0 of the body holds a conditional branch" in r.err, r
-    assert r.records("error"), r
+    # A conditional branch runs and counts. xor eax, eax; je +1; nop; nop: ZF = 1, taken
+    # over one nop (xor, je, nop: 3 instructions, 1 branch). or eax, 1; je +1; nop; nop:
+    # ZF = 0, not taken (or, je, nop, nop: 4 instructions, 1 branch).
+    r = _sim(*base, "--code", "31c074019090")
+    assert r.rc == 0, r
+    got = {x["event"]: x["fraction"] for x in r.records("result")}
+    assert got == {"instructions": [3, 1], "branches": [1, 1]}, got
+    r = _sim(*base, "--code", "83c80174019090")
+    assert r.rc == 0, r
+    got = {x["event"]: x["fraction"] for x in r.records("result")}
+    assert got == {"instructions": [4, 1], "branches": [1, 1]}, got
 
 
 def test_options_as_data_repeated_codes_optional_topdown_and_repeats():

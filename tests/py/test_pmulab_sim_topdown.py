@@ -106,9 +106,9 @@ def test_frequency_in_hz_and_undefined_without_the_tsc_frequency():
     met = _metrics(r)
     f = met[(0, "frequency")]
     # REF_TSC steps by CPUID.15H's 156/2 = 78 TSC ticks, as on the hardware: over the default
-    # window (800 TSC ticks of difference, read as 10 steps = 780 REF_TSC ticks: where the
-    # steps fall depends on every instruction the executor runs before the window) that is up
-    # to 20% off, and flagged, not exact.
+    # window (800 TSC ticks of difference: 100 copies x 8 cycles; REF_TSC crosses 10 steps of
+    # 78 in it, 780 ticks) that is up to 2 x 78 / 780 = 20% off, and flagged, not exact.
+    # (The old executor retired a modelled harness, so the steps fell at another phase: 858.)
     assert f["unit"] == "Hz" and f["ref_tsc_step"] == 78 and f["quantisation"] == 0.2, f
     assert f["valid"] is False and f["violation"] == (
         "REF_TSC advances in steps of 78 TSC ticks (CPUID.15H): over 780 ticks it is uncertain by up to 20.00%; "
@@ -165,8 +165,11 @@ def test_zen5_dump_level2_exact():
 
 
 def test_zen5_dump_amd_derived_metrics():
-    # branch_pred: 6 instructions, 1 branch per iteration; the Zen 5 budget retires 4 ops
-    # per cycle and mispredicts none; no L2 traffic is modelled (0 / 0: undefined).
+    # branch_pred: 6 instructions and 3/2 branches per iteration (its js is taken every
+    # other iteration: 1 branch on the taken path, 2 on the other; the old executor, which
+    # ran no kernel, counted the taken path only: 1); the Zen 5 budget retires 4 ops per
+    # cycle and mispredicts none; the kernel loads nothing, so no request reaches L2
+    # (0 / 0: undefined).
     r = _sim("--json", "--dump", data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"),
              "--cpus", "0", "--", "run", "--bench", "branch_pred", "--metrics", "Branches,Cache,Pipeline",
              "--reps", "3", "--warmup", "1")
@@ -174,7 +177,7 @@ def test_zen5_dump_amd_derived_metrics():
     met = _metrics(r)
     b = met[(0, "branch_miss_rate")]
     assert b["formula"] == "ex_ret_brn_misp / ex_ret_brn" and b["fraction"] == [0, 1], b
-    assert b["inputs"] == {"ex_ret_brn_misp": 0, "ex_ret_brn": 1}, b
+    assert b["inputs"] == {"ex_ret_brn_misp": 0, "ex_ret_brn": 1.5}, b
     u = met[(0, "uops_per_instruction")]
     assert u["formula"] == "ex_ret_ops / instructions" and u["fraction"] == [4, 1], u
     l2 = met[(0, "l2_miss_ratio")]

@@ -255,12 +255,6 @@ def test_nanobench_sim_counts_instructions_exactly():
     assert p.returncode == 0 and "Instructions retired: 1.00 [1.00;1.00]" in p.stdout.splitlines(), p
 
 
-# TODO(lead, issue #22): the pattern scanner refuses conditional branches and counts no
-# loads; the Unicorn executor runs both, the cache model counts the loads per level.
-# Remove each mark when merging what makes it pass (strict: an XPASS fails the run, so
-# a mark cannot outlive its reason). Measured on main 3c93a6e merged with this branch:
-# the branch test passes, the loads test still fails (MEM_LOAD_RETIRED.L1_HIT reads 0).
-@pytest.mark.xfail(strict=True, reason="TODO(lead, #22): conditional branches need the Unicorn executor")
 def test_nanobench_sim_counts_conditional_branches():
     p = _nanobench("--sim", SKYLAKE, "-asm", "cmp rax, rax; je 1f; 1: nop", "-config", CONFIG, "-unroll_count", "100")
     assert p.returncode == 0, p
@@ -268,7 +262,6 @@ def test_nanobench_sim_counts_conditional_branches():
     assert "INST_RETIRED: 3.00" in lines and "BR_INST_RETIRED.ALL_BRANCHES: 1.00" in lines, lines
 
 
-@pytest.mark.xfail(strict=True, reason="TODO(lead, #22): MEM_LOAD_RETIRED needs the executor's cache model")
 def test_nanobench_sim_counts_loads_per_level():
     p = _nanobench("--sim", SKYLAKE, "-asm", "mov rax, [r14]", "-config", CONFIG, "-unroll_count", "100")
     assert p.returncode == 0, p

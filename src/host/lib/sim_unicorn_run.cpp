@@ -281,6 +281,7 @@ void UnicornRunner::Run::on_instruction(u64 addr, u32 size) {
     cur = Insn{addr, size, k, true};
     switch (cur.kind) {
         case Kind::plain:
+        case Kind::trap:
         case Kind::rep_string: return;
         case Kind::hlt: return raise(kWatchdogVector, addr + size, 0, 0);  // only the watchdog's NMI ends it
         case Kind::wbinvd:

@@ -42,6 +42,7 @@ Kind two_byte(const uint8_t* p, size_t at, size_t size, bool opsize, bool rep) {
         case 0x34:
         case 0x35: return Kind::far;
         case 0x08: return Kind::invd;
+        case 0x0B: return Kind::trap;  // UD2
         case 0x09: return Kind::wbinvd;
         case 0x01:
             if (at + 1 < size && p[at + 1] == 0xF9) return Kind::rdtscp;
@@ -72,6 +73,8 @@ Kind one_byte(const uint8_t* p, size_t at, size_t size, bool rep) {
         case 0xCD:
         case 0xCE: return Kind::far;
         case 0xF4: return Kind::hlt;
+        case 0xCC:
+        case 0xF1: return Kind::trap;
         case 0xC4:
         case 0xC5:
         case 0x62: return Kind::vex;

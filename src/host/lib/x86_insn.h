@@ -35,6 +35,7 @@ enum class Kind : uint8_t {
     invd,        // 0F 08
     clflush,     // 0F AE /7, memory operand (66: CLFLUSHOPT)
     vex,         // VEX (C4/C5), EVEX (62) or XOP (8F with ModRM.reg != 0) encoded
+    trap,        // INT3, INT1, UD2: raise an exception by design (RIP must be exact)
 };
 
 // The instruction at p, `size` bytes long (as the emulator decoded it).

@@ -66,6 +66,8 @@ TEST(X86Insn, VectorAndStrings) {
     EXPECT_EQ(kind({0xF3, 0xAA}), Kind::rep_string);                   // rep stosb
     EXPECT_EQ(kind({0xA5}), Kind::plain);                              // movsd without rep
     EXPECT_EQ(kind({0x0F, 0x58, 0xC1}), Kind::plain);                  // addps
+    EXPECT_EQ(kind({0xCC}), Kind::trap);                               // int3
+    EXPECT_EQ(kind({0x0F, 0x0B}), Kind::trap);                         // ud2
 }
 
 // The length decoder behind the executor's fast path (x86_length.h) and the linear decode

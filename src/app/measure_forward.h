@@ -22,6 +22,7 @@ public:
     void vector_leave(const VectorSaved& v) override { inner_->vector_leave(v); }
     Status prepare() override { return inner_->prepare(); }
     void set_job_timeout(u32 seconds) override { inner_->set_job_timeout(seconds); }
+    Status guard_pages(const void* p, usize bytes, bool on) override { return inner_->guard_pages(p, bytes, on); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override { return inner_->run_on_cpu(hw, cpu, fn, ctx); }
 
 protected:

@@ -5,6 +5,7 @@
 #include "fault.h"
 #include "local_apic.h"
 #include "measure/kernel_bodies.h"
+#include "x86/paging_regs.h"
 
 namespace pmulab::efi {
 
@@ -147,6 +148,12 @@ u64 read_cr4() {
     return v;
 }
 void write_cr4(u64 v) { asm volatile("mov %0, %%cr4" ::"r"(v) : "memory"); }
+u64 read_cr3() {
+    u64 v;
+    asm volatile("mov %%cr3, %0" : "=r"(v));
+    return v;
+}
+void write_cr3(u64 v) { asm volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 u64 xgetbv0() {
     u32 lo, hi;
     asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
@@ -156,6 +163,12 @@ void xsetbv0(u64 v) { asm volatile("xsetbv" ::"a"(u32(v)), "d"(u32(v >> 32)), "c
 }  // namespace
 
 Status EfiMeasure::prepare() {
+    if (!overlay_.ready()) {
+        constexpr usize pages = PageOverlay::pages_for(kMaxAbsent);
+        Result<void*> p = alloc_pages(pages * kPageTableBytes, false);
+        if (!p.ok()) return p.error().with_context("the page-table overlay (%u pages)", unsigned(pages));
+        overlay_.init(static_cast<u64*>(p.value()), pages);
+    }
     if (xsave_area_ || xsave_) return ok_status();
     CpuidRegs l1 = hw_.cpuid(1, 0);
     CpuidRegs l0 = hw_.cpuid(0, 0);
@@ -172,6 +185,7 @@ Status EfiMeasure::prepare() {
 }
 
 Status EfiMeasure::vector_enter(VectorSaved* s) {
+    PMULAB_TRY(paging_enter(s));
     s->word[0] = read_cr4();
     s->word[2] = 0;
     if (!xsave_) return ok_status();
@@ -197,6 +211,48 @@ void EfiMeasure::vector_leave(const VectorSaved& s) {
         if (s.word[1] != xcr0_all_) xsetbv0(s.word[1]);
     }
     if (read_cr4() != s.word[0]) write_cr4(s.word[0]);
+    if (s.word[3]) write_cr3(s.word[3]);
+}
+
+// ---- page 0 and the guard pages (SDM Vol. 3A §4.5 "4-Level Paging") ----
+//
+// Around each run, inside the interrupt masking, the measuring CPU (BSP or AP; they all
+// use the firmware's CR3) loads CR3 with pmulab's overlay of the firmware's tables
+// (x86/page_overlay.h), in which page 0 and the guard pages around user code's scratch
+// areas are not present, and afterwards loads the firmware's CR3 value again. The overlay
+// is built afresh from the firmware's tables on every run, so it never holds stale
+// entries, and no firmware code ever runs on it. The load flushes the TLB's non-global
+// entries; INVLPG drops a global translation of an absent page (CR4.PGE). With 5-level
+// paging (CR4.LA57) nothing is made absent.
+
+Status EfiMeasure::paging_enter(VectorSaved* s) {
+    s->word[3] = 0;
+    if (!overlay_.ready() || regs::Cr4Paging(read_cr4()).la57()) return ok_status();
+    u64 fw = read_cr3();
+    Result<u64> cr3 = overlay_.build(fw, absent_, absent_n_);
+    if (!cr3.ok()) return cr3.error();
+    write_cr3(cr3.value());
+    for (usize i = 0; i < absent_n_; ++i) asm volatile("invlpg (%0)" ::"r"(uintptr_t(absent_[i])) : "memory");
+    s->word[3] = fw;
+    return ok_status();
+}
+
+Status EfiMeasure::guard_pages(const void* p, usize bytes, bool on) {
+    u64 first = u64(uintptr_t(p)) & ~u64(kPageBytes - 1);
+    u64 end = u64(uintptr_t(p)) + bytes;
+    for (u64 a = first; a < end; a += kPageBytes) {
+        usize at = 1;
+        while (at < absent_n_ && absent_[at] != a) ++at;
+        if (!on) {
+            if (at < absent_n_) absent_[at] = absent_[--absent_n_];
+            continue;
+        }
+        if (at < absent_n_) continue;
+        if (absent_n_ == kMaxAbsent)
+            return Error::make(Errc::internal, "more than %u guard pages", unsigned(kMaxAbsent - 1));
+        absent_[absent_n_++] = a;
+    }
+    return ok_status();
 }
 
 }  // namespace pmulab::efi

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "measure/measure.h"
+#include "x86/page_overlay.h"
 
 namespace pmulab::efi {
 
@@ -21,12 +22,19 @@ public:
     Status vector_enter(VectorSaved* saved) override;
     void vector_leave(const VectorSaved& saved) override;
     void set_job_timeout(u32 seconds) override;
+    Status guard_pages(const void* p, usize bytes, bool on) override;
 
 private:
     Hw& hw_;
     bool xsave_ = false;        // CPUID.01H:ECX.XSAVE[bit 26]
     u64 xcr0_all_ = 0;          // CPUID.(0DH,0):EDX:EAX, the XCR0 bits the CPU supports
     u8* xsave_area_ = nullptr;  // 64-byte aligned, CPUID.(0DH,0).ECX bytes (one CPU at a time)
+    // Not present while a region runs: page 0 and the guard pages (absent_[1..n)).
+    static constexpr usize kMaxAbsent = 32;
+    u64 absent_[kMaxAbsent] = {};
+    usize absent_n_ = 1;
+    PageOverlay overlay_;  // its pages from prepare(); built on the measuring CPU (one at a time)
+    Status paging_enter(VectorSaved* saved);
 };
 
 }  // namespace pmulab::efi

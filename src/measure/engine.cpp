@@ -39,6 +39,7 @@ public:
         n_ = 0;
     }
     u8* data() const { return static_cast<u8*>(p_); }
+    usize size() const { return n_; }
 
 private:
     MeasurePlatform& mp_;
@@ -121,18 +122,35 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
 }
 
 // User code's scratch areas (docs/measure.md): RSP, RDI, RSI, RBP (1 MiB each) and
-// R14 (cfg.r14_size), each register pointing into the middle of its area.
+// R14 (cfg.r14_size), each register pointing into the middle of its area, and each area
+// between two guard pages that are not present while the code runs (a run past either
+// end raises #PF instead of writing the neighbour's memory).
 struct Scratch {
+    static constexpr usize kGuard = 4096;
+    MeasurePlatform& mp;
     Pages areas[5];
-    explicit Scratch(MeasurePlatform& mp) : areas{Pages(mp), Pages(mp), Pages(mp), Pages(mp), Pages(mp)} {}
+    explicit Scratch(MeasurePlatform& m) : mp(m), areas{Pages(m), Pages(m), Pages(m), Pages(m), Pages(m)} {}
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    ~Scratch() {
+        for (Pages& a : areas)
+            if (a.data()) (void)guard(a, false);
+    }
+    Status guard(const Pages& a, bool on) {
+        PMULAB_TRY(mp.guard_pages(a.data(), kGuard, on));
+        return mp.guard_pages(a.data() + a.size() - kGuard, kGuard, on);
+    }
     Status alloc(const MeasureConfig& cfg, u64 regs[kGprCount], u64* r14) {
         static constexpr u8 kRegs[5] = {kRsp, kRdi, kRsi, kRbp, kR14};
         static const char* const kWhat[5] = {"the code's stack (RSP)", "RDI's scratch area", "RSI's scratch area",
                                              "RBP's scratch area", "R14's scratch area (--r14-size)"};
         for (unsigned i = 0; i < 5; ++i) {
             u64 bytes = kRegs[i] == kR14 ? cfg.r14_size : kScratchBytes;
-            if (!areas[i].data()) PMULAB_TRY(areas[i].alloc(usize(bytes), false, kWhat[i]));
-            u64 at = u64(reinterpret_cast<uintptr_t>(areas[i].data()));
+            if (!areas[i].data()) {
+                PMULAB_TRY(areas[i].alloc(usize(bytes) + 2 * kGuard, false, kWhat[i]));
+                PMULAB_TRY(guard(areas[i], true));
+            }
+            u64 at = u64(reinterpret_cast<uintptr_t>(areas[i].data() + kGuard));
             regs[kRegs[i]] = at + bytes / 2;
             if (kRegs[i] == kR14) *r14 = at;
         }

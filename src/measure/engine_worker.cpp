@@ -70,7 +70,8 @@ Error fault_error(const Region& r, const RegionFrame& f, u32 timeout_s) {
         n += format_to(extra + n, sizeof extra - n,
                        ", a trap: the place is the instruction after the one that raised it");
     if (f.fault_vector == 14)
-        n += format_to(extra + n, sizeof extra - n, ", CR2 0x%llx", (unsigned long long)f.fault_cr2);
+        n += format_to(extra + n, sizeof extra - n, ", CR2 0x%llx%s", (unsigned long long)f.fault_cr2,
+                       f.fault_cr2 < 4096 ? " (page 0, not present while code runs: a null pointer?)" : "");
     if (f.fault_vector == 10 || f.fault_vector == 11 || f.fault_vector == 12 || f.fault_vector == 13 ||
         f.fault_vector == 14 || f.fault_vector == 17)
         n += format_to(extra + n, sizeof extra - n, ", error code 0x%llx", (unsigned long long)f.fault_error);

@@ -224,8 +224,9 @@ public:
     // fields are set and the call returns early (the frame's start/end are then not read).
     virtual void execute(const Region& region, RegionFrame* frame) = 0;
     // Makes vector code runnable for the measurement and restores the firmware's
-    // state afterwards (CR4.OSXSAVE, XCR0, the extended state); around every run,
-    // with interrupts masked.
+    // state afterwards (CR4.OSXSAVE, XCR0, the extended state), and loads the page tables
+    // in which page 0 and the guard pages are not present (CR3, restored after); around
+    // every run, with interrupts masked.
     virtual Status vector_enter(VectorSaved*) { return ok_status(); }
     virtual void vector_leave(const VectorSaved&) {}
 
@@ -237,6 +238,11 @@ public:
     virtual void set_job_timeout(u32 seconds) {}
 
     // --- on the BSP ---
+    // Makes the pages of [p, p + bytes) not present while regions run (vector_enter to
+    // vector_leave; page 0 is never present then): the guard pages around user code's
+    // scratch areas. `on` false makes them ordinary again, before they are freed. A
+    // platform without the protection (the simulator) ignores it.
+    virtual Status guard_pages(const void* p, usize bytes, bool on) { return ok_status(); }
     // Runs fn on logical processor `cpu` (Hw::run_on_cpu semantics). A platform may
     // wait differently, e.g. halt the BSP until the AP is done so that the BSP does
     // not compete with the measurement (see measure_efi.cpp).

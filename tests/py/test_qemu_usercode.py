@@ -60,6 +60,12 @@ FAULTS = [
     ("wrmsr", "--code b9e1060000ba010000000f30", 13, "offset 10 of the body (copy 1 of 100)"),
     ("noncanon", "--code 48b80000000000000080488b00", 13, "offset 10 of the body (copy 1 of 100)"),
     ("pf", "--code 48b80000000000700000488b00", 14, "offset 10 of the body (copy 1 of 100)"),
+    # Page 0 and the guard pages around the scratch areas are not present while code runs.
+    ("null", "--code 31c0488b00", 14, "offset 2 of the body (copy 1 of 100)"),      # mov rax, [0]
+    ("nullst", "--code 31c0488900", 14, "offset 2 of the body (copy 1 of 100)"),    # mov [0], rax
+    ("guardlo", "--code 498b86f8fff7ff", 14, "offset 0 of the body (copy 1 of 100)"),  # [r14 - 512K - 8]
+    ("guardhi", "--code 498b8600000800", 14, "offset 0 of the body (copy 1 of 100)"),  # [r14 + 512K]
+    ("guardsp", "--code 48898424f8fff7ff", 14, "offset 0 of the body (copy 1 of 100)"),  # [rsp - 512K - 8]
     ("bp", "--code 90cc", 3, "offset 0 of the body (copy 2 of 100)"),  # int3 is a trap: RIP is after it
     ("initud", "--code 90 --init 90900f0b", 6, "offset 2 of the init block"),
     ("lateud", "--code 90 --late-init 0f0b", 6, "offset 0 of the late-init block"),
@@ -124,6 +130,19 @@ def _faults_reported_and_survived(cpus, smp=2):
     assert len(errors) == len(cpus) * len(FAULTS), errors
     assert any("error code 0x0" in e for e in errors if "wrmsr on CPU" in e), errors
     assert all("CR2 0x700000000000" in e for e in errors if "pf on CPU" in e), errors
+    # Through a null pointer: #PF at CR2 0, a read (error code 0) and a write (W/R, bit 1),
+    # not present (P, bit 0, clear): pmulab no longer writes physical page 0.
+    null = "CR2 0x0 (page 0, not present while code runs: a null pointer?), error code 0x"
+    assert all(e.endswith(null + "0") for e in errors if "null on CPU" in e), errors
+    assert all(e.endswith(null + "2") for e in errors if "nullst on CPU" in e), errors
+    # One byte below R14's area (its first page's last quadword), its end, below the stack.
+    cr2 = {}
+    for e in errors:
+        label = e.split(" on CPU ")[0].split(": ")[-1]
+        if label.startswith("guard"):
+            cr2.setdefault(label, []).append(int(e.split("CR2 0x")[1].split(",")[0], 16))
+    assert all(a % 4096 == 4088 and a > 4096 for a in cr2["guardlo"] + cr2["guardsp"]), cr2
+    assert all(a % 4096 == 0 and a > 4096 for a in cr2["guardhi"]), cr2
     assert all("a trap: the place is the instruction after" in e for e in errors if "bp on CPU" in e), errors
     # pmulab goes on: the next command measures exactly on every CPU.
     after = [rec for rec in r.records("result") if rec["bench"] == "after"]

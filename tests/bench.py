@@ -224,8 +224,8 @@ def sim_bench():
     worst = None
     for kernel in ("load_stream", "pointer_chase"):
         args = ["run", "--bench", kernel, "--size", "16K", "--unroll", "1000", "--loop", "100", "--reps", "21"]
-        insns, on_wall, on_cpu = sim_rates(args, ())
-        _, off_wall, off_cpu = sim_rates(args, ("--cache", "off"))
+        insns, on_wall, on_cpu = sim_rates(args, ("--cpus", "0"))
+        _, off_wall, off_cpu = sim_rates(args, ("--cpus", "0", "--cache", "off"))
         worst = on_cpu if worst is None else min(worst, on_cpu)
         print(f"  {kernel:<15} {insns / 1e6:10.1f} M {on_wall / 1e6:15.1f} {on_cpu / 1e6:6.1f} "
               f"{off_wall / 1e6:16.1f} {off_cpu / 1e6:6.1f} {on_wall / off_wall:13.2f} {on_cpu / off_cpu:6.2f}")

@@ -28,3 +28,17 @@ def test_per_rep_under_noise_is_not_printed_as_a_negative_time():
     assert " under TCG" not in line
     # Positive but within the noise: also not a figure.
     assert not bench.per_rep_estimate([2.0, 2.5, 2.2], [2.3, 2.4, 2.35], 10000)[2]
+
+
+def test_sim_bench_parses_the_executor_line_and_its_loop_is_the_users_code():
+    # The line UnicornRunner prints at exit with PMULAB_SIM_STATS=1.
+    m = bench.SIM_STATS.search("pmulab-sim: executor: 378940310 instructions in 9.566 s "
+                               "(39.6 million per second), 638 regions\n")
+    assert m and (int(m.group(1)), float(m.group(2))) == (378940310, 9.566)
+    # make bench's loops are all user code: 1000 + 2000 copies x 100 iterations of the one-
+    # instruction pointer_chase body in one rep, plus the harness (under 1 %).
+    _, cpu, insns, seconds = bench.sim_run(bench.SIM_SKYLAKE, ["run", "--bench", "pointer_chase", "--size", "16K",
+                                                               "--unroll", "1000", "--loop", "100", "--reps", "1",
+                                                               "--warmup", "0"], ("--cpus", "0"))
+    assert 300000 <= insns < 303000, insns
+    assert seconds > 0 and cpu > 0

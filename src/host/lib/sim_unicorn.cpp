@@ -155,6 +155,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     Run r;
     r.self = this, r.uc = uc_, r.cpu = &cpu, r.problems = &problems, r.region = &region;
     r.cache = data_cache(cpu.index());
+    if (r.cache) r.line = r.cache->line_bytes(), r.memory_level = r.cache->levels();
     r.code_lo = addr_of(region.code);
     r.kinds = seen.kinds.data();
     r.kinds_len = seen.kinds.size();

@@ -63,6 +63,9 @@ u64 clflush_address(uc_engine* uc, const u8* p, usize size, u64 next) {
 
 void UnicornRunner::Run::flush() {
     if (!batch.instructions) return;
+    // The stalls of the batch's loads (docs/sim.md "Cost model"): linear in the counts, so
+    // the batch's sum equals the sum over its loads.
+    if (cache) batch.stall_cycles = sim::memory_stall_cycles(batch.load_served);
     cpu->retire(batch);
     bool body = batch.body;
     batch = sim::Retired();
@@ -103,12 +106,7 @@ void UnicornRunner::Run::count_branch(Kind k, bool taken) {
 void UnicornRunner::Run::count_load(unsigned served) {
     sim::Retired& b = batch;
     ++b.loads;
-    if (!cache) return;
-    unsigned level = served >= cache->levels() || served > 3 ? 3 : served;  // load_served: L1D, L2, L3, memory
-    u64 one[4] = {};
-    one[level] = 1;
-    ++b.load_served[level];
-    b.stall_cycles += sim::memory_stall_cycles(one);  // docs/sim.md "Cost model"
+    if (cache) ++b.load_served[served >= memory_level || served > 3 ? 3 : served];  // L1D, L2, L3, memory
 }
 
 // The pending body block retired whole; `next` is where execution went on.
@@ -334,9 +332,9 @@ void hook_mem(uc_engine*, uc_mem_type type, u64 addr, int size, i64, void* user)
     }
     unsigned level = 0;
     if (r.cache) {
-        u64 line = r.cache->line_bytes();
         level = r.cache->access(addr, write);
-        if ((addr % line) + u64(size) > line) r.cache->access(addr - addr % line + line, write);
+        u64 in_line = (r.line & (r.line - 1)) == 0 ? addr & (r.line - 1) : addr % r.line;  // no division for 64
+        if (in_line + u64(size) > r.line) r.cache->access(addr - in_line + r.line, write);
     }
     if (first_load && in_block) r.count_load(level);
     else if (first_load) r.cur.served = level;

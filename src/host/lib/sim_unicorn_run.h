@@ -62,6 +62,9 @@ struct UnicornRunner::Run {
     SimProblems* problems = nullptr;
     const Region* region = nullptr;
     SimDataCache* cache = nullptr;
+    // The cache's line size and memory level, read once per region (the hooks run per access).
+    u64 line = 64;
+    unsigned memory_level = 0;
     u64 code_lo = 0, body_lo = 0, body_hi = 0, stop = 0;
     u8* kinds = nullptr;  // the region's instruction kinds by offset (kind + 1), as decoded
     usize kinds_len = 0;

@@ -236,7 +236,7 @@ FAULTS = [
     ("noncanon", "--code 48b80000000000000080488b00", 13, "offset 10 of the body (copy 1 of 100)", ""),
     ("pf", "--code 48b80000000000700000488b00", 14, "offset 10 of the body (copy 1 of 100)",
      "CR2 0x700000000000, error code 0x0"),
-    ("null", "--code 31c0488b00", 14, "offset 2 of the body (copy 1 of 100)", "CR2 0x0, error code 0x0"),
+    ("null", "--code 31c0488b00", 14, "offset 2 of the body (copy 1 of 100)", "CR2 0x0 (page 0, not present while code runs: a null pointer?), error code 0x0"),
     ("bp", "--code 90cc", 3, "offset 0 of the body (copy 2 of 100)",
      "a trap: the place is the instruction after the one that raised it"),
     ("initud", "--code 90 --init 90900f0b", 6, "offset 2 of the init block", ""),

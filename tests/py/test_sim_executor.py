@@ -237,6 +237,9 @@ FAULTS = [
     ("pf", "--code 48b80000000000700000488b00", 14, "offset 10 of the body (copy 1 of 100)",
      "CR2 0x700000000000, error code 0x0"),
     ("null", "--code 31c0488b00", 14, "offset 2 of the body (copy 1 of 100)", "CR2 0x0 (page 0, not present while code runs: a null pointer?), error code 0x0"),
+    # One past the last byte of R14's area (R14 is its middle: 512 KiB in; 1 MiB by default):
+    # the guard page above it is not present (error code 0), as on the target.
+    ("guard", "--code 498b8600000800", 14, "offset 0 of the body (copy 1 of 100)", "error code 0x0"),
     ("bp", "--code 90cc", 3, "offset 0 of the body (copy 2 of 100)",
      "a trap: the place is the instruction after the one that raised it"),
     ("initud", "--code 90 --init 90900f0b", 6, "offset 2 of the init block", ""),

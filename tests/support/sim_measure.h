@@ -28,6 +28,7 @@ public:
 
     Result<void*> alloc_pages(usize bytes, bool executable) override { return exec_.alloc_pages(bytes, executable); }
     void free_pages(void* p, usize bytes) override { exec_.free_pages(p, bytes); }
+    Status guard_pages(const void* p, usize bytes, bool on) override { return exec_.guard_pages(p, bytes, on); }
     CodeSpan kernel_body(KernelId id) override { return exec_.kernel_body(id); }
     Status irq_mask(IrqMode mode, IrqSaved* saved) override { return exec_.irq_mask(mode, saved); }
     void irq_restore(const IrqSaved& saved) override { exec_.irq_restore(saved); }

@@ -50,6 +50,10 @@ public:
     usize live_pages() const { return live_.size(); }
 
     void set_job_timeout(u32 seconds) override { runner_->set_timeout(seconds); }
+    Status guard_pages(const void* p, usize bytes, bool on) override {
+        runner_->guard(p, bytes, on);
+        return ok_status();
+    }
     // The data-cache model of every CPU (docs/sim.md "The memory hierarchy"): the
     // --cache spec ("" = each CPU's defaults from its CPUID, "off" = none) and the seed of
     // the random policies. Errors name the CPU whose defaults the spec does not fit.

@@ -48,6 +48,9 @@ public:
     // The engine's pages (MeasurePlatform::alloc_pages/free_pages), at their host address.
     virtual void map_pages(void* p, usize bytes, bool executable) = 0;
     virtual void unmap_pages(void* p, usize bytes) = 0;
+    // Guard pages (MeasurePlatform::guard_pages): not present while code runs (on), or
+    // ordinary memory again (off).
+    virtual void guard(const void* p, usize bytes, bool on) = 0;
     // The job's watchdog (MeasurePlatform::set_job_timeout); 0: the runner's default.
     virtual void set_timeout(u32 seconds) = 0;
     // The data-cache model for every CPU (none: loads and stores are counted, no levels).

@@ -85,6 +85,26 @@ void UnicornRunner::unmap_pages(void* p, usize bytes) {
     code_seen_.erase(from, to);
 }
 
+void UnicornRunner::guard(const void* p, usize bytes, bool on) {
+    if (!start()) return;
+    u64 lo = addr_of(p), n = page_round(bytes);
+    if (on) {
+        guards_[lo] = lo + n;
+        uc_mem_protect(uc_, lo, n, UC_PROT_NONE);
+    } else {
+        guards_.erase(lo);
+        uc_mem_protect(uc_, lo, n, UC_PROT_READ | UC_PROT_WRITE);
+    }
+    uc_ctl_remove_cache(uc_, lo, lo + n);
+}
+
+bool UnicornRunner::guarded(u64 addr) const {
+    auto it = guards_.upper_bound(addr);
+    if (it == guards_.begin()) return false;
+    --it;
+    return addr >= it->first && addr < it->second;
+}
+
 SimDataCache* UnicornRunner::data_cache(u32 cpu) {
     auto it = caches_.find(cpu);
     return it == caches_.end() ? nullptr : it->second.get();

@@ -47,6 +47,8 @@ public:
     CodeSpan kernel_body(KernelId id) override;
     void map_pages(void* p, usize bytes, bool executable) override;
     void unmap_pages(void* p, usize bytes) override;
+    void guard(const void* p, usize bytes, bool on) override;
+    bool guarded(u64 addr) const;
     void set_timeout(u32 seconds) override { timeout_s_ = seconds ? seconds : kDefaultTimeout; }
     void set_data_cache(DataCacheFactory f) override {
         cache_factory_ = std::move(f);
@@ -85,6 +87,7 @@ private:
     u8* own_ = nullptr;   // the runner's own pages: the frame copy, the stack, the return point
     DataCacheFactory cache_factory_;
     std::map<u32, std::unique_ptr<SimDataCache>> caches_;
+    std::map<u64, u64> guards_;  // guard pages: start -> end (not present while code runs)
     u32 timeout_s_ = kDefaultTimeout;
     u64 executed_ = 0, regions_ = 0;
     double seconds_ = 0;  // in execute()

@@ -363,7 +363,9 @@ bool hook_bad_mem(uc_engine*, uc_mem_type type, u64 addr, int, i64, void* user) 
         r.raise(kVectorGP, rip, 0, 0);
         return false;
     }
-    bool prot = type == UC_MEM_READ_PROT || type == UC_MEM_WRITE_PROT || type == UC_MEM_FETCH_PROT;
+    // A guard page (MeasurePlatform::guard_pages) is mapped without access: not present.
+    bool prot = (type == UC_MEM_READ_PROT || type == UC_MEM_WRITE_PROT || type == UC_MEM_FETCH_PROT) &&
+                !r.self->guarded(addr);
     bool write = type == UC_MEM_WRITE_UNMAPPED || type == UC_MEM_WRITE_PROT;
     bool fetch = type == UC_MEM_FETCH_UNMAPPED || type == UC_MEM_FETCH_PROT;
     u64 err = (prot ? kPfPresent : 0) | (write ? kPfWrite : 0) | (fetch ? kPfFetch : 0);

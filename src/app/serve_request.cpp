@@ -9,8 +9,9 @@ namespace pmulab {
 namespace {
 
 // The fields of a request, one bit each (ServeRequest's fields seen so far).
-enum Field : u32 { kId = 1, kCmd = 2, kCancel = 4, kStop = 8, kTimeout = 16, kBlobs = 32 };
-constexpr const char* kFieldNames[] = {"id", "cmd", "cancel", "stop", "timeout_ms", "blobs"};
+enum Field : u32 { kId = 1, kCmd = 2, kCancel = 4, kStop = 8, kTimeout = 16, kBlobs = 32, kToken = 64 };
+constexpr const char* kFieldNames[] = {"id", "cmd", "cancel", "stop", "timeout_ms", "blobs", "token"};
+constexpr u32 kFieldCount = sizeof kFieldNames / sizeof kFieldNames[0];
 
 // The request object, read by the one JSON reader (base/json.h), checked against the
 // fields of docs/agent.md and nothing else. Errors name the byte (1-based) where the
@@ -120,12 +121,14 @@ struct Checker {
     // One field of the request; *seen has one bit per field name (a second one is an error).
     Status field(StrView k, const Value& v, u32* seen) {
         u32 bit = 0;
-        for (u32 f = 0; f < 6; ++f)
+        for (u32 f = 0; f < kFieldCount; ++f)
             if (k.eq(kFieldNames[f])) bit = 1u << f;
         PMULAB_TRY(ascii(v.key_offset, v.key_end, 32, "field name"));
         char name[40];
         format_to(name, sizeof name, "%.*s", int(k.len), k.ptr);
-        if (!bit) return err(v.offset, "unknown field \"%s\" (fields: id, cmd, blobs, timeout_ms, cancel, stop)", name);
+        if (!bit)
+            return err(v.offset, "unknown field \"%s\" (fields: id, token, cmd, blobs, timeout_ms, cancel, stop)",
+                       name);
         if (*seen & bit) return err(v.offset, "field \"%s\" given twice", name);
         *seen |= bit;
         if (bit == kId) {
@@ -138,6 +141,13 @@ struct Checker {
             PMULAB_TRY(id(v, req->cancel_id, sizeof req->cancel_id, "cancel"));
         } else if (bit == kStop) {
             if (v.kind() != Value::Kind::boolean || !v.as_bool()) return err(v.offset, "stop: expected true");
+        } else if (bit == kToken) {
+            // Never echoed: the errors say what is wrong, not what was sent.
+            if (!v.is_string()) return err(v.offset, "token: expected a string");
+            if (v.text().len > kServeTokenMax)
+                return err(v.offset, "token: longer than %u characters", unsigned(kServeTokenMax));
+            format_to(req->token, sizeof req->token, "%.*s", int(v.text().len), v.text().ptr);
+            req->has_token = true;
         } else if (bit == kTimeout) {
             PMULAB_TRY(integer(v, &req->timeout_ms, "timeout_ms"));
             if (req->timeout_ms == 0 || req->timeout_ms > kServeTimeoutMaxMs)
@@ -237,6 +247,8 @@ Status parse_serve_request(StrView line, ServeRequest* req) {
     req->has_id = false;
     req->cancel_id[0] = 0;
     req->timeout_ms = 0;
+    req->token[0] = 0;
+    req->has_token = false;
     req->kind = ServeRequest::Kind::command;
     // Strip one trailing newline (and a CR before it): the line as the host sent it.
     if (line.len && line[line.len - 1] == '\n') line = line.sub(0, line.len - 1);
@@ -306,6 +318,30 @@ void serve_error_record(StrView id_json, const char* code, StrView message, StrB
     w.begin_object().field("type", "error").key("id").value(serve_id_value(id_json));
     w.field("code", code).field("message", message).end_object();
     json_write_line(*out, rec);
+}
+
+Status check_serve_token(StrView token, const char* option) {
+    if (token.len < kServeTokenMin || token.len > kServeTokenMax)
+        return Error::make(Errc::invalid_argument,
+                           "%s: the token has %u characters; give %u to %u (e.g. `openssl rand -hex 16`)", option,
+                           unsigned(token.len), unsigned(kServeTokenMin), unsigned(kServeTokenMax));
+    for (usize k = 0; k < token.len; ++k) {
+        u8 c = u8(token[k]);
+        if (c <= ' ' || c >= 0x7f || c == '"' || c == '\\')
+            return Error::make(Errc::invalid_argument,
+                               "%s: character %u of the token is not allowed (printable ASCII without spaces, "
+                               "quotes and backslashes)",
+                               option, unsigned(k + 1));
+    }
+    return ok_status();
+}
+
+bool serve_token_matches(StrView given, StrView expected) {
+    // The time taken depends on the expected token's length only, not on where the
+    // given one differs.
+    u32 diff = u32(given.len ^ expected.len);
+    for (usize k = 0; k < expected.len; ++k) diff |= u32(u8(k < given.len ? given[k] : 0) ^ u8(expected[k]));
+    return diff == 0 && expected.len > 0;
 }
 
 }  // namespace pmulab

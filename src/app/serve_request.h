@@ -24,6 +24,8 @@ inline constexpr usize kServeBlobsMax = 8;                // code blobs per requ
 inline constexpr usize kServeBlobNameMax = 32;            // characters of a blob name
 inline constexpr usize kServeBlobMax = usize(64) << 10;   // decoded bytes per blob (kUserCodeMax)
 inline constexpr u64 kServeTimeoutMaxMs = u64(24) * 3600 * 1000;
+inline constexpr usize kServeTokenMin = 16;  // characters of the pre-shared token
+inline constexpr usize kServeTokenMax = 128;
 inline constexpr u64 kServeIdNumMax = (u64(1) << 53) - 1;  // exact in every JSON reader
 
 struct ServeBlob {
@@ -43,6 +45,10 @@ struct ServeRequest {
     char cancel_id[kServeIdMax + 8] = {};  // kind == cancel: the target's id as JSON text
     u64 timeout_ms = 0;                    // 0: none
     Vec<ServeBlob> blobs;
+    // "token": the pre-shared token of `serve --token-file`/`--token`, checked by the
+    // session (docs/agent.md "Who may connect"); never echoed.
+    char token[kServeTokenMax + 1] = {};
+    bool has_token = false;
 };
 
 // Parses one request line (without its newline). On error req->id holds the id when
@@ -71,6 +77,15 @@ void serve_error_record(StrView id_json, const char* code, StrView message, StrB
 // Standard base64 (RFC 4648 §4, padding required, no whitespace) into `out`, at most
 // `max` bytes. False on bad input or when the result would be longer.
 bool base64_decode(StrView in, usize max, Vec<u8>* out);
+
+// A token for `serve --token-file`/`--token`: kServeTokenMin..kServeTokenMax characters of
+// printable ASCII without spaces, quotes and backslashes. Errors name `option` and never
+// the token.
+Status check_serve_token(StrView token, const char* option);
+
+// Whether a request's token is the expected one, in time that does not depend on where
+// they differ. An empty expected token matches nothing.
+bool serve_token_matches(StrView given, StrView expected);
 
 // A blob name: 1-32 characters of [A-Za-z0-9_.-].
 bool serve_blob_name_ok(StrView name);

@@ -106,6 +106,7 @@ void ServeSession::take_line(StrView line) {
     Queued q;
     Status s = parse_serve_request(line, &q.req);
     if (s.ok() && q.req.kind == ServeRequest::Kind::cancel) {
+        if (!authorised(q.req)) return;
         StrView target(q.req.cancel_id);
         bool found = false;
         if (current_ && StrView(current_->id).eq(target)) {
@@ -139,7 +140,7 @@ void ServeSession::take_line(StrView line) {
 // Reads what the link has, a line at a time, while the queue has room.
 void ServeSession::pump() {
     char buf[512];
-    while (!link_broken_ && !input_ended_ && queue_.size() < kServeQueueMax) {
+    while (!link_broken_ && !input_ended_ && !refusal_pending_ && queue_.size() < kServeQueueMax) {
         Result<usize> r = link_.read(buf, sizeof buf);
         if (!r.ok()) {
             // Nothing more comes from the host; what it sent before is still answered
@@ -148,6 +149,7 @@ void ServeSession::pump() {
             return;
         }
         usize n = r.value();
+        if (n) heard_ms_ = link_.now_ms();
         if (n == 0) {
             // A line that has begun is read to its end (up to kServeLineWaitMs): a
             // 16-byte UART FIFO refilled between polls would otherwise deliver a
@@ -282,12 +284,46 @@ void ServeSession::run_request(ServeRequest& r, ServeRunFn run, void* ctx) {
     }
 }
 
+// Whether a request carries the pre-shared token (any request when none is asked for).
+// One that does not is answered with an "unauthorized" error, logged on the console
+// without a word of the token, and with refusal_closes ends the connection.
+bool ServeSession::authorised(const ServeRequest& r) {
+    if (!opts_.token[0]) return true;
+    if (r.has_token && serve_token_matches(StrView(r.token), StrView(opts_.token))) return true;
+    ++refused_;
+    const char* what = r.has_token ? "a wrong token" : "no token";
+    StrBuf m;
+    m.printf("request refused: %s; this agent takes requests with its pre-shared token in the \"token\" field "
+             "(serve --token-file/--token; pmulab-client --token-file, --token or $PMULAB_TOKEN)%s",
+             what, opts_.refusal_closes ? "; the connection is closed" : "");
+    answer_error(StrView(r.id), "unauthorized", m.view(), kExitFailure);
+    StrBuf log;
+    log.printf("pmulab serve: refused request %s (%s)%s\n", r.id, what,
+               opts_.refusal_closes ? "; closing the connection" : "");
+    inner_.write(log.view());
+    if (opts_.refusal_closes) refusal_pending_ = true;
+    return false;
+}
+
+int ServeSession::end(ServeStopReason why, const char* bye) {
+    if (bye) {
+        StrBuf b;
+        serve_bye_record(bye, &b);
+        send(b.view());
+    }
+    stop_reason_ = why;
+    return why == ServeStopReason::stop || why == ServeStopReason::idle ? kExitOk : kExitFailure;
+}
+
 int ServeSession::serve(ServeRunFn run, void* ctx) {
     StrBuf hello;
     JsonWriter w(hello);
     w.begin_object().field("type", "hello").key("id").null().field_u("protocol", 1);
     w.field("pmulab_version", PMULAB_VERSION).field("link", link_.describe());
     w.field_u("line_max", kServeLineMax).field_u("blob_max", kServeBlobMax).field_u("blobs_max", kServeBlobsMax);
+    // Whether requests need the token (never the token itself), so that a client without
+    // one can say so before sending anything.
+    w.field_b("token_required", opts_.token[0] != 0);
     // pmulab-sim: marked as the meta record marks it, so that no host mistakes the
     // answers for a measurement.
     if (inner_.simulated()) w.field_b("simulated", true).field("simulated_machine", inner_.simulated());
@@ -295,16 +331,16 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
     hello.put('\n');
     send(hello.view());
     u64 last = link_.now_ms();
+    heard_ms_ = last;
     for (;;) {
         pump();
-        if (link_broken_ || (input_ended_ && queue_.empty())) return kExitFailure;
+        if (refusal_pending_) return end(ServeStopReason::refused, "unauthorized");
+        if (link_broken_ || (input_ended_ && queue_.empty())) return end(ServeStopReason::broken, nullptr);
         if (queue_.empty()) {
-            if (opts_.idle_ms && link_.now_ms() - last >= opts_.idle_ms) {
-                StrBuf bye;
-                serve_bye_record("idle", &bye);
-                send(bye.view());
-                return kExitOk;
-            }
+            u64 now = link_.now_ms();
+            if (opts_.idle_ms && now - last >= opts_.idle_ms) return end(ServeStopReason::idle, "idle");
+            if (opts_.silent_ms && now - (heard_ms_ > last ? heard_ms_ : last) >= opts_.silent_ms)
+                return end(ServeStopReason::silent, "idle-timeout");
             link_.wait(1);
             continue;
         }
@@ -312,6 +348,10 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
         for (usize k = 1; k < queue_.size(); ++k) queue_[k - 1] = move(queue_[k]);
         queue_.pop();
         last = link_.now_ms();
+        if (!authorised(q.req)) {
+            if (refusal_pending_) return end(ServeStopReason::refused, "unauthorized");
+            continue;
+        }
         if (q.error.code != Errc::ok) {
             answer_error(StrView(q.req.id), errc_name(q.error.code), q.error.msg, kExitUsage);
             continue;
@@ -319,10 +359,9 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
         if (q.req.kind == ServeRequest::Kind::stop) {
             StrBuf b;
             serve_done_record(StrView(q.req.id), kExitOk, ServeEnd::normal, &b);
-            serve_bye_record("stop", &b);
             send(b.view());
             ++answered_;
-            return kExitOk;
+            return end(ServeStopReason::stop, "stop");
         }
         run_request(q.req, run, ctx);
         last = link_.now_ms();

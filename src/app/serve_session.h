@@ -60,6 +60,24 @@ struct ServeOptions {
     bool unsafe = false;   // requests may use msr write --unsafe
     bool results = false;  // commands write results files as on the command line
     u64 idle_ms = 0;       // stop after this long without a request (0: never)
+    // The pre-shared token every request must carry in its "token" field (empty: none
+    // asked). Never printed.
+    char token[kServeTokenMax + 1] = {};
+    // A request without the token (or with another) ends the connection (TCP); otherwise
+    // it is refused and serving goes on (a serial line cannot be hung up).
+    bool refusal_closes = false;
+    // End the connection when the host has sent nothing for this long while no request
+    // is running or waiting (0: never): the next host gets its turn (serve --idle-timeout).
+    u64 silent_ms = 0;
+};
+
+// Why ServeSession::serve() returned.
+enum class ServeStopReason : u8 {
+    stop,     // a stop request
+    idle,     // --idle: no request for ServeOptions::idle_ms
+    broken,   // the link failed (or the host's input ended)
+    refused,  // a request without the right token (ServeOptions::refusal_closes)
+    silent,   // the host sent nothing for ServeOptions::silent_ms
 };
 
 // Runs one command line (what app_run does) against `p`; returns its exit status.
@@ -134,6 +152,9 @@ public:
     const ServeRequest* current() const { return current_; }
     // Requests answered so far (tests).
     u64 answered() const { return answered_; }
+    // Why serve() returned, and how many requests were refused for their token.
+    ServeStopReason stop_reason() const { return stop_reason_; }
+    u64 refused() const { return refused_; }
 
 private:
     struct Queued {
@@ -146,6 +167,8 @@ private:
     void answer_error(StrView id, const char* code, StrView msg, int status, ServeEnd end = ServeEnd::normal);
     void run_request(ServeRequest& r, ServeRunFn run, void* ctx);
     void flush_partial();
+    bool authorised(const ServeRequest& r);
+    int end(ServeStopReason why, const char* bye);
 
     Platform& inner_;
     ServeLink& link_;
@@ -164,6 +187,10 @@ private:
     ServeEnd end_ = ServeEnd::normal;
     StrBuf partial_;  // output of the running command up to its next newline
     u64 answered_ = 0;
+    u64 heard_ms_ = 0;  // now_ms() of the last bytes from the host
+    u64 refused_ = 0;
+    bool refusal_pending_ = false;  // a refused request ends the connection (refusal_closes)
+    ServeStopReason stop_reason_ = ServeStopReason::broken;
 };
 
 }  // namespace pmulab

@@ -7,11 +7,19 @@ namespace pmulab {
 
 namespace {
 
+// How long a connected TCP host may stay silent before its connection is closed
+// (serve --idle-timeout; docs/agent.md "Who may connect").
+constexpr u64 kServeSilentDefaultS = 60;
+
 struct ServeArgs {
     ServeOptions o;
     ServeTcpOptions t;
     int port = -1;  // --serial
     bool tcp = false, addr_given = false, nic_given = false;
+    const char* token_file = nullptr;  // --token-file PATH
+    const char* token = nullptr;       // --token VALUE
+    u64 silent_s = kServeSilentDefaultS;
+    bool silent_given = false;
 };
 
 ServeArgs& S(void* t) { return *static_cast<ServeArgs*>(t); }
@@ -50,6 +58,18 @@ const OptionSpec kServeOptionTable[] = {
     {.name = "--idle", .metavar = "SECONDS", .value = OptValue::count, .min = 1, .max = 7 * 24 * 3600,
      .help = "stop serving after this long without a request (with --tcp also\n"
              "without a host connected) (default: never)", .apply = SERVE_SET(o.o.idle_ms = h.num * 1000)},
+    {.name = "--token-file", .metavar = "PATH", .value = OptValue::path,
+     .help = "a file on the boot volume holding the pre-shared token that every\n"
+             "request must carry (16-128 printable characters; never printed)",
+     .apply = SERVE_SET(o.token_file = h.value)},
+    {.name = "--token", .metavar = "TOKEN", .value = OptValue::string,
+     .help = "the pre-shared token itself (a campaign line; prefer --token-file)",
+     .apply = SERVE_SET(o.token = h.value)},
+    {.name = "--idle-timeout", .metavar = "SECONDS", .value = OptValue::count, .min = 0, .max = 24 * 3600,
+     .help = "with --tcp: close a host's connection after this long without a\n"
+             "byte from it while no request runs, so the next host gets its\n"
+             "turn (default 60; 0: never)",
+     .apply = SERVE_SET((o.silent_s = h.num, o.silent_given = true))},
     {.name = "--unsafe", .help = "let requests use 'msr write --unsafe' (refused otherwise)",
      .apply = SERVE_SET(o.o.unsafe = true)},
     {.name = "--results", .help = "write results files for every request, as on the command line\n"
@@ -63,8 +83,9 @@ const CommandOptions kServeCommand = {
     .command = "serve",
     .options = kServeOptionTable,
     .count = count_of(kServeOptionTable),
-    .help = "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--nic N] [--once]]\n"
-            "                    [--idle SECONDS]\n"
+    .help = "usage: pmulab serve [--serial N | --tcp PORT [--addr A.B.C.D/N|dhcp] [--nic N] [--once]\n"
+            "                                      [--idle-timeout SECONDS]]\n"
+            "                    [--token-file PATH | --token TOKEN] [--idle SECONDS]\n"
             "                    [--unsafe] [--results] [--shutdown]\n"
             "\n"
             "Answers requests from a host until it sends {\"id\":...,\"stop\":true}: one JSON object\n"
@@ -91,11 +112,36 @@ Status parse_serve_args(Args& args, ServeArgs* a) {
     PMULAB_TRY(read_options(kServeCommand, args, a, &parsed));
     if (a->tcp && a->port >= 0)
         return Error::make(Errc::invalid_argument, "serve: give --serial N or --tcp PORT, not both");
-    if (!a->tcp && (a->addr_given || a->nic_given || a->t.once))
+    if (!a->tcp && (a->addr_given || a->nic_given || a->t.once || a->silent_given))
         return Error::make(Errc::invalid_argument, "serve: %s goes with --tcp PORT",
                            a->addr_given  ? "--addr"
                            : a->nic_given ? "--nic"
-                                          : "--once");
+                           : a->t.once    ? "--once"
+                                          : "--idle-timeout");
+    if (a->token_file && a->token)
+        return Error::make(Errc::invalid_argument, "serve: give --token-file PATH or --token TOKEN, not both");
+    a->o.silent_ms = a->tcp ? a->silent_s * 1000 : 0;
+    a->o.refusal_closes = a->tcp;
+    return ok_status();
+}
+
+// The token of --token or --token-file into o->token (checked; a file's surrounding
+// whitespace and line end dropped). Errors never show the token.
+Status load_token(Platform& p, const ServeArgs& a, ServeOptions* o) {
+    StrView t;
+    Vec<char> data;
+    const char* option = a.token ? "serve: --token" : "serve: --token-file";
+    if (a.token) t = StrView(a.token);
+    if (a.token_file) {
+        if (!p.files()) return Error::make(Errc::not_found, "serve: --token-file: this platform has no boot volume");
+        Result<Vec<char>> r = p.files()->read(a.token_file, 4096);
+        if (!r.ok()) return Error::make(r.error().code, "serve: --token-file %s: %s", a.token_file, r.error().msg);
+        data = move(r.value());
+        t = StrView(data.data(), data.size()).trim();
+    }
+    if (!a.token && !a.token_file) return ok_status();
+    PMULAB_TRY(check_serve_token(t, option));
+    format_to(o->token, sizeof o->token, "%.*s", int(t.len), t.ptr);
     return ok_status();
 }
 
@@ -107,11 +153,17 @@ Status cmd_serve(Out& out, Args& args) {
     ServeOptions& o = a.o;
     const bool tcp = a.tcp;
     Platform& p = out.platform();
+    PMULAB_TRY(load_token(p, a, &o));
     Result<ServeLink*> opened = tcp ? p.open_tcp_link(a.t) : p.open_serve_link(a.port);
     if (!opened.ok()) return opened.error();
     ServeLink& link = *opened.value();
     if (link.notes()) out.text("pmulab serve: %s\n", link.notes());
     if (tcp) out.text("pmulab serve: listening on %s\n", link.describe());
+    if (tcp && !o.token[0])
+        out.text("pmulab serve: warning: no --token-file: anyone who reaches TCP port %u can run ring-0 code on "
+                 "this machine (docs/agent.md, \"Who may connect\")\n",
+                 unsigned(a.t.port));
+    else if (o.token[0]) out.text("pmulab serve: requests must carry the pre-shared token\n");
     u64 answered = 0;
     for (;;) {
         Result<bool> host = link.accept(o.idle_ms);
@@ -122,14 +174,27 @@ Status cmd_serve(Out& out, Args& args) {
         }
         out.text("pmulab serve: serving on %s (JSON Lines, docs/agent.md); send {\"id\":1,\"stop\":true} to stop\n",
                  link.describe());
-        int st;
+        ServeStopReason why;
         {
             ServeSession session(p, link, o);
-            st = session.serve(run_line, nullptr);
+            (void)session.serve(run_line, nullptr);
             answered += session.answered();
+            why = session.stop_reason();
         }
         link.hang_up();
-        if (st == kExitOk) break;    // stop, or --idle
+        if (why == ServeStopReason::stop || why == ServeStopReason::idle) break;
+        if (why == ServeStopReason::refused) {
+            // (The session logged it.) A refused host is not "the host" of --once.
+            out.text("pmulab serve: closed the connection of a host without the token; listening again\n");
+            continue;
+        }
+        if (why == ServeStopReason::silent) {
+            out.text("pmulab serve: the host sent nothing for %llu s (--idle-timeout); closed its connection\n",
+                     (unsigned long long)(o.silent_ms / 1000));
+            if (!link.reconnects()) break;
+            out.text("pmulab serve: listening again\n");
+            continue;
+        }
         if (link.ended_by_host()) {  // a pipe's end of input (pmulab-sim ... -- serve)
             out.text("pmulab serve: the host closed the link\n");
             break;

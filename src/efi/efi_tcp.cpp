@@ -272,6 +272,17 @@ Status EfiTcpLink::open(const ServeTcpOptions& o, const TscFreq& tsc) {
 
 Result<bool> EfiTcpLink::accept(u64 wait_ms) {
     if (conn_) return true;
+    u64 end = now_ms() + wait_ms;
+    for (;;) {
+        Result<bool> r = accept_one(end, wait_ms != 0);
+        // A host that closed before its first byte was read (a port scan, a client that
+        // gave up waiting) is dropped, and the next one awaited: it must not end serving.
+        if (r.ok() || !(conn_ && rx_closed_)) return r;
+        hang_up();
+    }
+}
+
+Result<bool> EfiTcpLink::accept_one(u64 end, bool bounded) {
     if (!accepting_) {
         listen_tok_.NewChildHandle = nullptr;
         accept_done_ = false;
@@ -279,11 +290,10 @@ Result<bool> EfiTcpLink::accept(u64 wait_ms) {
         if (st != EFI_SUCCESS) return Error::make(Errc::io, "serve --tcp: TCP4 Accept: %s", tcp_status_name(st));
         accepting_ = true;
     }
-    u64 end = now_ms() + wait_ms;
     for (;;) {
         poll();
         if (completed(listen_tok_.CompletionToken.Event, &accept_done_)) break;
-        if (wait_ms && now_ms() >= end) return false;
+        if (bounded && now_ms() >= end) return false;
         gBS->Stall(1000);
     }
     accepting_ = false;
@@ -311,6 +321,7 @@ Result<bool> EfiTcpLink::accept(u64 wait_ms) {
     }
     Status s = start_receive();
     if (!s.ok()) {
+        if (rx_closed_) return s.error();  // accept() hangs up and waits for the next host
         hang_up();
         return s.error();
     }

@@ -33,6 +33,9 @@ public:
     // Closes the connection and the listener and gives back events and buffers.
     ~EfiTcpLink();
     Result<bool> accept(u64 wait_ms) override;
+    // One Accept: true with a connection whose first Receive is started, false when
+    // `end` (now_ms(); when bounded) passed first.
+    Result<bool> accept_one(u64 end, bool bounded);
     void hang_up() override;
     bool reconnects() const override { return !once_; }
     Result<usize> read(char* buf, usize cap) override;

@@ -79,6 +79,34 @@ def test_asm_known_encodings_gnu_as():
     _check_known("as")
 
 
+# GNU as's current address (`$`, `.`), which nanoBench users write: the same bytes from
+# either assembler (issue 26 item 11: llvm-mc said "unknown token in expression").
+HERE = [
+    ("jmp $", "ebfe"), ("jmp .", "ebfe"), ("jmp $+2", "eb00"), ("jmp .-2", "ebfc"),
+    ("nop; jmp $", "90ebfe"), ("1: dec ecx; jnz 1b", "ffc975fc"), ("mov eax, [rip+$]", "8b05faffffff"),
+    ("add rax, rbx|5; jmp $", "4801d80f1f440000ebfe"), ("3*|jmp $|", "ebfeebfeebfe"),
+    (".byte 0x2e; jmp $", "2eebfe"),
+]
+
+
+def _check_here(kind):
+    old = _with_assembler(kind)
+    try:
+        for text, hexcode in HERE:
+            assert assemble(text).hex() == hexcode, (kind, text, assemble(text).hex())
+        assert assemble("jmp .; movl $1, %eax", att=True).hex() == "ebfeb801000000", kind
+    finally:
+        _restore(old)
+
+
+def test_asm_current_address_llvm_mc():
+    _check_here("llvm-mc")
+
+
+def test_asm_current_address_gnu_as():
+    _check_here("as")
+
+
 def test_asm_att_syntax():
     assert assemble("addq %rbx, %rax; imulq %rbx, %rax", att=True).hex() == "4801d8480fafc3"
     assert assemble("vpaddd %ymm2, %ymm1, %ymm0", att=True).hex() == "c5f5fec2"

@@ -183,6 +183,97 @@ def test_qemu_serve_tcp_without_a_network():
         "controller, 0 SNP, 0 MNP, 0 IP4, 0 TCP4 service handles"], r
 
 
+TOKEN = "qemu-token-0123456789abcdef"
+
+
+def _raw_hello(port, deadline):
+    """A raw connection to the agent and its hello, retrying until `deadline` (the agent
+    serves one host at a time: the forward drops a connection nobody answers)."""
+    while True:
+        raw = None
+        try:
+            raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+            return raw, _lines(raw, 1, timeout=5)[0]
+        except (AssertionError, OSError, ValueError):
+            if raw is not None:
+                raw.close()
+            assert time.monotonic() < deadline, "no hello"
+            time.sleep(0.3)
+
+
+def _closed(sock, timeout=30):
+    """Whether the agent closed the connection (recv gives b"" or a reset) in time."""
+    sock.settimeout(timeout)
+    try:
+        while sock.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def test_qemu_serve_tcp_token_and_idle_timeout():
+    """`serve --tcp P --token-file \\pmulab\\token.txt --idle-timeout 3`: a host with the token
+    is served; once it falls silent for 3 s its connection is closed (bye "idle-timeout")
+    and a second host, which was waiting, gets its turn. Hosts without the token or with
+    another are refused (error "unauthorized", bye, connection closed) and logged; the
+    token appears nowhere in what the agent sends or prints."""
+    with tempfile.TemporaryDirectory() as td:
+        tf = os.path.join(td, "token.txt")
+        with open(tf, "w") as f:
+            f.write(TOKEN + "\n")
+        agent = Agent.qemu(["--no-build", "--smp", "1"], timeout=300, tcp=True, token_file=tf,
+                           serve_args=("--idle-timeout", "3"))
+    port = agent.tcp_port
+    try:
+        assert agent.hello["token_required"] is True, agent.hello
+        assert agent.request("version").status == 0
+        silent_since = time.monotonic()
+        # The first host says nothing more: a second host is served once 3 s have passed.
+        second, hello = _raw_hello(port, time.monotonic() + 60)
+        assert hello["type"] == "hello" and hello["token_required"] is True, hello
+        assert time.monotonic() - silent_since >= 3.0
+        bye = agent.read_record(timeout=10)
+        assert bye == {"type": "bye", "id": None, "reason": "idle-timeout"}, bye
+        # The second host has no token: refused, and its connection closed.
+        second.sendall(b'{"id":1,"cmd":"version"}\n{"id":2,"cmd":"version"}\n')
+        recs = _lines(second, 3)
+        assert recs[0]["type"] == "error" and recs[0]["code"] == "unauthorized", recs
+        assert recs[0]["message"].startswith("request refused: no token; "), recs
+        assert recs[0]["message"].endswith("; the connection is closed"), recs
+        assert recs[1:] == [{"type": "done", "id": 1, "status": 1},
+                            {"type": "bye", "id": None, "reason": "unauthorized"}], recs
+        assert _closed(second)
+        second.close()
+        # A host that connects and closes before the agent gets to it (a port scan) is
+        # dropped; serving goes on (it used to end with "TCP4 Receive: EFI_CONNECTION_FIN").
+        socket.create_connection(("127.0.0.1", port), timeout=10).close()
+        time.sleep(1)
+        # A third with a wrong token: the same as the second.
+        third, _ = _raw_hello(port, time.monotonic() + 60)
+        third.sendall(json.dumps({"id": 3, "token": TOKEN[:-1], "cmd": "version"}).encode() + b"\n")
+        recs = _lines(third, 3)
+        assert recs[0]["code"] == "unauthorized" and "a wrong token" in recs[0]["message"], recs
+        assert _closed(third)
+        third.close()
+        # The last host has it, and stops the agent.
+        last = Agent.tcp("127.0.0.1", port, timeout=120, token=TOKEN)
+        assert last.run(asm="add rax, rbx", events=["tsc"], reps=3).status == 0
+        assert last.close() == 0
+    finally:
+        agent.link = None
+        status = agent.close(timeout=120)
+    assert status == 0, (status, agent.console[-10:])
+    console = "\n".join(agent.console)
+    assert "pmulab serve: requests must carry the pre-shared token" in console, console
+    assert "no --token-file" not in console, console
+    assert "pmulab serve: the host sent nothing for 3 s (--idle-timeout); closed its connection" in console, console
+    assert "pmulab serve: refused request 1 (no token); closing the connection" in console, console
+    assert "pmulab serve: refused request 3 (a wrong token); closing the connection" in console, console
+    assert console.count("closed the connection of a host without the token; listening again") == 2, console
+    assert TOKEN[:8] not in console and TOKEN[:8] not in " ".join(agent._stderr), console
+
+
 def test_qemu_serve_tcp_idle_without_a_host():
     """A campaign of two `serve --tcp P --idle 1` lines with the NIC and nobody
     connecting: each stops after a second (the second one can listen on the same port

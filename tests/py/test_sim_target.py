@@ -50,8 +50,8 @@ def _tool(path, *args, timeout=120):
 class _Serve:
     """pmulab-sim -- serve on two pipes, one line at a time."""
 
-    def __init__(self, *sim_args):
-        self.p = subprocess.Popen([SIM, "--dump", SKYLAKE, *sim_args, "--", "serve"], stdin=subprocess.PIPE,
+    def __init__(self, *sim_args, serve=()):
+        self.p = subprocess.Popen([SIM, "--dump", SKYLAKE, *sim_args, "--", "serve", *serve], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def line(self):
@@ -74,6 +74,89 @@ class _Serve:
         rest = self.p.stdout.read()
         err = self.p.stderr.read()
         return self.p.wait(30), rest, err
+
+
+TOKEN = "pipes-token-0123456789abcdef"
+
+
+def test_serve_on_pipes_with_a_token_refuses_requests_without_it():
+    """serve --token: every request carries it; one without it, or with another, is
+    refused (an unauthorized error, status 1, a console line); on pipes, as on a serial
+    line, serving goes on. The token is never sent back or logged."""
+    s = _Serve(serve=("--token", TOKEN))
+    hello = s.line()
+    assert hello["token_required"] is True, hello
+    recs = s.answer({"id": 1, "cmd": "version"})
+    assert recs == [{"type": "error", "id": 1, "code": "unauthorized",
+                     "message": 'request refused: no token; this agent takes requests with its pre-shared token in '
+                     'the "token" field (serve --token-file/--token; pmulab-client --token-file, --token or '
+                     '$PMULAB_TOKEN)'}, {"type": "done", "id": 1, "status": 1}], recs
+    recs = s.answer({"id": 2, "token": TOKEN[:-1] + "X", "cmd": "version"})
+    assert recs[0]["code"] == "unauthorized" and recs[0]["message"].startswith("request refused: a wrong token;")
+    assert recs[-1] == {"type": "done", "id": 2, "status": 1}, recs
+    recs = s.answer({"id": 3, "token": TOKEN, "cmd": "version"})
+    assert [r["type"] for r in recs] == ["version", "done"] and recs[-1]["status"] == 0, recs
+    recs = s.answer({"id": 4, "token": TOKEN, "stop": True})
+    assert recs == [{"type": "done", "id": 4, "status": 0}], recs
+    status, rest, err = s.finish()
+    assert status == 0, (status, err)
+    assert "pmulab serve: refused request 1 (no token)\n" in err, err
+    assert "pmulab serve: refused request 2 (a wrong token)\n" in err, err
+    assert TOKEN not in rest and TOKEN not in err and TOKEN[:-1] not in err, err
+
+
+def test_serve_token_options_are_checked_and_never_shown():
+    short = "0123456789"
+    for serve, msg in [
+        (("--token", short), "serve: --token: the token has 10 characters; give 16 to 128 (e.g. `openssl rand "
+                             "-hex 16`)"),
+        (("--token", "has spaces in it, 0123456789"), "serve: --token: character 4 of the token is not allowed"),
+        (("--token", TOKEN, "--token-file", "t.txt"), "serve: give --token-file PATH or --token TOKEN, not both"),
+        (("--token-file", "t.txt"), "serve: --token-file: this platform has no boot volume"),
+        (("--idle-timeout", "5"), "serve: --idle-timeout goes with --tcp PORT"),
+    ]:
+        p = subprocess.run([SIM, "--dump", SKYLAKE, "--", "serve", *serve], stdin=subprocess.DEVNULL,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert p.returncode != 0 and msg in p.stderr, (serve, p.returncode, p.stderr)
+        assert p.stdout == "", p.stdout  # refused before serving: no hello
+        for word in serve:
+            if word.startswith(("0123", "has ", "pipes-")):
+                assert word not in p.stderr, p.stderr
+
+
+def test_client_sends_the_token_from_a_file_or_the_environment():
+    """Agent.sim(token=...) starts serve --token and sends it; pmulab-client --sim
+    --token-file FILE does the same; a client without the token stops at the hello."""
+    with pmulab_client.Agent.sim(SKYLAKE, token=TOKEN) as agent:
+        assert agent.hello["token_required"] is True
+        assert agent.request("version").status == 0
+        assert agent.run(code=ADD2, events=["instructions"], reps=3).counts == {"instructions": 2.0}
+    with tempfile.TemporaryDirectory() as td:
+        tf = os.path.join(td, "token.txt")
+        with open(tf, "w") as f:
+            f.write(TOKEN + "\n")
+        batch, _ = _info_file(td, "b.txt")
+        p = _tool(CLIENT, "--sim", SKYLAKE, "--token-file", tf, "--batch", batch)
+        assert p.returncode == 0, p.stderr
+        recs = [json.loads(l) for l in p.stdout.splitlines()]
+        assert recs[-1]["type"] == "done" and recs[-1]["status"] == 0, recs
+        assert TOKEN not in p.stdout and TOKEN not in p.stderr
+        p = _tool(CLIENT, "--sim", SKYLAKE, "--token-file", os.path.join(td, "nope"), "--batch", batch)
+        assert p.returncode == 2 and "pmulab-client: error: cannot read the token file" in p.stderr, p.stderr
+    assert pmulab_client.read_token(env=True) == os.environ.get("PMULAB_TOKEN")
+    old = os.environ.get("PMULAB_TOKEN")
+    os.environ["PMULAB_TOKEN"] = TOKEN
+    try:
+        assert pmulab_client.read_token() == TOKEN
+        assert pmulab_client.read_token("other-token-0123456789") == "other-token-0123456789"
+    finally:
+        if old is None:
+            del os.environ["PMULAB_TOKEN"]
+        else:
+            os.environ["PMULAB_TOKEN"] = old
+    # An agent that requires a token, and a client that has none: a TokenError at the hello.
+    with pytest.raises(pmulab_client.TokenError, match="pre-shared token only"):
+        pmulab_client.Agent.sim(SKYLAKE, serve_args=("--token", TOKEN))
 
 
 def test_serve_on_pipes_answers_as_the_agent_does_and_ends_at_eof():
@@ -99,8 +182,8 @@ def test_serve_on_pipes_answers_as_the_agent_does_and_ends_at_eof():
     # Bad requests: the protocol's errors, and serving goes on.
     recs = s.answer({"id": 3, "cmd": "info", "colour": "red"})
     assert recs == [{"type": "error", "id": 3, "code": "invalid argument",
-                     "message": 'request: unknown field "colour" (fields: id, cmd, blobs, timeout_ms, cancel, '
-                     'stop) (at byte 31)'}, {"type": "done", "id": 3, "status": 2}], recs
+                     "message": 'request: unknown field "colour" (fields: id, token, cmd, blobs, timeout_ms, '
+                     'cancel, stop) (at byte 31)'}, {"type": "done", "id": 3, "status": 2}], recs
     recs = s.answer("not json")
     assert recs[0]["type"] == "error" and recs[0]["id"] is None and recs[-1]["status"] == 2, recs
     recs = s.answer({"id": 4, "cmd": "frobnicate"})

@@ -19,6 +19,10 @@ relocation (a symbol outside the snippet, an absolute address, `call foo`), a
 section other than .text, or an alignment directive (whose padding would depend on
 where pmulab places the code) is rejected, naming the statement.
 
+`$` and `.` alone in an expression are the address of the statement (`jmp $`, `jmp .+2`),
+as GNU as reads them (nanoBench assembles with GNU as); for llvm-mc, whose Intel syntax
+has neither, they are written as a label at the statement.
+
 Assembler: llvm-mc (Debian package llvm), else GNU as (binutils). Only the standard
 library is used. Errors raise AsmError, whose message names the option, the
 statement and the assembler's own message; the tools exit with status 2 (usage).
@@ -139,8 +143,20 @@ def find_assembler() -> tuple[str, str]:
                    "tools/install-deps.sh does")
 
 
-def _run_assembler(source, workdir):
-    kind, path = find_assembler()
+# `$` or `.` standing alone in an expression: the address of the current statement, in
+# GNU as's Intel syntax (what nanoBench assembles with); llvm-mc's Intel parser knows neither.
+_HERE = re.compile(r"(?<![\w.$])[$.](?![\w.$])")
+
+
+def _here_as_label(stmt, label):
+    """STMT with each stand-alone `$`/`.` (outside quotes) written as LABEL, the
+    statement's own address, so that llvm-mc reads what GNU as reads: `jmp $`, `jmp .+2`."""
+    parts = re.split(r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*')", stmt)
+    return "".join(p if k % 2 else _HERE.sub(label, p) for k, p in enumerate(parts))
+
+
+def _run_assembler(source, workdir, found=None):
+    kind, path = found or find_assembler()
     src = os.path.join(workdir, "code.s")
     obj = os.path.join(workdir, "code.o")
     with open(src, "w") as f:
@@ -205,6 +221,8 @@ def assemble(text: str, att: bool = False, what: str = "--asm") -> bytes:
 
 def _assemble(text, att):
     stmts = split_statements(text)
+    found = find_assembler()
+    here = found[0] == "llvm-mc" and not att  # GNU as's `$`/`.` for llvm-mc's Intel syntax
     lines = [".att_syntax" if att else ".intel_syntax noprefix", ".text"]
     first_line = len(lines) + 1
     line_of = {}  # source line -> statement index
@@ -214,10 +232,10 @@ def _assemble(text, att):
             _check_directive(s, i)
         lines.append(f"{STMT_SYM}{i}:")
         line_of[len(lines) + 1] = i
-        lines.append(nop if nop is not None else s)
+        lines.append(nop if nop is not None else _here_as_label(s, f"{STMT_SYM}{i}") if here else s)
     lines.append(f"{STMT_SYM}end:")
     with tempfile.TemporaryDirectory(prefix="pmulab-asm-") as td:
-        kind, rc, stderr, obj = _run_assembler("\n".join(lines) + "\n", td)
+        kind, rc, stderr, obj = _run_assembler("\n".join(lines) + "\n", td, found)
         diags = _parse_errors(kind, stderr)
         errors = [d for d in diags if d[1] == "error"]
         if rc != 0 or errors:

@@ -76,6 +76,31 @@ class AgentError(Exception):
     """The agent could not be reached, or the link broke."""
 
 
+class TokenError(AgentError):
+    """The agent takes requests with a pre-shared token only (`serve --token-file`), and
+    this client has none, or its token file cannot be read."""
+
+
+def read_token(token: str | None = None, token_file: str | None = None, env: bool = True) -> str | None:
+    """The pre-shared token of `pmulab serve --token-file/--token` (docs/agent.md "Who may
+    connect"): `token`, else the first line of `token_file` (surrounding whitespace
+    dropped), else $PMULAB_TOKEN (when env), else None. TokenError when the file cannot be
+    read or is empty; the token itself is never put in a message."""
+    if token is not None and token_file is not None:
+        raise TokenError("give a token or a token file, not both")
+    if token_file is not None:
+        try:
+            with open(token_file, encoding="ascii", errors="replace") as f:
+                token = f.read().strip()
+        except OSError as e:
+            raise TokenError(f"cannot read the token file {token_file}: {e.strerror or e}") from None
+        if not token:
+            raise TokenError(f"the token file {token_file} is empty")
+    if token is None and env:
+        token = os.environ.get("PMULAB_TOKEN") or None
+    return token
+
+
 class SimError(AgentError):
     """pmulab-sim could not start serving; .status is the exit status for the tool
     (2: a bad --sim option or a dump that cannot be read, as pmulab-sim says; 1: no
@@ -307,6 +332,11 @@ def _tcp_connect(host, port, agent, end):
             finally:
                 agent.timeout = saved
             return agent.link
+        except TokenError:
+            if sock is not None:
+                sock.close()
+            agent.link = None
+            raise
         except (AgentError, TimeoutError, OSError) as e:
             last = e
             if sock is not None:
@@ -324,8 +354,9 @@ class Agent:
     WINDOW = 8  # requests in flight (the agent reads 16 ahead)
 
     def __init__(self, link: _Link | None, proc: subprocess.Popen | None = None,
-                 workdir: str | None = None, timeout: float = 600) -> None:
+                 workdir: str | None = None, timeout: float = 600, token: str | None = None) -> None:
         self.link = link
+        self.token = token  # sent in every request's "token" field (never printed)
         self.proc = proc
         self.workdir = workdir
         self.timeout = timeout
@@ -341,13 +372,23 @@ class Agent:
     # ---- constructors
     @classmethod
     def qemu(cls, run_qemu_args: Sequence[str] = (), timeout: float = 600, no_build: bool = False,
-             log: TextIO | None = None, serve_args: Sequence[str] = (), tcp: bool = False) -> Agent:
+             log: TextIO | None = None, serve_args: Sequence[str] = (), tcp: bool = False,
+             token: str | None = None, token_file: str | None = None) -> Agent:
         """Boots pmulab in QEMU (tools/qemu_run.py, i.e. ./run-qemu.sh and its options)
         with `serve --shutdown [serve_args]` and the agent on a second serial port wired
         to a unix socket here; with tcp=True, on TCP instead (`serve --tcp`, reached
-        through a QEMU port forward on 127.0.0.1)."""
+        through a QEMU port forward on 127.0.0.1). With a token, the agent is started with
+        `--token TOKEN` and every request carries it; with a token_file (a host file), the
+        file goes onto the boot volume and the agent reads it (`--token-file
+        \\pmulab\\token.txt`)."""
+        if token is not None:
+            serve_args = (*serve_args, "--token", token)
+        elif token_file is not None:
+            token = read_token(token_file=token_file)
+            run_qemu_args = (*run_qemu_args, "--volume-file", f"{token_file}=token.txt")
+            serve_args = (*serve_args, "--token-file", "\\pmulab\\token.txt")
         if tcp:
-            return cls._qemu_tcp(run_qemu_args, timeout, no_build, log, serve_args)
+            return cls._qemu_tcp(run_qemu_args, timeout, no_build, log, serve_args, token)
         workdir = tempfile.mkdtemp(prefix="pmulab-agent-")
         path = os.path.join(workdir, "agent.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -357,7 +398,7 @@ class Agent:
                *(["--no-build"] if no_build else []), *run_qemu_args,
                "--qemu-arg=-serial", f"--qemu-arg=unix:{path}", "--", "serve", "--shutdown", *serve_args]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        agent = cls(None, proc=proc, workdir=workdir, timeout=timeout)
+        agent = cls(None, proc=proc, workdir=workdir, timeout=timeout, token=token)
         agent._stderr = []
         threading.Thread(target=agent._drain, args=(proc.stdout, agent.console, log), daemon=True).start()
         threading.Thread(target=agent._drain, args=(proc.stderr, agent._stderr, log), daemon=True).start()
@@ -392,13 +433,13 @@ class Agent:
         return agent
 
     @classmethod
-    def _qemu_tcp(cls, run_qemu_args, timeout, no_build, log, serve_args):
+    def _qemu_tcp(cls, run_qemu_args, timeout, no_build, log, serve_args, token=None):
         port = free_tcp_port()
         cmd = [sys.executable, os.path.join(TOOLS, "qemu_run.py"), "--timeout", str(timeout),
                *(["--no-build"] if no_build else []), *run_qemu_args, "--tcp", str(port),
                "--", "serve", "--tcp", str(port), "--shutdown", *serve_args]
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        agent = cls(None, proc=proc, timeout=timeout)
+        agent = cls(None, proc=proc, timeout=timeout, token=token)
         agent._stderr = []
         agent.tcp_port = port
         threading.Thread(target=agent._drain, args=(proc.stdout, agent.console, log), daemon=True).start()
@@ -423,23 +464,27 @@ class Agent:
         return agent
 
     @classmethod
-    def tcp(cls, host: str, port: int, timeout: float = 600, connect_timeout: float = 30) -> Agent:
+    def tcp(cls, host: str, port: int, timeout: float = 600, connect_timeout: float = 30,
+            token: str | None = None) -> Agent:
         """Attaches to an agent on TCP (`pmulab serve --tcp PORT`, e.g. run-qemu.sh --tcp
         PORT, or a lab machine). Each connection gets its own hello; retries for up to
-        connect_timeout seconds while the agent is not listening yet."""
-        agent = cls(None, timeout=timeout)
+        connect_timeout seconds while the agent is not listening yet. `token`: the agent's
+        pre-shared token (default: $PMULAB_TOKEN; read_token reads a token file)."""
+        agent = cls(None, timeout=timeout, token=read_token(token))
         agent.link = _tcp_connect(host, int(port), agent, time.monotonic() + connect_timeout)
         return agent
 
     @classmethod
     def sim(cls, dump: str | None = None, model: str | None = None, cache: str | None = None,
             seed: int | str | None = None, serve_args: Sequence[str] = (), results: str | None = None,
-            timeout: float = 600, log: TextIO | None = None) -> Agent:
+            timeout: float = 600, log: TextIO | None = None, token: str | None = None) -> Agent:
         """Starts the simulator as the agent: `build/host/pmulab-sim --dump DUMP (or
         --model NAME) [--cache SPEC] [--seed N] [--results DIR] -- serve [serve_args]`,
         driven through its stdin/stdout exactly as an agent on a serial port. Its
         console (stderr) goes to .console (and `log`). SimError when it does not say hello."""
         argv = sim_argv(dump, model, cache, seed, results)
+        if token is not None:
+            serve_args = (*serve_args, "--token", token)
         if not os.access(SIM, os.X_OK):
             raise SimError(f"{os.path.relpath(SIM, ROOT)} is missing: `make` builds it (in {ROOT})", 1)
         to_sim, from_host = os.pipe()
@@ -451,7 +496,7 @@ class Agent:
             os.close(to_sim)
             os.close(from_sim)
         link = _Link(fd=to_host, wfd=from_host)
-        agent = cls(link, proc=proc, timeout=timeout)
+        agent = cls(link, proc=proc, timeout=timeout, token=token)
         stderr = proc.stderr
         assert stderr is not None  # stderr=PIPE
         # Its console goes to `log` once it serves; a refusal is said once, by SimError.
@@ -487,13 +532,17 @@ class Agent:
                 pass
             reader.join(2)
             agent._reap()
+            if isinstance(e, TokenError):
+                raise
             why = sim_refusal(agent.console, f"{e} (status {proc.returncode})")
             raise SimError(f"pmulab-sim: {why}", 2 if proc.returncode == 2 else 1)
         return agent
 
     @classmethod
-    def serial(cls, device: str, baud: int = 115200, timeout: float = 600) -> Agent:
-        """Attaches to an agent on a serial device (e.g. /dev/ttyUSB0), 8N1 raw."""
+    def serial(cls, device: str, baud: int = 115200, timeout: float = 600, token: str | None = None) -> Agent:
+        """Attaches to an agent on a serial device (e.g. /dev/ttyUSB0), 8N1 raw. `token`:
+        the agent's pre-shared token, if it was started with one (default: $PMULAB_TOKEN)."""
+        token = read_token(token)
         import termios
         import tty
         fd = os.open(device, os.O_RDWR | os.O_NOCTTY)
@@ -502,7 +551,7 @@ class Agent:
         speed = getattr(termios, f"B{baud}")
         attrs[4] = attrs[5] = speed
         termios.tcsetattr(fd, termios.TCSANOW, attrs)
-        agent = cls(_Link(fd=fd), timeout=timeout)
+        agent = cls(_Link(fd=fd), timeout=timeout, token=token)
         # The agent may have said hello long ago: ask for the version instead.
         agent.hello = agent.request("version").of_type("version")
         return agent
@@ -529,6 +578,9 @@ class Agent:
             self.hello = json.loads(line[k:])
             if self.hello.get("protocol") != PROTOCOL:
                 raise AgentError(f"the agent speaks protocol {self.hello.get('protocol')}, this client {PROTOCOL}")
+            if self.hello.get("token_required") and not self.token:
+                raise TokenError("the agent takes requests with its pre-shared token only (serve --token-file): "
+                                 "give --token-file FILE or --token TOKEN, or set $PMULAB_TOKEN")
             return
 
     # ---- the protocol
@@ -544,7 +596,7 @@ class Agent:
         if not isinstance(cmd, str):
             cmd = " ".join(pmulab_asm.quote(a) for a in cmd)
         rid = next(self._ids) if rid is None else rid
-        req: Record = {"id": rid, "cmd": cmd}
+        req: Record = {"id": rid, **self._auth(), "cmd": cmd}
         if blobs:
             req["blobs"] = {k: base64.b64encode(v).decode() for k, v in blobs.items()}
         if timeout_ms:
@@ -552,6 +604,10 @@ class Agent:
         self._pending[rid] = Answer(rid, cmd)
         self._live().send((json.dumps(req, separators=(",", ":")) + "\n").encode())
         return rid
+
+    def _auth(self) -> Record:
+        """The "token" field of a request (none when this client has no token)."""
+        return {"token": self.token} if self.token else {}
 
     def send_raw(self, line: str | bytes) -> None:
         """Sends a line as it is (tests: malformed requests). Returns nothing."""
@@ -562,7 +618,7 @@ class Agent:
         of the cancel request (its own done record says whether there was one)."""
         cid = f"cancel-{next(self._ids)}"
         self._pending[cid] = Answer(cid, f"cancel {rid}")
-        self._live().send((json.dumps({"id": cid, "cancel": rid}) + "\n").encode())
+        self._live().send((json.dumps({"id": cid, **self._auth(), "cancel": rid}) + "\n").encode())
         return cid
 
     def read_record(self, timeout: float | None = None) -> Record:
@@ -729,7 +785,7 @@ class Agent:
     def submit_stop(self) -> str:
         rid = f"stop-{next(self._ids)}"
         self._pending[rid] = Answer(rid, "stop")
-        self._live().send((json.dumps({"id": rid, "stop": True}) + "\n").encode())
+        self._live().send((json.dumps({"id": rid, **self._auth(), "stop": True}) + "\n").encode())
         return rid
 
     def _reap(self):

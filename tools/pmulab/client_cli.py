@@ -8,6 +8,10 @@
   tools/pmulab-client --sim DUMP [--sim-cache SPEC] [--sim-seed N] --batch FILE
                                     (the simulator: pmulab-sim --dump DUMP -- serve)
 
+An agent started with `serve --token-file` takes requests with its pre-shared token only:
+`--token-file FILE` (or `--token TOKEN`, or $PMULAB_TOKEN with --tcp and --serial) sends it
+with every request (docs/agent.md, "Who may connect").
+
 FILE holds one pmulab command line per line (`#` comments, blank lines skipped; `-` is
 stdin); `--asm`, `--asm-init`, ... are assembled here (tools/pmulab/asm.py) into code
 blobs, every line before anything boots. Every record the agent sends is printed as one
@@ -27,7 +31,8 @@ import sys
 from typing import Sequence
 
 from . import asm as pmulab_asm
-from .client import Agent, AgentError, SimError, add_sim_options, asm_to_blobs, sim_options_problem
+from .client import (Agent, AgentError, SimError, TokenError, add_sim_options, asm_to_blobs, read_token,
+                     sim_options_problem)
 
 
 def fail(msg: str, status: int = 2) -> int:
@@ -74,6 +79,11 @@ def main(argv: Sequence[str]) -> int:
     p.add_argument("--batch", metavar="FILE", required=True, help="command lines, one per line ('-': stdin)")
     p.add_argument("--timeout-ms", type=int, metavar="MS", help="per-request timeout on the agent")
     p.add_argument("--baud", type=int, default=115200)
+    tok = p.add_mutually_exclusive_group()
+    tok.add_argument("--token-file", metavar="FILE", help="the pre-shared token of an agent started with "
+                     "`serve --token-file` (default: $PMULAB_TOKEN); sent with every request, never printed")
+    tok.add_argument("--token", metavar="TOKEN", help="the token itself (prefer --token-file: a command "
+                     "line is visible to other users of this host)")
     p.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="with --tcp HOST:PORT: keep trying to connect this long (default 30)")
     args, qemu_args = p.parse_known_args(argv)
@@ -102,20 +112,26 @@ def main(argv: Sequence[str]) -> int:
         return fail("a pmulab command line after '--' is not taken: put command lines in the --batch file")
     try:
         lines = read_batch(args.batch)
+        token = read_token(args.token, args.token_file, env=bool(tcp_addr or args.serial))
     except ValueError as e:
+        return fail(str(e))
+    except TokenError as e:
         return fail(str(e))
     worst = 0
     try:
         if sim:
-            agent = Agent.sim(args.sim, args.sim_model, args.sim_cache, args.sim_seed, log=sys.stderr)
+            agent = Agent.sim(args.sim, args.sim_model, args.sim_cache, args.sim_seed, log=sys.stderr, token=token)
         elif args.qemu:
-            agent = Agent.qemu(qemu_args, log=sys.stderr, tcp=args.tcp is True)
+            agent = Agent.qemu(qemu_args, log=sys.stderr, tcp=args.tcp is True,
+                               token=None if args.token_file else token, token_file=args.token_file)
         elif tcp_addr:
-            agent = Agent.tcp(*tcp_addr, connect_timeout=args.connect_timeout)
+            agent = Agent.tcp(*tcp_addr, connect_timeout=args.connect_timeout, token=token)
         else:
-            agent = Agent.serial(args.serial, args.baud)
+            agent = Agent.serial(args.serial, args.baud, token=token)
     except SimError as e:
         return fail(str(e), e.status)
+    except TokenError as e:
+        return fail(f"cannot use the agent: {e}", 1)
     except (AgentError, OSError, TimeoutError) as e:
         return fail(f"cannot reach the agent: {e}", 1)
     out = sys.stdout

@@ -174,6 +174,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     p.add_argument("--tcp", metavar="PORT[:GUEST_PORT]",
                    help="add a NIC (virtio-net, user-mode network restricted to the host) whose TCP port "
                    "GUEST_PORT (default PORT) is forwarded from 127.0.0.1:PORT, for `serve --tcp GUEST_PORT`")
+    p.add_argument("--volume-file", action="append", default=[], metavar="SRC=NAME",
+                   help="copy the host file SRC to \\pmulab\\NAME on the fresh boot volume (repeatable), "
+                   "e.g. a token for `serve --token-file \\pmulab\\token.txt`")
     p.add_argument("--qemu-arg", action="append", default=[], metavar="ARG",
                    help="extra QEMU argument (repeatable)")
     args = p.parse_args(own)
@@ -189,6 +192,12 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         if not m or not all(1 <= x <= 65535 for x in ports):
             bad(f"--tcp: '{args.tcp}' is not PORT or PORT:GUEST_PORT (ports 1-65535)")
         args.tcp_ports = (ports[0], ports[-1])
+    for vf in args.volume_file:
+        src, eq, name = vf.rpartition("=")
+        if not eq or not src or not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", name):
+            bad(f"--volume-file: '{vf}' is not SRC=NAME (NAME: letters, digits, _ . -)")
+        if not os.path.isfile(src):
+            bad(f"--volume-file: {src}: no such file")
     if args.icount is not None and not 0 <= args.icount <= 10:
         bad("--icount: SHIFT must be 0..10")
     if args.icount is not None and args.kvm:
@@ -201,6 +210,8 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
         bad("--image boots the image's own \\pmulab\\pmulab.cfg; do not pass a command line or --config")
     if args.config and app:
         bad("give either --config or a command line after --, not both")
+    if args.image and args.volume_file:
+        bad("--volume-file goes on a fresh image, not with --image")
     if args.json and (args.config or args.image):
         # pmulab reads \pmulab\cmdline instead of the campaign, so --json cannot be
         # added beside it; rewriting the campaign is not this script's business.
@@ -508,7 +519,7 @@ def boot(args: argparse.Namespace, app: list[str]) -> int:
             if args.json:
                 cmdline += " --json"
             cfg_file = os.path.join(workdir, "pmulab.cfg")
-            extra = []
+            extra = [f"{src}=::/pmulab/{name}" for src, _, name in (v.rpartition("=") for v in args.volume_file)]
             with open(cfg_file, "wb") as f:
                 if args.config_bytes is not None:
                     f.write(with_shutdown(args.config_bytes))

@@ -80,7 +80,7 @@ TEST(ServeRequest, IdsCancelStop) {
 
 TEST(ServeRequest, RefusesWhatItDoesNotKnow) {
     EXPECT_EQ(err(R"({"id":1,"cmd":"info","prio":3})"),
-              "request: unknown field \"prio\" (fields: id, cmd, blobs, timeout_ms, cancel, stop) (at byte 29)");
+              "request: unknown field \"prio\" (fields: id, token, cmd, blobs, timeout_ms, cancel, stop) (at byte 29)");
     EXPECT_EQ(err(R"({"cmd":"info"})"), "request: no \"id\" (every request needs one: a string or an integer)");
     EXPECT_EQ(err(R"({"id":1,"id":2,"cmd":"info"})"), "request: field \"id\" given twice (at byte 14)");
     EXPECT_EQ(err(R"({"id":1})"), "request: give exactly one of \"cmd\", \"cancel\" and \"stop\"");
@@ -296,7 +296,7 @@ TEST(ServeSession, AnswersEveryRequestWithItsId) {
     EXPECT_EQ((*r1.back())["type"].s(), "done");
     EXPECT_EQ(status_of("\"bad\""), kExitUsage);
     EXPECT_EQ((*s.for_id("\"bad\"")[0])["message"].s(),
-              "request: unknown field \"x\" (fields: id, cmd, blobs, timeout_ms, cancel, stop) (at byte 30)");
+              "request: unknown field \"x\" (fields: id, token, cmd, blobs, timeout_ms, cancel, stop) (at byte 30)");
     EXPECT_EQ(status_of("2"), kExitUsage);
     EXPECT_EQ((*s.for_id("2")[0])["message"].s(), "unknown command 'frobnicate' (try 'pmulab help')");
     EXPECT_EQ(status_of("null"), kExitUsage);  // "garbage"
@@ -462,4 +462,176 @@ TEST(ServeSession, RequestsSeeTheFirmwareTimer) {
     EXPECT_EQ((*r[0])["type"].s(), "cpu");
     EXPECT_EQ((*r[0])["tsc_source"].s(), "sim_stall") << s.link.sent;
     EXPECT_EQ((*r[0])["tsc_hz"].u(), 1000000000u) << s.link.sent;
+}
+
+// ---- who may drive the agent: the pre-shared token, and the silent host's connection
+
+namespace {
+
+constexpr const char* kToken = "s3cret-t0ken-0123456789";
+
+ServeOptions with_token(bool closes) {
+    ServeOptions o;
+    str_copy(o.token, sizeof o.token, kToken);
+    o.refusal_closes = closes;
+    return o;
+}
+
+}  // namespace
+
+TEST(ServeRequest, TokenField) {
+    Parsed p = parse(R"({"id":1,"token":"abc-def","cmd":"version"})");
+    ASSERT_TRUE(p.st.ok()) << p.st.error().msg;
+    EXPECT_TRUE(p.req.has_token);
+    EXPECT_STREQ(p.req.token, "abc-def");
+    EXPECT_FALSE(parse(R"({"id":1,"cmd":"version"})").req.has_token);
+    EXPECT_EQ(err(R"({"id":1,"token":7,"cmd":"version"})"), "request: token: expected a string (at byte 17)");
+    std::string long_token(kServeTokenMax + 1, 'q');
+    std::string e = err(R"({"id":1,"token":")" + long_token + R"(","cmd":"version"})");
+    EXPECT_EQ(e, "request: token: longer than 128 characters (at byte 17)");
+    // A cancel and a stop carry it too.
+    EXPECT_TRUE(parse(R"({"id":2,"token":"x","cancel":1})").req.has_token);
+    EXPECT_TRUE(parse(R"({"id":3,"token":"x","stop":true})").req.has_token);
+}
+
+TEST(ServeToken, CheckedWithoutShowingIt) {
+    EXPECT_TRUE(check_serve_token(StrView(kToken), "--token").ok());
+    Status s = check_serve_token(StrView("short-secret"), "--token");
+    ASSERT_FALSE(s.ok());
+    EXPECT_STREQ(s.error().msg, "--token: the token has 12 characters; give 16 to 128 (e.g. `openssl rand -hex 16`)");
+    s = check_serve_token(StrView("a long secret with spaces"), "--token-file");
+    ASSERT_FALSE(s.ok());
+    EXPECT_STREQ(s.error().msg,
+                 "--token-file: character 2 of the token is not allowed (printable ASCII without spaces, quotes "
+                 "and backslashes)");
+    EXPECT_EQ(std::string(s.error().msg).find("secret"), std::string::npos);
+    EXPECT_FALSE(check_serve_token(StrView("0123456789abcdef\"x"), "--token").ok());
+    EXPECT_FALSE(check_serve_token(StrView(std::string(129, 'a').c_str()), "--token").ok());
+}
+
+TEST(ServeToken, Matches) {
+    EXPECT_TRUE(serve_token_matches(StrView(kToken), StrView(kToken)));
+    EXPECT_FALSE(serve_token_matches(StrView("s3cret-t0ken-012345678"), StrView(kToken)));    // a prefix
+    EXPECT_FALSE(serve_token_matches(StrView("s3cret-t0ken-01234567890"), StrView(kToken)));  // longer
+    EXPECT_FALSE(serve_token_matches(StrView("S3cret-t0ken-0123456789"), StrView(kToken)));
+    EXPECT_FALSE(serve_token_matches(StrView(""), StrView(kToken)));
+    EXPECT_FALSE(serve_token_matches(StrView(""), StrView("")));  // no token configured: nothing matches
+}
+
+TEST(ServeSession, TokenRequiredOnEveryRequest) {
+    Session s;
+    std::string good = std::string(R"({"id":3,"token":")") + kToken + R"(","cmd":"version"})" + "\n";
+    s.link.chunks = {
+        R"({"id":1,"cmd":"version"})"
+        "\n",
+        R"({"id":2,"token":"wrong-token-0123456789","cmd":"version"})"
+        "\n",
+        good,
+        R"({"id":"c","cancel":3})"
+        "\n",
+        std::string(R"({"id":4,"token":")") + kToken + R"(","stop":true})" + "\n",
+    };
+    s.go(with_token(false));  // a serial line: refused, serving goes on
+    EXPECT_EQ(s.status, kExitOk);
+    EXPECT_TRUE(s.recs[0]["token_required"].b);
+    for (const char* id : {"1", "2", "\"c\""}) {
+        std::vector<const pmutest::Json*> r = s.for_id(id);
+        ASSERT_EQ(r.size(), 2u) << id << "\n" << s.link.sent;
+        EXPECT_EQ((*r[0])["type"].s(), "error");
+        EXPECT_EQ((*r[0])["code"].s(), "unauthorized");
+        EXPECT_EQ((*r[1])["status"].u(), u64(kExitFailure));
+    }
+    EXPECT_EQ((*s.for_id("1")[0])["message"].s(),
+              "request refused: no token; this agent takes requests with its pre-shared token in the \"token\" "
+              "field (serve --token-file/--token; pmulab-client --token-file, --token or $PMULAB_TOKEN)");
+    EXPECT_EQ((*s.for_id("2")[0])["message"].s().rfind("request refused: a wrong token;", 0), 0u);
+    std::vector<const pmutest::Json*> r3 = s.for_id("3");
+    ASSERT_EQ(r3.size(), 2u) << s.link.sent;
+    EXPECT_EQ((*r3[0])["type"].s(), "version");
+    EXPECT_EQ((*r3[1])["status"].u(), 0u);
+    // The token never goes out, and the console says what was refused.
+    EXPECT_EQ(s.link.sent.find(kToken), std::string::npos);
+    EXPECT_NE(s.p.out.find("pmulab serve: refused request 1 (no token)\n"), std::string::npos) << s.p.out;
+    EXPECT_NE(s.p.out.find("pmulab serve: refused request 2 (a wrong token)\n"), std::string::npos);
+    EXPECT_EQ(s.p.out.find(kToken), std::string::npos);
+}
+
+TEST(ServeSession, WithoutATokenConfiguredNoneIsAsked) {
+    Session s;
+    s.link.chunks = {R"({"id":1,"token":"anything-at-all-here","cmd":"version"})"
+                     "\n",
+                     R"({"id":2,"stop":true})"
+                     "\n"};
+    s.go();
+    EXPECT_FALSE(s.recs[0]["token_required"].b);
+    EXPECT_EQ((*s.done("1"))["status"].u(), 0u);
+    EXPECT_EQ(s.status, kExitOk);
+}
+
+TEST(ServeSession, RefusalClosesTheConnection) {
+    Session s;
+    ServeOptions o = with_token(true);  // TCP
+    s.link.chunks = {
+        R"({"id":1,"token":"wrong-token-0123456789","cmd":"version"})"
+        "\n",
+        std::string(R"({"id":2,"token":")") + kToken + R"(","cmd":"version"})" + "\n",
+    };
+    ServeSession session(s.p, s.link, o);
+    EXPECT_EQ(session.serve(run_line, nullptr), kExitFailure);
+    EXPECT_EQ(session.stop_reason(), ServeStopReason::refused);
+    EXPECT_EQ(session.refused(), 1u);
+    s.recs = pmutest::parse_json_lines(s.link.sent);
+    EXPECT_EQ((*s.for_id("1")[0])["message"].s().find("; the connection is closed"),
+              (*s.for_id("1")[0])["message"].s().size() - 26);
+    EXPECT_TRUE(s.for_id("2").empty()) << s.link.sent;  // what came after the refusal is not run
+    EXPECT_EQ(s.recs.back()["type"].s(), "bye");
+    EXPECT_EQ(s.recs.back()["reason"].s(), "unauthorized");
+    EXPECT_NE(s.p.out.find("pmulab serve: refused request 1 (a wrong token); closing the connection\n"),
+              std::string::npos)
+        << s.p.out;
+}
+
+TEST(ServeSession, SilentHostIsHungUp) {
+    Session s;
+    ServeOptions o;
+    o.silent_ms = 100;
+    ServeSession session(s.p, s.link, o);
+    EXPECT_EQ(session.serve(run_line, nullptr), kExitFailure);
+    EXPECT_EQ(session.stop_reason(), ServeStopReason::silent);
+    EXPECT_GE(s.link.clock, 100u);
+    EXPECT_LT(s.link.clock, 150u);
+    s.recs = pmutest::parse_json_lines(s.link.sent);
+    EXPECT_EQ(s.recs.back()["type"].s(), "bye");
+    EXPECT_EQ(s.recs.back()["reason"].s(), "idle-timeout");
+}
+
+TEST(ServeSession, AnyByteOrRequestKeepsTheHostConnected) {
+    // Keep-alive blank lines and a request, each arriving 40 ms after the last: no gap
+    // reaches 100 ms, so the connection is closed 100 ms after the last byte only.
+    Session s;
+    s.link.tick = 40;
+    s.link.chunks = {"\n",
+                     "\n",
+                     "\n",
+                     R"({"id":1,"cmd":"version"})"
+                     "\n",
+                     "\n",
+                     "\n"};
+    ServeOptions o;
+    o.silent_ms = 100;
+    ServeSession session(s.p, s.link, o);
+    EXPECT_EQ(session.serve(run_line, nullptr), kExitFailure);
+    EXPECT_EQ(session.stop_reason(), ServeStopReason::silent);
+    s.recs = pmutest::parse_json_lines(s.link.sent);
+    EXPECT_EQ((*s.done("1"))["status"].u(), 0u);
+    EXPECT_GE(s.link.clock, 6 * 40u + 100u);
+}
+
+TEST(ServeSession, StopAndIdleSayWhy) {
+    Session s;
+    s.link.chunks = {R"({"id":1,"stop":true})"
+                     "\n"};
+    ServeSession session(s.p, s.link, ServeOptions{});
+    EXPECT_EQ(session.serve(run_line, nullptr), kExitOk);
+    EXPECT_EQ(session.stop_reason(), ServeStopReason::stop);
 }

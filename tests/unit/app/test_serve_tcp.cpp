@@ -256,10 +256,17 @@ TEST(ServeTcp, OptionErrors) {
         {{"--nic", "1"}, "serve: --nic goes with --tcp PORT"},
         {{"--tcp", "5555", "--nic", "64"}, "--nic"},
         {{"--tcp", "5555", "--addr", "10.0.2"}, "--addr: '10.0.2' is not an IPv4 address"},
+        {{"--idle-timeout", "5"}, "serve: --idle-timeout goes with --tcp PORT"},
+        {{"--tcp", "5555", "--token", "0123456789"},
+         "serve: --token: the token has 10 characters; give 16 to 128 (e.g. `openssl rand -hex 16`)"},
+        {{"--tcp", "5555", "--token", "0123456789 0123456789"}, "--token: character 11 of the token is not allowed"},
+        {{"--tcp", "5555", "--token", "0123456789abcdefgh", "--token-file", "t"},
+         "serve: give --token-file PATH or --token TOKEN, not both"},
     };
     for (const Case& c : cases) {
         TcpPlatform p;
         EXPECT_EQ(serve(p, c.args), kExitUsage) << c.msg;
+        EXPECT_EQ(p.out.find("0123456789"), std::string::npos) << p.out;  // no token shown
         EXPECT_NE(p.out.find(c.msg), std::string::npos) << p.out;
         EXPECT_FALSE(p.tcp_opened) << c.msg;
     }
@@ -269,4 +276,85 @@ TEST(ServeTcp, OptionErrors) {
     pmutest::RunResult r = pmutest::run(tp, {"serve", "--tcp", "5555"});
     EXPECT_EQ(r.status, kExitUnsupported);
     EXPECT_TRUE(r.has_line("pmulab: error: serve --tcp: this platform has no TCP/IP stack")) << r.out;
+}
+
+// ---- who may drive the agent: the token over TCP, and the silent host
+
+namespace {
+
+constexpr const char* kTok = "tcp-token-0123456789abcdef";
+const std::string kTokVersion = std::string(R"({"id":5,"token":")") + kTok + R"(","cmd":"version"})" + "\n";
+const std::string kTokStop = std::string(R"({"id":6,"token":")") + kTok + R"(","stop":true})" + "\n";
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST(ServeTcp, TokenRefusalClosesAndTheSilentHostIsHungUp) {
+    TcpPlatform p;
+    p.link.hosts = {
+        {{R"({"id":1,"cmd":"version"})"
+          "\n",
+          kTokVersion},
+         true,
+         ""},            // no token: refused, closed; its second request never runs
+        {{}, true, ""},  // connects and says nothing
+        {{kTokVersion, kTokStop}, false, ""},
+    };
+    EXPECT_EQ(serve(p, {"--tcp", "5555", "--token", kTok, "--idle-timeout", "2"}), kExitOk) << p.out;
+    EXPECT_EQ(p.link.accepts, 3);
+    EXPECT_EQ(p.link.hang_ups, 3);
+    const std::string& refused = p.link.hosts[0].sent;
+    EXPECT_TRUE(has(refused, R"("token_required":true)")) << refused;
+    EXPECT_TRUE(has(refused, R"({"type":"error","id":1,"code":"unauthorized","message":"request refused: no token;)"))
+        << refused;
+    EXPECT_TRUE(has(refused, "{\"type\":\"done\",\"id\":1,\"status\":1}\n{\"type\":\"bye\",\"id\":null,"
+                             "\"reason\":\"unauthorized\"}\n"))
+        << refused;
+    EXPECT_FALSE(has(refused, R"("id":5)")) << refused;
+    EXPECT_TRUE(has(p.link.hosts[1].sent, R"({"type":"bye","id":null,"reason":"idle-timeout"})"))
+        << p.link.hosts[1].sent;
+    EXPECT_TRUE(has(p.link.hosts[2].sent, R"({"type":"done","id":5,"status":0})")) << p.link.hosts[2].sent;
+    EXPECT_TRUE(has(p.out, "pmulab serve: requests must carry the pre-shared token\n")) << p.out;
+    EXPECT_TRUE(has(p.out, "pmulab serve: refused request 1 (no token); closing the connection\n")) << p.out;
+    EXPECT_TRUE(has(p.out, "pmulab serve: closed the connection of a host without the token; listening again\n"));
+    EXPECT_TRUE(has(p.out, "pmulab serve: the host sent nothing for 2 s (--idle-timeout); closed its connection\n"
+                           "pmulab serve: listening again\n"))
+        << p.out;
+    EXPECT_TRUE(has(p.out, "pmulab serve: stopped after 3 requests\n")) << p.out;  // 1 (refused), 5 and 6
+    EXPECT_FALSE(has(p.out, kTok));
+    for (const HostsLink::Host& h : p.link.hosts) EXPECT_FALSE(has(h.sent, kTok)) << h.sent;
+    EXPECT_FALSE(has(p.out, "warning"));
+}
+
+TEST(ServeTcp, ARefusedHostIsNotTheOneHostOfOnce) {
+    TcpPlatform p;
+    p.link.hosts = {{{R"({"id":1,"token":"wrong-token-0123456789","cmd":"version"})"
+                      "\n"},
+                     true,
+                     ""},
+                    {{kTokVersion}, false, ""}};
+    EXPECT_EQ(serve(p, {"--tcp", "5555", "--token", kTok, "--once"}), kExitOk) << p.out;
+    EXPECT_EQ(p.link.accepts, 2);
+    EXPECT_TRUE(has(p.out, "pmulab serve: refused request 1 (a wrong token); closing the connection\n")) << p.out;
+    EXPECT_TRUE(has(p.link.hosts[1].sent, R"({"type":"done","id":5,"status":0})"));
+    EXPECT_TRUE(has(p.out, "pmulab serve: the host went away (--once)\n")) << p.out;
+}
+
+TEST(ServeTcp, SilentHostDefaultIsAMinuteAndWithoutATokenAWarning) {
+    TcpPlatform p;
+    p.link.hosts = {{{}, true, ""}};  // silent
+    EXPECT_EQ(serve(p, {"--tcp", "5555", "--once"}), kExitOk) << p.out;
+    EXPECT_GE(p.link.clock, 60000u);
+    EXPECT_LT(p.link.clock, 61000u);
+    EXPECT_TRUE(has(p.out, "pmulab serve: the host sent nothing for 60 s (--idle-timeout); closed its connection\n"))
+        << p.out;
+    EXPECT_TRUE(has(p.out, "pmulab serve: warning: no --token-file: anyone who reaches TCP port 5555 can run "
+                           "ring-0 code on this machine (docs/agent.md, \"Who may connect\")\n"))
+        << p.out;
+    TcpPlatform q;  // --idle-timeout 0: never (then --idle ends it)
+    q.link.hosts = {{{}, true, ""}};
+    EXPECT_EQ(serve(q, {"--tcp", "5555", "--idle-timeout", "0", "--idle", "100"}), kExitOk) << q.out;
+    EXPECT_GE(q.link.clock, 100000u);
+    EXPECT_FALSE(has(q.out, "--idle-timeout")) << q.out;
 }

@@ -46,13 +46,7 @@ Status SimExec::set_cache(const std::string& spec, u64 seed) {
         c.value().seed = seed;
         return std::make_unique<CacheModel>(c.value());
     });
-    cache_spec_ = spec;
     return ok_status();
-}
-
-std::string SimExec::describe_cache(u32 cpu) const {
-    Result<sim::CacheConfig> c = cache_config(cache_spec_, m_.cpu(cpu));
-    return c.ok() ? sim::describe(c.value()) : std::string("invalid");
 }
 
 SimExec::~SimExec() {
@@ -103,8 +97,10 @@ void SimExec::note_unmodelled(const sim::SimCpu& cpu) {
         if (!((sel >> 22) & 1)) continue;  // EN (SDM Vol. 3B §20.2.1.1; APM Vol. 2 §13.2.1)
         u16 event = u16(sel & 0xFF), umask = u16((sel >> 8) & 0xFF);
         if (L.kind == sim::PmuLayout::Kind::amd) event |= u16(((sel >> 32) & 0xF) << 8);
-        if (cpu.event_source(event, umask) != sim::EventSource::not_modelled) continue;
         u32 key = (u32(event) << 16) | umask;
+        // Each (CPU, event) is looked up once: this runs before every measured region.
+        if (!checked_.insert((u64(cpu.index()) << 32) | key).second) continue;
+        if (cpu.event_source(event, umask) != sim::EventSource::not_modelled) continue;
         if (!noted_.insert(key).second) continue;
         char msg[200];
         std::snprintf(msg, sizeof msg,

@@ -58,8 +58,6 @@ public:
     // --cache spec ("" = each CPU's defaults from its CPUID, "off" = none) and the seed of
     // the random policies. Errors name the CPU whose defaults the spec does not fit.
     Status set_cache(const std::string& spec, u64 seed);
-    // One line describing CPU `cpu`'s hierarchy ("L1D 32 KiB 8-way 64 sets PLRU, ...").
-    std::string describe_cache(u32 cpu) const;
     SimRunner& runner() { return *runner_; }
 
 private:
@@ -71,8 +69,8 @@ private:
     bool masked_ = false;
     u64 executions_ = 0;
     std::vector<std::string> problems_;
-    std::string cache_spec_;
-    std::set<u32> noted_;  // (event << 16) | umask already noted
+    std::set<u32> noted_;    // (event << 16) | umask already noted
+    std::set<u64> checked_;  // (CPU << 32) | (event << 16) | umask already looked up
     void (*note_hook_)(void*, const char*) = nullptr;
     void note_unmodelled(const sim::SimCpu& cpu);
     void (*hook_)(void*, const char*) = nullptr;

@@ -55,13 +55,9 @@ public:
     virtual void set_timeout(u32 seconds) = 0;
     // The data-cache model for every CPU (none: loads and stores are counted, no levels).
     virtual void set_data_cache(DataCacheFactory f) = 0;
-    // The model of CPU `cpu` (made on first use; null without a model).
-    virtual SimDataCache* data_cache(u32 cpu) = 0;
     // Runs `region` on `cpu`, filling *frame as the generated code does (the reads, the
     // carried registers, or the fault).
     virtual void execute(const Region& region, RegionFrame* frame, sim::SimCpu& cpu, SimProblems& problems) = 0;
-    // Instructions emulated so far (make bench's speed figure).
-    virtual u64 executed_instructions() const = 0;
 };
 
 // The runner pmulab-sim uses.

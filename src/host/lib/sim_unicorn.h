@@ -54,9 +54,9 @@ public:
         cache_factory_ = std::move(f);
         caches_.clear();
     }
-    SimDataCache* data_cache(u32 cpu) override;
+    // CPU `cpu`'s cache model (made on its first region; null without a model).
+    SimDataCache* data_cache(u32 cpu);
     void execute(const Region& region, RegionFrame* frame, sim::SimCpu& cpu, SimProblems& problems) override;
-    u64 executed_instructions() const override { return executed_; }
 
     // The job timeout when the engine sets none (seconds of host time).
     static constexpr u32 kDefaultTimeout = 10;

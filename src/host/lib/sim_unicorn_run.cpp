@@ -51,10 +51,7 @@ u64 memory_operand(uc_engine* uc, const u8* p, usize at, usize size, u8 rex, u64
 
 // CLFLUSH/CLFLUSHOPT's operand: prefixes and REX skipped, then 0F AE ModRM.
 u64 clflush_address(uc_engine* uc, const u8* p, usize size, u64 next) {
-    usize at = 0;
-    while (at < size && (p[at] == 0x66 || p[at] == 0x2E || p[at] == 0x3E || p[at] == 0x26 || p[at] == 0x36 ||
-                         p[at] == 0x64 || p[at] == 0x65 || p[at] == 0x67))
-        ++at;
+    usize at = x86insn::prefixes_end(p, size);
     u8 rex = at < size && (p[at] & 0xF0) == 0x40 ? p[at++] : 0;
     return memory_operand(uc, p, at + 2, size, rex, next);
 }
@@ -202,8 +199,7 @@ void UnicornRunner::Run::refuse_vex() {
     const u8* p = reinterpret_cast<const u8*>(uintptr_t(cur.addr));
     CpuidRegs l1 = cpu->cpuid(1, 0), l7 = cpu->cpuid(7, 0), e1 = cpu->cpuid(0x80000001u, 0);
     bool avx = (l1.ecx >> 28) & 1, avx512 = (l7.ebx >> 16) & 1, xop = (e1.ecx >> 11) & 1;
-    usize at = 0;
-    while (at < cur.size && (p[at] == 0x66 || p[at] == 0xF2 || p[at] == 0xF3 || p[at] == 0x67)) ++at;
+    usize at = x86insn::prefixes_end(p, cur.size);
     u8 esc = at < cur.size ? p[at] : 0;
     bool has = esc == 0x62 ? avx512 : esc == 0x8F ? xop : avx;
     if (!has) return;

@@ -93,13 +93,18 @@ Kind one_byte(const uint8_t* p, size_t at, size_t size, bool rep) {
 
 }  // namespace
 
-Kind classify(const uint8_t* p, size_t size) {
+size_t prefixes_end(const uint8_t* p, size_t size) {
     size_t at = 0;
+    while (at < size && legacy_prefix(p[at])) ++at;
+    return at;
+}
+
+Kind classify(const uint8_t* p, size_t size) {
+    size_t at = prefixes_end(p, size);
     bool opsize = false, rep = false;
-    while (at < size && legacy_prefix(p[at])) {
-        opsize |= p[at] == 0x66;
-        rep |= p[at] == 0xF3 || p[at] == 0xF2;
-        ++at;
+    for (size_t i = 0; i < at; ++i) {
+        opsize |= p[i] == 0x66;
+        rep |= p[i] == 0xF3 || p[i] == 0xF2;
     }
     if (at < size && (p[at] & 0xF0) == 0x40) ++at;  // REX
     if (at >= size) return Kind::plain;

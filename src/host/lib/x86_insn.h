@@ -38,6 +38,9 @@ enum class Kind : uint8_t {
     trap,        // INT3, INT1, UD2: raise an exception by design (RIP must be exact)
 };
 
+// The offset of the first byte after the legacy prefixes (66, 67, F0, F2, F3, segments).
+size_t prefixes_end(const uint8_t* p, size_t size);
+
 // The instruction at p, `size` bytes long (as the emulator decoded it).
 Kind classify(const uint8_t* p, size_t size);
 

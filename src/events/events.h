@@ -167,6 +167,11 @@ struct Event {
         u16 mask = 0;       // its ESCR event mask
     } netburst;
 
+    // Interrupt on overflow (PERFEVTSELx.INT, FIXED_CTR_CTRL PMI, AMD PERF_CTL.INT): set
+    // by the engine for a sampled or cycle-by-cycle counter (measure/sampling.h), never by
+    // an event spec. The families program it; every other event counts without it.
+    bool pmi = false;
+
     // The general-purpose encoding (EN clear, INT clear): event select, UMASK, USR/OS,
     // E, AnyThread, INV, CMASK, EQ, UMASK2.
     regs::PerfEvtSel perfevtsel() const;

@@ -196,6 +196,8 @@ struct FaultPlace {
 };
 FaultPlace locate_fault(const Region& r, usize offset);
 
+class PmiHandler;  // pmu/pmi.h
+
 // Vector state on the measuring CPU (platform-defined).
 struct VectorSaved {
     u64 word[4] = {};
@@ -229,6 +231,24 @@ public:
     // every run, with interrupts masked.
     virtual Status vector_enter(VectorSaved*) { return ok_status(); }
     virtual void vector_leave(const VectorSaved&) {}
+
+    // --- the counter-overflow interrupt (pmu/pmi.h), on the measuring CPU ---
+    // The calling CPU's LVT performance-counter entry (SDM Vol. 3A §11.5.1 "Local Vector
+    // Table"): where a PMI goes (vector, delivery mode 10:8, mask 16). Errors: the
+    // platform cannot reach the CPU's local APIC.
+    virtual Result<u32> lvt_perf() { return Error::make(Errc::unsupported, "no local APIC on this platform"); }
+    virtual Status set_lvt_perf(u32 value) {
+        (void)value;
+        return Error::make(Errc::unsupported, "no local APIC on this platform");
+    }
+    // From pmi_attach until pmi_detach every NMI on the calling CPU goes to h->on_nmi
+    // first (with the interrupted RIP); one it does not claim goes where NMIs went before
+    // (the watchdog's stop, the firmware). One CPU measures at a time.
+    virtual Status pmi_attach(PmiHandler* h) {
+        (void)h;
+        return Error::make(Errc::unsupported, "this platform cannot take the PMU's interrupt");
+    }
+    virtual void pmi_detach() {}
 
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }

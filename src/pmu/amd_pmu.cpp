@@ -131,11 +131,12 @@ Status amd_allocate(const PmuInfo& info, const Event* events, usize n, Allocatio
     return ok_status();
 }
 
-// The PERF_CTL value of an event (EN as given, INT clear).
+// The PERF_CTL value of an event (EN as given, INT only for a sampled counter: Event::pmi).
 u64 ctl_value(const Event& e, bool en) {
     PerfEvtSel v;
     v.set_event_select(e.event_select).set_umask(e.umask).set_usr(e.usr).set_os(e.os).set_edge(e.edge);
     v.set_inv(e.inv).set_cmask(e.cmask).set_host_only(e.amd.host_only).set_guest_only(e.amd.guest_only).set_en(en);
+    v.set_intr(e.pmi);
     return v.raw();
 }
 

@@ -135,16 +135,19 @@ CounterAccess intel_access(const PmuInfo& info, CounterKind kind, u8 index) {
 
 u64 evtsel_value(const Event& e, bool en) {
     // Event select, UMASK, USR/OS, E, AnyThread, INV, CMASK, EQ, UMASK2 from the event;
-    // INT stays clear (pmulab counts, it does not sample).
+    // INT only for a sampled or cycle-by-cycle counter (Event::pmi).
     PerfEvtSel v = e.perfevtsel();
-    v.set_intr(false).set_en(en);
+    v.set_intr(e.pmi).set_en(en);
     return v.raw();
 }
 
 u64 fixed_ctrl_value(const Event* events, const CounterGroup& g) {
     FixedCtrCtrl v;
     for (const Assignment& as : g.events)
-        if (as.kind == CounterKind::fixed) v.set_group(as.index, events[as.event].fixed_ctrl_group());
+        if (as.kind == CounterKind::fixed) {
+            v.set_group(as.index, events[as.event].fixed_ctrl_group());
+            if (events[as.event].pmi) v.set_pmi(as.index);
+        }
     return v.raw();
 }
 

@@ -71,7 +71,8 @@ u8 AmdPmu::wrmsr(u32 msr, u64 v) {
             return 0;
         case Reg::gctl: return write_masked(&global_ctrl_, v, layout_.gp_mask);
         case Reg::gclr:
-            if (v & ~u64(layout_.gp_mask)) return kVectorGP;
+            if (v & ~(u64(layout_.gp_mask) | (layout_.amd_pmc_freeze ? kStatusCtrFrz | kStatusLbrFrz : 0)))
+                return kVectorGP;
             global_status_ &= ~v;
             return 0;
         case Reg::gset:
@@ -210,8 +211,8 @@ const RetireEvent kAmdEvents[] = {
 
 void AmdPmu::retire(SimCpu& cpu, const Retired& r) {
     // ex_ret_instr (C0H) in the instruction cycles; ls_not_halted_cyc (76H) in every cycle.
+    cpu.stall(r.stall_cycles, {{0x76, 0x00, 1}});  // stalls first, as on Intel (sim_intel.cpp)
     cpu.run(r.instructions, {{0xC0, 0x00, 1}, {0x76, 0x00, 1}});
-    cpu.stall(r.stall_cycles, {{0x76, 0x00, 1}});
     count_retired(cpu, r, kAmdEvents, [this](const RetireEvent& e) { return family_ >= e.where; });
 }
 

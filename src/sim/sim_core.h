@@ -68,8 +68,22 @@
 // per family behind PmuModel (sim_pmu.h), the machine in sim_machine.h and the builders
 // of documented machines in sim_builders.h (sim_cpu.h includes all of them).
 //
-// Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS, LBR,
-// freeze-on-PMI, TSX bits 32/33 of PERFEVTSEL (they
+//  * Interrupts: a counter with its interrupt bit set (PERFEVTSEL/PERF_CTL INT, FIXED_CTR_
+//    CTRL PMI) that overflows raises a PMI at the end of the cycle it overflowed in
+//    (settle_pmi): IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) freezes the counters there
+//    (v2/v3: GLOBAL_CTRL cleared; v4 and AMD LbrAndPmcFreeze: GLOBAL_STATUS.CTR_FRZ set,
+//    SDM Vol. 3B §18.4.7), FREEZE_LBRS_ON_PMI (bit 11) the LBR stack (v2/v3: DEBUGCTL.LBR
+//    cleared; v4/AMD: LBR_FRZ), whatever the local APIC does with it; then the local APIC's
+//    LVT performance-counter entry (SDM Vol. 3A §11.5.1; lvt_perf()) delivers it unless
+//    masked, and sets its mask bit, as the hardware does on delivery (SDM Vol. 3A §11.5.1
+//    "Local Vector Table": "it automatically sets the mask flag"; Linux re-arms it in
+//    every PMI handler). An
+//    NMI delivery is pending for the executor (take_nmi), which runs pmulab's handler at
+//    that instruction boundary; a fixed-vector delivery stays pending (interrupts are
+//    masked while code runs) and is only counted.
+//
+// Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS,
+// TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
 #pragma once
@@ -220,6 +234,35 @@ public:
     void ref_cycles(u64 n);
     void slots(u64 n) { event(0xA4, 0x01, n); }
     u64 pmi_count() const { return model_->pmi_count(); }
+
+    // ---- interrupts (see "Interrupts" above) ----
+    // The local APIC's LVT performance-counter entry (vector 7:0, delivery mode 10:8, mask
+    // 16); masked at reset. Not an MSR here: pmulab reaches it through its platform.
+    u32 lvt_perf() const { return lvt_perf_; }
+    void set_lvt_perf(u32 v) { lvt_perf_ = v & kLvtPerfWritable; }
+    static constexpr u32 kLvtMasked = 1u << 16, kLvtDeliveryNmi = 4u << 8;
+    static constexpr u32 kLvtPerfWritable = 0x1'07FF;
+    // A delivered NMI the executor has not taken yet (taking it clears it).
+    bool take_nmi() {
+        bool p = nmi_pending_;
+        nmi_pending_ = false;
+        return p;
+    }
+    u64 nmis_delivered() const { return nmis_; }
+    // PMIs delivered with a fixed vector (they stay pending: interrupts are masked).
+    u64 fixed_pmis() const { return fixed_pmis_; }
+    // Whether the executor must retire instruction by instruction: a PMI can come, or the
+    // LBR stack records branches.
+    bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording(); }
+    // A taken branch retired (the executor, before the batch with the branch is retired):
+    // the LBR stack records it (sim_lbr.h, when enabled and not frozen).
+    void taken_branch(u64 from, u64 to, u8 kind);
+    bool lbr_recording() const;
+    // Core cycles since reset (unhalted, counted or not): LBR cycle counts.
+    u64 core_cycles() const { return core_cycles_; }
+    // A broken PMU for selftest's own tests: overflows raise no PMI; freeze freezes nothing.
+    void break_pmi(bool on) { model_->break_pmi(on); }
+    void break_freeze(bool on) { model_->break_freeze(on); }
     // How this CPU's simulation produces the event (event select, unit mask) on a GP
     // counter (docs/sim.md "Events"): retire()'s events in its family's encodings, and,
     // modelled, those a TopDown budget or set_each_cycle adds. NetBurst's ESCR events are
@@ -337,6 +380,11 @@ private:
     const std::vector<Occurrence>& topdown_cycles(u64 cycles, const std::vector<Occurrence>& each,
                                                   std::vector<Occurrence>* buf);
     void smi();
+    // A PMI raised by the model: freeze (DEBUGCTL), then delivery through the LVT entry.
+    void settle_pmi();
+    bool freeze_armed() const { return (debugctl_ >> 12) & 1; }
+    // model_->run, cycle by cycle where a freeze on PMI can stop the counters mid-run.
+    void count_cycles(u64 cycles, const std::vector<Occurrence>& each);
 
     u32 index_;
     CpuSpec spec_;
@@ -352,6 +400,9 @@ private:
     u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
     u64 smi_count_ = 0;  // MSR_SMI_COUNT
     u64 debugctl_ = 0;   // IA32_DEBUGCTL
+    u32 lvt_perf_ = kLvtMasked;
+    bool nmi_pending_ = false;
+    u64 nmis_ = 0, fixed_pmis_ = 0, core_cycles_ = 0;
     bool in_smi_ = false;
     bool in_retire_ = false;  // run() called by retire()
     bool smi_due_ = false;

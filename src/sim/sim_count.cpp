@@ -67,7 +67,42 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
         aperf_ += cycles;
         mperf_ += cycles;
     }
-    model_->run(cycles, each);
+    count_cycles(cycles, each);
+}
+
+void SimCpu::count_cycles(u64 cycles, const std::vector<Occurrence>& each) {
+    settle_pmi();  // one raised in an earlier cycle (an event() of the last batch)
+    if (!freeze_armed() || !model_->pmi_armed()) {
+        model_->run(cycles, each);
+        core_cycles_ += cycles;
+        return;
+    }
+    // A PMI at the end of cycle k freezes cycles k+1..: counted one cycle at a time.
+    for (u64 i = 0; i < cycles; ++i) {
+        if (i) settle_pmi();
+        model_->run(1, each);
+        ++core_cycles_;
+    }
+}
+
+// The LBR stack (none yet: sim_lbr.h will own it).
+void SimCpu::taken_branch(u64 from, u64 to, u8 kind) { (void)from, (void)to, (void)kind; }
+bool SimCpu::lbr_recording() const { return false; }
+
+void SimCpu::settle_pmi() {
+    if (!model_->take_pmi()) return;
+    const bool perfmon = (debugctl_ >> 12) & 1, lbrs = (debugctl_ >> 11) & 1;
+    if (perfmon || lbrs) model_->freeze_on_pmi(perfmon, lbrs);
+    // The legacy LBR freeze (v2/v3 Intel): DEBUGCTL.LBR cleared (SDM Vol. 3B §18.4.7).
+    if (lbrs && pmu().kind == PmuLayout::Kind::intel && pmu().version < 4) debugctl_ &= ~u64(1);
+    if (lvt_perf_ & kLvtMasked) return;
+    lvt_perf_ |= kLvtMasked;  // set by the delivery; the handler unmasks it again
+    if (((lvt_perf_ >> 8) & 7) == 4) {
+        nmi_pending_ = true;
+        ++nmis_;
+    } else {
+        ++fixed_pmis_;
+    }
 }
 
 void SimCpu::stall(u64 cycles, const std::vector<Occurrence>& each) {
@@ -87,6 +122,7 @@ void SimCpu::retire(const Retired& r) {
         ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
     }
     in_retire_ = false;
+    settle_pmi();  // a PMI of the batch's last cycle (its instruction's events included)
     if (r.body) in_body_ = false;
 }
 

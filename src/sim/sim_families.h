@@ -55,6 +55,11 @@ protected:
     virtual void run_others(u64 cycles, const std::vector<Occurrence>& each) = 0;
     virtual void event_others(u16 event_select, u16 umask, u64 n) = 0;
 
+    // Frozen on a PMI (GLOBAL_STATUS.CTR_FRZ: Intel v4, AMD LbrAndPmcFreeze).
+    bool frozen() const { return (global_status_ & kStatusCtrFrz) != 0; }
+    bool gp_pmi_armed() const;
+    void freeze_by_status(bool perfmon, bool lbrs);
+    bool lbrs_frozen() const override { return (global_status_ & kStatusLbrFrz) != 0; }
     u64 gp_increment(Gp& g, u64 per_cycle, u64 cycles);
     void add_gp(u32 i, u64 inc);
     // A counter write while its control's enable bit is set (`what`: the control's name).
@@ -81,6 +86,8 @@ public:
     EventSource retire_source(u16 event_select, u16 umask) const override;
     u64 perf_metrics_value() const override;
     u64 topdown_count(unsigned i) const override { return i < 8 ? td_[i] : 0; }
+    bool pmi_armed() const override;
+    void freeze_on_pmi(bool perfmon, bool lbrs) override;
 
 private:
     enum class Reg : u8 {
@@ -137,6 +144,11 @@ public:
     void retire(SimCpu& cpu, const Retired& r) override;
     EventSource retire_source(u16 event_select, u16 umask) const override;
     u8 rdpmc(u32 ecx, u64* out) const override;
+    bool pmi_armed() const override { return gp_pmi_armed(); }
+    // LbrAndPmcFreeze: the status bits, as Intel v4; without it nothing freezes.
+    void freeze_on_pmi(bool perfmon, bool lbrs) override {
+        if (layout_.amd_pmc_freeze) freeze_by_status(perfmon, lbrs);
+    }
     // The MSRs.
     bool exists(u32 msr) const override { return classify(msr).reg != Reg::none; }
     u8 rdmsr(u32 msr, u64* out) const override;

@@ -17,7 +17,7 @@ GpPmu::GpPmu(u32 cpu, const PmuLayout& layout) : PmuModel(cpu, layout) {
 
 bool GpPmu::gp_enabled(u32 i) const {
     const Gp& g = gp_[i];
-    if (!(g.ctl & evtsel::EN)) return false;
+    if (!(g.ctl & evtsel::EN) || frozen()) return false;
     if (!(g.ctl & (cpl_ == 0 ? evtsel::OS : evtsel::USR))) return false;
     return !has_global() || ((global_ctrl_ >> i) & 1);
 }
@@ -49,7 +49,7 @@ void GpPmu::add_gp(u32 i, u64 inc) {
     gp_[i].ctr = (old + inc) & mask;
     if (!ovf) return;
     if (has_global()) global_status_ |= bit(i);
-    if (gp_[i].ctl & evtsel::INT) ++pmis_;
+    if (gp_[i].ctl & evtsel::INT) raise_pmi();
 }
 
 void GpPmu::run(u64 cycles, const std::vector<Occurrence>& each) {
@@ -73,6 +73,20 @@ void GpPmu::ref_clock(u64 tsc, u64 crystal) {
     event_others(0x3C, 0x01, tsc);  // fixed counter 2 (Intel): TSC ticks
     for (u32 i = 0; i < 32; ++i)
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, 0x3C, 0x01)) add_gp(i, gp_increment(gp_[i], 1, crystal));
+}
+
+bool GpPmu::gp_pmi_armed() const {
+    for (u32 i = 0; i < 32; ++i)
+        if (layout_.gp(i) && (gp_[i].ctl & evtsel::INT) && (gp_[i].ctl & evtsel::EN)) return true;
+    return false;
+}
+
+// Freeze on PMI with a status bit (Intel v4 "streamlined" freeze, AMD LbrAndPmcFreeze):
+// CTR_FRZ/LBR_FRZ (bits 59/58) set; the counters count again when software clears it.
+void GpPmu::freeze_by_status(bool perfmon, bool lbrs) {
+    if (broken_freeze_) return;
+    if (perfmon) global_status_ |= kStatusCtrFrz;
+    if (lbrs) global_status_ |= kStatusLbrFrz;
 }
 
 void GpPmu::check_counter_write(u32 msr, u32 i, const char* what) {

@@ -243,7 +243,7 @@ bool IntelPmu::gp_matches(u32 i, u16 event, u16 umask) const {
 bool IntelPmu::fixed_enabled(u32 i) const {
     if (i >= 8) return false;  // no enable field in FIXED_CTR_CTRL
     u64 field = (fixed_ctrl_ >> (4 * i)) & 3;
-    if (!(field & (cpl_ == 0 ? 1 : 2))) return false;
+    if (!(field & (cpl_ == 0 ? 1 : 2)) || frozen()) return false;
     return (global_ctrl_ >> (32 + i)) & 1;
 }
 
@@ -256,7 +256,22 @@ void IntelPmu::add_fixed(u32 i, u64 inc) {
     if (!ovf) return;
     global_status_ |= bit(32 + i);
     if (i == 3 && metrics_counting()) global_status_ |= bit(48);  // PERF_METRICS_OVF
-    if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) ++pmis_;
+    if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) raise_pmi();
+}
+
+bool IntelPmu::pmi_armed() const {
+    if (gp_pmi_armed()) return true;
+    for (u32 i = 0; i < 8; ++i)
+        if (layout_.fixed(i) && ((fixed_ctrl_ >> (4 * i)) & 3) && ((fixed_ctrl_ >> (4 * i + 3)) & 1)) return true;
+    return false;
+}
+
+// SDM Vol. 3B §18.4.7 and §20.2.4.1: the legacy freeze (v2/v3) clears IA32_PERF_GLOBAL_CTRL
+// (the LBR half, DEBUGCTL.LBR, is the CPU's); the v4 freeze sets CTR_FRZ/LBR_FRZ in
+// IA32_PERF_GLOBAL_STATUS, cleared through IA32_PERF_GLOBAL_STATUS_RESET.
+void IntelPmu::freeze_on_pmi(bool perfmon, bool lbrs) {
+    if (layout_.version >= 4) return freeze_by_status(perfmon, lbrs);
+    if (perfmon && !broken_freeze_ && layout_.version >= 2) global_ctrl_ = 0;
 }
 
 void IntelPmu::run_others(u64 cycles, const std::vector<Occurrence>& each) {
@@ -324,9 +339,11 @@ void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
     // slot budget (sim_topdown.h), run() and stall() issue the slots and their categories.
     const bool budget = cpu.has_topdown_budget();
     const Occurrence slots{0xA4, 0x01, slots_per_cycle_};
+    // The stall cycles come first, then the instructions retire: one instruction's batch
+    // (the executor's per-instruction mode) waits for its load, then retires.
+    cpu.stall(r.stall_cycles, budget ? std::vector<Occurrence>{} : std::vector<Occurrence>{slots});
     if (budget) cpu.run(r.instructions, {{0xC0, 0x00, 1}});
     else cpu.run(r.instructions, {{0xC0, 0x00, 1}, slots});
-    cpu.stall(r.stall_cycles, budget ? std::vector<Occurrence>{} : std::vector<Occurrence>{slots});
     // The rest in the core's encodings (all per-level counts 0 with the cache model off).
     count_retired(cpu, r, kIntelEvents, [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
 }

@@ -23,6 +23,9 @@ void derive_amd(const CpuidSnapshot& s, const CpuidRegs& l1, PmuLayout* L) {
         L->amd_ext_core = true;
         L->amd_counters = 6;
     }
+    // CPUID 8000_0022H EAX[2] LbrAndPmcFreeze (Zen 4 on): DEBUGCTL[12] freezes the counters
+    // on a PMI, DEBUGCTL[11] the LBR stack (Linux amd/core.c, amd/lbr.c).
+    if (emax >= 0x80000022 && ((s.get(0x80000022).eax >> 2) & 1)) L->amd_pmc_freeze = true;
     if (emax >= 0x80000022 && (s.get(0x80000022).eax & 1)) {
         L->amd_v2 = true;
         L->amd_counters = s.get(0x80000022).ebx & 0xf;
@@ -106,6 +109,7 @@ PmuLayout derive_layout(const CpuidSnapshot& s, u64 caps, const PmuOverrides& ov
     if (ov.none) return L;
     if (amd) derive_amd(s, l1, &L);
     else derive_intel(s, l1, caps, ov, &L);
+    if (L.amd_pmc_freeze) L.debugctl = true;  // DBG_CTL_MSR: the freeze bits
     return L;
 }
 

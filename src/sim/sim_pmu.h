@@ -138,6 +138,7 @@ struct PmuLayout {
     bool amd_efffreq = false;     // MPERF/APERF E7H/E8H (CPUID 06H:ECX[0])
     bool amd_efffreq_ro = false;  // the C000_00E7/E8 read-only aliases (8000_0007H:EDX[10])
     bool amd_de_cfg = false;      // DE_CFG C001_1029 (family >= 10h)
+    bool amd_pmc_freeze = false;  // LbrAndPmcFreeze (8000_0022H:EAX[2]): DEBUGCTL[12]/[11] freeze on PMI
     // Intel IA32_DEBUGCTL (every Intel CPU the model knows), with FREEZE_WHILE_SMM (bit 14)
     // writable only where IA32_PERF_CAPABILITIES[12] enumerates it (else #GP).
     bool debugctl = false;
@@ -200,6 +201,28 @@ public:
     virtual u64 perf_metrics_value() const { return 0; }
     virtual u64 topdown_count(unsigned i) const { return (void)i, 0; }
 
+    // ---- the interrupt half (sim_cpu.h "Interrupts") ----
+    // Whether a counter whose interrupt bit is set overflowed since the last call.
+    bool take_pmi() {
+        bool p = pmi_raised_;
+        pmi_raised_ = false;
+        return p;
+    }
+    // Whether an enabled counter has its interrupt bit set (INT, FIXED_CTR_CTRL PMI): the
+    // executor then retires instruction by instruction, so that a PMI comes right after
+    // the instruction whose retirement overflowed the counter.
+    virtual bool pmi_armed() const { return false; }
+    // DEBUGCTL freeze on a PMI (SDM Vol. 3B §18.4.7 "Freezing LBR and Performance Counters
+    // on PMI"): `perfmon` stops the counters, `lbrs` reports the LBR stack frozen.
+    // Returns true when the LBR stack must stop (the caller owns it): v4 and AMD set
+    // GLOBAL_STATUS.LBR_FRZ, the legacy form clears DEBUGCTL.LBR (the caller's).
+    virtual void freeze_on_pmi(bool perfmon, bool lbrs) { (void)perfmon, (void)lbrs; }
+    // Whether the LBR stack is frozen by the status bit (v4 LBR_FRZ, AMD).
+    virtual bool lbrs_frozen() const { return false; }
+    // A test's broken PMU (selftest must tell): overflows raise no PMI / freeze freezes nothing.
+    void break_pmi(bool on) { broken_pmi_ = on; }
+    void break_freeze(bool on) { broken_freeze_ = on; }
+
     u64 pmi_count() const { return pmis_; }
     const std::vector<std::string>& violations() const { return violations_; }
     void clear_violations() { violations_.clear(); }
@@ -209,6 +232,13 @@ protected:
     PmuLayout layout_;
     u8 cpl_ = 0;
     u64 pmis_ = 0;
+    bool pmi_raised_ = false;
+    bool broken_pmi_ = false, broken_freeze_ = false;
+    // A counter with its interrupt bit overflowed.
+    void raise_pmi() {
+        ++pmis_;
+        if (!broken_pmi_) pmi_raised_ = true;
+    }
     std::vector<std::string> violations_;
 };
 

@@ -45,6 +45,7 @@ constexpr u32 kLeaf71EaxArchPerfmonExt = 8;
 constexpr u32 kExt1EcxPerfCtrExtCore = 23;
 constexpr u32 kExt22EaxPerfMonV2 = 0;
 constexpr u32 kExt22EaxLbrV2 = 1;
+constexpr u32 kExt22EaxLbrPmcFreeze = 2;
 // Deterministic cache parameters, leaf 4 (SDM Vol. 2A, CPUID) / 8000_001DH (APM Vol. 3,
 // E.4.15): sub-leaves until the first whose cache type EAX[4:0] is 0 (the simulator's
 // cache geometry, sim_cache.h), at most kCacheSubleaves.
@@ -230,6 +231,7 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            acr_fixed_bitmap == o.acr_fixed_bitmap && arch_events_bitmap == o.arch_events_bitmap &&
            amd_perfctr_core == o.amd_perfctr_core && amd_perfmon_v2 == o.amd_perfmon_v2 &&
            amd_core_counters == o.amd_core_counters && amd_lbr_v2 == o.amd_lbr_v2 &&
+           amd_lbr_pmc_freeze == o.amd_lbr_pmc_freeze &&
            amd_lbr_stack_size == o.amd_lbr_stack_size && amd_nb_counters == o.amd_nb_counters &&
            rdpmc_user_disable == o.rdpmc_user_disable && amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq &&
            amd_efffreq_ro == o.amd_efffreq_ro && amd_irperf_erratum1054 == o.amd_irperf_erratum1054 &&
@@ -385,6 +387,7 @@ void decode_amd_perfmon_v2(const CpuidSnapshot& s, const CpuIdentity& id, bool a
     CpuidRegs r = s.get(0x80000022);
     p.amd_perfmon_v2 = bit(r.eax, kExt22EaxPerfMonV2);
     p.amd_lbr_v2 = bit(r.eax, kExt22EaxLbrV2);
+    p.amd_lbr_pmc_freeze = bit(r.eax, kExt22EaxLbrPmcFreeze);
     if (p.amd_perfmon_v2) {
         p.amd_core_counters = u8(bits(r.ebx, 3, 0));
         p.amd_lbr_stack_size = u8(bits(r.ebx, 9, 4));

@@ -140,6 +140,7 @@ struct PmuCaps {
     bool amd_perfctr_core = false;  // PerfCtrExtCore: 6 counters at C001_0200
     bool amd_perfmon_v2 = false;    // Fn8000_0022_EAX[0]
     bool amd_lbr_v2 = false;        // Fn8000_0022_EAX[1]
+    bool amd_lbr_pmc_freeze = false;  // Fn8000_0022_EAX[2] LbrAndPmcFreeze (DEBUGCTL[12]/[11] on PMI)
     u8 amd_core_counters = 0;       // Fn8000_0022_EBX[3:0] (v2), else 6 or 4
     u8 amd_lbr_stack_size = 0;      // Fn8000_0022_EBX[9:4]
     u8 amd_nb_counters = 0;         // Fn8000_0022_EBX[15:10]

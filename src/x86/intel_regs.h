@@ -229,6 +229,7 @@ public:
     using RegValue::RegValue;
     PMULAB_REG_FLAG(DebugCtl, lbr, 0)
     PMULAB_REG_FLAG(DebugCtl, btf, 1)
+    PMULAB_REG_FLAG(DebugCtl, freeze_lbrs_on_pmi, 11)  // §18.4.7 (AMD: LbrAndPmcFreeze)
     PMULAB_REG_FLAG(DebugCtl, freeze_perfmon_on_pmi, 12)
     PMULAB_REG_FLAG(DebugCtl, freeze_while_smm, 14)  // counters stop while the CPU is in SMM
 };

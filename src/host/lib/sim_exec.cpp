@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "pmu/pmi.h"
 #include "sim/sim_cache.h"
 #include "sim/sim_regs.h"
 
@@ -33,7 +34,27 @@ Result<sim::CacheConfig> cache_config(const std::string& spec, const sim::SimCpu
 
 }  // namespace
 
-SimExec::SimExec(sim::SimMachine& m) : m_(m), runner_(make_sim_runner()) { (void)set_cache("", 0); }
+SimExec::SimExec(sim::SimMachine& m) : m_(m), runner_(make_sim_runner()) {
+    (void)set_cache("", 0);
+    runner_->set_nmi_handler([this](sim::SimCpu& cpu, u64 rip) {
+        auto it = pmi_.find(cpu.index());
+        return it != pmi_.end() && it->second->on_nmi(rip);
+    });
+}
+
+Result<u32> SimExec::lvt_perf() { return m_.cpu(m_.current_cpu()).lvt_perf(); }
+
+Status SimExec::set_lvt_perf(u32 value) {
+    m_.cpu(m_.current_cpu()).set_lvt_perf(value);
+    return ok_status();
+}
+
+Status SimExec::pmi_attach(PmiHandler* h) {
+    pmi_[m_.current_cpu()] = h;
+    return ok_status();
+}
+
+void SimExec::pmi_detach() { pmi_.erase(m_.current_cpu()); }
 
 Status SimExec::set_cache(const std::string& spec, u64 seed) {
     for (u32 i = 0; i < m_.size(); ++i) {

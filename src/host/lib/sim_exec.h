@@ -34,6 +34,12 @@ public:
     void irq_restore(const IrqSaved& saved) override;
     void serialize() override {}
     void execute(const Region& region, RegionFrame* frame) override;
+    // The simulated CPU's LVT entry and NMIs (sim_cpu.h "Interrupts"): the executor hands
+    // an NMI to the attached handler at the instruction boundary it is taken at.
+    Result<u32> lvt_perf() override;
+    Status set_lvt_perf(u32 value) override;
+    Status pmi_attach(PmiHandler* h) override;
+    void pmi_detach() override;
 
     // Called with a message when the executor cannot follow the code (pmulab-sim prints it).
     void set_problem_hook(void (*hook)(void* ctx, const char* msg), void* ctx) {
@@ -66,6 +72,7 @@ private:
     sim::SimMachine& m_;
     std::unique_ptr<SimRunner> runner_;
     std::map<void*, usize> live_;
+    std::map<u32, PmiHandler*> pmi_;  // per CPU: the attached handler
     bool masked_ = false;
     u64 executions_ = 0;
     std::vector<std::string> problems_;

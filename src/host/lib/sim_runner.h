@@ -55,6 +55,12 @@ public:
     virtual void set_timeout(u32 seconds) = 0;
     // The data-cache model for every CPU (none: loads and stores are counted, no levels).
     virtual void set_data_cache(DataCacheFactory f) = 0;
+    // NMIs of the simulated CPUs (the PMI through the LVT entry; sim_cpu.h "Interrupts")
+    // go to `h` at the instruction boundary where they are taken, with the interrupted
+    // RIP (the next instruction to run); h returns whether the NMI was the PMU's. Null:
+    // none is expected (one that comes is a problem the runner reports).
+    using NmiHandler = std::function<bool(sim::SimCpu& cpu, u64 rip)>;
+    virtual void set_nmi_handler(NmiHandler h) = 0;
     // Runs `region` on `cpu`, filling *frame as the generated code does (the reads, the
     // carried registers, or the fault).
     virtual void execute(const Region& region, RegionFrame* frame, sim::SimCpu& cpu, SimProblems& problems) = 0;

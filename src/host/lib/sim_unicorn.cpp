@@ -112,28 +112,29 @@ SimDataCache* UnicornRunner::data_cache(u32 cpu) {
 
 // The engine writes each region with host stores the emulator does not see: translations
 // of the bytes that were there before are dropped whenever the bytes changed.
-UnicornRunner::CodeSeen& UnicornRunner::refresh_code(const Region& r) {
+UnicornRunner::CodeSeen& UnicornRunner::refresh_code(const Region& r, bool each) {
     u64 lo = addr_of(r.code);
     usize n = r.code_size ? r.code_size : r.size;
     u64 sum = checksum(static_cast<const u8*>(r.code), n);
     CodeSeen& seen = code_seen_[lo];
-    if (seen.sum == sum && seen.kinds.size() == n) return seen;
+    if (seen.sum == sum && seen.kinds.size() == n && seen.each == each) return seen;
     seen.sum = sum;
     seen.kinds.assign(n, 0);
-    set_code_hooks(seen, r);
+    set_code_hooks(seen, r, each);
     uc_ctl_remove_cache(uc_, lo, lo + page_round(r.size));
     return seen;
 }
 
 // The region's code hooks: every instruction (slow mode), or all but the body's when the
 // body is plain code and near branches (fast mode: counted per translation block).
-void UnicornRunner::set_code_hooks(CodeSeen& seen, const Region& r) {
+void UnicornRunner::set_code_hooks(CodeSeen& seen, const Region& r, bool each) {
     for (size_t h : seen.hooks) uc_hook_del(uc_, uc_hook(h));
     seen.hooks.clear();
     u64 lo = addr_of(r.code), hi = lo + (r.code_size ? r.code_size : r.size);
     u64 body_lo = lo + r.body_offset, body_hi = body_lo + r.copies * r.body_len;
     seen.fast = false;
-    if (r.block == CodeBlock::body && body_hi > body_lo && body_hi <= hi) {
+    seen.each = each;
+    if (!each && r.block == CodeBlock::body && body_hi > body_lo && body_hi <= hi) {
         seen.body = x86insn::decode_linear(static_cast<const u8*>(r.code) + r.body_offset, usize(body_hi - body_lo));
         seen.fast = seen.body.ok;
     }
@@ -170,7 +171,8 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     }
     Clock::time_point t0 = Clock::now();
     ++regions_;
-    CodeSeen& seen = refresh_code(region);
+    const bool each = cpu.needs_each_instruction();
+    CodeSeen& seen = refresh_code(region, each);
     if (cache_factory_ && !caches_.count(cpu.index())) caches_[cpu.index()] = cache_factory_(cpu);
     Run r;
     r.self = this, r.uc = uc_, r.cpu = &cpu, r.problems = &problems, r.region = &region;
@@ -180,6 +182,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     r.kinds = seen.kinds.data();
     r.kinds_len = seen.kinds.size();
     if (seen.fast) r.fast = &seen.body;
+    r.each = each;
     if (region.block == CodeBlock::body) {
         r.body_lo = r.code_lo + region.body_offset;
         r.body_hi = r.body_lo + region.copies * region.body_len;
@@ -195,6 +198,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
         r.settle_block(r.stop);
         r.retire(r.stop);
         r.flush();
+        if (r.each && !r.faulted) r.take_nmi(r.stop);  // after the region's last instruction
         bool stopped_by_fault = e == UC_ERR_READ_UNMAPPED || e == UC_ERR_WRITE_UNMAPPED || e == UC_ERR_FETCH_UNMAPPED ||
                                 e == UC_ERR_READ_PROT || e == UC_ERR_WRITE_PROT || e == UC_ERR_FETCH_PROT ||
                                 e == UC_ERR_INSN_INVALID;

@@ -54,6 +54,8 @@ public:
         cache_factory_ = std::move(f);
         caches_.clear();
     }
+    void set_nmi_handler(NmiHandler h) override { nmi_ = std::move(h); }
+    const NmiHandler& nmi_handler() const { return nmi_; }
     // CPU `cpu`'s cache model (made on its first region; null without a model).
     SimDataCache* data_cache(u32 cpu);
     void execute(const Region& region, RegionFrame* frame, sim::SimCpu& cpu, SimProblems& problems) override;
@@ -70,22 +72,26 @@ private:
     // In fast mode the body is decoded once (body) and runs without a per-instruction
     // hook: the harness around it has code hooks (hooks), the body is counted per
     // translation block.
+    // Every instruction is hooked, the body too, when the CPU needs each instruction
+    // retired on its own (SimCpu::needs_each_instruction: a PMI can come, the LBR records).
     struct CodeSeen {
         u64 sum = 0;
         std::vector<u8> kinds;
         bool fast = false;
+        bool each = false;  // hooked for SimCpu::needs_each_instruction
         x86insn::LinearCode body;
         std::vector<size_t> hooks;  // Unicorn hook handles of this region's code ranges
     };
-    void set_code_hooks(CodeSeen& seen, const Region& r);
+    void set_code_hooks(CodeSeen& seen, const Region& r, bool each);
     std::map<u64, CodeSeen> code_seen_;
     bool start();
-    CodeSeen& refresh_code(const Region& region);
+    CodeSeen& refresh_code(const Region& region, bool each);
 
     uc_struct* uc_ = nullptr;
     std::string broken_;  // why the emulator could not be set up ("" when it was)
     u8* own_ = nullptr;   // the runner's own pages: the frame copy, the stack, the return point
     DataCacheFactory cache_factory_;
+    NmiHandler nmi_;
     std::map<u32, std::unique_ptr<SimDataCache>> caches_;
     std::map<u64, u64> guards_;  // guard pages: start -> end (not present while code runs)
     u32 timeout_s_ = kDefaultTimeout;

@@ -78,7 +78,22 @@ void UnicornRunner::Run::retire(u64 next) {
     ++b.instructions;
     if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
-    if (x86insn::is_branch(cur.kind)) count_branch(cur.kind, next != cur.addr + cur.size);
+    if (x86insn::is_branch(cur.kind)) {
+        bool taken = next != cur.addr + cur.size;
+        count_branch(cur.kind, taken);
+        if (taken && each) cpu->taken_branch(cur.addr, next, u8(cur.kind));
+    }
+}
+
+void UnicornRunner::Run::take_nmi(u64 next) {
+    if (!cpu->take_nmi()) return;
+    const SimRunner::NmiHandler& h = self->nmi_handler();
+    if (h && h(*cpu, next)) return;
+    char msg[200];
+    std::snprintf(msg, sizeof msg,
+                  "CPU %u: an NMI (the PMU's interrupt through the LVT entry) came at %s with no handler for it",
+                  cpu->index(), where(next).c_str());
+    problems->problem(msg);
 }
 
 void UnicornRunner::Run::count_branch(Kind k, bool taken) {
@@ -257,6 +272,10 @@ void UnicornRunner::Run::on_instruction(u64 addr, u32 size) {
     if (blk.valid && addr >= blk.end) settle_block(addr);  // (before it: the same block's harness part)
     retire(addr);
     if (cur.valid) return;  // a REP string instruction's next iteration
+    if (each) {             // the instruction before retired alone; a PMI it raised is taken here
+        flush();
+        take_nmi(addr);
+    }
     if ((++steps & 0xFFFF) == 0 && Clock::now() > deadline) return raise(kWatchdogVector, addr, 0, 0);
     bool body = addr >= body_lo && addr < body_hi;
     if (body != batch.body) {

@@ -93,6 +93,7 @@ struct UnicornRunner::Run {
     std::string refused;
     u64 steps = 0;
     Clock::time_point deadline;
+    bool each = false;  // retire instruction by instruction, NMIs at each boundary
 
     void retire(u64 next);
     void count_branch(Kind k, bool taken);
@@ -102,6 +103,9 @@ struct UnicornRunner::Run {
     void on_block(u64 addr, u32 size);
     void count_load(unsigned served);
     void flush();
+    // An NMI the CPU delivered: the runner's handler at this boundary (`next`: the
+    // interrupted RIP).
+    void take_nmi(u64 next);
     void raise(u64 vec, u64 at, u64 err, u64 addr);
     void on_instruction(u64 addr, u32 size);
     void service(Kind k);

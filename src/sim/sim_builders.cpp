@@ -319,10 +319,11 @@ SimMachine amd_zen3(u32 n) {
 
 SimMachine amd_zen4(u32 n) {
     // Family 19h model 61h (Ryzen 7000): 8000_0022H EAX[0] PerfMonV2, EBX[3:0] = 6 core
-    // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters.
+    // counters, EBX[9:4] = 16 LBR entries (LbrV2 EAX[1]), EBX[15:10] = 16 DF counters,
+    // EAX[2] LbrAndPmcFreeze (as the Granite Ridge dump's 0000_0007H).
     AmdLeaves a = zen(0x00A60F12, 0x75C237FF, "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028);
     a.v2 = true;
-    a.leaf22 = {0x3, 0x00004106, 0, 0};
+    a.leaf22 = {0x7, 0x00004106, 0, 0};
     return amd_machine(n, a);
 }
 

@@ -33,6 +33,10 @@ public:
     Status irq_mask(IrqMode mode, IrqSaved* saved) override { return exec_.irq_mask(mode, saved); }
     void irq_restore(const IrqSaved& saved) override { exec_.irq_restore(saved); }
     void serialize() override {}
+    Result<u32> lvt_perf() override { return exec_.lvt_perf(); }
+    Status set_lvt_perf(u32 value) override { return exec_.set_lvt_perf(value); }
+    Status pmi_attach(PmiHandler* h) override { return exec_.pmi_attach(h); }
+    void pmi_detach() override { exec_.pmi_detach(); }
 
     void execute(const Region& region, RegionFrame* frame) override {
         EXPECT_TRUE(exec_.masked());

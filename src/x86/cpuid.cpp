@@ -231,11 +231,11 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            acr_fixed_bitmap == o.acr_fixed_bitmap && arch_events_bitmap == o.arch_events_bitmap &&
            amd_perfctr_core == o.amd_perfctr_core && amd_perfmon_v2 == o.amd_perfmon_v2 &&
            amd_core_counters == o.amd_core_counters && amd_lbr_v2 == o.amd_lbr_v2 &&
-           amd_lbr_pmc_freeze == o.amd_lbr_pmc_freeze &&
-           amd_lbr_stack_size == o.amd_lbr_stack_size && amd_nb_counters == o.amd_nb_counters &&
-           rdpmc_user_disable == o.rdpmc_user_disable && amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq &&
-           amd_efffreq_ro == o.amd_efffreq_ro && amd_irperf_erratum1054 == o.amd_irperf_erratum1054 &&
-           netburst == o.netburst && netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
+           amd_lbr_pmc_freeze == o.amd_lbr_pmc_freeze && amd_lbr_stack_size == o.amd_lbr_stack_size &&
+           amd_nb_counters == o.amd_nb_counters && rdpmc_user_disable == o.rdpmc_user_disable &&
+           amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq && amd_efffreq_ro == o.amd_efffreq_ro &&
+           amd_irperf_erratum1054 == o.amd_irperf_erratum1054 && netburst == o.netburst &&
+           netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
            topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }

@@ -83,10 +83,13 @@ def _check_samples(obj: Record, where: str) -> None:
     if not isinstance(buckets, list):
         raise InputError(f"{where}: buckets is not a list")
     for i, b in enumerate(buckets):
-        if not (isinstance(b, dict) and isinstance(b.get("block"), str) and _is_count(b.get("offset"))
-                and _is_count(b.get("count"))):
-            raise InputError(f"{where}: bucket {i} {_shown(b)!r} is not "
-                             '{"block": NAME, "offset": N, "count": N}')
+        if not isinstance(b, dict):
+            raise InputError(f"{where}: bucket {i} is not an object")
+        if not isinstance(b.get("block"), str):
+            raise InputError(f"{where}: bucket {i}: block {_shown(b.get('block'))!r} is not a block name")
+        for key in ("offset", "count"):
+            if not _is_count(b.get(key)):
+                raise InputError(f"{where}: bucket {i}: {key} {_shown(b.get(key))!r} is not a count")
 
 
 def _check_cycles(obj: Record, where: str) -> None:

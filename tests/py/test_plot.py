@@ -14,6 +14,11 @@ def _plot(*args):
     return subprocess.run([PLOT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
 
 
+def _write_records(path, recs):
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+
+
 def _results(path):
     recs = [{"type": "meta", "pmulab_version": "t"}]
     for i, size in enumerate([4096, 65536, 1 << 20, 16 << 20]):
@@ -24,8 +29,7 @@ def _results(path):
     for cpu, t in enumerate(["core", "core", "atom"]):
         recs.append({"type": "cpu", "index": cpu, "core_type": t})
         recs.append({"type": "result", "cpu": cpu, "bench": "nop", "event": "tsc", "per_iteration": 1.0 + cpu})
-    with open(path, "w") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
 
 
 def test_plot_staircase_cpus_compare_png_and_svg():
@@ -83,8 +87,7 @@ def _two_runs(path, bench="pointer_chase", base=100.0):
         for cpu in (0, 1):
             recs.append({"type": "result", "cpu": cpu, "bench": "nop", "event": "tsc",
                          "per_iteration": 1.0 + offset + cpu, "lab": lab})
-    with open(path, "w") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
 
 
 def test_plot_one_series_per_run_and_cpus_of_two_runs_both_drawn():
@@ -226,7 +229,10 @@ def _cells(svg_path):
     return dict(re.findall(r'<g id="((?:cell|missing)-\d+-\d+-\d+)">\s*<path [^>]*?style="fill: (#[0-9a-f]{6})', body))
 
 
-def _cycle_records(path):
+def _cycle_records(td):
+    """A results file in TD with two cycle_by_cycle records (CPU 0: 4 events x 4 cycles, CPU 1:
+    one event x 60 cycles); its path."""
+    path = os.path.join(td, "cbc.jsonl")
     cycles = [{"cycle": 0, "values": {"instructions": 0, "UOPS_ISSUED.ANY": 4, "cycles": 1, "idq.empty": 0}},
               {"cycle": 1, "values": {"instructions": 2, "UOPS_ISSUED.ANY": 0, "cycles": 1, "idq.empty": 0}},
               {"cycle": 2, "values": {"instructions": -1, "cycles": 1, "idq.empty": 0}},  # no UOPS_ISSUED value
@@ -236,14 +242,13 @@ def _cycle_records(path):
              "events": ["instructions", "UOPS_ISSUED.ANY", "cycles", "idq.empty"], "cycles": cycles},
             {"type": "cycle_by_cycle", "cpu": 1, "bench": "chain",
              "events": ["cycles"], "cycles": [{"cycle": c, "values": {"cycles": 1}} for c in range(60)]}]
-    with open(path, "w") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
+    return path
 
 
 def test_plot_cycle_by_cycle_heat_map_cells_and_labels():
     with tempfile.TemporaryDirectory() as td:
-        res = os.path.join(td, "cbc.jsonl")
-        _cycle_records(res)
+        res = _cycle_records(td)
         svg = os.path.join(td, "h.svg")
         r = _plot("cycle-by-cycle", res, "--cpu", "0", "--out", svg)
         assert r.returncode == 0 and r.stdout.strip() == f"wrote {svg} (15 cells)", (r.stdout, r.stderr)
@@ -288,8 +293,7 @@ def test_plot_cycle_by_cycle_heat_map_cells_and_labels():
 
 def test_plot_cycle_by_cycle_errors():
     with tempfile.TemporaryDirectory() as td:
-        res = os.path.join(td, "cbc.jsonl")
-        _cycle_records(res)
+        res = _cycle_records(td)
         out = os.path.join(td, "h.svg")
         _one_error_line(_plot("cycle-by-cycle", res, "--cpu", "7", "--out", out), 1,
                         "pmulab-plot: error: no cycle_by_cycle records for CPU 7 (pmulab run --cycle-by-cycle --json "

@@ -248,3 +248,31 @@ def test_annotate_errors_are_messages_with_status_2():
         # A bad option.
         r = _annotate(res, "--bogus-option")
         assert r.returncode == 2 and "unrecognized arguments: --bogus-option" in r.stderr, r.stderr
+
+
+def test_annotate_api_on_an_agent_answers_records():
+    # pmulab.client's Answer.records: the agent's records as they came (an "id", no "lab").
+    from pmulab.annotate import AnnotateError, Selection, annotate
+    recs = [{"id": 4, "type": "result", "cpu": 0, "bench": "code", "code": "code", "code_bytes": 10,
+             "code_fnv1a64": "8210b0d6b120fc51", "event": "cycles", "per_iteration": 3},
+            dict(_samples(0, "code", "cycles", 1000, [("body", 3, 3), ("body", 7, 1)], 0), id=4),
+            dict(_samples(1, "code", "cycles", 1000, [("body", 9, 2)], 2), id=4)]
+    lines = annotate(recs, {"body": bytes.fromhex(STRAIGHT)}, Selection(cpu=0))
+    assert lines[:10] == [
+        "CPU 0, code 'code' (body 10 bytes)",
+        "  cycles: period 1000, 4 samples: 4 in the code, 0 in the harness (0.00%)",
+        "",
+        "            cycles",
+        "  percent  samples  offset  instruction",
+        "body:",
+        "                         0  add rax, rbx",
+        "    75.00        3       3  imul rax, rbx",
+        "    25.00        1       7  xor ecx, ecx",
+        "                         9  nop"], lines
+    try:
+        annotate(recs, {"body": bytes.fromhex(STRAIGHT)[:9]})
+        raise AssertionError("a body of the wrong size was annotated")
+    except AnnotateError as e:
+        assert e.status == 2 and str(e) == (
+            "the code given is not the code of the records: the result record of request 4 says code 'code' has "
+            "FNV-1a 64 8210b0d6b120fc51, the body given has 6cdabdf4228a5f7b"), str(e)

@@ -91,8 +91,11 @@ class Insn:
 
 
 def where(r: Record) -> str:
-    lab = r.get("lab", {})
-    return f"{lab.get('source', '?')}:{lab.get('line', '?')}"
+    """FILE:LINE of a record read_records read; else the agent's request id, where it has one."""
+    lab = r.get("lab")
+    if isinstance(lab, dict) and "source" in lab:
+        return f"{lab['source']}:{lab.get('line', '?')}"
+    return f"the {r.get('type')} record of request {r['id']}" if "id" in r else f"a {r.get('type')} record"
 
 
 # ----- the code ---------------------------------------------------------------------
@@ -270,23 +273,30 @@ def disassemble(code: bytes, label: str, att: bool, objdump: str) -> list[Insn]:
 Group = dict[str, Record]  # event -> its samples record, for one (CPU, bench)
 
 
-def select(recs: list[Record], args: argparse.Namespace) -> tuple[str, dict[int, Group]]:
-    """(bench, {cpu: {event: samples record}}) of the records --cpu/--bench/--event select."""
+@dataclass(frozen=True)
+class Selection:
+    """What to annotate of the records: --cpu, --bench, --event (None: all)."""
+    cpu: Optional[int] = None
+    bench: Optional[str] = None
+    events: Optional[Sequence[str]] = None
+
+
+def select(recs: list[Record], sel: Selection, source: str) -> tuple[str, dict[int, Group]]:
+    """(bench, {cpu: {event: samples record}}) of the records SEL selects."""
     samples = [r for r in recs if r.get("type") == "samples"]
     if not samples:
-        raise AnnotateError(f"no samples records in {', '.join(args.files)} (pmulab run --sample EVENT --json "
-                            "writes them)")
-    for opt, key, want in (("--cpu", "cpu", args.cpu), ("--bench", "bench", args.bench)):
+        raise AnnotateError(f"no samples records in {source} (pmulab run --sample EVENT --json writes them)")
+    for opt, key, want in (("--cpu", "cpu", sel.cpu), ("--bench", "bench", sel.bench)):
         if want is not None:
             have = sorted({str(r.get(key, 0 if key == "cpu" else "?")) for r in samples})
             samples = [r for r in samples if r.get(key, 0 if key == "cpu" else None) == want]
             if not samples:
                 raise AnnotateError(f"{opt} {want}: no samples records (they have {key} {', '.join(have)})")
-    if args.event:
+    if sel.events:
         have = sorted({str(r.get("event")) for r in samples})
-        samples = [r for r in samples if r.get("event") in args.event]
+        samples = [r for r in samples if r.get("event") in sel.events]
         if not samples:
-            raise AnnotateError(f"--event {', '.join(args.event)}: no samples records (they have events "
+            raise AnnotateError(f"--event {', '.join(sel.events)}: no samples records (they have events "
                                 f"{', '.join(have)})")
     benches = sorted({str(r.get("bench", "?")) for r in samples})
     if len(benches) > 1:
@@ -300,8 +310,8 @@ def select(recs: list[Record], args: argparse.Namespace) -> tuple[str, dict[int,
             raise AnnotateError(f"two samples records for CPU {r.get('cpu', 0)}, event '{ev}' ({where(g[ev])} and "
                                 f"{where(r)}): give one run's records")
         g[ev] = r
-    if args.event:
-        groups = {c: {e: g[e] for e in args.event if e in g} for c, g in groups.items()}
+    if sel.events:
+        groups = {c: {e: g[e] for e in sel.events if e in g} for c, g in groups.items()}
     return benches[0], dict(sorted(groups.items()))
 
 
@@ -371,16 +381,17 @@ def listing(cpu: int, bench: str, group: Group, code: dict[str, bytes], insns: d
     return lines
 
 
-def annotate(args: argparse.Namespace) -> list[str]:
-    try:
-        recs = read_records(args.files)
-    except InputError as e:
-        raise AnnotateError(str(e))
-    bench, groups = select(recs, args)
-    code = code_of(args)
+def annotate(recs: list[Record], code: dict[str, bytes], sel: Selection = Selection(), att: bool = False,
+             source: str = "the records") -> list[str]:
+    """The listing's lines: the samples records among RECS (from read_records, or the
+    records of a pmulab.client Answer) on CODE ({"body": bytes, "init": ..., ...}).
+    AnnotateError with the message and exit status."""
+    if "body" not in code:
+        raise AnnotateError("the code has no body (give {'body': bytes, ...})")
+    bench, groups = select(recs, sel, source)
     check_code(recs, bench, code)
     objdump = find_objdump()
-    insns = {k: disassemble(v, BLOCK_OF[k].label, args.att, objdump) for k, v in code.items()}
+    insns = {k: disassemble(v, BLOCK_OF[k].label, att, objdump) for k, v in code.items()}
     out: list[str] = []
     for cpu, group in groups.items():
         out += listing(cpu, bench, group, code, insns) + [""]
@@ -391,17 +402,23 @@ def main(argv: Sequence[str]) -> int:
     ap = argparse.ArgumentParser(prog=PROG, description=(__doc__ or "").split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     ap.add_argument("files", nargs="+", metavar="FILE", help="pmulab's records (JSON Lines; - is stdin)")
-    for b in BLOCKS:
+    for b in [BLOCK_OF[k] for k in ("body", "init", "late_init", "one_time_init")]:
         ap.add_argument(b.asm, metavar="TEXT", help=f"the {b.label} as assembly text (run {b.asm})")
         ap.add_argument(b.code, metavar="HEX", help=f"the {b.label} as hex bytes (run {b.code})")
         ap.add_argument(b.file, metavar="FILE", help=f"the {b.label}: raw bytes from a file on this host")
     ap.add_argument("--att", action="store_true", help="AT&T syntax, for --asm* and for the listing")
-    ap.add_argument("--cpu", type=int, help="only this CPU's samples")
-    ap.add_argument("--bench", help="only this code's samples (its --name; default 'code')")
-    ap.add_argument("--event", action="append", help="only this event's samples (repeatable: columns in this order)")
+    ap.add_argument("--cpu", type=int, metavar="N", help="only this CPU's samples")
+    ap.add_argument("--bench", metavar="NAME", help="only this code's samples (its --name; default 'code')")
+    ap.add_argument("--event", action="append", metavar="EV",
+                    help="only this event's samples (repeatable: columns in this order)")
     args = ap.parse_args(argv)
     try:
-        lines = annotate(args)
+        try:
+            recs = read_records(args.files)
+        except InputError as e:
+            raise AnnotateError(str(e))
+        lines = annotate(recs, code_of(args), Selection(args.cpu, args.bench, args.event), args.att,
+                         ", ".join(args.files))
     except AnnotateError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return e.status

@@ -125,9 +125,9 @@ def add_parser(sub: Any) -> Any:
     """The cycle-by-cycle subcommand of pmulab-plot."""
     p = sub.add_parser("cycle-by-cycle", help="heat map of cycle_by_cycle records: events by cycle")
     p.add_argument("files", nargs="+")
-    p.add_argument("--cpu", type=int, help="only this CPU's records")
-    p.add_argument("--bench", help="only this benchmark's (code's) records")
-    p.add_argument("--event", action="append", help="only this event (repeatable; rows in this order)")
+    p.add_argument("--cpu", type=int, metavar="N", help="only this CPU's records")
+    p.add_argument("--bench", metavar="NAME", help="only this benchmark's (code's) records")
+    p.add_argument("--event", action="append", metavar="EV", help="only this event (repeatable; rows in this order)")
     p.add_argument("--remove-empty-events", action="store_true",
                    help="leave out events that are 0 in every cycle (nanoBench's -remove_empty_events)")
     return p

@@ -4,6 +4,7 @@ error path (a message, status 2, no traceback)."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -163,6 +164,12 @@ def test_annotate_init_blocks_markers_and_cpus():
             ""], r.stdout
         r = _annotate(res, "--asm", body, "--asm-init", "inc rdx", "--late-init", "48c7c205000000", "--cpu", "2")
         assert r.returncode == 0 and r.stdout.startswith("CPU 2, ") and "CPU 0" not in r.stdout, r.stdout
+        # A record whose samples are not its buckets plus its harness says so.
+        res = _write(td, [dict(_samples(0, "code", "cycles", 100, [("body", 0, 3)], 1), samples=5)])
+        r = _annotate(res, "--code", STRAIGHT)
+        assert r.returncode == 0 and r.stdout.splitlines()[1:3] == [
+            "  cycles: period 100, 5 samples: 3 in the code, 1 in the harness (25.00%)",
+            "    (the record's samples 5 are not its buckets' 3 plus its harness 1)"], r.stdout
 
 
 def _error(r, text):
@@ -245,6 +252,11 @@ def test_annotate_errors_are_messages_with_status_2():
         env["PATH"] = bindir
         _error(_annotate(res, "--code", STRAIGHT, env=env), "llvm-objdump not found: install llvm-objdump (Debian "
                "package llvm; tools/install-deps.sh does)")
+        # llvm-objdump that fails: status 1 (a tool it runs failed).
+        r = _annotate(res, "--code", STRAIGHT, env=dict(os.environ, PMULAB_OBJDUMP="false"))
+        assert r.returncode == 1 and r.stderr.strip() == (
+            f"pmulab-annotate: error: llvm-objdump could not disassemble the body ({shutil.which('false')}: exit "
+            "status 1)"), r.stderr
         # A bad option.
         r = _annotate(res, "--bogus-option")
         assert r.returncode == 2 and "unrecognized arguments: --bogus-option" in r.stderr, r.stderr

@@ -230,6 +230,12 @@ def test_annotate_errors_are_messages_with_status_2():
         _error(_annotate(res, "--code", STRAIGHT, "--init", "90"),
                f"the code given is not the code of the records: {res}:1 says code 'code' has 0 bytes of init, the "
                "init given has 1 (--asm-init, --init, --init-file)")
+        withinit = _write(td, [dict(ok[0], init_bytes=3, late_init_bytes=7), ok[1]], "init.jsonl")
+        _error(_annotate(withinit, "--code", STRAIGHT, "--init", "90"),
+               f"the code given is not the code of the records: {withinit}:1 says code 'code' has 3 bytes of init, "
+               "the init given has 1 (--asm-init, --init, --init-file)")
+        # A block not given is not listed (its sizes are not compared).
+        assert _annotate(withinit, "--code", STRAIGHT, "--init", "48ffc2").returncode == 0
         for buckets, text in (
                 ([("body", 4, 1)], "the code does not match the records: body offset 4 (0x4) is not an instruction "
                                    "start (the instructions around it start at 3 (0x3) and 7 (0x7))"),

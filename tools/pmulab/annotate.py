@@ -177,12 +177,12 @@ def check_code(recs: list[Record], bench: str, code: dict[str, bytes]) -> None:
         if isinstance(h, str) and h.lower() != f"{fnv1a64(code['body']):016x}":
             raise AnnotateError(f"the code given is not the code of the records: {where(r)} says code '{bench}' "
                                 f"has FNV-1a 64 {h}, the body given has {fnv1a64(code['body']):016x}")
-        for b in BLOCKS:
+        for b in BLOCKS:  # a block not given is not listed (and its samples are refused)
             want = r.get(b.size_field, 0)
-            if isinstance(want, int) and want != len(code.get(b.key, b"")):
+            if b.key in code and isinstance(want, int) and want != len(code[b.key]):
                 raise AnnotateError(f"the code given is not the code of the records: {where(r)} says code '{bench}' "
                                     f"has {want} bytes of {b.label}, the {b.label} given has "
-                                    f"{len(code.get(b.key, b''))} ({b.asm}, {b.code}, {b.file})")
+                                    f"{len(code[b.key])} ({b.asm}, {b.code}, {b.file})")
 
 
 # ----- disassembly ------------------------------------------------------------------

@@ -219,6 +219,8 @@ def test_annotate_errors_are_messages_with_status_2():
         _error(_annotate(res, "--code", "90", "--asm", "nop"), "--asm and --code: give the body once")
         _error(_annotate(res, "--code", "4801d8g0"), "--code: 'g' at position 7 is not a hex digit (machine code as "
                "hex bytes, e.g. 4801d8 for add rax, rbx)")
+        _error(_annotate(res, "--code", "0x48 01 z8"), "--code: 'z' at position 9 is not a hex digit (machine code "
+               "as hex bytes, e.g. 4801d8 for add rax, rbx)")
         _error(_annotate(res, "--code", "480"), "--code: an odd number of hex digits (two per byte, e.g. 4801d8)")
         _error(_annotate(res, "--code-file", "/nonexistent/b.bin"), "--code-file /nonexistent/b.bin: no such file")
         _error(_annotate(res, "--asm", "bogus rax"),

@@ -102,9 +102,9 @@ def where(r: Record) -> str:
 
 def parse_hex(opt: str, text: str) -> bytes:
     """Hex bytes as run's --code takes them (0x prefix, ' ', '_', ':' ignored)."""
-    s = text[2:] if text[:2].lower() == "0x" else text
+    start = 2 if text[:2].lower() == "0x" else 0
     digits = []
-    for i, c in enumerate(s):
+    for i, c in enumerate(text[start:], start):
         if c in " _:":
             continue
         if c not in "0123456789abcdefABCDEF":

@@ -27,6 +27,7 @@ needs=(
   "/usr/lib/python3/dist-packages/mypy:mypy"
   "clang-format:clang-format"
   "llvm-mc:llvm"
+  "llvm-objdump:llvm"
   "/usr/include/unicorn/unicorn.h:libunicorn-dev"
 )
 missing=()

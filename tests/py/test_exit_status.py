@@ -20,6 +20,8 @@ TOOLS = [
     ("pmulab-check", [MISSING]),
     ("pmulab-cachesim", ["--dump", MISSING]),
     ("tools/pmulab-plot", ["staircase", MISSING, "--out", "OUT/p.png"]),
+    ("tools/pmulab-plot", ["cycle-by-cycle", MISSING, "--out", "OUT/h.svg"]),
+    ("tools/pmulab-annotate", [MISSING, "--code", "90"]),
     ("tools/pmulab-lab", ["merge", MISSING, "--out", "OUT/m"]),
     ("tools/pmulab-client", ["--qemu", "--batch", MISSING]),
     ("tools/pmulab-asm", ["--campaign", MISSING, "OUT/c.cfg"]),

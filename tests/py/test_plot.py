@@ -14,6 +14,11 @@ def _plot(*args):
     return subprocess.run([PLOT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
 
 
+def _write_records(path, recs):
+    with open(path, "w") as f:
+        f.write("".join(json.dumps(r) + "\n" for r in recs))
+
+
 def _results(path):
     recs = [{"type": "meta", "pmulab_version": "t"}]
     for i, size in enumerate([4096, 65536, 1 << 20, 16 << 20]):
@@ -24,8 +29,7 @@ def _results(path):
     for cpu, t in enumerate(["core", "core", "atom"]):
         recs.append({"type": "cpu", "index": cpu, "core_type": t})
         recs.append({"type": "result", "cpu": cpu, "bench": "nop", "event": "tsc", "per_iteration": 1.0 + cpu})
-    with open(path, "w") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
 
 
 def test_plot_staircase_cpus_compare_png_and_svg():
@@ -83,8 +87,7 @@ def _two_runs(path, bench="pointer_chase", base=100.0):
         for cpu in (0, 1):
             recs.append({"type": "result", "cpu": cpu, "bench": "nop", "event": "tsc",
                          "per_iteration": 1.0 + offset + cpu, "lab": lab})
-    with open(path, "w") as f:
-        f.write("".join(json.dumps(r) + "\n" for r in recs))
+    _write_records(path, recs)
 
 
 def test_plot_one_series_per_run_and_cpus_of_two_runs_both_drawn():
@@ -215,3 +218,98 @@ def test_compare_labels_of_close_points_do_not_overlap():
     offsets = json.loads(r.stdout)
     # The two labels at (almost) the same point get different heights; the far one keeps its own.
     assert len(offsets) == 3 and len(set(offsets)) >= 2, offsets
+
+
+# ---------------------------------------------------------------- issue 23: the cycle-by-cycle heat map
+
+def _cells(svg_path):
+    """{SVG id: fill colour} of the heat map's cells (cell-PANEL-ROW-COLUMN, missing-...)."""
+    with open(svg_path) as f:
+        body = f.read()
+    return dict(re.findall(r'<g id="((?:cell|missing)-\d+-\d+-\d+)">\s*<path [^>]*?style="fill: (#[0-9a-f]{6})', body))
+
+
+def _cycle_records(td):
+    """A results file in TD with two cycle_by_cycle records (CPU 0: 4 events x 4 cycles, CPU 1:
+    one event x 60 cycles); its path."""
+    path = os.path.join(td, "cbc.jsonl")
+    cycles = [{"cycle": 0, "values": {"instructions": 0, "UOPS_ISSUED.ANY": 4, "cycles": 1, "idq.empty": 0}},
+              {"cycle": 1, "values": {"instructions": 2, "UOPS_ISSUED.ANY": 0, "cycles": 1, "idq.empty": 0}},
+              {"cycle": 2, "values": {"instructions": -1, "cycles": 1, "idq.empty": 0}},  # no UOPS_ISSUED value
+              {"cycle": 3, "values": {"instructions": 3, "UOPS_ISSUED.ANY": 0, "cycles": 1, "idq.empty": 0}}]
+    recs = [{"type": "meta", "simulated": True, "simulated_machine": "dump x.txt (2 CPUs)"},
+            {"type": "cycle_by_cycle", "cpu": 0, "bench": "chain", "run": 1,
+             "events": ["instructions", "UOPS_ISSUED.ANY", "cycles", "idq.empty"], "cycles": cycles},
+            {"type": "cycle_by_cycle", "cpu": 1, "bench": "chain",
+             "events": ["cycles"], "cycles": [{"cycle": c, "values": {"cycles": 1}} for c in range(60)]}]
+    _write_records(path, recs)
+    return path
+
+
+def test_plot_cycle_by_cycle_heat_map_cells_and_labels():
+    with tempfile.TemporaryDirectory() as td:
+        res = _cycle_records(td)
+        svg = os.path.join(td, "h.svg")
+        r = _plot("cycle-by-cycle", res, "--cpu", "0", "--out", svg)
+        assert r.returncode == 0 and r.stdout.strip() == f"wrote {svg} (15 cells)", (r.stdout, r.stderr)
+        cells = _cells(svg)
+        # Rows = events, columns = cycles: 4 x 4 cells, the one without a value grey.
+        assert sorted(cells) == sorted([f"cell-0-{i}-{j}" for i in range(4) for j in range(4) if (i, j) != (1, 2)]
+                                       + ["missing-0-1-2"]), cells
+        assert cells["missing-0-1-2"] == "#d3d3d3"  # lightgray
+        # The shade: 0 palest, the row's largest darkest (Blues), a negative increment red.
+        assert cells["cell-0-0-0"] == "#f7fbff" and cells["cell-0-0-3"] == "#08306b", cells
+        assert cells["cell-0-1-0"] == "#08306b" and cells["cell-0-2-1"] == "#08306b", cells
+        red = cells["cell-0-0-2"]
+        assert int(red[1:3], 16) > int(red[3:5], 16) and int(red[1:3], 16) > int(red[5:7], 16), red
+        texts = _texts(svg)
+        assert texts[:4] == ["0", "1", "2", "3"] and "cycle" in texts, texts  # the columns
+        for label in ("instructions", "UOPS_ISSUED.ANY", "cycles", "idq.empty"):
+            assert label in texts, texts  # the rows, as the user wrote the events
+        # The cells' values, row by row, and each row's largest.
+        rows = texts[texts.index("idq.empty") + 1:]
+        assert rows[:20] == ["0", "2", "-1", "3", "max 3", "4", "0", "0", "max 4", "1", "1", "1", "1", "max 1",
+                             "0", "0", "0", "0", "max 0", "chain: increment per cycle, CPU 0"], rows
+        assert any(t.startswith("data: simulated: dump x.txt (2 CPUs); shade: ") for t in texts), texts
+        # --event picks and orders the rows; --remove-empty-events drops an event that never counts.
+        r = _plot("cycle-by-cycle", res, "--cpu", "0", "--event", "cycles", "--event", "instructions", "--out", svg)
+        assert r.returncode == 0 and "(8 cells)" in r.stdout, r.stderr
+        texts = _texts(svg)
+        assert texts.index("cycles") < texts.index("instructions") and "idq.empty" not in texts, texts
+        r = _plot("cycle-by-cycle", res, "--cpu", "0", "--remove-empty-events", "--out", svg)
+        assert r.returncode == 0 and "(11 cells)" in r.stdout and "idq.empty" not in _texts(svg), r.stderr
+        # Both records: one panel each; past 48 cycles the cells carry no values, the axis
+        # labels every other cycle.
+        png = os.path.join(td, "h.png")
+        r = _plot("cycle-by-cycle", res, "--bench", "chain", "--out", png)
+        assert r.returncode == 0 and "(75 cells)" in r.stdout, r.stderr
+        with open(png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+        r = _plot("cycle-by-cycle", res, "--cpu", "1", "--out", svg)
+        assert r.returncode == 0 and "(60 cells)" in r.stdout, r.stderr
+        texts = _texts(svg)
+        assert len(_cells(svg)) == 60 and "1" not in texts and "58" in texts and "max 1" in texts, texts
+
+
+def test_plot_cycle_by_cycle_errors():
+    with tempfile.TemporaryDirectory() as td:
+        res = _cycle_records(td)
+        out = os.path.join(td, "h.svg")
+        _one_error_line(_plot("cycle-by-cycle", res, "--cpu", "7", "--out", out), 1,
+                        "pmulab-plot: error: no cycle_by_cycle records for CPU 7 (pmulab run --cycle-by-cycle --json "
+                        "writes them)")
+        _one_error_line(_plot("cycle-by-cycle", res, "--bench", "x", "--out", out), 1,
+                        "pmulab-plot: error: no cycle_by_cycle records of bench 'x'")
+        _one_error_line(_plot("cycle-by-cycle", res, "--cpu", "1", "--event", "uops", "--out", out), 1,
+                        "pmulab-plot: error: CPU 1, bench 'chain': no event 'uops' (it has cycles)")
+        bad = os.path.join(td, "bad.jsonl")
+        for line, msg in [
+                ('{"type":"cycle_by_cycle","cpu":0,"events":"cycles"}', "events is not a list of event names"),
+                ('{"type":"cycle_by_cycle","cpu":0,"cycles":[{"cycle":0,"values":{"cycles":"x"}}]}',
+                 'cycle \'{"cycle": 0, "values": {"cycles": "x"}}\' is not {"cycle": N, "values": {EVENT: NUMBER, '
+                 '...}}'),
+                ('{"type":"cycle_by_cycle","cpu":-1}', "cpu '-1' is not a CPU number")]:
+            with open(bad, "w") as f:
+                f.write('{"type":"meta"}\n' + line + "\n")
+            _one_error_line(_plot("cycle-by-cycle", bad, "--out", out), 2, f"pmulab-plot: error: {bad}:2: {msg}")
+        assert not os.path.exists(out)

@@ -1,8 +1,8 @@
 """pmulab's host-side Python tools as one package (tools/pmulab).
 
 The scripts in tools/ (pmulab-client, pmulab-lab, pmulab-nanobench, pmulab-plot,
-pmulab-events, pmulab-asm, check-layers.py, qemu_run.py behind run-qemu.sh) are thin
-entry points into these modules; Python's own script directory rule puts tools/ on the
+pmulab-events, pmulab-asm, pmulab-annotate, check-layers.py, qemu_run.py behind
+run-qemu.sh) are thin entry points into these modules; Python's own script directory rule puts tools/ on the
 path for them, and the tests get it from pytest.ini (`pythonpath = tools`). Only the
 standard library is used (pmulab.plot: matplotlib).
 
@@ -12,7 +12,9 @@ standard library is used (pmulab.plot: matplotlib).
   qemu_run     run-qemu.sh: boot pmulab under QEMU + OVMF
   lab          tools/pmulab-lab: campaigns over configs x smp x CPU models
   nanobench    tools/pmulab-nanobench: nanoBench.sh's interface
-  plot         tools/pmulab-plot
+  plot         tools/pmulab-plot (and the record reader the tools share)
+  heatmap      pmulab-plot cycle-by-cycle
+  annotate     tools/pmulab-annotate: samples records on the user's code (llvm-objdump)
   events       tools/pmulab-events: perfmon JSON -> pmulab event files
   check_layers tools/check-layers.py: the include layers of src/
 """

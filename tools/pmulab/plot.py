@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """pmulab-plot: plots from pmulab results files (JSONL from the boot volume,
-`run-qemu.sh --json`, or `pmulab-lab` merged.jsonl). PNG or SVG by the file name.
+`run-qemu.sh --json` or `pmulab-sim --json` output, pmulab-client's output, `pmulab-lab`
+merged.jsonl; `-` is stdin). PNG or SVG by the file name.
 
   pmulab-plot staircase FILE... --out stair.png [--event tsc] [--bench pointer_chase]
       per-iteration value vs working-set size (log2 x axis): the cache/TLB staircase
@@ -10,6 +11,10 @@
       several runs: one group per CPU, one bar per run, E-cores hatched.
   pmulab-plot compare FILE... --x EVENT --y EVENT --out cmp.png
       event vs event, one point per benchmark (and size), e.g. instructions vs cycles.
+  pmulab-plot cycle-by-cycle FILE... --out heat.svg [--cpu N] [--bench NAME] [--event EV]...
+                             [--remove-empty-events]
+      `run --cycle-by-cycle` records as a heat map: one row per event, one column per cycle,
+      the shade the event's increment in that cycle (tools/pmulab/heatmap.py).
 
 Series are per run: pmulab-lab's "lab" run folder, else the input file (plus the results
 file or the CPU when a run has several), with a legend. Value axes start at 0 unless
@@ -56,35 +61,95 @@ def _is_number(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+class InputError(Exception):
+    """Bad input (a file that cannot be read, not JSON, a field of the wrong type): the
+    message names FILE[:LINE]; the tools exit with status 2."""
+
+
+def _shown(v: Any) -> str:
+    return json.dumps(v)[:40].strip(chr(34))
+
+
+def _is_count(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
+def _check_samples(obj: Record, where: str) -> None:
+    """A samples record's fields (annotate reads them)."""
+    for key in ("period", "samples", "harness"):
+        if key in obj and not _is_count(obj[key]):
+            raise InputError(f"{where}: {key} {_shown(obj[key])!r} is not a count")
+    buckets = obj.get("buckets", [])
+    if not isinstance(buckets, list):
+        raise InputError(f"{where}: buckets is not a list")
+    for i, b in enumerate(buckets):
+        if not isinstance(b, dict):
+            raise InputError(f"{where}: bucket {i} is not an object")
+        if not isinstance(b.get("block"), str):
+            raise InputError(f"{where}: bucket {i}: block {_shown(b.get('block'))!r} is not a block name")
+        for key in ("offset", "count"):
+            if not _is_count(b.get(key)):
+                raise InputError(f"{where}: bucket {i}: {key} {_shown(b.get(key))!r} is not a count")
+
+
+def _check_cycles(obj: Record, where: str) -> None:
+    """A cycle_by_cycle record's fields (the heat map reads them)."""
+    events = obj.get("events", [])
+    if not (isinstance(events, list) and all(isinstance(e, str) for e in events)):
+        raise InputError(f"{where}: events is not a list of event names")
+    cycles = obj.get("cycles", [])
+    if not isinstance(cycles, list):
+        raise InputError(f"{where}: cycles is not a list")
+    for c in cycles:
+        if not (isinstance(c, dict) and isinstance(c.get("cycle"), int) and not isinstance(c["cycle"], bool)
+                and isinstance(c.get("values"), dict)
+                and all(_is_number(v) or v is None for v in c["values"].values())):
+            raise InputError(f"{where}: cycle {_shown(c)!r} is not "
+                             '{"cycle": N, "values": {EVENT: NUMBER, ...}}')
+
+
 def _check(obj, where):
-    """The fields the plots read, checked once so that a bad file is a message."""
-    if obj.get("type") != "result":
+    """The fields the plots and annotate read, checked once so that a bad file is a message."""
+    kind = obj.get("type")
+    if kind in ("result", "samples", "cycle_by_cycle", "lbr") and "cpu" in obj and not _is_count(obj["cpu"]):
+        raise InputError(f"{where}: cpu {_shown(obj['cpu'])!r} is not a CPU number")
+    if kind == "samples":
+        _check_samples(obj, where)
+    if kind == "cycle_by_cycle":
+        _check_cycles(obj, where)
+    if kind != "result":
         return
     v = obj.get("per_iteration")
     if v is not None and not _is_number(v):
-        die(f"{where}: per_iteration {json.dumps(v)[:40].strip(chr(34))!r} is not a number")
+        raise InputError(f"{where}: per_iteration {_shown(v)!r} is not a number")
     if "size" in obj and not (isinstance(obj["size"], int) and not isinstance(obj["size"], bool)
                               and obj["size"] > 0):
-        die(f"{where}: size {json.dumps(obj['size'])[:40].strip(chr(34))!r} is not a positive integer")
-    if "cpu" in obj and not (isinstance(obj["cpu"], int) and not isinstance(obj["cpu"], bool)
-                             and obj["cpu"] >= 0):
-        die(f"{where}: cpu {json.dumps(obj['cpu'])[:40].strip(chr(34))!r} is not a CPU number")
+        raise InputError(f"{where}: size {_shown(obj['size'])!r} is not a positive integer")
 
 
-def load(paths: Sequence[str]) -> list[Record]:
+def _read(p: str) -> bytes:
+    if p == "-":  # pmulab's output piped in (run-qemu.sh --json, pmulab-sim --json, pmulab-client)
+        return sys.stdin.buffer.read()
+    if not os.path.lexists(p):
+        raise InputError(f"{p}: no such file")
+    try:
+        with open(p, "rb") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError(f"{p}: cannot read: {e.strerror}")
+
+
+def read_records(paths: Sequence[str]) -> list[Record]:
+    """The JSON records of results files, `run-qemu.sh --json` or `pmulab-sim --json` output
+    or pmulab-client's output (JSON Lines; `-` is stdin), each with "lab": {"source": FILE}
+    added where it has no "lab" object. InputError on a file that cannot be read or bad input."""
     recs = []
     for p in paths:
-        if not os.path.lexists(p):
-            die(f"{p}: no such file")
-        try:
-            with open(p, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            die(f"{p}: cannot read: {e.strerror}")
+        data = _read(p)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
-            die(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})")
+            raise InputError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})")
         for n, line in enumerate(text.split("\n"), 1):
             line = line.strip()
             if not line:
@@ -92,16 +157,24 @@ def load(paths: Sequence[str]) -> list[Record]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as e:
-                die(f"{p}:{n}: not JSON ({e.msg})")
+                raise InputError(f"{p}:{n}: not JSON ({e.msg})")
             except RecursionError:
-                die(f"{p}:{n}: not JSON (nested too deeply)")
+                raise InputError(f"{p}:{n}: not JSON (nested too deeply)")
             if isinstance(obj, dict):
                 _check(obj, f"{p}:{n}")
                 if not isinstance(obj.get("lab"), dict):
                     obj["lab"] = {}
                 obj["lab"].setdefault("source", p)
+                obj["lab"].setdefault("line", n)
                 recs.append(obj)
     return recs
+
+
+def load(paths: Sequence[str]) -> list[Record]:
+    try:
+        return read_records(paths)
+    except InputError as e:
+        die(str(e))
 
 
 def value(r: Record) -> float | None:
@@ -141,9 +214,9 @@ def provenance(recs: list[Record]) -> str:
     return "data: " + ("; ".join(seen) if seen else "no meta record (provenance unknown)")
 
 
-def finish(fig: Any, recs: list[Record]) -> None:
-    """Every plot says where its data came from and what its error bars are."""
-    fig.text(0.01, 0.005, provenance(recs) + "; bars and bands: q1..q3 of the runs", fontsize="x-small",
+def finish(fig: Any, recs: list[Record], note: str = "bars and bands: q1..q3 of the runs") -> None:
+    """Every plot says where its data came from and what its marks mean (NOTE)."""
+    fig.text(0.01, 0.005, provenance(recs) + "; " + note, fontsize="x-small",
              color="dimgray", ha="left", va="bottom")
 
 
@@ -342,6 +415,7 @@ def plot_compare(recs: list[Record], args: argparse.Namespace, plt: Any) -> tupl
 
 
 def main(argv: Sequence[str]) -> int:
+    from . import heatmap
     ap = argparse.ArgumentParser(prog="pmulab-plot", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -358,9 +432,11 @@ def main(argv: Sequence[str]) -> int:
     m.add_argument("--x", required=True)
     m.add_argument("--y", required=True)
     for p in (s, c, m):
-        p.add_argument("--out", required=True, help="output file: .png or .svg")
         p.add_argument("--y-from-data", action="store_true",
                        help="fit the value axis to the data (default: it starts at 0)")
+    h = heatmap.add_parser(sub)
+    for p in (s, c, m, h):
+        p.add_argument("--out", required=True, help="output file: .png or .svg")
     args = ap.parse_args(argv)
     ext = os.path.splitext(args.out)[1].lower()
     if ext not in (".png", ".svg"):
@@ -370,14 +446,19 @@ def main(argv: Sequence[str]) -> int:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, n = {"staircase": plot_staircase, "cpus": plot_cpus, "compare": plot_compare}[args.cmd](recs, args, plt)
+    plots = {"staircase": plot_staircase, "cpus": plot_cpus, "compare": plot_compare,
+             "cycle-by-cycle": heatmap.plot_cycles}
+    fig, n = plots[args.cmd](recs, args, plt)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    finish(fig, recs)
+    if args.cmd == "cycle-by-cycle":
+        finish(fig, recs, heatmap.NOTE)
+    else:
+        finish(fig, recs)
     try:
         fig.savefig(args.out, dpi=120)
     except OSError as e:
         die(f"cannot write {args.out}: {e.strerror}", 1)
-    print(f"wrote {args.out} ({n} points)")
+    print(f"wrote {args.out} ({n} {'cells' if args.cmd == 'cycle-by-cycle' else 'points'})")
     return 0
 
 

@@ -158,6 +158,9 @@ def age_sequences(text: str, blocks: List[str], max_age: int) -> List[Tuple[str,
 
 def cmd_graph(t: Target, args: Any) -> int:
     seq = parse_seq(args.seq)
+    if args.out:
+        from . import cache_plot
+        cache_plot.need_matplotlib()
     blocks = [b for b in (args.blocks.split(",") if args.blocks else graph_blocks(seq))]
     max_age = args.max_age or 2 * t.geo[args.level].ways
     items = age_sequences(args.seq, blocks, max_age)
@@ -169,7 +172,7 @@ def cmd_graph(t: Target, args: Any) -> int:
         print(json.dumps({"seq": args.seq, "level": args.level, "ages": traces}))
     if args.out:
         from . import cache_plot
-        cache_plot.age_graph(args, traces, t.machine)
+        cache_plot.age_graph(args, traces, t.meta())
     return 0
 
 

@@ -152,6 +152,12 @@ class Target:
                                       "\"caches\" in its cpu records); give --geometry L1D:32K:8,L2:256K:4,...")
                 self.geo, self.geo_source = g, "the target's info record (CPUID leaf 4 / 8000_001DH)"
 
+    def meta(self) -> Record:
+        """A meta record for plot provenance: simulated or not, the machine."""
+        hello = self.agent.hello if self.agent is not None and isinstance(self.agent.hello, dict) else {}
+        return {"type": "meta", "simulated": bool(hello.get("simulated")), "simulated_machine": self.machine,
+                "brand": self.cpu.get("brand"), "hypervisor": self.cpu.get("hypervisor")}
+
     def close(self) -> None:
         if self.agent is not None:
             self.agent.close()

@@ -218,3 +218,43 @@ def test_a_cpu_without_per_level_load_events_is_exit_3() -> None:
     assert r.returncode == 3, r
     assert "knows the per-level load events of Intel family 6 and AMD family 17h and later; this CPU is " \
            "GenuineIntel family 0xf" in r.stderr, r
+
+
+def test_the_listing_assembles_to_the_generated_code() -> None:
+    from pmulab import asm, cache_seq
+    from pmulab.cache_target import parse_spec
+    geo = parse_spec("L1D:32K:8,L2:256K:4")
+    seq = cache_seq.parse_seq("A B! <wbinvd> C? A_7? D")
+    init = cache_seq.parse_seq("E")
+    lay = cache_seq.make_layout(geo, 2, [4], [init, seq])
+    code = cache_seq.gen_code(lay, seq, init, cache_seq.area_size(lay), lfences=3)
+    assert asm.assemble("; ".join(code.asm)) == code.body
+    assert asm.assemble("; ".join(code.init_asm)) == code.init
+    assert code.pairs == 3  # A B! <wbinvd> | C? A_7? | D
+
+
+def test_dry_run_prints_the_pmulab_command_line() -> None:
+    r = cache("seq", "--dry-run", "--geometry", "L1D:4K:2", "--lfences", "1", "A B?")
+    assert r.returncode == 0, r
+    # init: lea r13, [r14 - 0x7f801]; mov rax, r13; xor edx, edx; mov rcx, 0x800; div rcx;
+    # sub r13, rdx; wbinvd. Body: pause; lfence; A (set 4: 0x100); resume; lfence; B (0x900).
+    assert r.stdout == ("run --code 043f81c2b113b5f00faee8498b8d00010000043f81c2b113b5e00faee8498b8d00090000 "
+                        "--init 4d8daeff07f8ff4c89e831d248c7c10008000048f7f14929d50f09 --name cacheseq "
+                        "--events \"C0.00 PAD,D1.01 L1_HIT,D1.08 L1_MISS\" --basic --unroll 1 --loop 1 --reps 10 "
+                        "--warmup 1 --agg median --r14-size 1048576\n")
+
+
+def test_qemu_sequence_code_counts_exactly_under_icount() -> None:
+    # QEMU has no PMU and no cache model: the TSC under -icount 7 counts 128 per instruction,
+    # so only the two counted accesses (25 LFENCEs and a load each) remain, whatever the
+    # level's clearing, flushes and WBINVDs around them.
+    geo = ["--geometry", "L1D:32K:8,L2:256K:4"]
+    r = cache("seq", "--icount", "7", "--no-build", "--events", "tsc", *geo, "--json", "A B? C?",
+              "A! B C? <wbinvd> A?")
+    assert r.returncode == 0, r
+    assert [json.loads(x)["events"] for x in r.stdout.splitlines()] == [{"tsc": 52 * 128}] * 2
+    r = cache("seq", "--icount", "7", "--no-build", "--events", "tsc", "--level", "2", *geo, "--json", "A B? C?")
+    assert r.returncode == 0, r
+    assert json.loads(r.stdout)["events"] == {"tsc": 52 * 128}
+    r = cache("seq", "--icount", "7", "--no-build", *geo, "A?")  # qemu64: AMD family 0FH
+    assert r.returncode == 3 and "knows the per-level load events of Intel family 6" in r.stderr, r

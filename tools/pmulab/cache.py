@@ -27,6 +27,7 @@ import sys
 from fractions import Fraction
 from typing import Any, List, Optional, Sequence, Tuple
 
+from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
 from .cache_seq import Unsupported, Usage, default_set, parse_seq, parse_sets
@@ -43,10 +44,36 @@ def chosen_sets(t: Target, args: Any) -> List[int]:
     return parse_sets(args.sets) if args.sets else [default_set(t.geo, args.level)]
 
 
+def dry_run(t: Target, args: Any, seqs: List[Tuple[str, List[Element]]], init: List[Element]) -> int:
+    """The pmulab command line of each sequence (run-qemu.sh, a campaign), and with -v its
+    assembly on stderr."""
+    _, _, reqs = t.requests(args.level, chosen_sets(t, args), seqs, init)
+    for (text, _), (code, argv, _) in zip(seqs, reqs):
+        words = [w for w in argv if w not in ("--code-file", "code", "--init-file", "init")]
+        words[1:1] = ["--code", code.body.hex()] + (["--init", code.init.hex()] if code.init else [])
+        print(" ".join(pmulab_asm.quote(w) for w in words))
+        if args.verbose:
+            print(f"# {text}\n# init: " + "; ".join(code.init_asm) + "\n# body: " + "; ".join(code.asm),
+                  file=sys.stderr)
+    return 0
+
+
 def cmd_seq(t: Target, args: Any) -> int:
     seqs = [(s, parse_seq(s)) for s in args.seq]
     init = parse_seq(args.seq_init, "--seq-init") if args.seq_init else []
+    if args.dry_run:
+        return dry_run(t, args, seqs, init)
     for r in t.run_many(args.level, chosen_sets(t, args), seqs, init):
+        if args.events:
+            if args.json:
+                print(json.dumps({"seq": r.seq, "level": args.level,
+                                  "events": {k: r.number(v) for k, v in r.events.items()}}))
+                continue
+            if len(seqs) > 1:
+                print(f"seq: {r.seq}")
+            for k, v in r.events.items():
+                print(f"{k}: {fmt(v)}")
+            continue
         if args.json:
             print(json.dumps({"seq": r.seq, "level": args.level, "hits": r.number(r.hits),
                               "misses": r.number(r.misses)}))
@@ -205,6 +232,11 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("-v", "--verbose", action="store_true")
     cmds["seq"].add_argument("seq", nargs="+", help="an access sequence, e.g. 'A B C A? B!'")
     cmds["seq"].add_argument("--seq-init", help="a sequence in the init block (not measured)")
+    cmds["seq"].add_argument("--events", metavar="SPECS", help="measure these events instead of the level's "
+                             "hits and misses (e.g. tsc under QEMU -icount; pmulab run --events)")
+    cmds["seq"].add_argument("--dry-run", action="store_true", help="print each sequence's pmulab command line "
+                             "(-v: its assembly) and stop; without --sim it needs --geometry, and the events are "
+                             "--events or Intel's")
     pol = cmds["policy"]
     pol.add_argument("--sequences", type=int, default=100, help="random sequences (default 100)")
     pol.add_argument("--length", type=int, default=50, help="their length (default 50)")
@@ -263,7 +295,7 @@ def main(argv: Sequence[str]) -> int:
             have = ", ".join(f"L{x}" for x in sorted(t.geo)) or "none"
             raise Usage(f"--level {args.level}: the CPU has no level-{args.level} data cache (it has {have})")
         t.events(args.level)
-        if args.verbose:
+        if args.verbose and t.geo_source:
             for lv in sorted(t.geo):
                 print(f"{PROG}: {t.geo[lv].describe()} (from {t.geo_source})", file=sys.stderr)
         return {"seq": cmd_seq, "policy": cmd_policy, "ways": cmd_ways, "graph": cmd_graph}[args.cmd](t, args)

@@ -234,15 +234,20 @@ class _Emitter:
         if self.lfences:
             self.asm.append(f"{self.lfences}*|lfence|")
 
-    def _mem(self, prefix: bytes, mnemonic: str, addr: int) -> None:
-        self.code += prefix + struct.pack("<i", addr)
+    def _mem(self, prefix: bytes, modrm: int, mnemonic: str, addr: int) -> None:
+        """[r13 + disp]: disp8 (ModRM.mod 01) where it fits, as assemblers choose (mod 00
+        with R13 would be RIP-relative), else disp32 (mod 10)."""
+        if addr < 0x80:
+            self.code += prefix + bytes([0x40 | modrm]) + struct.pack("<b", addr)
+        else:
+            self.code += prefix + bytes([0x80 | modrm]) + struct.pack("<i", addr)
         self.asm.append(f"{mnemonic} [r13 + {addr:#x}]")
 
     def load(self, addr: int) -> None:
-        self._mem(bytes.fromhex("498b8d"), "mov rcx, qword ptr", addr)  # mov rcx, [r13 + disp32]
+        self._mem(bytes.fromhex("498b"), 0x0D, "mov rcx, qword ptr", addr)  # mov rcx, [r13 + disp]
 
     def flush(self, addr: int) -> None:
-        self._mem(bytes.fromhex("410faebd"), "clflush byte ptr", addr)  # clflush [r13 + disp32]
+        self._mem(bytes.fromhex("410fae"), 0x3D, "clflush byte ptr", addr)  # clflush [r13 + disp] (0F AE /7)
 
     def base(self, size: int, align: int) -> None:
         """R13 := the first address of R14's area (R14 = its start + size / 2) that is a

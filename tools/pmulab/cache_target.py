@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -100,6 +100,7 @@ class Result:
     hits: Fraction
     misses: Fraction
     expected: int  # measured accesses x sets
+    events: Dict[str, Fraction] = field(default_factory=dict)  # every event's value, by its name
 
     def number(self, x: Fraction) -> Any:
         return int(x) if x.denominator == 1 else round(float(x), 2)
@@ -119,6 +120,11 @@ class Target:
 
     def open(self) -> None:
         a = self.args
+        if getattr(a, "dry_run", False) and a.sim is None and a.sim_model is None:
+            if not a.geometry:
+                raise Usage("--dry-run without --sim needs --geometry (no target is contacted)")
+            self.geo, self.geo_source = parse_spec(a.geometry), "--geometry"
+            return
         try:
             if a.sim is not None or a.sim_model is not None:
                 self.geo = sim_geometry(a)
@@ -164,7 +170,10 @@ class Target:
             self.agent = None
 
     def events(self, level: int) -> List[str]:
-        return level_events(str(self.cpu.get("vendor")), int(self.cpu.get("family", 0)), level)
+        """--events as given, else the level's load events (with the pad first)."""
+        if getattr(self.args, "events", None):
+            return [e.strip() for e in self.args.events.split(",") if e.strip()]
+        return level_events(str(self.cpu.get("vendor", "GenuineIntel")), int(self.cpu.get("family", 6)), level)
 
     def _cpu(self) -> List[str]:
         return ["--cpu", str(self.args.cpu)] if self.args.cpu not in (None, "bsp") else []
@@ -196,15 +205,23 @@ class Target:
             blobs["init"] = code.init
         return argv, blobs
 
+    def requests(self, level: int, sets: List[int], seqs: Sequence[Tuple[str, List[Element]]],
+                 init: Sequence[Element] = (), reps: Optional[int] = None
+                 ) -> Tuple[Layout, int, List[Tuple[Code, List[str], Dict[str, bytes]]]]:
+        """(layout, area size, [(code, run argv, blobs)] per sequence); Usage before anything runs."""
+        lay, size = self.prepare(level, sets, [s for _, s in seqs], init)
+        out = []
+        for _, seq in seqs:
+            code = gen_code(lay, seq, init, size, wbinvd=not self.args.no_wbinvd, lfences=self.args.lfences)
+            out.append((code, *self.argv(code, level, size, reps or self.args.reps)))
+        return lay, size, out
+
     def run_many(self, level: int, sets: List[int], seqs: Sequence[Tuple[str, List[Element]]],
                  init: Sequence[Element] = (), reps: Optional[int] = None) -> Iterator[Result]:
         """Each sequence measured once (one request each, several in flight)."""
         assert self.agent is not None
-        lay, size = self.prepare(level, sets, [s for _, s in seqs], init)
-        lines = []
-        for _, seq in seqs:
-            code = gen_code(lay, seq, init, size, wbinvd=not self.args.no_wbinvd, lfences=self.args.lfences)
-            lines.append(self.argv(code, level, size, reps or self.args.reps))
+        lay, size, reqs = self.requests(level, sets, seqs, init, reps)
+        lines = [(argv, blobs) for _, argv, blobs in reqs]
         try:
             for i, ans in self.agent.batch(lines):
                 yield self._result(ans, seqs[i], level, len(lay.sets), size)
@@ -221,13 +238,15 @@ class Target:
             f = r.get("fraction")
             if isinstance(f, list) and len(f) == 2:
                 vals[str(r.get("event"))] = Fraction(f[0], f[1])
+        expected = sum(len([o] if o is not None else range(nsets)) for _, o, k in seq[1] if k == "measure")
+        if getattr(self.args, "events", None):
+            return Result(seq[0], Fraction(0), Fraction(0), expected, vals)
         _, hit_ev, miss_ev = self.events(level)
         first, second = vals.get(hit_ev.split()[-1]), vals.get(miss_ev.split()[-1])
         if first is None or second is None:
             raise TargetError(f"pmulab's records lack {hit_ev} or {miss_ev}")
-        expected = sum(len([o] if o is not None else range(nsets)) for _, o, k in seq[1] if k == "measure")
         hits = first - second if "LOADS" in hit_ev else first
-        res = Result(seq[0], hits, second, expected)
+        res = Result(seq[0], hits, second, expected, vals)
         if expected and hits + second == 0:
             raise Unsupported(f"the level-{level} load events ({hit_ev}, {miss_ev}) counted nothing for "
                               f"{expected} measured accesses: this CPU does not count them (or the simulator "

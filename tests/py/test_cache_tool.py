@@ -240,7 +240,7 @@ def test_dry_run_prints_the_pmulab_command_line() -> None:
     # sub r13, rdx; wbinvd. Body: pause; lfence; A (set 4: 0x100); resume; lfence; B (0x900).
     assert r.stdout == ("run --code 043f81c2b113b5f00faee8498b8d00010000043f81c2b113b5e00faee8498b8d00090000 "
                         "--init 4d8daeff07f8ff4c89e831d248c7c10008000048f7f14929d50f09 --name cacheseq "
-                        "--events \"C0.00 PAD,D1.01 L1_HIT,D1.08 L1_MISS\" --basic --unroll 1 --loop 1 --reps 10 "
+                        "--events \"D1.01 L1_HIT,D1.08 L1_MISS\" --basic --unroll 1 --loop 1 --reps 10 "
                         "--warmup 1 --agg median --r14-size 1048576\n")
 
 

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from . import ROOT
 from . import client as pmulab_client
 from .cache_policies import Element
-from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, gen_code, level_events,
+from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, WBINVD, area_size, gen_code, level_events,
                         make_layout, measured)
 
 CACHESIM = os.path.join(ROOT, "build", "host", "pmulab-cachesim")
@@ -169,11 +169,13 @@ class Target:
             self.agent.close()
             self.agent = None
 
-    def events(self, level: int) -> List[str]:
-        """--events as given, else the level's load events (with the pad first)."""
+    def events(self, level: int, pad: bool = True) -> List[str]:
+        """--events as given, else the level's load events, with the pad first where the
+        body has a WBINVD (cache_seq.level_events)."""
         if getattr(self.args, "events", None):
             return [e.strip() for e in self.args.events.split(",") if e.strip()]
-        return level_events(str(self.cpu.get("vendor", "GenuineIntel")), int(self.cpu.get("family", 6)), level)
+        evs = level_events(str(self.cpu.get("vendor", "GenuineIntel")), int(self.cpu.get("family", 6)), level)
+        return evs if pad else evs[1:]
 
     def _cpu(self) -> List[str]:
         return ["--cpu", str(self.args.cpu)] if self.args.cpu not in (None, "bsp") else []
@@ -196,7 +198,8 @@ class Target:
         return lay, area_size(lay)
 
     def argv(self, code: Code, level: int, size: int, reps: int) -> Tuple[List[str], Dict[str, bytes]]:
-        argv = ["run", "--code-file", "code", "--name", "cacheseq", "--events", ",".join(self.events(level)),
+        events = self.events(level, pad=WBINVD in code.body)
+        argv = ["run", "--code-file", "code", "--name", "cacheseq", "--events", ",".join(events),
                 "--basic", "--unroll", "1", "--loop", "1", "--reps", str(reps), "--warmup", str(self.args.warmup),
                 "--agg", self.args.agg, "--r14-size", str(size), *self._cpu()]
         blobs = {"code": code.body}
@@ -241,7 +244,7 @@ class Target:
         expected = sum(len([o] if o is not None else range(nsets)) for _, o, k in seq[1] if k == "measure")
         if getattr(self.args, "events", None):
             return Result(seq[0], Fraction(0), Fraction(0), expected, vals)
-        _, hit_ev, miss_ev = self.events(level)
+        hit_ev, miss_ev = self.events(level)[-2:]
         first, second = vals.get(hit_ev.split()[-1]), vals.get(miss_ev.split()[-1])
         if first is None or second is None:
             raise TargetError(f"pmulab's records lack {hit_ev} or {miss_ev}")

@@ -209,8 +209,7 @@ def test_bad_input_is_exit_2_and_runs_nothing(args: List[str], msg: str) -> None
     assert r.returncode == 2, r
     assert msg in r.stderr, r
     assert "Traceback" not in r.stderr
-    # Either the simulator never started, or it answered `info` and the stop, and no run.
-    assert "pmulab serve:" not in r.stderr or "pmulab serve: stopped after 2 requests" in r.stderr, r
+    assert "pmulab-cache: measuring" not in r.stderr, r  # -v says so before it sends a sequence
 
 
 def test_a_cpu_without_per_level_load_events_is_exit_3() -> None:

@@ -225,6 +225,9 @@ class Target:
         assert self.agent is not None
         lay, size, reqs = self.requests(level, sets, seqs, init, reps)
         lines = [(argv, blobs) for _, argv, blobs in reqs]
+        if self.log:
+            print(f"pmulab-cache: measuring {len(lines)} sequence(s), L{level} set(s) "
+                  f"{','.join(map(str, lay.sets))}, R14 area {size >> 20} MiB", file=self.log, flush=True)
         try:
             for i, ans in self.agent.batch(lines):
                 yield self._result(ans, seqs[i], level, len(lay.sets), size)

@@ -97,6 +97,7 @@ CONFIGS = [
     (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:QLRU_H00_M1_R2_U1", 2, "QLRU_H00_M1_R2_U1", 4, "100", (140,)),
     (ZEN4, "L1D:48K:12:LRU,L2:1M:16:NRU", 2, "NRU", 16, None, ()),
     (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:LRU,L3:2M:8:FIFO", 3, "FIFO", 8, "1030", ()),
+    (ZEN4, "L1D:48K:12:LRU,L2:1M:16:LRU,L3:8M:16:QLRU_H11_M1_R1_U2", 3, "QLRU_H11_M1_R1_U2", 16, None, ()),
 ]
 
 
@@ -257,3 +258,18 @@ def test_qemu_sequence_code_counts_exactly_under_icount() -> None:
     assert json.loads(r.stdout)["events"] == {"tsc": 52 * 128}
     r = cache("seq", "--icount", "7", "--no-build", *geo, "A?")  # qemu64: AMD family 0FH
     assert r.returncode == 3 and "knows the per-level load events of Intel family 6" in r.stderr, r
+
+
+def test_geometry_from_info_records_and_from_geometry() -> None:
+    from pmulab.cache_target import parse_spec, record_geometry
+    cpu = {"caches": {"L1d": {"level": 1, "type": "data", "sets": 64, "ways": 12, "line_size": 64},
+                      "L1i": {"level": 1, "type": "instruction", "sets": 64, "ways": 8, "line_size": 64},
+                      "L2": {"level": 2, "type": "unified", "sets": 2048, "ways": 16, "line_size": 64}}}
+    geo = record_geometry(cpu)
+    assert geo is not None and sorted(geo) == [1, 2]
+    assert (geo[1].sets, geo[1].ways, geo[2].sets, geo[2].ways) == (64, 12, 2048, 16)
+    listed = record_geometry({"caches": list(cpu["caches"].values())})
+    assert listed is not None and (listed[1].ways, listed[2].sets) == (12, 2048)
+    assert record_geometry({"brand": "x"}) is None
+    spec = parse_spec("L1D:48K:12,L2:1M:16,L3:32M:16")
+    assert [(g.sets, g.ways, g.line) for g in spec.values()] == [(64, 12, 64), (1024, 16, 64), (32768, 16, 64)]

@@ -227,6 +227,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--reps", type=int, default=10 if name != "policy" else 3, help="measured runs per sequence")
         s.add_argument("--warmup", type=int, default=1, help="discarded runs per sequence")
         s.add_argument("--agg", default="median", choices=("min", "median", "avg", "trimmed", "max"))
+        s.add_argument("--prefetchers", choices=("off", "on"), help="run --prefetchers: off switches the hardware "
+                       "prefetchers off for each run where the target can (docs/cache.md; not passed by default)")
         s.add_argument("--lfences", type=int, default=25, help="LFENCEs before each access (nanoBench: 25)")
         s.add_argument("--json", action="store_true", help="JSON lines")
         s.add_argument("-v", "--verbose", action="store_true")

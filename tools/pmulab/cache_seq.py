@@ -221,6 +221,7 @@ class Code:
     asm: List[str]       # the body as assembly text, one statement per entry
     init_asm: List[str]
     pairs: int           # pause/resume pairs in the body
+    wbinvd: bool = False  # the body has a WBINVD
 
 
 class _Emitter:
@@ -310,7 +311,8 @@ def gen_code(lay: Layout, seq: Sequence[Element], init: Sequence[Element], size:
         if len(e.code) > MAX_BLOCK:
             raise Usage(f"{what} needs {len(e.code)} bytes of code; pmulab takes {MAX_BLOCK} per block "
                         "(fewer sets, a shorter sequence, or fewer --lfences)")
-    return Code(bytes(body_e.code), bytes(init_e.code), body_e.asm, init_e.asm, pairs)
+    return Code(bytes(body_e.code), bytes(init_e.code), body_e.asm, init_e.asm, pairs,
+                any(k == "wbinvd" for _, _, k in seq))
 
 
 # The load events of each level: (hit spec, miss spec) per vendor, nanoBench's getEventConfig

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from . import ROOT
 from . import client as pmulab_client
 from .cache_policies import Element
-from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, WBINVD, area_size, gen_code, level_events,
+from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, gen_code, level_events,
                         make_layout, measured)
 
 CACHESIM = os.path.join(ROOT, "build", "host", "pmulab-cachesim")
@@ -75,9 +75,13 @@ def parse_spec(spec: str) -> Geometry:
 
 
 def record_geometry(cpu: Record) -> Optional[Geometry]:
-    """The data and unified levels of a `cpu` record's "caches" list (CPUID leaf 4 /
-    8000_001DH as `info` reports them), or None where the record has none."""
+    """The data and unified levels 1-3 of a `cpu` record's "caches" (CPUID leaf 4 /
+    8000_001DH as `info` reports them: an object by cache name, {"L1d": {"level": 1,
+    "type": "data", "sets": 64, "ways": 8, "line_size": 64, ...}, ...}, or a list of such
+    objects), or None where the record has none."""
     caches = cpu.get("caches")
+    if isinstance(caches, dict):
+        caches = list(caches.values())
     if not isinstance(caches, list):
         return None
     geo: Geometry = {}
@@ -86,10 +90,10 @@ def record_geometry(cpu: Record) -> Optional[Geometry]:
             continue
         try:
             lv, sets, ways = int(c["level"]), int(c["sets"]), int(c["ways"])
-            line = int(c.get("line", c.get("line_size", 64)))
+            line = int(c.get("line_size", c.get("line", 64)))
         except (KeyError, TypeError, ValueError):
             continue
-        if 1 <= lv <= 3 and sets > 0 and ways > 0:
+        if 1 <= lv <= 3 and sets > 0 and ways > 0 and line > 0:
             geo[lv] = Level(lv, sets, ways, line)
     return geo or None
 
@@ -198,10 +202,12 @@ class Target:
         return lay, area_size(lay)
 
     def argv(self, code: Code, level: int, size: int, reps: int) -> Tuple[List[str], Dict[str, bytes]]:
-        events = self.events(level, pad=WBINVD in code.body)
+        events = self.events(level, pad=code.wbinvd)
         argv = ["run", "--code-file", "code", "--name", "cacheseq", "--events", ",".join(events),
                 "--basic", "--unroll", "1", "--loop", "1", "--reps", str(reps), "--warmup", str(self.args.warmup),
                 "--agg", self.args.agg, "--r14-size", str(size), *self._cpu()]
+        if self.args.prefetchers:
+            argv += ["--prefetchers", self.args.prefetchers]
         blobs = {"code": code.body}
         if code.init:
             argv += ["--init-file", "init"]

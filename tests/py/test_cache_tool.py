@@ -213,6 +213,13 @@ def test_bad_input_is_exit_2_and_runs_nothing(args: List[str], msg: str) -> None
     assert "pmulab-cache: measuring" not in r.stderr, r  # -v says so before it sends a sequence
 
 
+def test_a_slice_is_exit_3_and_runs_nothing() -> None:
+    r = cache("seq", "--sim", SKYLAKE, "--level", "3", "--slice", "1", "-v", "A?")
+    assert r.returncode == 3, r
+    assert "--slice 1: pmulab-cache does not tell L3 slices apart yet" in r.stderr, r
+    assert "pmulab-sim:" not in r.stderr, r  # nothing started
+
+
 def test_a_cpu_without_per_level_load_events_is_exit_3() -> None:
     r = cache("seq", "--sim", data_path("cpuid", "GenuineIntel0000F41_P4_Prescott_CPUID.txt"), "A?")
     assert r.returncode == 3, r

@@ -219,6 +219,7 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--no-build", action="store_true", help="QEMU boot: do not run make first")
         s.add_argument("--level", type=int, default=1, choices=(1, 2, 3), help="the cache level (default 1)")
         s.add_argument("--sets", help="cache sets of the level, e.g. 4 or 4-7 (default: one set)")
+        s.add_argument("--slice", type=int, help="an L3 slice (nanoBench -slice): not supported yet")
         s.add_argument("--cpu", default="bsp", help="the CPU to measure on (default: the BSP)")
         s.add_argument("--geometry", metavar="SPEC", help="the caches, where the target's records do not say: "
                        "L1D:32K:8,L2:256K:4,L3:8M:16 (SIZE:WAYS[:LINE])")
@@ -257,7 +258,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def check(args: Any) -> None:
-    """Bad input before anything starts (Usage)."""
+    """Bad input before anything starts (Usage), then what no target can do (Unsupported)."""
     problem = pmulab_client.sim_options_problem(args)
     if problem:
         raise Usage(problem)
@@ -285,6 +286,10 @@ def check(args: Any) -> None:
         parse_sets(args.sets)
     if args.tcp and not args.tcp.rpartition(":")[2].isdigit():
         raise Usage(f"--tcp {args.tcp}: give HOST:PORT")
+    if args.slice is not None:
+        raise Unsupported(f"--slice {args.slice}: pmulab-cache does not tell L3 slices apart yet (no uncore "
+                          "C-Box/CHA lookup counts, no eviction-set search; docs/cache.md); the simulator has no "
+                          "slices either")
 
 
 def main(argv: Sequence[str]) -> int:

@@ -276,6 +276,9 @@ def check(args: Any) -> None:
         parse_seq(args.seq)
         if args.out and not args.out.lower().endswith((".png", ".svg")):
             raise Usage(f"--out {args.out}: use a .png or .svg file name")
+    if args.cmd != "seq" and args.no_wbinvd:
+        raise Usage(f"{args.cmd} compares with caches that start empty: it needs the WBINVD before each run "
+                    "(drop --no-wbinvd)")
     if args.cmd == "policy":
         if args.sequences < 1 or args.length < 1:
             raise Usage("--sequences and --length must be at least 1")

@@ -16,7 +16,7 @@ from . import ROOT
 from . import client as pmulab_client
 from .cache_policies import Element
 from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, gen_code, level_events,
-                        make_layout, measured)
+                        make_layout)
 
 CACHESIM = os.path.join(ROOT, "build", "host", "pmulab-cachesim")
 _DESCRIBED = re.compile(r"(L1D|L2|L3) (\d+) (bytes|KiB|MiB|GiB) (\d+)-way (\d+) sets? (\S+)")

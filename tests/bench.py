@@ -30,8 +30,13 @@ Prints:
     against the goal of 20 million per second with the cache model on; and the wall time
     of `run --code 4801d8 --unroll 1000 --cpu all` on the 16-CPU Arrow Lake-H dump (goal:
     under 2 s).
+  - tools/pmulab-cache: access sequences per second (nanoBench's random sequences of length
+    50, as `policy` runs them) on pmulab-sim, on L1 and on L2 (whose sequences also clear L1
+    before every access), with the tool's defaults (1 warm-up + 10 runs of each version) and
+    with --reps 1 --warmup 0; and through the agent in QEMU (-icount 7, --events tsc: QEMU
+    has no cache events), the difference of a boot with 1 and with 41 sequences.
 (`tests/bench.py --agent` prints only the agent's figures, `tests/bench.py --sim` only the
-simulator's: no QEMU boot, about a minute.)
+simulator's: no QEMU boot, about a minute; `tests/bench.py --cache` only pmulab-cache's.)
 Figures, not pass/fail: timings on a shared 2-core machine vary by tens of percent.
 """
 
@@ -179,7 +184,48 @@ def main():
     agent_bench()
     lab_bench()
     sim_bench()
+    cache_bench()
     return 0
+
+
+CACHE_TOOL = os.path.join(ROOT, "tools", "pmulab-cache")
+
+
+def cache_seqs(n, length=50, seed=1):
+    sys.path.insert(0, os.path.join(ROOT, "tools"))
+    import random
+    from pmulab.cache import random_seq
+    rng = random.Random(seed)
+    return [random_seq(rng, length) for _ in range(n)]
+
+
+def cache_time(args, seqs):
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, CACHE_TOOL, "seq", *args, "--json", *seqs], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True, timeout=900)
+    if p.returncode != 0 or len(p.stdout.splitlines()) != len(seqs):
+        sys.exit(f"bench: pmulab-cache seq {' '.join(args)} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return time.monotonic() - t0
+
+
+def cache_bench(qemu=True):
+    """tools/pmulab-cache: sequences per second on pmulab-sim and through QEMU's agent."""
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    n = 100
+    seqs = cache_seqs(n)
+    print(f"pmulab-cache seq ({os.cpu_count()} CPUs, load average {load}; {n} random sequences of length 50, "
+          "one process and one pmulab-sim each; medians of 3)")
+    for level, spec in ((1, "L1D:32K:8:LRU"), (2, "L1D:32K:8:LRU,L2:256K:4:QLRU_H00_M1_R2_U1")):
+        for what, extra in (("defaults (warm-up 1, reps 10)", []), ("--reps 1 --warmup 0", ["--reps", "1", "--warmup", "0"])):
+            t = statistics.median(cache_time(["--sim", SIM_SKYLAKE, "--sim-cache", spec, "--level", str(level),
+                                              *extra], seqs) for _ in range(3))
+            print(f"  pmulab-sim, Skylake dump, L{level}, {what:<30} {n / t:7.1f} sequences/s ({t:5.2f} s)")
+    if qemu:
+        geo = ["--icount", "7", "--no-build", "--events", "tsc", "--geometry", "L1D:32K:8,L2:256K:4"]
+        one = statistics.median(cache_time(geo, seqs[:1]) for _ in range(3))
+        many = statistics.median(cache_time(geo, seqs[:41]) for _ in range(3))
+        print(f"  QEMU -icount 7 through the agent, L1, --events tsc: {40 / (many - one):7.1f} sequences/s "
+              f"(boot with 1 sequence {one:.2f} s, with 41 {many:.2f} s)")
 
 
 SIM = os.path.join(ROOT, "build", "host", "pmulab-sim")
@@ -246,5 +292,8 @@ if __name__ == "__main__":
         sys.exit(0)
     if sys.argv[1:] == ["--sim"]:  # only the simulator's figures (no QEMU)
         sim_bench()
+        sys.exit(0)
+    if sys.argv[1:] == ["--cache"]:  # only pmulab-cache's figures
+        cache_bench()
         sys.exit(0)
     sys.exit(main())

@@ -26,6 +26,7 @@ TOOLS = [
     ("tools/pmulab-client", ["--qemu", "--batch", MISSING]),
     ("tools/pmulab-asm", ["--campaign", MISSING, "OUT/c.cfg"]),
     ("tools/pmulab-nanobench", ["--parse", MISSING]),
+    ("tools/pmulab-cache", ["seq", "--sim", MISSING, "A?"]),
     ("tools/pmulab-events", ["--perfmon", MISSING, "--out", "OUT/ev", "--all"]),
     ("tools/lava/pmulab-lava", ["render", "--template", "qemu", "--campaign", MISSING]),
     ("tools/lava/pmulab-lava", ["results", MISSING, "--out", "OUT/r.jsonl"]),

@@ -1,6 +1,6 @@
 """pmulab's host-side Python tools as one package (tools/pmulab).
 
-The scripts in tools/ (pmulab-client, pmulab-lab, pmulab-nanobench, pmulab-plot,
+The scripts in tools/ (pmulab-client, pmulab-lab, pmulab-nanobench, pmulab-cache, pmulab-plot,
 pmulab-events, pmulab-asm, pmulab-annotate, check-layers.py, qemu_run.py behind
 run-qemu.sh) are thin entry points into these modules; Python's own script directory rule puts tools/ on the
 path for them, and the tests get it from pytest.ini (`pythonpath = tools`). Only the
@@ -12,6 +12,9 @@ standard library is used (pmulab.plot: matplotlib).
   qemu_run     run-qemu.sh: boot pmulab under QEMU + OVMF
   lab          tools/pmulab-lab: campaigns over configs x smp x CPU models
   nanobench    tools/pmulab-nanobench: nanoBench.sh's interface
+  cache        tools/pmulab-cache: nanoBench's CacheAnalyzer (cache_seq: sequences to code,
+               cache_target: the agent and the geometry, cache_policies: cacheSim.py's
+               policies, cache_plot: the age graph)
   plot         tools/pmulab-plot (and the record reader the tools share)
   heatmap      pmulab-plot cycle-by-cycle
   annotate     tools/pmulab-annotate: samples records on the user's code (llvm-objdump)

@@ -198,6 +198,14 @@ FaultPlace locate_fault(const Region& r, usize offset);
 
 class PmiHandler;  // pmu/pmi.h
 
+// MeasurePlatform::run_with_nmis: shared between the measuring CPU (fn and the code it
+// runs), the CPU that sends the NMIs, and the check.
+struct NmiProbe {
+    u32 count = 0;          // NMIs to send
+    volatile u64 go = 0;    // 1: the code runs, send; 2: it cannot, send none (the measuring CPU)
+    volatile u64 done = 0;  // 1: every NMI was sent and taken, or the sender gave up (the sender)
+};
+
 // Vector state on the measuring CPU (platform-defined).
 struct VectorSaved {
     u64 word[4] = {};
@@ -249,6 +257,16 @@ public:
         return Error::make(Errc::unsupported, "this platform cannot take the PMU's interrupt");
     }
     virtual void pmi_detach() {}
+    // A test of the NMI path (selftest's nmi-path check): runs fn(ctx) on logical processor
+    // `cpu` as run_on_cpu does while another CPU sends `cpu` probe.count NMIs, each once
+    // probe.go is 1 and the previous one was taken (one that no attached handler claims is
+    // then pmulab's own and dropped); then sets probe.done. With probe.go 2 (fn could not
+    // start) none is sent. Returns the NMIs taken. Errors: unsupported, no other CPU can send
+    // one (one CPU, no local APIC); not_found, the platform has no NMI path (the default).
+    virtual Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) {
+        (void)hw, (void)cpu, (void)probe, (void)fn, (void)ctx;
+        return Error::make(Errc::not_found, "this platform has no NMI path to test");
+    }
 
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }

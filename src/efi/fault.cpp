@@ -166,7 +166,12 @@ void generated_code_reset() {
     asm volatile("" ::: "memory");
 }
 
-void watchdog_nmi_arm(bool on) { __atomic_store_n(&pmulab_nmi_armed, on ? 1 : 0, __ATOMIC_SEQ_CST); }
+void watchdog_nmi_arm(bool on) {
+    // Armed right before the watchdog's NMI is sent: the NMI also counts as expected
+    // (fault_stubs.S pmulab_nmi, case 3), in case a PMI does the stop before it arrives.
+    if (on) __atomic_add_fetch(&pmulab_nmi_expected, u64(1), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pmulab_nmi_armed, on ? 1 : 0, __ATOMIC_SEQ_CST);
+}
 
 void watchdog_nmi_settle() {
     // An NMI sent with the flag set clears it when it arrives; wait (bounded) for that, so

@@ -44,7 +44,8 @@ bool generated_code_leave(u64 out[4]);
 void generated_code_reset();
 // The watchdog (run --timeout): with the flag on, the next NMI on any CPU whose RIP is
 // in the running generated code ends it like a fault with vector 2 (the stub clears the
-// flag); an NMI without the flag goes to the firmware's handler.
+// flag); an NMI without the flag goes to the firmware's handler. Arming also expects one
+// NMI (nmi_expect): call it once per NMI sent.
 void watchdog_nmi_arm(bool on);
 // After a watchdog NMI was sent: waits (bounded) until it arrived, then clears the flag.
 void watchdog_nmi_settle();

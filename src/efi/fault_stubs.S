@@ -230,9 +230,15 @@ exc_common:
  *    pmulab_nmi_armed and sends an NMI IPI to the CPU whose job overran. With the flag set,
  *    an NMI whose RIP is inside the running generated code is recorded like a fault
  *    (vector 2) and resumes at the region's exit path (exc_common); one elsewhere (the job
- *    had just left the code) is dropped. Either way the flag is cleared.
- * 3. An NMI pmulab sent itself to test this path (selftest nmi-path, nmi_probe.cpp):
- *    pmulab_nmi_expected > 0; it is counted down and dropped.
+ *    had just left the code) is dropped. Either way the flag is cleared. A claimed PMI
+ *    with the flag set also goes this way: NMIs that arrive while NMIs are blocked latch
+ *    as one (SDM Vol. 3A §6.7.1), so the watchdog's may have merged into the PMI.
+ * 3. NMIs pmulab sent itself: pmulab_nmi_expected counts those not arrived yet (the
+ *    watchdog's, fault.cpp watchdog_nmi_arm, and selftest nmi-path's, nmi_probe.cpp). An
+ *    unclaimed one takes a count and is dropped (the watchdog's after its work in 2), so
+ *    a watchdog NMI that arrives after a PMI already stopped the code is dropped too,
+ *    never handed to the firmware. Claimed NMIs take none: a count left over when two
+ *    merged only lets one later unknown NMI be dropped.
  * 4. Anything else is not pmulab's: the firmware's handler gets it with the stack as the
  *    CPU left it.
  * NMIs stay blocked until the IRETQ (SDM Vol. 3A "NMI Handling"), so the stub is never
@@ -302,14 +308,19 @@ pmulab_nmi:
     pop %rcx
     pop %rax
     jz 2f
+    cmpq $0, pmulab_nmi_armed(%rip)   /* claimed: a watchdog NMI may have merged into it */
+    jne 1f
     iretq
 2:  cmpq $0, pmulab_nmi_armed(%rip)
-    jne 1f
+    jne 4f
     cmpq $0, pmulab_nmi_expected(%rip)
     jne 3f
     jmp *pmulab_prev_exc+16(%rip)
 3:  lock decq pmulab_nmi_expected(%rip)
     iretq
+4:  cmpq $0, pmulab_nmi_expected(%rip)  /* the watchdog's own NMI: its credit */
+    je 1f
+    lock decq pmulab_nmi_expected(%rip)
 1:  push %rax
     push %rcx
     push %rdx

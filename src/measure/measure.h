@@ -251,7 +251,8 @@ public:
     }
     // From pmi_attach until pmi_detach every NMI on the calling CPU goes to h->on_nmi
     // first (with the interrupted RIP); one it does not claim goes where NMIs went before
-    // (the watchdog's stop, the firmware). One CPU measures at a time.
+    // (the watchdog's stop, the firmware). One CPU measures at a time. pmi_attach saves the
+    // CPU's LVT entry and pmi_detach restores it (detach after the counters are stopped).
     virtual Status pmi_attach(PmiHandler* h) {
         (void)h;
         return Error::make(Errc::unsupported, "this platform cannot take the PMU's interrupt");

@@ -35,20 +35,49 @@ bool wait_go(const NmiProbe& p) {
     return false;
 }
 
+// Waits until the NMIs expected are back to `before` (all taken) or `also` is set.
+bool wait_taken(u64 before, const volatile u64* also = nullptr) {
+    for (u64 k = 0; k < kSpins; ++k) {
+        if (nmi_expected() <= before || (also && load_acquire(*also))) return true;
+        asm volatile("pause");
+    }
+    return false;
+}
+
+void send_nmi(Sender& s) {
+    nmi_expect(1);
+    s.apic->send_ipi(s.target, ApicIcr::to(ApicDelivery::nmi));
+}
+
+// One NMI, and a second one into its handler when the handler says it runs (NmiProbe).
+// Counted from what is expected already (a watchdog NMI that merged into a PMI leaves its
+// count behind). Returns the NMIs taken, 0 when one was not: it stays expected, so a late
+// one is dropped too.
+u32 send_round(Sender& s) {
+    NmiProbe& p = *s.probe;
+    const u64 before = nmi_expected();
+    send_nmi(s);
+    (void)wait_taken(before, &p.inside);
+    const bool pair = load_acquire(p.inside) != 0;
+    if (pair) {
+        send_nmi(s);
+        store_release(p.second, u64(1));
+    }
+    if (!wait_taken(before) || nmi_expected() > before) return 0;
+    store_release(p.inside, u64(0));
+    store_release(p.second, u64(0));
+    return pair ? 2 : 1;
+}
+
 void send_nmis(void* ctx) {
     auto* s = static_cast<Sender*>(ctx);
     store_release(s->started, u32(1));
     NmiProbe& p = *s->probe;
     if (wait_go(p)) {
-        for (u32 i = 0; i < p.count; ++i) {
-            // Counted from what is expected already (a watchdog NMI that merged into a PMI
-            // leaves its count behind).
-            const u64 before = nmi_expected();
-            nmi_expect(1);
-            s->apic->send_ipi(s->target, ApicIcr::to(ApicDelivery::nmi));
-            for (u64 k = 0; k < kSpins && nmi_expected() > before; ++k) asm volatile("pause");
-            if (nmi_expected() > before) break;  // not taken: it stays expected, so a late one is dropped too
-            ++s->taken;
+        while (s->taken < p.count) {
+            u32 n = send_round(*s);
+            if (!n) break;
+            s->taken += n;
         }
     }
     store_release(p.done, u64(1));
@@ -61,6 +90,16 @@ bool sender_started(const Sender& s) {
         gBS->Stall(1000);
     }
     return load_acquire(s.started) != 0;
+}
+
+// The NMIs taken; an error when one entered the stub while the handler ran (NMI blocking
+// broken, e.g. by an IRETQ inside the handler: fault_stubs.S fixup_return).
+Result<u32> taken(const Sender& s) {
+    NmiCounts c = nmi_counts();
+    if (c.nested)
+        return Error::make(Errc::internal, "%llu NMIs arrived while the PMI handler ran: NMIs were not blocked",
+                           (unsigned long long)c.nested);
+    return s.taken;
 }
 
 }  // namespace
@@ -77,9 +116,11 @@ Result<u32> EfiMeasure::run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn
     s.target = h.apic_id(cpu);
     probe.go = 0;
     probe.done = 0;
+    probe.inside = 0;
+    probe.second = 0;
     if (cpu != h.bsp()) {
         PMULAB_TRY(w.run_beside(cpu, fn, ctx, send_nmis, &s));
-        return s.taken;
+        return taken(s);
     }
     u32 helper = 0;
     while (helper < h.cpu_count() && (helper == h.bsp() || !h.enabled(helper))) ++helper;
@@ -94,7 +135,7 @@ Result<u32> EfiMeasure::run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn
     fn(ctx);
     if (load_acquire(probe.go) == 0) store_release(probe.go, u64(2));
     PMULAB_TRY(w.wait_async(helper, seq, 30));
-    return s.taken;
+    return taken(s);
 }
 
 }  // namespace pmulab::efi

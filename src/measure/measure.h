@@ -204,6 +204,12 @@ struct NmiProbe {
     u32 count = 0;          // NMIs to send
     volatile u64 go = 0;    // 1: the code runs, send; 2: it cannot, send none (the measuring CPU)
     volatile u64 done = 0;  // 1: every NMI was sent and taken, or the sender gave up (the sender)
+    // NMI blocking: the measuring CPU's handler sets `inside` while it runs (after a fault in
+    // it, whose return must not unblock NMIs) and waits for `second`; the sender then sends
+    // the next NMI into the running handler and sets `second`. That NMI must wait for the
+    // handler's IRETQ (SDM Vol. 3A §6.7.1). The sender clears both after each pair.
+    volatile u64 inside = 0;
+    volatile u64 second = 0;
 };
 
 // Vector state on the measuring CPU (platform-defined).

@@ -28,6 +28,9 @@ public:
     Status set_lvt_perf(u32 value) override { return inner_->set_lvt_perf(value); }
     Status pmi_attach(PmiHandler* h) override { return inner_->pmi_attach(h); }
     void pmi_detach() override { inner_->pmi_detach(); }
+    Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) override {
+        return inner_->run_with_nmis(hw, cpu, probe, fn, ctx);
+    }
 
 protected:
     ~ForwardingMeasure() = default;

@@ -14,6 +14,22 @@ public:
         trace_.flush();
         return s;
     }
+    // The handler's NMI records its accesses; nothing is printed from it (MsrTrace::hold).
+    Status pmi_attach(PmiHandler* h) override {
+        trace_.hold(true);
+        Status s = inner().pmi_attach(h);
+        if (!s.ok()) trace_.hold(false);
+        return s;
+    }
+    void pmi_detach() override {
+        inner().pmi_detach();
+        trace_.hold(false);
+    }
+    Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) override {
+        Result<u32> r = inner().run_with_nmis(hw, cpu, probe, fn, ctx);
+        trace_.flush();
+        return r;
+    }
 
 private:
     MsrTrace& trace_;

@@ -35,7 +35,9 @@ const CommandOptions kSelftestCommand = {
             "PerfMonV2 GLOBAL_STATUS), EN / GLOBAL_CTL gating. NetBurst: instr_retired on an IQ\n"
             "counter, 40-bit wrap, CCCR.Enable gating; CCCR.OVF is NOT VERIFIED (generated code\n"
             "clears it). They SKIP, with the reason, where there is no PMU (e.g. QEMU without PMU\n"
-            "passthrough).\n"
+            "passthrough). nmi-path: another CPU sends NMIs while code runs with the PMU interrupt's\n"
+            "handler attached; each must be seen and passed on, and registers, the LVT entry and the\n"
+            "NMI routing come out intact (SKIP with one CPU).\n"
             "Per-CPU checks run on --cpu (default bsp).\n"
             "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
             "records and one {\"type\":\"summary\",...}.\n",
@@ -278,6 +280,7 @@ Status cmd_selftest(Out& out, Args& args) {
         check_every_cpu(ck, hw, *mp);
     }
     check_pmu(ck, hw, mp, cpus);
+    check_nmi_path(ck, hw, mp, cpus);
     ck.finish();
     return ok_status();
 }

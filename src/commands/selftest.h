@@ -83,5 +83,8 @@ template <typename F> Status run_on_measuring(Hw& hw, MeasurePlatform* mp, u32 c
 
 // The PMU checks (selftest_pmu.cpp) on `cpus`.
 void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
+// The NMI path of the PMU's interrupt (selftest_nmi.cpp, "nmi-path") on `cpus`: listed only
+// where the platform has one (MeasurePlatform::run_with_nmis).
+void check_nmi_path(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
 
 }  // namespace pmulab

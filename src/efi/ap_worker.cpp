@@ -71,10 +71,12 @@ void ApWorkers::stop_hung(ApMailbox& m) {
     m.state = kHung;
 }
 
-Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_100ns, const char* what) {
+Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_100ns, const char* what, CpuFn beside,
+                       void* bctx) {
     arm_timer(timer_, timeout_100ns);
     u64 allocs_before = ap_guard_begin();
     u64 seq = send(m, cmd, fn, ctx);
+    if (beside) beside(bctx);
     bool finished = spin_until(m.done, seq, timer_);
     if (!finished && cmd == kCmdRun) {
         // The watchdog: an NMI ends generated code in flight like a fault (vector 2), and
@@ -121,6 +123,26 @@ Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx) {
     PMULAB_TRY(ready(cpu));
     u32 seconds = code_timeout() ? code_timeout() : kJobTimeoutSeconds;
     return post(boxes_[cpu], kCmdRun, fn, ctx, u64(seconds) * k100nsPerSecond, "a job");
+}
+
+Status ApWorkers::run_beside(u32 cpu, CpuFn fn, void* ctx, CpuFn beside, void* bctx) {
+    PMULAB_TRY(ready(cpu));
+    u32 seconds = code_timeout() ? code_timeout() : kJobTimeoutSeconds;
+    return post(boxes_[cpu], kCmdRun, fn, ctx, u64(seconds) * k100nsPerSecond, "a job", beside, bctx);
+}
+
+Status ApWorkers::start_async(u32 cpu, CpuFn fn, void* ctx, u64* seq) {
+    PMULAB_TRY(ready(cpu));
+    *seq = send(boxes_[cpu], kCmdRun, fn, ctx);
+    return ok_status();
+}
+
+Status ApWorkers::wait_async(u32 cpu, u64 seq, u32 seconds) {
+    ApMailbox& m = boxes_[cpu];
+    arm_timer(timer_, u64(seconds) * k100nsPerSecond);
+    if (spin_until(m.done, seq, timer_)) return ok_status();
+    stop_hung(m);
+    return Error::make(Errc::io, "CPU %u did not finish its part within %u s; it was stopped (INIT)", cpu, seconds);
 }
 
 void ApWorkers::shutdown() {

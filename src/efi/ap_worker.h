@@ -38,6 +38,15 @@ public:
     // `target` (the BSP). Errors: this AP cannot watch (no wake IPI, no APIC timer).
     Status watch_begin(u32 watcher, u64 target_apic, u32 seconds);
     void watch_end();
+    // Two CPUs at once (selftest's nmi-path, nmi_probe.cpp). run_beside: fn(ctx) on AP `cpu`
+    // as run() does, while the BSP runs beside(bctx) meanwhile (it must end by itself).
+    // start_async: fn(ctx) on AP `cpu` without waiting; wait_async: until it returned, at most
+    // `seconds` (then the AP is stopped as a hung job is).
+    Status run_beside(u32 cpu, CpuFn fn, void* ctx, CpuFn beside, void* bctx);
+    Status start_async(u32 cpu, CpuFn fn, void* ctx, u64* seq);
+    Status wait_async(u32 cpu, u64 seq, u32 seconds);
+    // The BSP's local APIC, where IPIs go from (valid once a worker has started).
+    const LocalApic& apic() const { return apic_; }
     // Seconds a job may take on an AP (firmware timer time).
     static constexpr u32 kJobTimeoutSeconds = 120;
 
@@ -45,7 +54,8 @@ private:
     Status start(ApMailbox& m);
     // Posts a command and wakes the worker; returns its sequence number.
     u64 send(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx);
-    Status post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_100ns, const char* what);
+    Status post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_100ns, const char* what, CpuFn beside = nullptr,
+                void* bctx = nullptr);
     // Stops a worker that did not finish (INIT) and never uses it again.
     void stop_hung(ApMailbox& m);
     Status calibrate(ApMailbox& m);

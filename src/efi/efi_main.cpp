@@ -139,6 +139,7 @@ void EfiPlatform::init() {
     for (; fv && fv[i] && i + 1 < sizeof vendor_; ++i) vendor_[i] = fv[i] < 0x80 ? char(fv[i]) : '?';
     vendor_[i] = 0;
     files_.set_diagnostics(this);
+    measure_.set_cpus(&hw_);
 }
 
 u32 EfiPlatform::firmware_revision() { return gST->FirmwareRevision; }

@@ -28,6 +28,11 @@ public:
     Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override;
     // Sends the AP workers back to MP Services (before pmulab returns to the firmware).
     void shutdown_workers() { workers_.shutdown(); }
+    // The BSP's index and the AP workers (nmi_probe.cpp runs two CPUs at once).
+    u32 bsp() const { return bsp_; }
+    ApWorkers& workers() { return workers_; }
+    bool enabled(u32 cpu) const { return cpu < count_ && topo_[cpu].enabled; }
+    u64 apic_id(u32 cpu) const { return cpu < count_ ? topo_[cpu].apic_id : 0; }
 
 private:
     EfiMpServicesProtocol* mp_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include "ap_mailbox.h"
 #include "efi_defs.h"
+#include "pmu/pmi.h"
 #include "x86/hw.h"
 
 extern "C" {
@@ -29,6 +30,11 @@ extern pmulab::u64 pmulab_nmi_armed;
 extern pmulab::u64 pmulab_prev_exc[32];
 extern pmulab::u64 pmulab_gen_lo, pmulab_gen_hi, pmulab_gen_exit;
 extern pmulab::u64 pmulab_gen_fault[5];
+extern pmulab::PmiHandler* volatile pmulab_nmi_pmi;
+extern pmulab::u64 pmulab_nmi_expected;
+// Called by pmulab_nmi (fault_stubs.S) with the interrupted RIP while a handler is attached:
+// 1 when the handler claimed the NMI.
+pmulab::u32 pmulab_nmi_offer(pmulab::u64 rip);
 }
 
 namespace pmulab::efi {
@@ -160,7 +166,12 @@ void generated_code_reset() {
     asm volatile("" ::: "memory");
 }
 
-void watchdog_nmi_arm(bool on) { __atomic_store_n(&pmulab_nmi_armed, on ? 1 : 0, __ATOMIC_SEQ_CST); }
+void watchdog_nmi_arm(bool on) {
+    // Armed right before the watchdog's NMI is sent: the NMI also counts as expected
+    // (fault_stubs.S pmulab_nmi, case 3), in case a PMI does the stop before it arrives.
+    if (on) __atomic_add_fetch(&pmulab_nmi_expected, u64(1), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&pmulab_nmi_armed, on ? 1 : 0, __ATOMIC_SEQ_CST);
+}
 
 void watchdog_nmi_settle() {
     // An NMI sent with the flag set clears it when it arrives; wait (bounded) for that, so
@@ -168,6 +179,45 @@ void watchdog_nmi_settle() {
     for (u32 i = 0; i < 10000000 && __atomic_load_n(&pmulab_nmi_armed, __ATOMIC_ACQUIRE); ++i) asm volatile("pause");
     watchdog_nmi_arm(false);
 }
+
+namespace {
+NmiCounts g_nmi;
+volatile u32 g_in_nmi = 0;
+}  // namespace
+
+extern "C" u32 pmulab_nmi_offer(u64 rip) {
+    PmiHandler* h = pmulab_nmi_pmi;
+    if (!h) return 0;
+    if (g_in_nmi) {  // NMI blocking failed: never run the handler inside itself
+        ++g_nmi.nested;
+        return 0;
+    }
+    g_in_nmi = 1;
+    ++g_nmi.offered;
+    bool mine = h->on_nmi(rip);
+    if (mine) ++g_nmi.claimed;
+    g_in_nmi = 0;
+    return mine ? 1 : 0;
+}
+
+void nmi_pmi_attach(PmiHandler* h) {
+    if (h) {
+        g_nmi = NmiCounts();
+        g_in_nmi = 0;
+    }
+    asm volatile("" ::: "memory");
+    __atomic_store_n(&pmulab_nmi_pmi, h, __ATOMIC_SEQ_CST);
+}
+
+bool nmi_pmi_attached() { return __atomic_load_n(&pmulab_nmi_pmi, __ATOMIC_ACQUIRE) != nullptr; }
+
+NmiCounts nmi_counts() {
+    asm volatile("" ::: "memory");
+    return g_nmi;
+}
+
+void nmi_expect(u64 n) { __atomic_add_fetch(&pmulab_nmi_expected, n, __ATOMIC_SEQ_CST); }
+u64 nmi_expected() { return __atomic_load_n(&pmulab_nmi_expected, __ATOMIC_ACQUIRE); }
 
 void fault_layer_fini() {
     if (g_idt) gBS->FreePool(g_idt);

@@ -33,6 +33,14 @@ struct Saved {
 };
 static_assert(sizeof(Saved) <= sizeof(IrqSaved), "IrqSaved too small");
 
+constexpr unsigned lvt_index(ApicReg r) {
+    for (unsigned i = 0; i < kApicLvtCount; ++i)
+        if (kApicLvtEntries[i].reg == r) return i;
+    return kApicLvtCount;
+}
+constexpr unsigned kLvtPerfIndex = lvt_index(ApicReg::lvt_perf);
+static_assert(kLvtPerfIndex < kApicLvtCount);
+
 // --irq lvt: masks every LVT entry the APIC has (SDM Vol. 3A §11.5.1) and raises the TPR.
 Status mask_lvt(Saved& s) {
     Result<LocalApic> found = LocalApic::this_cpu();
@@ -54,6 +62,9 @@ Status mask_lvt(Saved& s) {
         s.present |= u64(1) << i;
         s.lvt[i] = v.value();
     }
+    // While a PMI handler is attached its LVT entry stays as the measurement set it: the
+    // PMI is an NMI, which no LVT mask of the others' or TPR holds back anyway.
+    if (nmi_pmi_attached()) s.present &= ~(u64(1) << kLvtPerfIndex);
     for (unsigned i = 0; i < kApicLvtCount; ++i)
         if (s.present & (u64(1) << i)) (void)apic.put(kApicLvtEntries[i].reg, ApicLvt(s.lvt[i]).set_masked());
     (void)apic.put(ApicReg::tpr, kTprBlockAll);
@@ -106,6 +117,50 @@ void EfiMeasure::irq_restore(const IrqSaved& in) {
         return;
     }
     if (s.rflags & kRflagsIf) asm volatile("sti" ::: "memory");
+}
+
+// ---- the PMU's interrupt (SDM Vol. 3A §11.5.1 "Local Vector Table") ----
+
+namespace {
+Result<LocalApic> pmi_apic() {
+    Result<LocalApic> found = LocalApic::this_cpu();
+    if (!found.ok()) return found.error();
+    if (!found.value().enabled())
+        return Error::make(Errc::unsupported, "the local APIC of this CPU is disabled (IA32_APIC_BASE = 0x%llx)",
+                           (unsigned long long)found.value().base().raw());
+    return found.value();
+}
+}  // namespace
+
+Result<u32> EfiMeasure::lvt_perf() {
+    Result<LocalApic> apic = pmi_apic();
+    if (!apic.ok()) return apic.error();
+    return apic.value().read(ApicReg::lvt_perf);
+}
+
+Status EfiMeasure::set_lvt_perf(u32 value) {
+    Result<LocalApic> apic = pmi_apic();
+    if (!apic.ok()) return apic.error();
+    return apic.value().write(ApicReg::lvt_perf, value);
+}
+
+Status EfiMeasure::pmi_attach(PmiHandler* h) {
+    if (!h) return Error::make(Errc::internal, "pmi_attach: no handler");
+    if (nmi_pmi_attached()) return Error::make(Errc::internal, "a PMI handler is attached already (one CPU at a time)");
+    Result<u32> lvt = lvt_perf();
+    if (!lvt.ok()) return lvt.error().with_context("the PMU's interrupt");
+    lvt_saved_ = lvt.value();
+    nmi_pmi_attach(h);
+    return ok_status();
+}
+
+void EfiMeasure::pmi_detach() {
+    if (!nmi_pmi_attached()) return;
+    // The entry first (masked, so that no PMI comes between), then the routing: an NMI in
+    // between still finds the handler.
+    (void)set_lvt_perf(u32(ApicLvt(lvt_saved_).set_masked().raw()));
+    (void)set_lvt_perf(lvt_saved_);
+    nmi_pmi_attach(nullptr);
 }
 
 void EfiMeasure::serialize() {

@@ -8,6 +8,8 @@
 
 namespace pmulab::efi {
 
+class EfiHw;
+
 class EfiMeasure final : public MeasurePlatform {
 public:
     explicit EfiMeasure(Hw& hw) : hw_(hw) {}
@@ -23,9 +25,23 @@ public:
     void vector_leave(const VectorSaved& saved) override;
     void set_job_timeout(u32 seconds) override;
     Status guard_pages(const void* p, usize bytes, bool on) override;
+    // The PMU's interrupt on the calling CPU (any CPU; no allocation, no boot services):
+    // its local APIC's LVT performance-counter entry, xAPIC or x2APIC (local_apic.h), and
+    // the NMI stub's handler (fault.h nmi_pmi_attach). pmi_attach saves the LVT entry and
+    // pmi_detach restores it and the NMI routing exactly.
+    Result<u32> lvt_perf() override;
+    Status set_lvt_perf(u32 value) override;
+    Status pmi_attach(PmiHandler* h) override;
+    void pmi_detach() override;
+    // selftest's nmi-path check (nmi_probe.cpp): another CPU sends the NMIs.
+    Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) override;
+    // The CPUs' runner (EfiPlatform sets it): run_with_nmis needs two CPUs at once.
+    void set_cpus(EfiHw* cpus) { cpus_ = cpus; }
 
 private:
     Hw& hw_;
+    EfiHw* cpus_ = nullptr;
+    u32 lvt_saved_ = 0;         // the LVT performance-counter entry at pmi_attach (one CPU at a time)
     bool xsave_ = false;        // CPUID.01H:ECX.XSAVE[bit 26]
     u64 xcr0_all_ = 0;          // CPUID.(0DH,0):EDX:EAX, the XCR0 bits the CPU supports
     u8* xsave_area_ = nullptr;  // 64-byte aligned, CPUID.(0DH,0).ECX bytes (one CPU at a time)

@@ -198,6 +198,20 @@ FaultPlace locate_fault(const Region& r, usize offset);
 
 class PmiHandler;  // pmu/pmi.h
 
+// MeasurePlatform::run_with_nmis: shared between the measuring CPU (fn and the code it
+// runs), the CPU that sends the NMIs, and the check.
+struct NmiProbe {
+    u32 count = 0;          // NMIs to send
+    volatile u64 go = 0;    // 1: the code runs, send; 2: it cannot, send none (the measuring CPU)
+    volatile u64 done = 0;  // 1: every NMI was sent and taken, or the sender gave up (the sender)
+    // NMI blocking: the measuring CPU's handler sets `inside` while it runs (after a fault in
+    // it, whose return must not unblock NMIs) and waits for `second`; the sender then sends
+    // the next NMI into the running handler and sets `second`. That NMI must wait for the
+    // handler's IRETQ (SDM Vol. 3A §6.7.1). The sender clears both after each pair.
+    volatile u64 inside = 0;
+    volatile u64 second = 0;
+};
+
 // Vector state on the measuring CPU (platform-defined).
 struct VectorSaved {
     u64 word[4] = {};
@@ -243,12 +257,23 @@ public:
     }
     // From pmi_attach until pmi_detach every NMI on the calling CPU goes to h->on_nmi
     // first (with the interrupted RIP); one it does not claim goes where NMIs went before
-    // (the watchdog's stop, the firmware). One CPU measures at a time.
+    // (the watchdog's stop, the firmware). One CPU measures at a time. pmi_attach saves the
+    // CPU's LVT entry and pmi_detach restores it (detach after the counters are stopped).
     virtual Status pmi_attach(PmiHandler* h) {
         (void)h;
         return Error::make(Errc::unsupported, "this platform cannot take the PMU's interrupt");
     }
     virtual void pmi_detach() {}
+    // A test of the NMI path (selftest's nmi-path check): runs fn(ctx) on logical processor
+    // `cpu` as run_on_cpu does while another CPU sends `cpu` probe.count NMIs, each once
+    // probe.go is 1 and the previous one was taken (one that no attached handler claims is
+    // then pmulab's own and dropped); then sets probe.done. With probe.go 2 (fn could not
+    // start) none is sent. Returns the NMIs taken. Errors: unsupported, no other CPU can send
+    // one (one CPU, no local APIC); not_found, the platform has no NMI path (the default).
+    virtual Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) {
+        (void)hw, (void)cpu, (void)probe, (void)fn, (void)ctx;
+        return Error::make(Errc::not_found, "this platform has no NMI path to test");
+    }
 
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }

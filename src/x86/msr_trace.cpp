@@ -285,16 +285,63 @@ MsrTrace::MsrTrace(Hw& inner, TraceSink& sink, u32 capacity)
       cap_(capacity ? capacity : 1),
       bsp_(inner.current_cpu()) {}
 
+// The tracer's state changes only inside enter()/leave(). The only thing that can run in
+// between on the same CPU is an NMI (PmiHandler::on_nmi through the platform's stub), and it
+// runs to its end before the interrupted call goes on: so an entry recorded while busy_ is
+// parked by the NMI and appended by the call it interrupted, and an NMI that finds the
+// tracer idle records directly. Parked entries are always older than the call's next one.
+bool MsrTrace::enter() {
+    if (__atomic_load_n(&busy_, __ATOMIC_RELAXED)) return false;
+    __atomic_store_n(&busy_, true, __ATOMIC_RELAXED);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    unpark();
+    return true;
+}
+
+void MsrTrace::leave() {
+    unpark();
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    __atomic_store_n(&busy_, false, __ATOMIC_RELAXED);
+}
+
+void MsrTrace::unpark() {
+    u32 head = __atomic_load_n(&park_head_, __ATOMIC_ACQUIRE);
+    for (u32 t = park_tail_; t != head; ++t) append(parked_[t % kParked]);
+    __atomic_store_n(&park_tail_, head, __ATOMIC_RELEASE);
+    u64 lost = __atomic_exchange_n(&park_dropped_, u64(0), __ATOMIC_RELAXED);
+    dropped_ += lost;
+}
+
+void MsrTrace::append(const TraceEntry& e) {
+    if (count_ >= cap_) ++dropped_;
+    else buf_[count_++] = e;
+}
+
 void MsrTrace::record(TraceOp op, u32 addr, u64 value, u8 vector, bool code) {
+    const bool entered = enter();
     u32 cpu = inner_.current_cpu();
-    if (count_ >= cap_) {
-        ++dropped_;
-    } else {
-        buf_[count_++] = TraceEntry{.cpu = cpu, .op = op, .vector = vector, .code = code, .addr = addr, .value = value};
+    TraceEntry e{.cpu = cpu, .op = op, .vector = vector, .code = code, .addr = addr, .value = value};
+    if (!entered) {
+        u32 head = park_head_;
+        if (head - __atomic_load_n(&park_tail_, __ATOMIC_ACQUIRE) >= kParked) {
+            park_dropped_ = park_dropped_ + 1;
+            return;
+        }
+        parked_[head % kParked] = e;
+        __atomic_store_n(&park_head_, head + 1, __ATOMIC_RELEASE);
+        return;
     }
+    append(e);
     // The BSP outside any run_on_cpu: print now, so that the trace stays next to the
-    // output it belongs to.
-    if (depth_ == 0 && !in_run_ && cpu == bsp_) flush();
+    // output it belongs to; never while a PMI handler may be recording from its NMI.
+    bool now = depth_ == 0 && !in_run_ && !held_ && cpu == bsp_;
+    leave();
+    if (now) flush();
+}
+
+void MsrTrace::hold(bool on) {
+    held_ = on;
+    if (!on && depth_ == 0 && inner_.current_cpu() == bsp_) flush();
 }
 
 Result<u64> MsrTrace::rdmsr(u32 msr) {
@@ -328,8 +375,10 @@ Status MsrTrace::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
 void MsrTrace::code(TraceOp op, u32 addr, u64 value) { record(op, addr, op == TraceOp::wrmsr ? value : 0, 0, true); }
 
 void MsrTrace::run_begin() {
+    if (!enter()) return;
     in_run_ = true;
     run_start_ = count_;
+    leave();
 }
 
 bool MsrTrace::same_run(u32 a, u32 b, u32 len) const {
@@ -344,6 +393,12 @@ bool MsrTrace::same_run(u32 a, u32 b, u32 len) const {
 }
 
 void MsrTrace::run_end() {
+    if (!enter()) return;
+    fold_run();
+    leave();
+}
+
+void MsrTrace::fold_run() {
     in_run_ = false;
     if (run_start_ > count_ || dropped_) return;
     u32 len = count_ - run_start_;
@@ -362,14 +417,16 @@ void MsrTrace::run_end() {
 }
 
 void MsrTrace::flush() {
-    if (in_run_) return;
+    if (in_run_ || !enter()) return;
+    // Busy while printing: an NMI meanwhile parks its entries (they follow these).
     u32 n = count_;
     u64 dropped = dropped_;
+    for (u32 i = 0; i < n; ++i) sink_.trace(buf_[i]);
+    if (dropped) sink_.trace_dropped(dropped);
     count_ = 0;
     dropped_ = 0;
     have_block_ = false;
-    for (u32 i = 0; i < n; ++i) sink_.trace(buf_[i]);
-    if (dropped) sink_.trace_dropped(dropped);
+    leave();
 }
 
 }  // namespace pmulab

@@ -95,10 +95,21 @@ public:
 
     // On the BSP: hands every recorded entry to the sink.
     void flush();
+    // A PMI handler is attached on the measuring CPU (MeasurePlatform::pmi_attach): its NMI
+    // may record at any instruction. While held, record() prints nothing itself (so nothing
+    // is printed from the NMI); the accesses wait for flush() or hold(false) on the BSP.
+    // An NMI that interrupts the tracer itself parks its entries, which the interrupted call
+    // (or the next one) appends in order; see record().
+    void hold(bool on);
     Hw& inner() { return inner_; }
 
 private:
     void record(TraceOp op, u32 addr, u64 value, u8 vector, bool code);
+    void append(const TraceEntry& e);
+    bool enter();  // false: an NMI interrupted the tracer on this CPU (one CPU at a time)
+    void leave();
+    void unpark();
+    void fold_run();
     bool same_run(u32 a, u32 b, u32 len) const;
 
     Hw& inner_;
@@ -113,6 +124,15 @@ private:
     u32 run_start_ = 0;
     bool have_block_ = false;  // [block_start_, block_start_ + block_len_) is the last run block
     u32 block_start_ = 0, block_len_ = 0;
+    // The NMI's side (hold): busy_ while a call is inside the tracer; entries recorded then
+    // (by an NMI) go into a ring that only the NMI writes at its head and only the tracer's
+    // calls read at its tail.
+    static constexpr u32 kParked = 64;
+    volatile bool busy_ = false;
+    volatile bool held_ = false;
+    TraceEntry parked_[kParked];
+    volatile u32 park_head_ = 0, park_tail_ = 0;
+    volatile u64 park_dropped_ = 0;
 };
 
 }  // namespace pmulab

@@ -49,12 +49,22 @@ Status SimExec::set_lvt_perf(u32 value) {
     return ok_status();
 }
 
+// As on UEFI (EfiMeasure): pmi_attach saves the CPU's LVT entry, pmi_detach restores it.
 Status SimExec::pmi_attach(PmiHandler* h) {
-    pmi_[m_.current_cpu()] = h;
+    const u32 cpu = m_.current_cpu();
+    pmi_[cpu] = h;
+    pmi_lvt_[cpu] = m_.cpu(cpu).lvt_perf();
     return ok_status();
 }
 
-void SimExec::pmi_detach() { pmi_.erase(m_.current_cpu()); }
+void SimExec::pmi_detach() {
+    const u32 cpu = m_.current_cpu();
+    pmi_.erase(cpu);
+    auto it = pmi_lvt_.find(cpu);
+    if (it == pmi_lvt_.end()) return;
+    m_.cpu(cpu).set_lvt_perf(it->second);
+    pmi_lvt_.erase(it);
+}
 
 Status SimExec::set_cache(const std::string& spec, u64 seed) {
     for (u32 i = 0; i < m_.size(); ++i) {

@@ -73,6 +73,7 @@ private:
     std::unique_ptr<SimRunner> runner_;
     std::map<void*, usize> live_;
     std::map<u32, PmiHandler*> pmi_;  // per CPU: the attached handler
+    std::map<u32, u32> pmi_lvt_;      // ... and its LVT entry before pmi_attach
     bool masked_ = false;
     u64 executions_ = 0;
     std::vector<std::string> problems_;

@@ -161,3 +161,17 @@ TEST(SimPmi, HandlerSamplesEveryPeriodAtTheNextInstruction) {
     EXPECT_EQ(c.peek(reg::GLOBAL_STATUS), 0u) << "acknowledged";
     ex.free_pages(page.value(), 4096);
 }
+
+// pmi_detach gives the LVT entry back as pmi_attach found it (EfiMeasure does the same).
+TEST(SimPmi, DetachRestoresTheLvtEntry) {
+    using namespace pmulab;
+    SimMachine m = intel_icelake(1);
+    SimExec ex(m);
+    ASSERT_EQ(ex.lvt_perf().value(), SimCpu::kLvtMasked);
+    PmiHandler h;
+    ASSERT_TRUE(ex.pmi_attach(&h).ok());
+    ASSERT_TRUE(ex.set_lvt_perf(kLvtPerfNmi).ok());
+    EXPECT_EQ(ex.lvt_perf().value(), kLvtPerfNmi);
+    ex.pmi_detach();
+    EXPECT_EQ(ex.lvt_perf().value(), SimCpu::kLvtMasked);
+}

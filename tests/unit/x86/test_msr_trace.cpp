@@ -2,6 +2,7 @@
 // folding of identical runs, faults and a full buffer; and the global option end to end.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -217,4 +218,88 @@ TEST(MsrTrace, GlobalOptionTracesACommandInTextAndJson) {
     // Without the option nothing is traced.
     r = pmutest::run(m, {"msr", "read", "0x186"});
     EXPECT_EQ(r.out.find("msr: CPU"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// A machine whose current_cpu() can run a callback once: an NMI that arrives while the
+// tracer is inside a call (record() asks for the CPU after entering).
+class NmiHw final : public Hw {
+public:
+    explicit NmiHw(Hw& inner) : inner_(inner) {}
+    std::function<void()> nmi;
+    CpuidRegs cpuid(u32 leaf, u32 subleaf) override { return inner_.cpuid(leaf, subleaf); }
+    Result<u64> rdmsr(u32 msr) override { return inner_.rdmsr(msr); }
+    Status wrmsr(u32 msr, u64 value) override { return inner_.wrmsr(msr, value); }
+    Result<u64> rdpmc(u32 index) override { return inner_.rdpmc(index); }
+    u64 rdtsc() override { return inner_.rdtsc(); }
+    u32 cpu_count() override { return inner_.cpu_count(); }
+    u32 current_cpu() override {
+        if (nmi) {
+            auto f = std::move(nmi);
+            nmi = nullptr;
+            f();
+        }
+        return inner_.current_cpu();
+    }
+    Result<CpuTopology> topology(u32 cpu) override { return inner_.topology(cpu); }
+    Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override { return inner_.run_on_cpu(cpu, fn, ctx); }
+
+private:
+    Hw& inner_;
+};
+
+std::vector<u32> addrs(const Sink& s) {
+    std::vector<u32> a;
+    for (const TraceEntry& e : s.got) a.push_back(e.addr);
+    return a;
+}
+
+}  // namespace
+
+// The PMI handler's NMI records from inside another access's record() (parked, then appended
+// after it), and while held nothing is printed by record() itself.
+TEST(MsrTrace, AnNmiInsideTheTracerIsParkedAndKeptInOrder) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    NmiHw hw(m);
+    Sink sink;
+    MsrTrace t(hw, sink);
+    t.hold(true);
+    ASSERT_TRUE(t.rdmsr(0x186).ok());
+    hw.nmi = [&] { (void)t.rdmsr(0x38E); };  // the NMI's access, inside the next record()
+    ASSERT_TRUE(t.rdmsr(0x187).ok());
+    ASSERT_TRUE(t.rdmsr(0x188).ok());
+    EXPECT_TRUE(sink.got.empty()) << "held: nothing printed by the accesses themselves";
+    t.hold(false);
+    EXPECT_EQ(addrs(sink), (std::vector<u32>{0x186, 0x187, 0x38E, 0x188}));
+}
+
+// An NMI while the BSP prints: parked, printed by the next flush, never lost.
+TEST(MsrTrace, AnNmiWhileFlushingWaitsForTheNextFlush) {
+    sim::SimMachine m = sim::intel_v4_goldmont_plus(2);
+    NmiHw hw(m);
+    struct NmiSink final : TraceSink {
+        std::vector<TraceEntry> got;
+        std::function<void()> during;
+        void trace(const TraceEntry& e) override {
+            got.push_back(e);
+            if (during) {
+                auto f = std::move(during);
+                during = nullptr;
+                f();
+            }
+        }
+        void trace_dropped(u64) override {}
+    } sink;
+    MsrTrace t(hw, sink);
+    t.hold(true);
+    ASSERT_TRUE(t.rdmsr(0x186).ok());
+    ASSERT_TRUE(t.rdmsr(0x187).ok());
+    sink.during = [&] { (void)t.rdmsr(0x38E); };
+    t.flush();
+    ASSERT_EQ(sink.got.size(), 2u);
+    t.flush();
+    ASSERT_EQ(sink.got.size(), 3u);
+    EXPECT_EQ(sink.got[2].addr, 0x38Eu);
+    t.hold(false);
 }

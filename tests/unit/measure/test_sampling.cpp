@@ -211,6 +211,9 @@ struct MachineCase {
 SimMachine skylake1() { return intel_skylake(1); }
 SimMachine icelake1() { return intel_icelake(1); }
 SimMachine zen4_1() { return amd_zen4(1); }
+SimMachine v1_1() { return intel_v1(1); }
+SimMachine v3_1() { return intel_v3(1); }
+SimMachine zen3_1() { return amd_zen3(1); }
 
 const MachineCase kMachines[] = {
     {"skylake", skylake1, 0, EventDialect::intel},
@@ -218,6 +221,11 @@ const MachineCase kMachines[] = {
     {"alder_lake P core", intel_alder_lake, 0, EventDialect::intel},
     {"alder_lake E core", intel_alder_lake, 4, EventDialect::intel},
     {"zen4", zen4_1, 0, EventDialect::amd_zen},
+    // No global control: the region's WRMSR sets EN, the handler stops and restarts each
+    // counter (v1, Zen 3); v3's freeze clears GLOBAL_CTRL, which the handler sets again.
+    {"intel_v1", v1_1, 0, EventDialect::intel},
+    {"intel_v3", v3_1, 0, EventDialect::intel},
+    {"zen3", zen3_1, 0, EventDialect::amd_zen},
 };
 
 // Runs: (warm-up + reps) x 2 versions; executions of a body instruction executed `per_copy`

@@ -107,6 +107,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
         }
     }
     if (!samples_only(o, plans)) result_table_header(o, &head);
+    else sample_header(o, &head);
     out.text_buf(head);
     MetricCollector metrics;
     RunSink sink(out, o, &metrics);

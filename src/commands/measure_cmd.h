@@ -86,6 +86,8 @@ struct RunSampling {
 Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* out);
 // Whether every event of the plans is sampled (no table of counts then).
 bool samples_only(const RunOptions& o, const Vec<Box<PmuPlan>>& plans);
+// The runs that are sampled, in words (the text output's line when nothing is counted).
+void sample_header(const RunOptions& o, StrBuf* out);
 // A result of the engine: the sampled event's read becomes its samples record and table
 // (true); any other result is the caller's (false).
 bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);

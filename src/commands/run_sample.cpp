@@ -194,6 +194,14 @@ bool samples_only(const RunOptions& o, const Vec<Box<PmuPlan>>& plans) {
     return true;
 }
 
+void sample_header(const RunOptions& o, StrBuf* out) {
+    const MeasureConfig& c = o.cfg;
+    out->printf("pmulab run: sampled over every run: %llu and %llu copies (%s), loop %llu, %u reps + %u warm-up of "
+                "each version\n",
+                (unsigned long long)(c.basic ? 0 : c.unroll), (unsigned long long)(c.basic ? c.unroll : 2 * c.unroll),
+                c.basic ? "basic mode" : "U/2U", (unsigned long long)c.loop, c.reps, c.warmup);
+}
+
 namespace {
 
 struct Bucket {

@@ -12,6 +12,7 @@ class RunSink final : public MeasureSink {
 public:
     RunSink(Out& out, const RunOptions& o, MetricCollector* m = nullptr) : out_(out), o_(o), metrics_(m) {}
     void result(const MeasureConfig&, const MeasureResult& r) override {
+        if (sampling_ && sample_result(*sampling_, out_, o_, r)) return;
         if (metrics_) metrics_->add(o_, r);
         Value line;
         result_json(o_, r, &line);
@@ -46,6 +47,8 @@ public:
         }
     }
 
+    RunSampling* sampling_ = nullptr;  // --sample: its reads become samples records
+
 private:
     Out& out_;
     const RunOptions& o_;
@@ -57,7 +60,8 @@ private:
 namespace {
 
 bool needs_pmu(const RunOptions& o) {
-    if (o.events_file || wants_metrics(o)) return true;  // file events: only known once it is read
+    if (o.events_file || wants_metrics(o) || !o.samples.empty())
+        return true;  // file events: only known once it is read
     for (StrView s : o.events)
         if (!s.eq_nocase(StrView("tsc"))) return true;
     return false;
@@ -74,11 +78,14 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Vec<TopdownMethod> methods;  // of each plan (run_metrics.cpp)
     for (EventsForCpus& set : sets) {
         Vec<Box<PmuPlan>> part;
+        PMULAB_TRY(sample_mark(o, set));
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (s.ok()) s = prepare_metric_plans(o, set, &part);
         for (Box<PmuPlan>& pl : part) plans.push(move(pl)), methods.push(set.topdown.method);
         if (!s.ok()) return s.error();
     }
+    RunSampling sampling;
+    PMULAB_TRY(sample_prepare(o, mp, plans, &sampling));
     StrBuf head;
     for (const Box<PmuPlan>& pl : plans) {
         result_table_fit(o, pl->groups);
@@ -99,10 +106,12 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
             pos = nl + 1;
         }
     }
-    result_table_header(o, &head);
+    if (!samples_only(o, plans)) result_table_header(o, &head);
+    else sample_header(o, &head);
     out.text_buf(head);
     MetricCollector metrics;
     RunSink sink(out, o, &metrics);
+    sink.sampling_ = &sampling;
     for (usize k = 0; k < plans.size(); ++k) {
         PmuPlan* pl = plans[k].get();
         o.cfg.cpus.clear();

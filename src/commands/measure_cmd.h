@@ -8,8 +8,17 @@
 #include "measure/measure.h"
 #include "measure/metrics.h"
 #include "measure/pmu_plan.h"
+#include "measure/sampling.h"
 
 namespace pmulab {
+
+// One `--sample EVENT[:PERIOD]` (run_sample.cpp): the event as written (modifiers kept)
+// and its period (the default for the event when none is given).
+struct SampleSpec {
+    StrView event;
+    u64 period = 0;
+    bool given = false;  // the period was written
+};
 
 // `pmulab run` options, parsed but not yet bound to a machine.
 struct RunOptions {
@@ -48,7 +57,40 @@ struct RunOptions {
     // The TSC frequency (Platform::tsc_frequency) for the noise record's effective
     // frequency; 0 when unknown.
     u64 tsc_hz = 0;
+    // --sample EVENT[:PERIOD], repeatable (joined with ';'); the sampled events come
+    // first in the event list (run_sample.cpp).
+    StrBuf samples_joined;
+    Vec<SampleSpec> samples;
 };
+
+// ---- sampling (run_sample.cpp, measure/sampling.h) ----
+// One --sample value: the period is the last ':' field when it is a decimal number
+// ("cycles:u:100003" is cycles:u every 100003); without one, the event's default
+// (sample_default_period). Errors (Errc::invalid_argument): empty, a period of 0, a
+// period beyond 64 bits.
+Status parse_sample_spec(StrView spec, SampleSpec* out);
+// The default period of an event (a prime, so that no loop body aliases with it):
+// instructions 100003, cycles and reference cycles 100019, branches 10007, misses 1009,
+// anything else 10007.
+u64 sample_default_period(StrView event);
+// Parses the --sample values and puts their events first in the event list.
+Status finish_samples(RunOptions* o);
+// Before planning a class of CPUs: refuses a PMU that cannot interrupt (Errc::unsupported,
+// with the reason) and marks the sampled events (Event::pmi).
+struct EventsForCpus;
+Status sample_mark(const RunOptions& o, EventsForCpus& set);
+// The sampled groups of every plan, and where their records go.
+struct RunSampling {
+    Vec<Box<SampleGroup>> groups;
+};
+Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* out);
+// Whether every event of the plans is sampled (no table of counts then).
+bool samples_only(const RunOptions& o, const Vec<Box<PmuPlan>>& plans);
+// The runs that are sampled, in words (the text output's line when nothing is counted).
+void sample_header(const RunOptions& o, StrBuf* out);
+// A result of the engine: the sampled event's read becomes its samples record and table
+// (true); any other result is the caller's (false).
+bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);
 
 // ---- derived metrics (run_metrics.cpp) ----
 // --metrics LIST (the option's value checked and kept).

@@ -144,6 +144,11 @@ const OptionSpec kRunOptionTable[] = {
              "Names resolve through each CPU's event file in \\pmulab\\events first\n"
              "(model-specific events, docs/events.md), then the architectural names", .section = 1,
      .apply = RUN_DO(accumulate(&R(t).events_joined, h, ';'))},
+    {.name = "--sample", .metavar = "EVENT[:P]", .value = OptValue::string, .flags = kOptRepeatable,
+     .help = "sample EVENT every P events (repeatable; P: the last ':' field when\n"
+             "it is a number, default per event, docs/sampling.md): where in the\n"
+             "code the event happens, {\"type\":\"samples\"} records", .section = 1,
+     .apply = RUN_DO(accumulate(&R(t).samples_joined, h, ';'))},
     {.name = "--events-file", .metavar = "P", .value = OptValue::path,
      .help = "more events from file P on the boot volume, one spec per line, '#'\n"
              "comments (nanoBench configurations work as they are); after --events", .section = 1,
@@ -225,6 +230,7 @@ const CommandOptions kRunCommand = {
         "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
         "                  [--seed N] [--decimals D] [--raw] [--progress]\n"
         "                  [--topdown [1|2]] [--metrics NAMES] [--metrics-file PATH]\n"
+        "                  [--sample EVENT[:PERIOD] ...]\n"
         "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
         "                  [--timeout SECONDS]\n"
         "\n"
@@ -243,7 +249,8 @@ const CommandOptions kRunCommand = {
         "so the cost of reading the counters cancels exactly.\n"
         "\n"
         "\x01"
-        "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU.\n",
+        "With --json: one {\"type\":\"result\",...} record per benchmark x event x CPU\n"
+        "(a sampled event: one {\"type\":\"samples\",...} record instead).\n",
     .group = "code",
 };
 
@@ -251,6 +258,7 @@ namespace {
 
 // Whether the events come only from --events-file (not the default tsc).
 Status finish_events(RunOptions* o) {
+    PMULAB_TRY(finish_samples(o));
     const char* events = o->events_joined.size() ? o->events_joined.c_str() : "tsc";
     o->events_arg = events;
     PMULAB_TRY(split_list("--events", events, &o->events, true));

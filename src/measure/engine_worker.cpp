@@ -110,6 +110,7 @@ Status run_once_traced(WorkerState* c, const Region& region, MsrTrace* trace) {
     for (unsigned r = 0; r < kGprCount; ++r)
         if (!(c->carry & (1u << r))) c->frame->gpr[r] = c->regs[r];
     c->frame->faulted = 0;
+    if (h.region) h.region(region, h.ctx);
     IrqSaved saved;
     PMULAB_TRY(c->mp->irq_mask(c->cfg->irq, &saved));
     // The vector state is changed only while interrupts are masked, so that no

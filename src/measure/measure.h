@@ -45,6 +45,8 @@ struct CounterRead : CounterAccess {
 
 inline constexpr u32 kMaxReads = 16;
 
+struct Region;  // below
+
 // Hooks that run on the measuring CPU (inside Hw::run_on_cpu: only the per-CPU Hw
 // operations; no allocation, no output). Any may be null. Order on each CPU: setup,
 // then the probes of the group's reads and start/stop writes, the runs, teardown.
@@ -55,6 +57,9 @@ struct GroupHooks {
     Status (*stop)(Hw& hw, void* ctx) = nullptr;      // after every run, interrupts masked
     Status (*teardown)(Hw& hw, void* ctx) = nullptr;  // once per CPU, after the runs (also after errors)
     void* ctx = nullptr;
+    // Before every run, before interrupts are masked: the region about to run (sampling
+    // folds the PMI's RIPs by it, measure/sampling.h).
+    void (*region)(const Region& r, void* ctx) = nullptr;
 };
 
 // The counters measured together in one run of a benchmark.

@@ -14,7 +14,8 @@ Status setup_hook(Hw& hw, void* ctx) {
     // The plan's info came from detecting this CPU (CPUs are planned by identical PMU).
     st->session.open(hw, st->info);
     PMULAB_TRY(st->session.save(st->touch));
-    return st->session.program(st->events, *st->group, st->opts.preset_below_top ? st->presets : nullptr);
+    return st->session.program(st->events, *st->group,
+                               (st->opts.preset_below_top || st->use_presets) ? st->presets : nullptr);
 }
 
 Status teardown_hook(Hw& hw, void* ctx) {

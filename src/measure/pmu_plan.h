@@ -38,6 +38,7 @@ struct PmuGroupState {
     PmuTouch touch;
     PmuRunOptions opts;
     u64 presets[2 * regs::kMaxGpCounters + 1] = {};
+    bool use_presets = false;  // presets[] are programmed without preset_below_top (sampling.h)
     PmuSession session;
     // Filled by teardown: the overflow flags on the last CPU measured (v2+), and what
     // could not be restored exactly on any CPU (accumulated).

@@ -144,8 +144,10 @@ void PmiHandler::arm(Hw& hw, const PmiSetup& setup, PmiSink* sink, PmiRearm rear
     for (unsigned i = 0; i < setup_.count; ++i) {
         PmiCounter& c = setup_.counters[i];
         if (!setup_.ctrl_msr && c.ctl_msr) {
+            // Programmed with EN clear where the region's own WRMSR starts counting (v1,
+            // AMD without PerfMonV2): the handler runs while it counts, so EN is set.
             Result<u64> v = hw.rdmsr(c.ctl_msr);
-            c.ctl_on = v.ok() ? v.value() : 0;
+            c.ctl_on = v.ok() ? v.value() | (u64(1) << 22) : 0;
         }
     }
     armed_ = true;

@@ -77,7 +77,9 @@ void GpPmu::ref_clock(u64 tsc, u64 crystal) {
 
 bool GpPmu::gp_pmi_armed() const {
     for (u32 i = 0; i < 32; ++i)
-        if (layout_.gp(i) && (gp_[i].ctl & evtsel::INT) && (gp_[i].ctl & evtsel::EN)) return true;
+        // INT alone: a counter that counting starts inside the region (v1 and AMD without
+        // PerfMonV2 set EN with a WRMSR there) must already run instruction by instruction.
+        if (layout_.gp(i) && (gp_[i].ctl & evtsel::INT)) return true;
     return false;
 }
 
@@ -91,6 +93,9 @@ void GpPmu::freeze_by_status(bool perfmon, bool lbrs) {
 
 void GpPmu::check_counter_write(u32 msr, u32 i, const char* what) {
     if (!(gp_[i].ctl & evtsel::EN)) return;
+    // Not counting: frozen on a PMI, or stopped by the global control (a PMI handler
+    // reloads the counter there, SDM Vol. 3B §20.2.4.1, Linux's x86_perf_event_set_period).
+    if (frozen() || (has_global() && !((global_ctrl_ >> i) & 1))) return;
     char buf[160];
     std::snprintf(buf, sizeof buf, "CPU %u: WRMSR 0x%x while %s%u.EN = 1 (clear EN before writing the counter)", cpu_,
                   msr, what, i);

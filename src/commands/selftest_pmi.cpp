@@ -295,21 +295,25 @@ void judge_overflow(const PmiCtx& c, const char* name, const PmiRun& r) {
     d.printf("period %llu of %llu instructions: %llu PMI%s", (unsigned long long)r.period,
              (unsigned long long)body_instructions(), (unsigned long long)r.pmis, r.pmis == 1 ? "" : "s (expected 1)");
     if (r.foreign) d.printf(", %llu other NMIs", (unsigned long long)r.foreign);
-    if (pc.status_bit) {
-        unsigned bit = unsigned(__builtin_ctzll(pc.status_bit));
-        if (r.at.taken) d.printf("; GLOBAL_STATUS bit %u %s at it", bit, flagged ? "set" : "NOT set");
-        d.printf(", %s after the handler", (r.status_end & pc.status_bit) ? "still set" : "clear");
-    } else if (r.at.taken) {
-        d.printf("; counter %s past 0 at it (no global status: sign)", flagged ? "wrapped" : "NOT wrapped");
-    }
+    const unsigned bit = pc.status_bit ? unsigned(__builtin_ctzll(pc.status_bit)) : 0;
     if (r.at.taken) {
+        if (pc.status_bit)
+            d.printf("; GLOBAL_STATUS bit %u %s at it, %s after the handler", bit, flagged ? "set" : "NOT set",
+                     acked ? "clear" : "still set");
+        else d.printf("; counter %s past 0 at it (no global status: its sign)", flagged ? "wrapped" : "NOT wrapped");
         d.printf("; counter %llu at it", (unsigned long long)r.at.values[0]);
         put_rip(d, r);
-        d.printf("; LVT 0x%x at it (%s)", r.at.lvt, masked ? "masked by the delivery" : "expected 0x10400");
+        d.printf("; LVT 0x%x at it (%s), re-armed 0x%x", r.at.lvt,
+                 masked ? "masked by the delivery" : "expected 0x10400", r.lvt_rearmed);
     } else {
-        d.printf("; counter %llu after the run, no NMI came through the LVT entry", (unsigned long long)r.end[0]);
+        if (pc.status_bit)
+            d.printf("; GLOBAL_STATUS bit %u %s", bit,
+                     (r.status_end & pc.status_bit) ? "set after the run (the counter overflowed)"
+                                                    : "NOT set after the run");
+        d.printf("; counter %llu after the run: no NMI came through the LVT entry (0x%x after the run)",
+                 (unsigned long long)r.end[0], r.lvt_rearmed);
     }
-    d.printf("; LVT re-armed 0x%x, restored 0x%x (was 0x%x)", r.lvt_rearmed, r.lvt_after, r.lvt_before);
+    d.printf("; LVT restored 0x%x (was 0x%x)", r.lvt_after, r.lvt_before);
     if (!r.handler.ok()) d.printf("; handler: %s", r.handler.error().msg);
     c.ck.report(ok ? Verdict::pass : Verdict::fail, name, c.cpu, d.c_str());
 }
@@ -397,10 +401,9 @@ void judge_freeze(const PmiCtx& c, const PmiRun& r, const CounterSet& set, usize
         ok = false;
         if (moved.size()) moved.put(", ");
         put_counter(moved, c.info, r.kind[k], r.index[k]);
-        moved.printf(" %llu at the PMI, %llu at the end", (unsigned long long)r.at.values[k],
-                     (unsigned long long)r.end[k]);
+        moved.printf(" %llu -> %llu", (unsigned long long)r.at.values[k], (unsigned long long)r.end[k]);
     }
-    if (moved.size()) d.printf("; counters moved after it: %s", moved.c_str());
+    if (moved.size()) d.printf("; counters moved after it (at the PMI -> at the end): %s", moved.c_str());
     else {
         d.put("; no counter moved after it: ");
         put_values(d, c, r, r.at.values);

@@ -362,11 +362,20 @@ void counter_set(const PmuInfo& info, CounterSet* s) {
     }
 }
 
+// A counter value; one in the top half of its width as 2^width-N (a preset or reload).
+void put_count(StrBuf& d, u64 v, u8 width) {
+    const u64 top = regs::counter_mask(width) + 1;
+    if (width && width < 64 && v >= top / 2 && v < top)
+        d.printf("2^%u-%llu", unsigned(width), (unsigned long long)(top - v));
+    else d.printf("%llu", (unsigned long long)v);
+}
+
 void put_values(StrBuf& d, const PmiCtx& c, const PmiRun& r, const u64* v) {
     for (usize k = 0; k < r.n; ++k) {
         if (k) d.put(", ");
         put_counter(d, c.info, r.kind[k], r.index[k]);
-        d.printf(" %llu", (unsigned long long)v[k]);
+        d.put(" ");
+        put_count(d, v[k], r.width[k]);
     }
 }
 
@@ -401,7 +410,10 @@ void judge_freeze(const PmiCtx& c, const PmiRun& r, const CounterSet& set, usize
         ok = false;
         if (moved.size()) moved.put(", ");
         put_counter(moved, c.info, r.kind[k], r.index[k]);
-        moved.printf(" %llu -> %llu", (unsigned long long)r.at.values[k], (unsigned long long)r.end[k]);
+        moved.put(" ");
+        put_count(moved, r.at.values[k], r.width[k]);
+        moved.put(" -> ");
+        put_count(moved, r.end[k], r.width[k]);
     }
     if (moved.size()) d.printf("; counters moved after it (at the PMI -> at the end): %s", moved.c_str());
     else {

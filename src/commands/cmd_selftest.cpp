@@ -34,8 +34,11 @@ const CommandOptions kSelftestCommand = {
             "on its own. AMD: PMCx0C0 on every PERF_CTR, IRPerfCount vs PMCx0C0, 48-bit wrap (and\n"
             "PerfMonV2 GLOBAL_STATUS), EN / GLOBAL_CTL gating. NetBurst: instr_retired on an IQ\n"
             "counter, 40-bit wrap, CCCR.Enable gating; CCCR.OVF is NOT VERIFIED (generated code\n"
-            "clears it). They SKIP, with the reason, where there is no PMU (e.g. QEMU without PMU\n"
-            "passthrough).\n"
+            "clears it). The interrupt checks (kvm-unit-tests x86/pmu.c): an overflow sets its\n"
+            "GLOBAL_STATUS bit and delivers exactly one PMI (a GP and a fixed counter), freeze-on-PMI\n"
+            "stops every counter, counters wrap at their enumerated width (legacy and full-width\n"
+            "writes, counting past 2^width - 1). They SKIP, with the reason, where there is no PMU\n"
+            "(e.g. QEMU without PMU passthrough) or the platform cannot take the PMI.\n"
             "Per-CPU checks run on --cpu (default bsp).\n"
             "Exit status 0 when nothing FAILs, 1 otherwise. With --json: {\"type\":\"check\",...}\n"
             "records and one {\"type\":\"summary\",...}.\n",

@@ -575,7 +575,14 @@ void skip_pmi_checks(Checks& ck, i64 cpu, const char* why) {
 }
 
 void check_pmi(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info) {
-    if (const char* why = pmi_unsupported(info); *why) return skip_pmi_checks(ck, cpu, why);
+    if (const char* why = pmi_unsupported(info); *why) {
+        ck.report(Verdict::skip, kPmiOvf, cpu, why);
+        ck.report(Verdict::skip, kPmiFreeze, cpu, why);
+        return ck.report(Verdict::skip, kPmiWidth, cpu,
+                         info.kind == PmuKind::netburst
+                             ? "the NetBurst counters' 40-bit wrap is the check 'counter wraps at the enumerated width'"
+                             : why);
+    }
     const PmiCtx c{ck, hw, mp, cpu, info};
     if (info.kind == PmuKind::amd) {
         check_overflow(c, "PERF_CTR0", "0C0.00.CTR=0 PERF_CTR0");

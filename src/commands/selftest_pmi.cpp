@@ -453,44 +453,56 @@ struct WriteCase {
 };
 constexpr u64 kFault = ~u64(0);
 
-Status write_cases(const PmiCtx& c, const WriteCase* cases, usize n, StrBuf* bad) {
-    PmuSession s;
-    s.open(c.hw, c.info);
-    PmuTouch t;
-    t.gp = c.info.gp_mask;
-    PMULAB_TRY(s.save(t));
-    for (unsigned i = 0; i < 32 && !bad->size(); ++i) {
-        if (!((c.info.gp_mask >> i) & 1)) continue;
-        Status z = c.hw.wrmsr(regs::perfevtsel_msr(i), 0);
-        if (!z.ok()) return z;
-        for (usize k = 0; k < n && !bad->size(); ++k) {
-            const u32 msr = cases[k].msr(i);
-            Status w = c.hw.wrmsr(msr, cases[k].write);
-            Result<u64> v = c.hw.rdmsr(msr);
-            if (cases[k].expect == kFault) {
-                if (w.ok())
-                    bad->printf("PMC%u: writing 0x%llx to MSR 0x%x did not #GP", i, (unsigned long long)cases[k].write,
-                                msr);
-            } else if (!w.ok() || !v.ok() || v.value() != cases[k].expect) {
-                bad->printf("PMC%u: wrote 0x%llx to MSR 0x%x, read 0x%llx (expected 0x%llx)%s%s", i,
-                            (unsigned long long)cases[k].write, msr, (unsigned long long)(v.ok() ? v.value() : 0),
-                            (unsigned long long)cases[k].expect, w.ok() ? "" : ": ", w.ok() ? "" : w.error().msg);
-            }
+// One counter's cases; the first mismatch goes to bad (on the measuring CPU: a fixed buffer).
+void write_counter(const PmiCtx& c, unsigned i, const WriteCase* cases, usize n, char* bad, usize cap) {
+    for (usize k = 0; k < n && !bad[0]; ++k) {
+        const u32 msr = cases[k].msr(i);
+        Status w = c.hw.wrmsr(msr, cases[k].write);
+        Result<u64> v = c.hw.rdmsr(msr);
+        if (cases[k].expect == kFault) {
+            if (w.ok())
+                format_to(bad, cap, "PMC%u: writing 0x%llx to MSR 0x%x did not #GP", i,
+                          (unsigned long long)cases[k].write, msr);
+        } else if (!w.ok() || !v.ok() || v.value() != cases[k].expect) {
+            format_to(bad, cap, "PMC%u: wrote 0x%llx to MSR 0x%x, read 0x%llx (expected 0x%llx)%s%s", i,
+                      (unsigned long long)cases[k].write, msr, (unsigned long long)(v.ok() ? v.value() : 0),
+                      (unsigned long long)cases[k].expect, w.ok() ? "" : ": ", w.ok() ? "" : w.error().msg);
         }
     }
-    return s.close();
+}
+
+// Every GP counter with its PERFEVTSELx cleared, then both put back exactly (the counter
+// through IA32_A_PMCx where it can be written, else IA32_PMCx).
+Status write_cases(const PmiCtx& c, const WriteCase* cases, usize n, char* bad, usize cap) {
+    for (unsigned i = 0; i < 32 && !bad[0]; ++i) {
+        if (!((c.info.gp_mask >> i) & 1)) continue;
+        const u32 sel = regs::perfevtsel_msr(i), ctr = regs::pmc_msr(i);
+        const u64 sel0 = PMULAB_TRY(c.hw.rdmsr(sel));
+        const u64 ctr0 = PMULAB_TRY(c.hw.rdmsr(ctr));
+        Status s = c.hw.wrmsr(sel, 0);
+        if (s.ok()) write_counter(c, i, cases, n, bad, cap);
+        Status r = c.info.full_width_writes ? c.hw.wrmsr(regs::a_pmc_msr(i), ctr0) : Status(Error());
+        if (!r.ok()) r = c.hw.wrmsr(ctr, ctr0);
+        Result<u64> back = c.hw.rdmsr(ctr);
+        if ((!back.ok() || back.value() != ctr0) && !bad[0])
+            format_to(bad, cap, "PMC%u could not be put back to 0x%llx", i, (unsigned long long)ctr0);
+        Status e = c.hw.wrmsr(sel, sel0);
+        PMULAB_TRY(s);
+        PMULAB_TRY(e);
+    }
+    return ok_status();
 }
 
 void check_writes(const PmiCtx& c, const char* what, const WriteCase* cases, usize n, const char* good) {
     char name[160];
     format_to(name, sizeof name, "%s: %s", kPmiWidth, what);
-    StrBuf bad;
+    char bad[200] = {};
     Status st = ok_status();
-    Status s = run_on_measuring(c.hw, &c.mp, c.cpu, [&] { st = write_cases(c, cases, n, &bad); });
+    Status s = run_on_measuring(c.hw, &c.mp, c.cpu, [&] { st = write_cases(c, cases, n, bad, sizeof bad); });
     if (s.ok()) s = st;
     if (!s.ok()) return report_error(c, name, s.error());
-    c.ck.reportf(bad.size() ? Verdict::fail : Verdict::pass, name, c.cpu, "width %u (CPUID.0AH:EAX[23:16]): %s",
-                 c.info.gp_width, bad.size() ? bad.c_str() : good);
+    c.ck.reportf(bad[0] ? Verdict::fail : Verdict::pass, name, c.cpu, "width %u (CPUID.0AH:EAX[23:16]): %s",
+                 c.info.gp_width, bad[0] ? bad : good);
 }
 
 void check_write_width(const PmiCtx& c) {

@@ -87,6 +87,8 @@ template <typename F> Status run_on_measuring(Hw& hw, MeasurePlatform* mp, u32 c
 extern const char kPmiOvf[], kPmiFreeze[], kPmiWidth[];
 void check_pmi(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info);
 void skip_pmi_checks(Checks& ck, i64 cpu, const char* why);
+// The counter-write half of the width checks (selftest_writes.cpp; Intel).
+void check_pmc_writes(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info);
 
 // The PMU checks (selftest_pmu.cpp) on `cpus`.
 void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);

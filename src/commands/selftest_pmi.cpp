@@ -34,10 +34,8 @@ using regs::PerfGlobalStatus;
 // stop writes. An armed counter's period is 3/4 of them: one overflow, well inside the
 // body, and the rest (a quarter plus the harness) too short for a second one.
 constexpr u64 kCopies = 500;
-constexpr u64 kWrapBelow = 16;                     // the wrap runs' presets: 2^width - 16
-constexpr u32 kNmiWaitReads = 1000;                // TSC reads waiting for a PMI still in flight after the code
-constexpr u64 kWriteWide = 0xffffff0123456789ull;  // kvm-unit-tests' pattern: bits beyond any width
-constexpr u64 kWriteSigned = 0x89abcdefull;        // bit 31 set: a legacy write sign-extends it
+constexpr u64 kWrapBelow = 16;       // the wrap runs' presets: 2^width - 16
+constexpr u32 kNmiWaitReads = 1000;  // TSC reads waiting for a PMI still in flight after the code
 
 u64 body_instructions() { return kCopies * kernel_info(KernelId::add_indep).instructions; }
 
@@ -444,98 +442,12 @@ void check_freeze(const PmiCtx& c) {
 
 // ---------------------------------------------------------------- 3. width
 
-// IA32_PMCx / IA32_A_PMCx write semantics (kvm-unit-tests check_gp_counters_write_width),
-// on every GP counter with its PERFEVTSELx cleared, all of it restored by the session.
-struct WriteCase {
-    u32 (*msr)(unsigned);
-    u64 write;
-    u64 expect;  // what reads back; kFault: the write must #GP
-};
-constexpr u64 kFault = ~u64(0);
-
-// One counter's cases; the first mismatch goes to bad (on the measuring CPU: a fixed buffer).
-void write_counter(const PmiCtx& c, unsigned i, const WriteCase* cases, usize n, char* bad, usize cap) {
-    for (usize k = 0; k < n && !bad[0]; ++k) {
-        const u32 msr = cases[k].msr(i);
-        Status w = c.hw.wrmsr(msr, cases[k].write);
-        Result<u64> v = c.hw.rdmsr(msr);
-        if (cases[k].expect == kFault) {
-            if (w.ok())
-                format_to(bad, cap, "PMC%u: writing 0x%llx to MSR 0x%x did not #GP", i,
-                          (unsigned long long)cases[k].write, msr);
-        } else if (!w.ok() || !v.ok() || v.value() != cases[k].expect) {
-            format_to(bad, cap, "PMC%u: wrote 0x%llx to MSR 0x%x, read 0x%llx (expected 0x%llx)%s%s", i,
-                      (unsigned long long)cases[k].write, msr, (unsigned long long)(v.ok() ? v.value() : 0),
-                      (unsigned long long)cases[k].expect, w.ok() ? "" : ": ", w.ok() ? "" : w.error().msg);
-        }
-    }
-}
-
-// Every GP counter with its PERFEVTSELx cleared, then both put back exactly (the counter
-// through IA32_A_PMCx where it can be written, else IA32_PMCx).
-Status write_cases(const PmiCtx& c, const WriteCase* cases, usize n, char* bad, usize cap) {
-    for (unsigned i = 0; i < 32 && !bad[0]; ++i) {
-        if (!((c.info.gp_mask >> i) & 1)) continue;
-        const u32 sel = regs::perfevtsel_msr(i), ctr = regs::pmc_msr(i);
-        const u64 sel0 = PMULAB_TRY(c.hw.rdmsr(sel));
-        const u64 ctr0 = PMULAB_TRY(c.hw.rdmsr(ctr));
-        Status s = c.hw.wrmsr(sel, 0);
-        if (s.ok()) write_counter(c, i, cases, n, bad, cap);
-        Status r = c.info.full_width_writes ? c.hw.wrmsr(regs::a_pmc_msr(i), ctr0) : Status(Error());
-        if (!r.ok()) r = c.hw.wrmsr(ctr, ctr0);
-        Result<u64> back = c.hw.rdmsr(ctr);
-        if ((!back.ok() || back.value() != ctr0) && !bad[0])
-            format_to(bad, cap, "PMC%u could not be put back to 0x%llx", i, (unsigned long long)ctr0);
-        Status e = c.hw.wrmsr(sel, sel0);
-        PMULAB_TRY(s);
-        PMULAB_TRY(e);
-    }
-    return ok_status();
-}
-
-void check_writes(const PmiCtx& c, const char* what, const WriteCase* cases, usize n, const char* good) {
-    char name[160];
-    format_to(name, sizeof name, "%s: %s", kPmiWidth, what);
-    char bad[200] = {};
-    Status st = ok_status();
-    Status s = run_on_measuring(c.hw, &c.mp, c.cpu, [&] { st = write_cases(c, cases, n, bad, sizeof bad); });
-    if (s.ok()) s = st;
-    if (!s.ok()) return report_error(c, name, s.error());
-    c.ck.reportf(bad[0] ? Verdict::fail : Verdict::pass, name, c.cpu, "width %u (CPUID.0AH:EAX[23:16]): %s",
-                 c.info.gp_width, bad[0] ? bad : good);
-}
-
-void check_write_width(const PmiCtx& c) {
-    const unsigned w = c.info.gp_width;
-    const u64 mask = regs::counter_mask(w);
-    const u64 sext = (u64(0xffffffff) << 32 | kWriteSigned) & mask;
-    const WriteCase legacy[] = {{regs::pmc_msr, kWriteWide, kWriteWide & 0xffffffffull},
-                                {regs::pmc_msr, kWriteSigned, sext}};
-    char good[200];
-    format_to(good, sizeof good, "0x%llx reads 0x%llx, 0x%llx reads 0x%llx on every PMC",
-              (unsigned long long)kWriteWide, (unsigned long long)(kWriteWide & 0xffffffffull),
-              (unsigned long long)kWriteSigned, (unsigned long long)sext);
-    check_writes(c, "IA32_PMCx legacy writes (32 bits, sign-extended)", legacy, 2, good);
-    const char* fw = "IA32_A_PMCx full-width writes";
-    if (!c.info.full_width_writes) {
-        char name[160];
-        format_to(name, sizeof name, "%s: %s", kPmiWidth, fw);
-        return c.ck.report(Verdict::skip, name, c.cpu,
-                           "no full-width writes (IA32_PERF_CAPABILITIES.FW_WRITE[13] = 0)");
-    }
-    const WriteCase full[] = {{regs::a_pmc_msr, kWriteWide & mask, kWriteWide & mask},
-                              {regs::a_pmc_msr, kWriteWide, kFault}};
-    format_to(good, sizeof good, "0x%llx reads back, 0x%llx (beyond the width) raises #GP on every PMC",
-              (unsigned long long)(kWriteWide & mask), (unsigned long long)kWriteWide);
-    check_writes(c, fw, full, 2, good);
-}
-
 // Every counter from 2^width - 16 over the code: each must read its count past 0, and
 // every instruction counter the same value.
 void judge_wrap(const PmiCtx& c, const PmiRun& r, const CounterSet& set, CounterKind kind, const char* name) {
     StrBuf d;
     bool all = true;
-    u64 instr = kFault;
+    u64 instr = ~u64(0);  // the first instruction counter's value, once seen
     usize seen = 0;
     unsigned w = 0;
     for (usize k = 0; k < r.n; ++k) {
@@ -544,7 +456,7 @@ void judge_wrap(const PmiCtx& c, const PmiRun& r, const CounterSet& set, Counter
         const u64 preset = regs::counter_mask(r.width[k]) + 1 - kWrapBelow;
         bool ok = r.end[k] < preset && r.end[k] + kWrapBelow >= (set.instr[k] ? body_instructions() : 1);
         if (set.instr[k]) {
-            if (instr == kFault) instr = r.end[k];
+            if (instr == ~u64(0)) instr = r.end[k];
             ok &= r.end[k] == instr;
         }
         if (seen > 1) d.put(", ");
@@ -603,7 +515,7 @@ void check_pmi(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& 
         if (info.fixed_mask & 1) check_overflow(c, "FIXED_CTR0", "INST_RETIRED.ANY");
     }
     check_freeze(c);
-    if (info.kind != PmuKind::amd) check_write_width(c);
+    if (info.kind != PmuKind::amd) check_pmc_writes(ck, hw, mp, cpu, info);
     check_count_wrap(c);
 }
 

@@ -1,5 +1,6 @@
 // `pmulab selftest`: the interrupt checks, as a vPMU tester runs them (kvm-unit-tests
-// x86/pmu.c check_counter_overflow and check_gp_counters_write_width; freeze on PMI).
+// x86/pmu.c check_counter_overflow; freeze on PMI; counters counting past their width;
+// the counter-write half, check_gp_counters_write_width, is selftest_writes.cpp).
 //
 // Each check runs generated code (emit_region: add_indep copies between the group's
 // start and stop writes, the measurement engine's region) on the measuring CPU, with the

@@ -81,6 +81,15 @@ template <typename F> Status run_on_measuring(Hw& hw, MeasurePlatform* mp, u32 c
     return mp->run_on_cpu(hw, cpu, c.fn, c.ctx);
 }
 
+// The interrupt checks (selftest_pmi.cpp) on one CPU with a PMU (`info`: its PMU): an
+// overflow's PMI, freeze on PMI, counter width; each SKIPs with the reason where the PMU
+// or the platform cannot. skip_pmi_checks reports the three SKIPs (cpu -1: no CPU).
+extern const char kPmiOvf[], kPmiFreeze[], kPmiWidth[];
+void check_pmi(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info);
+void skip_pmi_checks(Checks& ck, i64 cpu, const char* why);
+// The counter-write half of the width checks (selftest_writes.cpp; Intel).
+void check_pmc_writes(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info);
+
 // The PMU checks (selftest_pmu.cpp) on `cpus`.
 void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
 // The NMI path of the PMU's interrupt (selftest_nmi.cpp, "nmi-path") on `cpus`: listed only

@@ -558,10 +558,12 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
     }
     if (with_pmu.empty()) {
         for (const char* n : names) ck.report(Verdict::skip, n, -1, reason[0] ? reason : "no CPU selected");
+        skip_pmi_checks(ck, -1, reason[0] ? reason : "no CPU selected");
         return;
     }
     if (!mp) {
         for (const char* n : names) ck.report(Verdict::skip, n, -1, "this platform cannot execute generated code");
+        skip_pmi_checks(ck, -1, "this platform cannot execute generated code");
         return;
     }
     for (u32 k : with_pmu) {
@@ -569,9 +571,12 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus) {
         if (c.info.kind == PmuKind::amd) check_pmu_amd(c);
         else if (c.info.kind == PmuKind::netburst) check_pmu_netburst(c);
         else check_pmu_cpu(c);
+        check_pmi(ck, hw, *mp, cpus[k], probed[k].info);
     }
-    if (with_pmu.size() != cpus.size())
+    if (with_pmu.size() != cpus.size()) {
         for (const char* n : names) ck.report(Verdict::skip, n, -1, reason);
+        skip_pmi_checks(ck, -1, reason);
+    }
 }
 
 }  // namespace pmulab

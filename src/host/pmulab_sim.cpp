@@ -24,7 +24,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: pmulab-sim (--dump FILE [--format auto|cpuid-r|aida64] | --model NAME) [--cpus LIST]\n"
     "                  [--perf-capabilities VALUE] [--misc-enable VALUE] [--cache SPEC] [--seed N]\n"
-    "                  [--results DIR] [--trace-msr] [--json]\n"
+    "                  [--results DIR] [--break BEHAVIOUR] [--trace-msr] [--json]\n"
     "                  (-- PMULAB COMMAND LINE | --config CAMPAIGN)\n"
     "       pmulab-sim --list-models\n"
     "\n"
@@ -45,6 +45,8 @@ constexpr const char kUsage[] =
     "  --misc-enable VALUE       IA32_MISC_ENABLE of every Intel CPU\n"
     "  --cache SPEC              cache model: docs/sim.md (e.g. L1D:32K:8:LRU,L2:256K:4:PLRU)\n"
     "  --seed N                  seed of the RANDOM replacement policy (cache model: docs/sim.md)\n"
+    "  --break BEHAVIOUR         a broken simulated PMU, for testing selftest (repeatable):\n"
+    "                            pmi (overflows raise no PMI), freeze (freeze on PMI freezes nothing)\n"
     "  --trace-msr, --json       passed to pmulab (every RDMSR/WRMSR/RDPMC; JSON Lines)\n"
     "  --config CAMPAIGN         run a campaign file (checked first, as pmulab does)\n"
     "  --results DIR             write results files NNNN-<command>.jsonl/.csv into DIR, as pmulab\n"
@@ -78,12 +80,30 @@ void print_problem(void*, const char* msg) {
     std::fprintf(stderr, "pmulab-sim: error: %s\n", msg);
 }
 
+// --break BEHAVIOUR: a broken PMU on every simulated CPU, so that selftest's checks can
+// be shown to tell it from a working one (docs/sim.md "Broken PMUs").
+struct BreakOption {
+    const char* name;
+    void (*apply)(sim::SimCpu& cpu);
+};
+const BreakOption kBreakOptions[] = {
+    {"pmi", [](sim::SimCpu& c) { c.break_pmi(true); }},        // overflows raise no PMI
+    {"freeze", [](sim::SimCpu& c) { c.break_freeze(true); }},  // DEBUGCTL freeze freezes nothing
+};
+
+const BreakOption* find_break(const char* name) {
+    for (const BreakOption& b : kBreakOptions)
+        if (std::strcmp(b.name, name) == 0) return &b;
+    return nullptr;
+}
+
 // pmulab-sim's own options and the pmulab command line after them.
 struct SimArgs {
     SimMachineOptions o;
     bool json = false, trace = false;
     const char* config = nullptr;
     const char* results = nullptr;  // --results DIR
+    std::vector<const BreakOption*> breaks;
     std::vector<std::string> cmd;
 };
 
@@ -94,7 +114,15 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
     else if (a == "--model") o.model = v;
     else if (a == "--cpus") o.cpus = v;
     else if (a == "--config") args->config = v;
-    else if (a == "--results") {
+    else if (a == "--break") {
+        const BreakOption* b = find_break(v);
+        if (!b) {
+            std::string names;
+            for (const BreakOption& k : kBreakOptions) names += (names.empty() ? "" : ", ") + std::string(k.name);
+            return usage_error(std::string("--break: unknown behaviour '") + v + "' (expected " + names + ")");
+        }
+        args->breaks.push_back(b);
+    } else if (a == "--results") {
         if (!*v) return usage_error("--results needs a folder");
         args->results = v;
     } else if (a == "--cache") {
@@ -120,7 +148,7 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
 
 bool takes_value(const std::string& a) {
     for (const char* o : {"--dump", "--model", "--cpus", "--format", "--config", "--perf-capabilities", "--misc-enable",
-                          "--cache", "--seed", "--results"})
+                          "--cache", "--seed", "--results", "--break"})
         if (a == o) return true;
     return false;
 }
@@ -253,6 +281,10 @@ int main(int argc, char** argv) {
     if (!bs.ok()) {
         std::fprintf(stderr, "pmulab-sim: error: %s\n", bs.error().msg);
         return 2;
+    }
+    for (const BreakOption* b : args.breaks) {
+        for (u32 i = 0; i < machine->size(); ++i) b->apply(machine->cpu(i));
+        what += std::string(", PMU broken: ") + b->name;
     }
     what += " (" + std::to_string(machine->size()) + (machine->size() == 1 ? " CPU)" : " CPUs)");
     SimHostPlatform p(*machine, what);

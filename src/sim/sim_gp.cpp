@@ -75,10 +75,11 @@ void GpPmu::ref_clock(u64 tsc, u64 crystal) {
         if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, 0x3C, 0x01)) add_gp(i, gp_increment(gp_[i], 1, crystal));
 }
 
+// INT alone arms it, EN or not: where EN is the only enable (Intel v1, AMD without
+// PerfMonV2) the measured region's own start write sets it, after the executor chose how to
+// retire the region.
 bool GpPmu::gp_pmi_armed() const {
     for (u32 i = 0; i < 32; ++i)
-        // INT alone: a counter that counting starts inside the region (v1 and AMD without
-        // PerfMonV2 set EN with a WRMSR there) must already run instruction by instruction.
         if (layout_.gp(i) && (gp_[i].ctl & evtsel::INT)) return true;
     return false;
 }

@@ -391,7 +391,25 @@ TEST(SelftestPmu, EveryPmuCheckPassesOnV4) {
         "0]: 8.00 per iteration of add_indep (expected 8)",
         "PASS: each counter counts individually (instructions retired on every GP counter): FIXED_CTR2 [CPU 0]: "
         "CPU_CLK_UNHALTED.REF_TSC: 8.00 per iteration of add_indep (must be > 0)",
-        "SUMMARY: 24 tests, 0 failures, 0 skipped",
+        // The interrupt checks (selftest_pmi.cpp): the PMI through the simulated LVT entry,
+        // the v4 freeze, the writes and the wraps.
+        "PASS: an overflow sets its GLOBAL_STATUS bit and delivers exactly one PMI: PMC0 [CPU 0]: period 3000 of "
+        "4000 instructions: 1 PMI; GLOBAL_STATUS bit 0 set at it, clear after the handler; counter 0 at it; RIP in "
+        "the body at copy 373 + 20; LVT 0x10400 at it (masked by the delivery), re-armed 0x400; LVT restored 0x10000 "
+        "(was 0x10000)",
+        "PASS: an overflow sets its GLOBAL_STATUS bit and delivers exactly one PMI: FIXED_CTR0 [CPU 0]: period 3000 "
+        "of 4000 instructions: 1 PMI; GLOBAL_STATUS bit 32 set at it, clear after the handler; counter 0 at it; RIP "
+        "in the body at copy 373 + 20; LVT 0x10400 at it (masked by the delivery), re-armed 0x400; LVT restored "
+        "0x10000 (was 0x10000)",
+        "PASS: freeze-on-PMI stops every counter [CPU 0]: 1 PMI; GLOBAL_STATUS.CTR_FRZ set at the PMI; no counter "
+        "moved after it: PMC0 3000, PMC1 3000, PMC2 3000, PMC3 3000, FIXED_CTR0 0, FIXED_CTR1 3000, FIXED_CTR2 3000; "
+        "DEBUGCTL restored 0x0, LVT 0x10000",
+        "PASS: counters wrap at their enumerated width: IA32_A_PMCx full-width writes [CPU 0]: width 48 "
+        "(CPUID.0AH:EAX[23:16]): 0xff0123456789 reads back, 0xffffff0123456789 (beyond the width) raises #GP on "
+        "every PMC",
+        "PASS: counters wrap at their enumerated width: GP counters count past 2^width - 1 to 0 [CPU 0]: from "
+        "2^48-16 over 4000 instructions: PMC0 4053, PMC1 4053, PMC2 4053, PMC3 4053",
+        "SUMMARY: 31 tests, 0 failures, 0 skipped",
     };
     for (const char* l : expect) EXPECT_TRUE(has_line(c.out, l)) << l << "\n---\n" << c.out;
     expect_restored(m, before);
@@ -413,7 +431,17 @@ TEST(SelftestPmu, V1SkipsWhatItLacks) {
         "8.00 per iteration, wrapping run 8011 vs 8011..8011; version 1 has no GLOBAL_STATUS: checked by the counts",
         "SKIP: IA32_PERF_GLOBAL_CTRL gates every counter [CPU 0] (architectural PMU version 1 has no "
         "IA32_PERF_GLOBAL_CTRL)",
-        "SUMMARY: 19 tests, 0 failures, 3 skipped",
+        "SKIP: counters wrap at their enumerated width: fixed counters count past 2^width - 1 to 0 [CPU 0] (no fixed "
+        "counters (CPUID.0AH:EDX[4:0] = 0))",
+        // No GLOBAL_STATUS: the PMI's overflow is judged by the counter's sign; no freeze on v1.
+        "PASS: an overflow sets its GLOBAL_STATUS bit and delivers exactly one PMI: PMC0 [CPU 0]: period 3000 of "
+        "4000 instructions: 1 PMI; counter wrapped past 0 at it (no global status: its sign); counter 0 at it; RIP "
+        "in the body at copy 373 + 20; LVT 0x10400 at it (masked by the delivery), re-armed 0x400; LVT restored "
+        "0x10000 (was 0x10000)",
+        "SKIP: freeze-on-PMI stops every counter [CPU 0] (freezing the counters on a PMI needs architectural "
+        "performance monitoring version 2 or later (IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI with IA32_PERF_GLOBAL_CTRL; "
+        "this CPU has version 1))",
+        "SUMMARY: 25 tests, 0 failures, 6 skipped",
     };
     for (const char* l : expect) EXPECT_TRUE(has_line(c.out, l)) << l << "\n---\n" << c.out;
 }
@@ -434,7 +462,7 @@ TEST(SelftestPmu, NoPmuSkipsEveryPmuCheckOnce) {
                   "enumerated (CPUID 8000_0001H:ECX[23] = 0, no PerfMonV2) and CPUID.0AH:EAX[7:0] = 0 (a hypervisor "
                   "without PMU passthrough)");
     }
-    EXPECT_EQ(skips, 6u);
+    EXPECT_EQ(skips, 9u);  // 6 PMU checks, 3 interrupt checks
     for (u32 i = 0; i < m.size(); ++i) EXPECT_TRUE(m.cpu(i).writes().empty());
 }
 
@@ -451,6 +479,17 @@ TEST(SelftestPmu, ABrokenCounterFailsAndIsRestored) {
                          "(C0.00.CTR=2) [CPU 0]: add_indep on CPU 0 (run 0): programming 'PMC2' on PMC2: WRMSR 0x4c3 "
                          "<- 0x0 raised #GP (general protection): the CPU rejects this MSR or value"))
         << c.out;
-    EXPECT_TRUE(has_line(c.out, "SUMMARY: 24 tests, 1 failures, 0 skipped")) << c.out;
+    // The interrupt checks that use PMC2 FAIL too: the freeze check programs every counter.
+    EXPECT_TRUE(has_line(c.out,
+                         "FAIL: freeze-on-PMI stops every counter [CPU 0]: programming 'PMC2' on PMC2: WRMSR 0x4c3 <- "
+                         "0x0 raised #GP (general protection): the CPU rejects this MSR or value"))
+        << c.out;
+    EXPECT_TRUE(has_line(c.out,
+                         "FAIL: counters wrap at their enumerated width: IA32_A_PMCx full-width writes [CPU 0]: width "
+                         "48 (CPUID.0AH:EAX[23:16]): PMC2: wrote 0xff0123456789 to MSR 0x4c3, read 0x0 (expected "
+                         "0xff0123456789): WRMSR 0x4c3 <- 0xff0123456789 raised #GP (general protection): the CPU "
+                         "rejects this MSR or value"))
+        << c.out;
+    EXPECT_TRUE(has_line(c.out, "SUMMARY: 31 tests, 5 failures, 0 skipped")) << c.out;
     expect_restored(m, before);
 }

@@ -93,6 +93,19 @@ TEST(SimPmi, BrokenPmuRaisesNothingAndFreezesNothing) {
     EXPECT_FALSE(c.take_nmi());
 }
 
+// Where PERFEVTSELx.EN is the only enable (v1; AMD without PerfMonV2) the region's own
+// start write sets it: INT alone must make the executor retire instruction by instruction.
+TEST(SimPmi, IntWithoutEnAlreadyNeedsEachInstruction) {
+    for (bool amd : {false, true}) {
+        SCOPED_TRACE(amd ? "zen3" : "intel_v1");
+        SimMachine m = amd ? amd_zen3(1) : intel_v1(1);
+        SimCpu& c = m.cpu(0);
+        const u32 ctl = amd ? reg::AMD_EXT_CTL0 : reg::PERFEVTSEL0;
+        ASSERT_EQ(wr(c, ctl, evtsel::make(0xC0, 0, evtsel::OS | evtsel::INT)), 0);
+        EXPECT_TRUE(c.needs_each_instruction());
+    }
+}
+
 namespace {
 
 struct Rips final : pmulab::PmiSink {

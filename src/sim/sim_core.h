@@ -96,6 +96,7 @@
 #include <vector>
 
 #include "census/census.h"
+#include "sim/sim_lbr.h"
 #include "sim/sim_pmu.h"
 #include "sim/sim_regs.h"
 #include "x86/cpuid.h"
@@ -260,9 +261,13 @@ public:
     bool lbr_recording() const;
     // Core cycles since reset (unhalted, counted or not): LBR cycle counts.
     u64 core_cycles() const { return core_cycles_; }
-    // A broken PMU for selftest's own tests: overflows raise no PMI; freeze freezes nothing.
+    // A broken PMU for selftest's own tests: overflows raise no PMI; freeze freezes nothing;
+    // the LBR stack records nothing.
     void break_pmi(bool on) { model_->break_pmi(on); }
     void break_freeze(bool on) { model_->break_freeze(on); }
+    void break_lbr(bool on) { lbr_.set_broken(on); }
+    // The LBR facility this CPU has (sim_lbr.h).
+    const LbrLayout& lbr() const { return lbr_.layout(); }
     // How this CPU's simulation produces the event (event select, unit mask) on a GP
     // counter (docs/sim.md "Events"): retire()'s events in its family's encodings, and,
     // modelled, those a TopDown budget or set_each_cycle adds. NetBurst's ESCR events are
@@ -361,6 +366,7 @@ private:
         mperf,
         aperf_ro,
         mperf_ro,
+        lbr,  // the LBR stack's MSRs (sim_lbr.h)
         extra,
     };
     struct Extra {
@@ -389,6 +395,7 @@ private:
     u32 index_;
     CpuSpec spec_;
     std::unique_ptr<PmuModel> model_;
+    LbrStack lbr_;
     std::shared_ptr<Shared> shared_;
     std::string unreachable_status_;
     u8 cpl_ = 0;

@@ -85,9 +85,12 @@ void SimCpu::count_cycles(u64 cycles, const std::vector<Occurrence>& each) {
     }
 }
 
-// The LBR stack (none yet: sim_lbr.h will own it).
-void SimCpu::taken_branch(u64 from, u64 to, u8 kind) { (void)from, (void)to, (void)kind; }
-bool SimCpu::lbr_recording() const { return false; }
+// The LBR stack (sim_lbr.h): frozen by LBR_FRZ (v4, AMD) or stopped by DEBUGCTL.LBR cleared
+// on a PMI (v2/v3, settle_pmi); cycle counts from the core cycles of the cost model.
+void SimCpu::taken_branch(u64 from, u64 to, u8 kind) {
+    if (lbr_recording()) lbr_.record(from, to, BranchKind(kind), cpl_, core_cycles_);
+}
+bool SimCpu::lbr_recording() const { return lbr_.recording(debugctl_, model_->lbrs_frozen()); }
 
 void SimCpu::settle_pmi() {
     if (!model_->take_pmi()) return;

@@ -8,6 +8,7 @@
 #include "measure/measure.h"
 #include "measure/metrics.h"
 #include "measure/pmu_plan.h"
+#include "pmu/lbr.h"
 
 namespace pmulab {
 
@@ -48,7 +49,29 @@ struct RunOptions {
     // The TSC frequency (Platform::tsc_frequency) for the noise record's effective
     // frequency; 0 when unknown.
     u64 tsc_hz = 0;
+    bool lbr = false;  // --lbr (run_lbr.cpp)
 };
+
+// ---- --lbr (run_lbr.cpp) ----
+// The LBR of every measured CPU (prepared on the BSP) and what the hooks on the measuring
+// CPU keep: the controls saved in setup, the stack of the last run.
+struct LbrRun {
+    Vec<u32> cpus;
+    Vec<LbrInfo> infos;  // of cpus
+    GroupHooks inner;    // the group's own hooks, chained
+    const CounterRead* first_read = nullptr;
+    const LbrInfo* here = nullptr;  // the measuring CPU's
+    LbrSaved saved;
+    bool saved_ok = false, have = false;
+    LbrStackRead last;
+    usize index_of(u32 cpu) const;
+};
+// Decodes the LBR of every CPU: Errc::unsupported with the reason where one has none.
+Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run);
+// Chains the LBR hooks around the group's (the first group of a run: one record per job).
+void attach_run_lbr(LbrRun* run, ReadGroup* g);
+// After the first result of a job: its {"type":"lbr"} record and the text timings.
+void emit_run_lbr(Out& out, const LbrRun& run, const MeasureResult& r);
 
 // ---- derived metrics (run_metrics.cpp) ----
 // --metrics LIST (the option's value checked and kept).

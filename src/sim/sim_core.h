@@ -256,7 +256,8 @@ public:
     // LBR stack records branches.
     bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording(); }
     // A taken branch retired (the executor, before the batch with the branch is retired):
-    // the LBR stack records it (sim_lbr.h, when enabled and not frozen).
+    // the LBR stack records it (sim_lbr.h, when enabled and not frozen) when that batch
+    // retires, with the core cycles from the last recorded branch's retirement to its own.
     void taken_branch(u64 from, u64 to, u8 kind);
     bool lbr_recording() const;
     // Core cycles since reset (unhalted, counted or not): LBR cycle counts.
@@ -396,6 +397,11 @@ private:
     CpuSpec spec_;
     std::unique_ptr<PmuModel> model_;
     LbrStack lbr_;
+    struct PendingBranch {
+        u64 from = 0, to = 0;
+        u8 kind = 0;
+        bool valid = false;
+    } lbr_pending_;  // taken_branch: recorded when its batch retires
     std::shared_ptr<Shared> shared_;
     std::string unreachable_status_;
     u8 cpl_ = 0;

@@ -71,7 +71,7 @@ TEST(SimLbr, LegacyRecordsWithTosInfoCyclesAndWraps) {
     EXPECT_EQ(rd(c, 0x1C9), 3u);
     EXPECT_EQ(rd(c, 0x681), 0x1010u);
     EXPECT_EQ(rd(c, 0x6C1), 0x1000u);
-    EXPECT_EQ(rd(c, 0xDC2), 4u);  // 3 instructions + the branch before: CYC_CNT, MISPRED clear
+    EXPECT_EQ(rd(c, 0xDC2), 4u);  // 3 instructions + the branch itself: CYC_CNT, MISPRED clear
     EXPECT_EQ(rd(c, 0xDC3), 1u);
     EXPECT_EQ(rd(c, 0x683), 0x1020u);
     EXPECT_EQ(rd(c, 0x6C3), 0xFFFFFFFF80001000ull);
@@ -81,7 +81,10 @@ TEST(SimLbr, LegacyRecordsWithTosInfoCyclesAndWraps) {
     c.retire(Retired{.instructions = 70000});
     run_then_branch(c, 0, 0x5000, 0x6000);
     EXPECT_EQ(rd(c, 0xDC2), 0xFFFFu);  // saturates
-    ASSERT_EQ(wr(c, 0x1C9, 7), 0);     // TOS is writable (a saved stack is put back)
+    c.taken_branch(0x5010, 0x6000, u8(BranchKind::ret));
+    c.retire(Retired{.instructions = 1, .branches = 1, .loads = 1, .stall_cycles = 20});
+    EXPECT_EQ(rd(c, 0xDC3), 21u);   // the branch's own stall cycles count (RET's load)
+    ASSERT_EQ(wr(c, 0x1C9, 7), 0);  // TOS is writable (a saved stack is put back)
     EXPECT_EQ(wr(c, 0x1C9, 32), pmulab::kVectorGP);
 }
 
@@ -94,7 +97,7 @@ TEST(SimLbr, LegacyLbrSelectSuppressesTypesAndCpl) {
     EXPECT_EQ(rd(c, 0x1C9), 0u);
     run_then_branch(c, 1, 0x30, 0x40, BranchKind::jmp);
     EXPECT_EQ(rd(c, 0x1C9), 1u);
-    EXPECT_EQ(rd(c, 0xDC1), 3u);    // the cycles since the last recorded branch (none: since reset)
+    EXPECT_EQ(rd(c, 0xDC1), 4u);    // the cycles since the last recorded branch (none: since reset)
     ASSERT_EQ(wr(c, 0x1C8, 1), 0);  // CPL_EQ_0: nothing at CPL 0
     run_then_branch(c, 1, 0x50, 0x60, BranchKind::ret);
     EXPECT_EQ(rd(c, 0x1C9), 1u);
@@ -111,8 +114,8 @@ TEST(SimLbr, LegacyFormatsEncodeAsTheFormatTableSays) {
     ASSERT_EQ(wr(c, 0x1D9, 1), 0);
     run_then_branch(c, 9, 0x7000, 0x8000);
     EXPECT_EQ(rd(c, 0x681), 0x7000u);
-    EXPECT_EQ(rd(c, 0x6C1), 0x8000u | (u64(9) << 48));  // 9 cycles since reset
-    c.set_perf_capabilities(0x33c3);                    // format 3: 64-bit EIP, MISPRED in FROM[63]
+    EXPECT_EQ(rd(c, 0x6C1), 0x8000u | (u64(10) << 48));  // 10 cycles since reset, the branch's included
+    c.set_perf_capabilities(0x33c3);                     // format 3: 64-bit EIP, MISPRED in FROM[63]
     ASSERT_EQ(wr(c, 0x1D9, 1), 0);
     run_then_branch(c, 1, 0xFFFFFFFFFFFF0000ull, 0x10);
     EXPECT_EQ(rd(c, 0x681), 0x7FFFFFFFFFFF0000ull);

@@ -278,6 +278,7 @@ Status cmd_selftest(Out& out, Args& args) {
         check_every_cpu(ck, hw, *mp);
     }
     check_pmu(ck, hw, mp, cpus);
+    check_lbr(ck, hw, mp, cpus);
     ck.finish();
     return ok_status();
 }

@@ -83,5 +83,7 @@ template <typename F> Status run_on_measuring(Hw& hw, MeasurePlatform* mp, u32 c
 
 // The PMU checks (selftest_pmu.cpp) on `cpus`.
 void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
+// The LBR check (selftest_lbr.cpp) on `cpus`: SKIP where a CPU has no LBR.
+void check_lbr(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
 
 }  // namespace pmulab

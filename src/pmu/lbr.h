@@ -34,7 +34,7 @@ struct LbrInfo {
     bool mispredict = false;         // records carry the mispredict bit
     bool freeze = false;             // DEBUGCTL.FREEZE_LBRS_ON_PMI works (v2+ Intel; AMD LbrAndPmcFreeze)
     char model[40] = {};             // e.g. "Skylake (32 entries, format 5)"
-    char absent[200] = {};           // kind == none: why
+    char absent[360] = {};           // kind == none: why
 };
 // What the CPU of `probe` (its CPUID and IA32_PERF_CAPABILITIES) has. Pure.
 void lbr_decode(const CpuProbe& probe, const PmuInfo& pmu, LbrInfo* out);

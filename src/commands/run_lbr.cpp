@@ -135,8 +135,7 @@ Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run) {
         LbrInfo l;
         lbr_decode(p.probe, p.info, &l);
         if (l.kind == LbrKind::none)
-            return Error::make(Errc::unsupported, "run --lbr: CPU %u has no last-branch records pmulab can read: %s",
-                               p.cpu, l.absent);
+            return Error::make(Errc::unsupported, "run --lbr: CPU %u has no LBR: %s", p.cpu, l.absent);
         run->cpus.push(p.cpu);
         run->infos.push(l);
     }

@@ -71,9 +71,9 @@ bool legacy_from_table(const CpuIdentity& id, const PmuInfo& pmu, LbrInfo* l) {
             return true;
         }
         u8 fmt = u8(regs::PerfCapabilities(pmu.caps.perf_caps).lbr_fmt());
-        if (fmt > 7 || (fmt == 0 && m.nhm)) {
-            format_to(l->absent, sizeof l->absent, "%s reports LBR format %u, which pmulab does not know", m.name,
-                      unsigned(fmt));
+        if (fmt == 0 || fmt > 7) {  // format 0 holds 32-bit addresses: not pmulab's 64-bit code
+            format_to(l->absent, sizeof l->absent, "%s reports LBR format %u (IA32_PERF_CAPABILITIES[5:0])%s", m.name,
+                      unsigned(fmt), fmt ? ", which pmulab does not know" : ": 32-bit records, no 64-bit addresses");
             return true;
         }
         l->kind = LbrKind::legacy;
@@ -189,7 +189,7 @@ Status lbr_clear(Hw& hw, const LbrInfo& l) {
             continue;
         }
         PMULAB_TRY(hw.wrmsr(l.from + i, 0));
-        if (l.format != 0) PMULAB_TRY(hw.wrmsr(l.to + i, 0));
+        PMULAB_TRY(hw.wrmsr(l.to + i, 0));
         if (l.info) PMULAB_TRY(hw.wrmsr(l.info + i, 0));
     }
     return ok_status();
@@ -248,11 +248,7 @@ Status read_legacy(Hw& hw, const LbrInfo& l, u32 i, LbrEntry* e, bool* valid) {
     u64 from = 0;
     PMULAB_TRY(rd(hw, l.from + i, &from));
     u64 to = 0;
-    if (l.format == 0) {  // 32-bit: from 31:0, to 63:32 of one MSR
-        to = from >> 32, from &= 0xFFFFFFFF;
-    } else {
-        PMULAB_TRY(rd(hw, l.to + i, &to));
-    }
+    PMULAB_TRY(rd(hw, l.to + i, &to));
     *valid = from || to;
     regs::LbrFromFlags flags(from);
     switch (l.format) {

@@ -41,12 +41,15 @@ private:
 void check_lbr_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp, u32 cpu) {
     Vec<u32> one;
     one.push(cpu);
+    Vec<ProbedCpu> probed;
+    probe_cpus(hw, one, &probed, [&](u32 c, auto&& fn) { return run_on_measuring(hw, &mp, c, fn); });
+    if (!probed[0].status.ok()) return ck.report(Verdict::fail, kLbrJump, cpu, probed[0].status.error().msg);
+    LbrInfo info;
+    lbr_decode(probed[0].probe, probed[0].info, &info);
+    if (info.kind == LbrKind::none) return ck.reportf(Verdict::skip, kLbrJump, cpu, "CPU %u: %s", cpu, info.absent);
     LbrRun run;
     Status s = prepare_run_lbr(hw, one, &run);
-    if (!s.ok()) {
-        ck.report(s.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, kLbrJump, cpu, s.error().msg);
-        return;
-    }
+    if (!s.ok()) return ck.report(Verdict::fail, kLbrJump, cpu, s.error().msg);
     UserCode code;
     str_copy(code.name, sizeof code.name, "lbr_jump");
     static const u8 kJmpOverNop[] = {0xEB, 0x01, 0x90};  // jmp +1; nop

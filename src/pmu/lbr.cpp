@@ -127,7 +127,7 @@ void lbr_decode(const CpuProbe& probe, const PmuInfo& pmu, LbrInfo* l) {
     CpuDecoded d = decode_cpuid(s);
     const CpuIdentity& id = d.id;
     if (pmu.kind == PmuKind::none) {
-        format_to(l->absent, sizeof l->absent, "no PMU: %s", pmu.absent);
+        str_copy(l->absent, sizeof l->absent, pmu.absent);  // e.g. "no architectural performance monitoring: ..."
         return;
     }
     if (id.vendor == Vendor::intel) {

@@ -8,7 +8,7 @@ from pmulab_test import run_qemu
 
 QEMU = True
 
-WHY = ("run --lbr: CPU 0 has no LBR: no PMU: no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0 "
+WHY = ("run --lbr: CPU 0 has no LBR: no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0 "
        "(a hypervisor without PMU passthrough)")
 
 

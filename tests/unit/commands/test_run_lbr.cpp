@@ -146,8 +146,7 @@ TEST(RunLbr, NoLbrIsRefusedBeforeAnythingRuns) {
         Cmd c = run_line(p, std::string("--json run --cpu 0 --code ") + kLoopCall + " --lbr");
         EXPECT_EQ(c.status, 3) << c.out;
         EXPECT_TRUE(simm::results(c).empty()) << c.out;
-        EXPECT_NE(c.out.find("run --lbr: CPU 0 has no LBR: "), std::string::npos)
-            << c.out;
+        EXPECT_NE(c.out.find("run --lbr: CPU 0 has no LBR: "), std::string::npos) << c.out;
     }
 }
 

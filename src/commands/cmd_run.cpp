@@ -20,7 +20,9 @@ public:
         StrBuf row;
         result_table_row(o_, r, &row);
         out_.text_buf(row);
+        if (lbr_) emit_run_lbr(out_, *lbr_, r);
     }
+    void set_lbr(const LbrRun* l) { lbr_ = l; }
     void failure(const Error& e) override { out_.error(e); }
     void skipped(const Error& e) override { out_.warn("%s (skipped)", e.msg); }
     void progress(u32 done, u32 total, const BenchInstance& b, u32 cpu, u32 run) override {
@@ -53,6 +55,7 @@ private:
     Out& out_;
     const RunOptions& o_;
     MetricCollector* metrics_;
+    const LbrRun* lbr_ = nullptr;
 };
 
 }  // namespace
@@ -109,11 +112,18 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     if (!samples_only(o, plans)) result_table_header(o, &head);
     else sample_header(o, &head);
     out.text_buf(head);
+    Vec<Box<LbrRun>> lbrs;  // --lbr: one per plan (its first group's hooks are chained)
+    for (usize k = 0; k < plans.size() && o.lbr; ++k) {
+        LbrRun* l = lbrs.push(make_box<LbrRun>()).get();
+        PMULAB_TRY(prepare_run_lbr(p.hw(), plans[k]->cpus, l));
+        attach_run_lbr(l, &plans[k]->groups[0]);
+    }
     MetricCollector metrics;
     RunSink sink(out, o, &metrics);
     sink.sampling_ = &sampling;
     for (usize k = 0; k < plans.size(); ++k) {
         PmuPlan* pl = plans[k].get();
+        if (o.lbr) sink.set_lbr(lbrs[k].get());
         o.cfg.cpus.clear();
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
         // Failures were reported through the sink; the outcome also takes the engine's word.
@@ -157,11 +167,17 @@ Status cmd_run(Out& out, Args& args) {
     MeasurePlatform* mp = p.measure();
     if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
     PMULAB_TRY(expand_cpu_selection(p.hw(), o.cpu, &o.cfg.cpus));
+    LbrRun lbr;
+    if (o.lbr) {
+        PMULAB_TRY(prepare_run_lbr(p.hw(), o.cfg.cpus, &lbr));
+        attach_run_lbr(&lbr, &groups[0]);
+    }
     StrBuf head;
     result_table_fit(o, groups);
     result_table_header(o, &head);
     out.text_buf(head);
     RunSink sink(out, o);
+    if (o.lbr) sink.set_lbr(&lbr);
     out.fail(measure_run(p.hw(), *mp, o.cfg, groups, sink));
     out.simulated_mark();
     return ok_status();

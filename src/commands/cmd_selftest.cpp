@@ -285,6 +285,7 @@ Status cmd_selftest(Out& out, Args& args) {
     }
     check_pmu(ck, hw, mp, cpus);
     check_nmi_path(ck, hw, mp, cpus);
+    check_lbr(ck, hw, mp, cpus);
     ck.finish();
     return ok_status();
 }

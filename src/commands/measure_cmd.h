@@ -9,6 +9,7 @@
 #include "measure/metrics.h"
 #include "measure/pmu_plan.h"
 #include "measure/sampling.h"
+#include "pmu/lbr.h"
 
 namespace pmulab {
 
@@ -61,6 +62,7 @@ struct RunOptions {
     // first in the event list (run_sample.cpp).
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
+    bool lbr = false;  // --lbr (run_lbr.cpp)
 };
 
 // ---- sampling (run_sample.cpp, measure/sampling.h) ----
@@ -91,6 +93,27 @@ void sample_header(const RunOptions& o, StrBuf* out);
 // A result of the engine: the sampled event's read becomes its samples record and table
 // (true); any other result is the caller's (false).
 bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);
+
+// ---- --lbr (run_lbr.cpp) ----
+// The LBR of every measured CPU (prepared on the BSP) and what the hooks on the measuring
+// CPU keep: the controls saved in setup, the stack of the last run.
+struct LbrRun {
+    Vec<u32> cpus;
+    Vec<LbrInfo> infos;  // of cpus
+    GroupHooks inner;    // the group's own hooks, chained
+    const CounterRead* first_read = nullptr;
+    const LbrInfo* here = nullptr;  // the measuring CPU's
+    LbrSaved saved;
+    bool saved_ok = false, have = false;
+    LbrStackRead last;
+    usize index_of(u32 cpu) const;
+};
+// Decodes the LBR of every CPU: Errc::unsupported with the reason where one has none.
+Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run);
+// Chains the LBR hooks around the group's (the first group of a run: one record per job).
+void attach_run_lbr(LbrRun* run, ReadGroup* g);
+// After the first result of a job: its {"type":"lbr"} record and the text timings.
+void emit_run_lbr(Out& out, const LbrRun& run, const MeasureResult& r);
 
 // ---- derived metrics (run_metrics.cpp) ----
 // --metrics LIST (the option's value checked and kept).

@@ -95,5 +95,7 @@ void check_pmu(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
 // The NMI path of the PMU's interrupt (selftest_nmi.cpp, "nmi-path") on `cpus`: listed only
 // where the platform has one (MeasurePlatform::run_with_nmis).
 void check_nmi_path(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
+// The LBR check (selftest_lbr.cpp) on `cpus`: SKIP where a CPU has no LBR.
+void check_lbr(Checks& ck, Hw& hw, MeasurePlatform* mp, const Vec<u32>& cpus);
 
 }  // namespace pmulab

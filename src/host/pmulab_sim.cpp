@@ -89,6 +89,7 @@ struct BreakOption {
 const BreakOption kBreakOptions[] = {
     {"pmi", [](sim::SimCpu& c) { c.break_pmi(true); }},        // overflows raise no PMI
     {"freeze", [](sim::SimCpu& c) { c.break_freeze(true); }},  // DEBUGCTL freeze freezes nothing
+    {"lbr", [](sim::SimCpu& c) { c.break_lbr(true); }},        // the LBR stack records nothing
 };
 
 const BreakOption* find_break(const char* name) {

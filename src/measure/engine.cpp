@@ -366,6 +366,7 @@ void summarise_group(Job& j, const BenchRun& br, const GroupJob& gj) {
         }
         res.r14 = br.r14;
         res.noise = gj.noise ? j.noise.get() : nullptr;
+        res.region = &gj.code->regions[1];
         res.short_raw = j.column[0].data();
         res.long_raw = j.column[1].data();
         j.sink.result(j.cfg, res);

@@ -372,6 +372,9 @@ struct MeasureResult {
     // The job's noise provenance (SMIs, APERF/MPERF, FREEZE_WHILE_SMM, how it serialised);
     // null when the CPU could not be probed.
     const NoiseRecord* noise = nullptr;
+    // The long version's region: the one the last run of the job executed (run --lbr maps
+    // addresses into the user's code with it).
+    const Region* region = nullptr;
 };
 // The name a record gives a benchmark: the kernel's or the user's label.
 const char* bench_name(const BenchInstance& b);

@@ -96,6 +96,7 @@
 #include <vector>
 
 #include "census/census.h"
+#include "sim/sim_lbr.h"
 #include "sim/sim_pmu.h"
 #include "sim/sim_regs.h"
 #include "x86/cpuid.h"
@@ -255,14 +256,19 @@ public:
     // LBR stack records branches.
     bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording(); }
     // A taken branch retired (the executor, before the batch with the branch is retired):
-    // the LBR stack records it (sim_lbr.h, when enabled and not frozen).
+    // the LBR stack records it (sim_lbr.h, when enabled and not frozen) when that batch
+    // retires, with the core cycles from the last recorded branch's retirement to its own.
     void taken_branch(u64 from, u64 to, u8 kind);
     bool lbr_recording() const;
     // Core cycles since reset (unhalted, counted or not): LBR cycle counts.
     u64 core_cycles() const { return core_cycles_; }
-    // A broken PMU for selftest's own tests: overflows raise no PMI; freeze freezes nothing.
+    // A broken PMU for selftest's own tests: overflows raise no PMI; freeze freezes nothing;
+    // the LBR stack records nothing.
     void break_pmi(bool on) { model_->break_pmi(on); }
     void break_freeze(bool on) { model_->break_freeze(on); }
+    void break_lbr(bool on) { lbr_.set_broken(on); }
+    // The LBR facility this CPU has (sim_lbr.h).
+    const LbrLayout& lbr() const { return lbr_.layout(); }
     // How this CPU's simulation produces the event (event select, unit mask) on a GP
     // counter (docs/sim.md "Events"): retire()'s events in its family's encodings, and,
     // modelled, those a TopDown budget or set_each_cycle adds. NetBurst's ESCR events are
@@ -361,6 +367,7 @@ private:
         mperf,
         aperf_ro,
         mperf_ro,
+        lbr,  // the LBR stack's MSRs (sim_lbr.h)
         extra,
     };
     struct Extra {
@@ -389,6 +396,12 @@ private:
     u32 index_;
     CpuSpec spec_;
     std::unique_ptr<PmuModel> model_;
+    LbrStack lbr_;
+    struct PendingBranch {
+        u64 from = 0, to = 0;
+        u8 kind = 0;
+        bool valid = false;
+    } lbr_pending_;  // taken_branch: recorded when its batch retires
     std::shared_ptr<Shared> shared_;
     std::string unreachable_status_;
     u8 cpl_ = 0;

@@ -85,9 +85,12 @@ void SimCpu::count_cycles(u64 cycles, const std::vector<Occurrence>& each) {
     }
 }
 
-// The LBR stack (none yet: sim_lbr.h will own it).
-void SimCpu::taken_branch(u64 from, u64 to, u8 kind) { (void)from, (void)to, (void)kind; }
-bool SimCpu::lbr_recording() const { return false; }
+// The LBR stack (sim_lbr.h): frozen by LBR_FRZ (v4, AMD) or stopped by DEBUGCTL.LBR cleared
+// on a PMI (v2/v3, settle_pmi); cycle counts from the core cycles of the cost model.
+void SimCpu::taken_branch(u64 from, u64 to, u8 kind) {
+    if (lbr_recording()) lbr_pending_ = PendingBranch{from, to, kind, true};
+}
+bool SimCpu::lbr_recording() const { return lbr_.recording(debugctl_, model_->lbrs_frozen()); }
 
 void SimCpu::settle_pmi() {
     if (!model_->take_pmi()) return;
@@ -122,6 +125,10 @@ void SimCpu::retire(const Retired& r) {
         ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
     }
     in_retire_ = false;
+    if (lbr_pending_.valid) {  // the branch retired with this batch (the executor's last instruction)
+        lbr_.record(lbr_pending_.from, lbr_pending_.to, BranchKind(lbr_pending_.kind), cpl_, core_cycles_);
+        lbr_pending_.valid = false;
+    }
     settle_pmi();  // a PMI of the batch's last cycle (its instruction's events included)
     if (r.body) in_body_ = false;
 }

@@ -70,6 +70,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     : index_(index), spec_(spec), shared_(std::move(shared)) {
     PmuLayout layout = derive_layout(spec_.cpuid, spec_.perf_capabilities, spec_.pmu);
     model_ = make_pmu_model(index, spec_, layout);
+    lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
     // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
     // ratio of CPUID.15H (EBX/EAX, SDM Vol. 2A) once per crystal tick where an Intel part
@@ -93,7 +94,9 @@ void SimCpu::set_cpl(u8 cpl) {
 
 void SimCpu::set_perf_capabilities(u64 v) {
     spec_.perf_capabilities = v;
-    model_->set_layout(derive_layout(spec_.cpuid, v, spec_.pmu));
+    PmuLayout layout = derive_layout(spec_.cpuid, v, spec_.pmu);
+    model_->set_layout(layout);
+    lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));  // the LBR format
 }
 
 CpuidRegs SimCpu::cpuid(u32 leaf, u32 sub) const {
@@ -123,6 +126,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::MISC_ENABLE && L.vendor_intel) return Reg::misc_enable;
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
+    if (lbr_.claims(m)) return Reg::lbr;
     // APERF/MPERF: Intel CPUID.06H:ECX[0]; AMD EffFreq, with the read-only aliases.
     if ((L.efffreq || L.amd_efffreq) && m == reg::APERF) return Reg::aperf;
     if ((L.efffreq || L.amd_efffreq) && m == reg::MPERF) return Reg::mperf;
@@ -150,6 +154,11 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
         case Reg::mperf:
         case Reg::mperf_ro: return mperf_;
         case Reg::extra: return extra_.at(msr).value;
+        case Reg::lbr: {
+            u64 v = 0;
+            lbr_.rdmsr(msr, &v);
+            return v;
+        }
         case Reg::none: break;
     }
     return 0;
@@ -166,6 +175,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::misc_enable: misc_enable_ = (v & ~kMiscReadOnly) | (misc_enable_ & kMiscReadOnly); return 0;
         case Reg::aperf: aperf_ = v; return 0;
         case Reg::mperf: mperf_ = v; return 0;
+        case Reg::lbr: return lbr_.wrmsr(msr, v);
         case Reg::debugctl: {
             // SDM Vol. 3B §18.4.1 (IA32_DEBUGCTL): LBR 0, BTF 1, TR 6, BTS 7, BTINT 8,
             // BTS_OFF_OS 9, BTS_OFF_USR 10, FREEZE_LBRS_ON_PMI 11, FREEZE_PERFMON_ON_PMI 12,
@@ -203,6 +213,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::debugctl: debugctl_ = v; return true;
         case Reg::perf_caps: set_perf_capabilities(v); return true;
         case Reg::extra: extra_.at(msr).value = v; return true;
+        case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
         case Reg::bios_sign:
         case Reg::none: break;
     }

@@ -87,9 +87,11 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
     };
     if (max >= 4 && !amd_like) take_caches(4);
     if (max >= 6 && amd_like) take(6, 0);
+    bool arch_lbr = false;
     if (max >= 7) {
         CpuidRegs r7 = take(7, 0);
         if (r7.eax >= 1) ext23 = bit(take(7, 1).eax, kLeaf71EaxArchPerfmonExt);
+        arch_lbr = bit(r7.edx, 19);  // CPUID.(07H,0):EDX[19] Arch LBR: leaf 1CH is valid (SDM Vol. 2A)
     }
     if (max >= 0xA) take(0xA, 0);
     if (max >= 0xB) {
@@ -97,6 +99,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         take(0xB, 1);
     }
     if (max >= 0x1A) take(0x1A, 0);
+    if (max >= 0x1C && arch_lbr) take(0x1C, 0);  // architectural LBR (pmu/lbr.h)
     if (max >= 0x23 && ext23) {
         CpuidRegs s0 = take(0x23, 0);
         for (u32 sub = 1; sub < 6; ++sub)
@@ -133,6 +136,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0xA:
         case 0xB:
         case 0x1A:
+        case 0x1C:
         case 0x23:
         case 0x40000000:
         case 0x80000000:

@@ -169,7 +169,7 @@ def test_broken_freeze_fails_the_freeze_check_only():
 def test_break_names_are_checked():
     r = run_tool("pmulab-sim", "--model", "skylake", "--break", "lbrs", "--", "selftest")
     assert r.rc == 2, r
-    assert r.err.strip() == ("pmulab-sim: error: --break: unknown behaviour 'lbrs' (expected pmi, freeze) "
+    assert r.err.strip() == ("pmulab-sim: error: --break: unknown behaviour 'lbrs' (expected pmi, freeze, lbr) "
                              "(see pmulab-sim --help)"), r
     assert r.out == "", r
     r = run_tool("pmulab-sim", "--model", "skylake", "--cpus", "0", "--break", "pmi", "--", "info")
@@ -185,3 +185,20 @@ def test_qemu_tcg_skips_the_interrupt_checks_with_the_reason():
         # TCG has no PMU: that comes before whether the platform can take the PMI.
         assert c["detail"].startswith("CPU 0: no performance-monitoring counters: no AMD core counters"), c
         assert "CPUID.0AH:EAX[7:0] = 0" in c["detail"], c
+
+
+LBR = "lbr: an LBR records a known taken jump"
+
+
+def test_broken_lbr_fails_the_lbr_check_only():
+    # Architectural LBR (Alder Lake P core) and AMD LbrExtV2 (Zen 4): the stack stays empty.
+    for machine, what in ((["--dump", ALDER_LAKE], "architectural LBR (architectural, 32 entries)"),
+                          (["--model", "zen4"], "amd_lbr_v2 LBR (LbrExtV2, 16 entries)")):
+        r = run_tool("pmulab-sim", "--json", *machine, "--cpus", "0", "--break", "lbr", "--", "selftest", timeout=300)
+        assert r.rc == 1, (machine, r)
+        failed = [(c["name"], c["detail"]) for c in r.records("check") if c["status"] == "FAIL"]
+        assert failed == [(LBR, f"{what}: 0 records, none from the JMP (EB 01) to its target")], (machine, failed)
+        r = run_tool("pmulab-sim", "--json", *machine, "--cpus", "0", "--", "selftest", timeout=300)
+        assert r.rc == 0, (machine, r)
+        lbr = [c for c in r.records("check") if c["name"] == LBR]
+        assert [c["status"] for c in lbr] == ["PASS"], lbr

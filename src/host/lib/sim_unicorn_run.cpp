@@ -11,6 +11,12 @@ using namespace uc_exec;
 
 namespace {
 
+// SimCpu::taken_branch takes the kind as sim::BranchKind (sim_lbr.h): the same values.
+static_assert(u8(Kind::jcc) == u8(sim::BranchKind::jcc) && u8(Kind::jmp) == u8(sim::BranchKind::jmp) &&
+              u8(Kind::jmp_ind) == u8(sim::BranchKind::jmp_ind) && u8(Kind::call) == u8(sim::BranchKind::call) &&
+              u8(Kind::call_ind) == u8(sim::BranchKind::call_ind) && u8(Kind::ret) == u8(sim::BranchKind::ret) &&
+              u8(Kind::far) == u8(sim::BranchKind::far));
+
 bool canonical(u64 a) {
     i64 top = i64(a) >> 47;
     return top == 0 || top == -1;

@@ -440,24 +440,24 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
         static_cast<All*>(ctx)->read.push_back({leaf, sub});
         CpuidRegs r;
         if (leaf == 0) r.eax = 0x23;
-        if (leaf == 1) r.ecx = 1u << 31;                         // hypervisor
-        if (leaf == 7 && sub == 0) r.eax = 1, r.edx = 1u << 15;  // hybrid
-        if (leaf == 7 && sub == 1) r.eax = 1u << 8;              // leaf 23H
-        if (leaf == 0x23 && sub == 0) r.eax = 0x3E;              // sub-leaves 1-5
-        if (leaf == 4 && sub < 3) r.eax = sub + 1;               // L1D, L1I, L2; type 0 ends
+        if (leaf == 1) r.ecx = 1u << 31;                                    // hypervisor
+        if (leaf == 7 && sub == 0) r.eax = 1, r.edx = 1u << 15 | 1u << 19;  // hybrid, Arch LBR
+        if (leaf == 7 && sub == 1) r.eax = 1u << 8;                         // leaf 23H
+        if (leaf == 0x23 && sub == 0) r.eax = 0x3E;                         // sub-leaves 1-5
+        if (leaf == 4 && sub < 3) r.eax = sub + 1;                          // L1D, L1I, L2; type 0 ends
         if (leaf == 0x80000000) r.eax = 0x80000022;
         return r;
     };
     CpuidSnapshot s;
     capture_cpuid(q, &all, &s);
     for (auto& [leaf, sub] : all.read) EXPECT_TRUE(cpuid_subleaf_is_captured(leaf, sub)) << leaf << "." << sub;
-    u32 leaves[] = {0,          1,          7,          0xA,        0xB,        0x1A,       0x23,
+    u32 leaves[] = {0,          1,          7,          0xA,        0xB,        0x1A,       0x1C,      0x23,
                     0x40000000, 0x80000000, 0x80000001, 0x80000002, 0x80000003, 0x80000004, 0x80000022};
     for (u32 l : leaves) {
         EXPECT_TRUE(cpuid_leaf_is_captured(l));
         EXPECT_TRUE(s.has(l, 0)) << std::hex << l;
     }
-    EXPECT_EQ(s.count, 25u);  // 14 leaves + 7.1 + 0B.1 + 23H.1-5 + 04H.0-3
+    EXPECT_EQ(s.count, 26u);  // 15 leaves + 7.1 + 0B.1 + 23H.1-5 + 04H.0-3
     // Leaf 4 up to the first sub-leaf of cache type 0 (the simulator's cache geometry).
     for (u32 sub = 0; sub < 4; ++sub) EXPECT_TRUE(s.has(4, sub)) << sub;
     EXPECT_FALSE(s.has(4, 4));

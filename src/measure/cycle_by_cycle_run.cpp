@@ -8,8 +8,9 @@ namespace pmulab {
 
 namespace {
 
-// A cycle no run reaches: the armed counter does not overflow (the runs count freely).
-constexpr u64 kNever = (u64(1) << 40) - 1;
+// A cycle no run reaches: the armed counter (at least 40 bits wide: v2 Core 2) does not
+// overflow, the runs count freely.
+constexpr u64 kNever = (u64(1) << 38) - 1;
 
 i64 round_frac(Frac f) {
     const u64 half = f.den / 2;

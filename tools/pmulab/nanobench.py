@@ -28,6 +28,7 @@ Options of this tool (two dashes, never abbreviated):
                     file (e.g. pulled from a stick) instead of booting; a file without
                     result records, or a record without a field it needs, is an error (1)
   --dry-run         print the pmulab command line and stop
+  --cycle-by-cycle  take cycleByCycle.py's command line instead (`--cycle-by-cycle --help`)
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code that does
 not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...);
 with --sim: 2 also for a dump or --sim-* option pmulab-sim refuses, 1 when build/host/
@@ -80,11 +81,10 @@ NB_ASM_OPTIONS = ("asm", "asm_init", "asm_late_init", "asm_one_time_init")
 NB_REFUSED = {
     "msr_config": "pmulab run counts core events only; read an uncore counter with 'pmulab msr read ADDR'",
     "remove_empty_events": "every event is printed; filter the 0.00 lines yourself",
-    "cycle_by_cycle": "pmulab has no counter-overflow interrupt (PMI) yet, so no cycle-by-cycle mode; "
-                      "measure the whole snippet and vary -unroll_count",
-    "end_to_end": "cycleByCycle.py's option; pmulab has no cycle-by-cycle mode",
+    "cycle_by_cycle": "cycle by cycle is cycleByCycle.py's command line: pmulab-nanobench --cycle-by-cycle",
+    "end_to_end": "cycleByCycle.py's option: pmulab-nanobench --cycle-by-cycle ... -end_to_end",
     "html": "cycleByCycle.py's option; plot pmulab's JSONL with tools/pmulab-plot",
-    "csv": "cycleByCycle.py's option; --parse a pmulab JSONL file, or use the JSONL itself",
+    "csv": "cycleByCycle.py's option: pmulab-nanobench --cycle-by-cycle ... -csv FILE",
 }
 NB_REFUSED_DOC = 'docs/nanobench.md "Options pmulab does not take"'
 
@@ -476,6 +476,9 @@ def sim_problem(own: Options) -> str | None:
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--cycle-by-cycle" in argv:
+        from . import nanobench_cbc
+        return nanobench_cbc.main([a for a in argv if a != "--cycle-by-cycle"])
     try:
         nb, own = parse_args(argv)
         if own.get("--help"):

@@ -99,11 +99,11 @@ bool run_at(Cbc& x, u32 run, u64 cycle, Probe* out) {
 
 // The first cycle whose instructions count (read 0 of the code version) reaches n, in
 // [lo, hi] (bisection: the counts never decrease with c); hi when none does.
-bool first_reaching(Cbc& x, i64 n, u64 lo, u64 hi, u64* at) {
+bool first_reaching(Cbc& x, u32 run, i64 n, u64 lo, u64 hi, u64* at) {
     while (lo < hi) {
         u64 mid = lo + (hi - lo) / 2;
         Probe p;
-        if (!run_at(x, 0, mid, &p)) return false;
+        if (!run_at(x, run, mid, &p)) return false;
         if (p.code[x.plan.inst_read] >= n) hi = mid;
         else lo = mid + 1;
     }
@@ -123,11 +123,15 @@ i64 tail_instructions(Cbc& x) {
     return 1 + (m == SerializeMode::cpuid ? 2 : 1) + 1;
 }
 
-// The window [first, last] (cycles since counting's start): nanoBench's empty benchmark
-// says where the code starts; the freeze is checked on the way.
-bool find_window(Cbc& x, bool end_to_end, CbcResult* out) {
+// The window of run `run` (each run has its own: its reads before the code), [first,
+// last] in cycles since counting's start: nanoBench's empty benchmark says where the code
+// starts; the freeze is checked on the way.
+struct Window {
+    u64 first = 0, last = 0, instructions = 0;
+};
+bool find_window(Cbc& x, u32 run, bool end_to_end, Window* out) {
     Probe live, zero;
-    if (!run_at(x, 0, kNever, &live) || !run_at(x, 0, 0, &zero)) return false;
+    if (!run_at(x, run, kNever, &live) || !run_at(x, run, 0, &zero)) return false;
     const u32 ir = x.plan.inst_read;
     const i64 empty = live.empty[ir], code = live.code[ir];
     if (code - empty <= 0) {
@@ -156,38 +160,33 @@ bool find_window(Cbc& x, bool end_to_end, CbcResult* out) {
     }
     u64 hi = 64;
     for (Probe p; hi < kNever; hi *= 2) {  // a cycle by which everything retired
-        if (!run_at(x, 0, hi, &p)) return false;
+        if (!run_at(x, run, hi, &p)) return false;
         if (p.code[ir] >= code) break;
     }
     u64 start = 0, end = 0;
-    if (!end_to_end && !first_reaching(x, before, 0, hi, &start)) return false;
-    if (!first_reaching(x, end_to_end ? code : through, start, hi, &end)) return false;
+    if (!end_to_end && !first_reaching(x, run, before, 0, hi, &start)) return false;
+    if (!first_reaching(x, run, end_to_end ? code : through, start, hi, &end)) return false;
     out->first = end_to_end ? 0 : start + 1;
     out->last = end;
-    out->code_instructions = u64(end_to_end ? code : through - before);
+    out->instructions = u64(end_to_end ? code : through - before);
     return true;
 }
 
-// Every cycle of the window, run by run: the increments of each run's events.
-void sweep(Cbc& x, CbcResult* out) {
+// Every cycle of run `run`'s window (as long as run 0's): the increments of its events.
+void sweep(Cbc& x, u32 run, u64 first, CbcResult* out) {
     const usize n = out->events, cycles = usize(out->last - out->first + 1);
-    out->inc.resize(cycles * n);
-    out->valid.resize(cycles);
-    for (usize i = 0; i < cycles; ++i) out->valid[i] = 1;
-    for (u32 run = 0; run < x.plan.runs.size(); ++run) {
-        Probe prev, cur;
-        bool prev_ok = out->first == 0 || run_at(x, run, out->first - 1, &prev);  // before cycle 0: nothing
-        for (usize i = 0; i < cycles; ++i) {
-            bool ok = run_at(x, run, out->first + i, &cur);
-            for (usize e = 0; e < n; ++e) {
-                if (x.plan.run_of[e] != run) continue;
-                const u32 r = x.plan.read_of[e];
-                out->inc[i * n + e] = cur.code[r] - prev.code[r];
-            }
-            if (!ok || !prev_ok) out->valid[i] = 0;
-            prev = cur;
-            prev_ok = ok;
+    Probe prev, cur;
+    bool prev_ok = first == 0 || run_at(x, run, first - 1, &prev);  // before cycle 0: nothing
+    for (usize i = 0; i < cycles; ++i) {
+        bool ok = run_at(x, run, first + i, &cur);
+        for (usize e = 0; e < n; ++e) {
+            if (x.plan.run_of[e] != run) continue;
+            const u32 r = x.plan.read_of[e];
+            out->inc[i * n + e] = cur.code[r] - prev.code[r];
         }
+        if (!ok || !prev_ok) out->valid[i] = 0;
+        prev = cur;
+        prev_ok = ok;
     }
 }
 
@@ -200,8 +199,21 @@ Errc cbc_measure(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Cb
     out->bench = &bench;
     out->events = plan.run_of.size();
     out->inc.clear(), out->valid.clear();
-    if (!find_window(x, opts.end_to_end, out)) return x.worst == Errc::ok ? Errc::internal : x.worst;
-    sweep(x, out);
+    for (u32 run = 0; run < plan.runs.size(); ++run) {
+        Window w;
+        if (!find_window(x, run, opts.end_to_end, &w)) {  // reported: no record
+            out->valid.clear();
+            return x.worst == Errc::ok ? Errc::internal : x.worst;
+        }
+        if (run == 0) {
+            out->first = w.first, out->last = w.last, out->code_instructions = w.instructions;
+            const usize cycles = usize(w.last - w.first + 1);
+            out->inc.resize(cycles * out->events);
+            out->valid.resize(cycles);
+            for (usize i = 0; i < cycles; ++i) out->valid[i] = 1;
+        }
+        sweep(x, run, w.first, out);
+    }
     return x.worst;
 }
 

@@ -229,3 +229,18 @@ TEST(CycleByCycle, QuirksLeaveOutTheCountersThatDoNotFreezeTogether) {
         EXPECT_EQ(plan.runs.size(), 2u) << "3 usable PMCs: 4 events in 2 runs";
     }
 }
+
+// Runs with different numbers of reads have different harnesses before the code: each
+// run's window is its own, so every run sees the code in the same cycles.
+TEST(CycleByCycle, EveryRunHasItsOwnWindow) {
+    sim::SimMachine m = sim::intel_skylake(1);
+    Case c;
+    c.events = "instructions,C4.00,D1.01,D1.08,C0.00,C5.00";  // 3 usable PMCs: 2 runs
+    c.body = times(kAdd, 4);
+    Outcome o = measure(m, 0, c);
+    ASSERT_EQ(o.rc, Errc::ok) << (o.errors.empty() ? "" : o.errors[0]);
+    EXPECT_EQ(o.column(0), std::vector<i64>(4, 1));
+    EXPECT_EQ(o.column(1), std::vector<i64>(4, 0));
+    EXPECT_EQ(o.column(4), std::vector<i64>(4, 1)) << "C0.00 in the second run";
+    EXPECT_EQ(o.column(5), std::vector<i64>(4, 0)) << "no branch of the harness in the window";
+}

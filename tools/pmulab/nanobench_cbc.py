@@ -22,7 +22,6 @@ import sys
 from typing import Any, Dict, Sequence
 
 from . import asm as pmulab_asm
-from . import client as pmulab_client
 from . import nanobench as nbm
 
 Options = Dict[str, Any]
@@ -58,38 +57,7 @@ def match(word: str) -> tuple[str, str | None]:
 
 def parse_args(argv: Sequence[str]) -> tuple[Options, Options]:
     """(cycleByCycle.py options, this tool's own options). Usage on bad input."""
-    cbc: Options = {}
-    own: Options = {}
-    i = 0
-    while i < len(argv):
-        w = argv[i]
-        i += 1
-        key, eq, val = w.partition("=")
-        if key in nbm.OWN_OPTIONS:
-            if nbm.OWN_OPTIONS[key] and not eq:
-                if i >= len(argv):
-                    raise nbm.Usage(f"{key} needs a value")
-                val = argv[i]
-                i += 1
-            own[key] = val if nbm.OWN_OPTIONS[key] else True
-            continue
-        if w in ("-h", "--help", "-help"):
-            own["--help"] = True
-            continue
-        if not w.startswith("-") or w in ("-", "--"):
-            raise nbm.Usage(f"unexpected argument '{w}' (cycleByCycle.py options start with '-')")
-        name, inline = match(w)
-        kind = CBC_OPTIONS[name]
-        if kind == "flag" or (kind == "optional" and (i >= len(argv) or argv[i].startswith("-")) and inline is None):
-            cbc[name] = True if kind == "flag" else ""
-            continue
-        if inline is None:
-            if i >= len(argv):
-                raise nbm.Usage(f"-{name} needs a value")
-            inline = argv[i]
-            i += 1
-        cbc[name] = nbm.parse_int(name, inline) if kind == "int" else inline
-    return cbc, own
+    return nbm.parse_args(argv, CBC_OPTIONS, match)
 
 
 def pmulab_command(cbc: Options, own: Options) -> tuple[list[str], str | None]:
@@ -134,15 +102,6 @@ def csv_lines(records: list[Record], remove_empty: bool) -> list[str]:
     return lines
 
 
-def run(words: list[str], config: str | None, own: Options, verbose: bool) -> tuple[int, list[Record], list[str]]:
-    if own.get("--sim") is not None or own.get("--sim-model") is not None:
-        status, recs = nbm.simulated(words, config, dict(own, verbose=verbose))
-        return status, recs, []
-    status, out = nbm.boot(words, config, own, verbose)
-    recs, other = nbm.split_output(out)
-    return status, recs, other
-
-
 def main(argv: Sequence[str]) -> int:
     try:
         cbc, own = parse_args(argv)
@@ -158,19 +117,14 @@ def main(argv: Sequence[str]) -> int:
         return 2
     line = " ".join(pmulab_asm.quote(w) for w in words)
     verbose = bool(cbc.get("verbose"))
-    if own.get("--dry-run"):
-        print(line)
-        return 0
-    if verbose:
-        print(f"{nbm.PROG}: pmulab {line}", file=sys.stderr)
-    try:
-        status, recs, other = run(words, config, own, verbose)
-    except pmulab_client.SimError as e:
-        print(f"{nbm.PROG}: error: {e}", file=sys.stderr)
-        return e.status
-    except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-        print(f"{nbm.PROG}: error: lost the simulator: {e}", file=sys.stderr)
-        return 1
+    dry = bool(own.get("--dry-run"))
+    if dry or verbose:  # the command line alone (--dry-run), or before the output (-verbose)
+        print(line if dry else f"{nbm.PROG}: pmulab {line}", file=sys.stdout if dry else sys.stderr)
+        if dry:
+            return 0
+    if isinstance(got := nbm.measure(words, config, own, verbose), int):
+        return got
+    status, recs, other = got
     for l in other:
         print(l, file=sys.stderr)
     for l in nbm.diagnostics(recs):

@@ -52,7 +52,25 @@ PmuInfo detect_on(sim::SimMachine& m, u32 cpu, CpuIdentity* id) {
     return info;
 }
 
-Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c) {
+// A hypervisor that drops DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) from the guest's writes.
+class NoFreezeBitHw final : public Hw {
+public:
+    explicit NoFreezeBitHw(Hw& in) : in_(in) {}
+    CpuidRegs cpuid(u32 leaf, u32 subleaf) override { return in_.cpuid(leaf, subleaf); }
+    Result<u64> rdmsr(u32 msr) override { return in_.rdmsr(msr); }
+    Status wrmsr(u32 msr, u64 v) override { return in_.wrmsr(msr, msr == 0x1D9 ? v & ~(u64(1) << 12) : v); }
+    Result<u64> rdpmc(u32 index) override { return in_.rdpmc(index); }
+    u64 rdtsc() override { return in_.rdtsc(); }
+    u32 cpu_count() override { return in_.cpu_count(); }
+    u32 current_cpu() override { return in_.current_cpu(); }
+    Result<CpuTopology> topology(u32 cpu) override { return in_.topology(cpu); }
+    Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override { return in_.run_on_cpu(cpu, fn, ctx); }
+
+private:
+    Hw& in_;
+};
+
+Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c, bool drop_freeze_bit = false) {
     Outcome o;
     SimExec ex(m);
     EXPECT_TRUE(ex.set_cache(c.cache, 1).ok());
@@ -76,7 +94,9 @@ Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c) {
     CbcOptions opts;
     opts.end_to_end = c.end_to_end;
     Errors sink;
-    o.rc = cbc_measure(m, ex, cfg, opts, plan, bench, cpu, sink, &o.r);
+    NoFreezeBitHw kvm(m);
+    Hw& hw = drop_freeze_bit ? static_cast<Hw&>(kvm) : static_cast<Hw&>(m);
+    o.rc = cbc_measure(hw, ex, cfg, opts, plan, bench, cpu, sink, &o.r);
     o.errors = sink.msgs;
     EXPECT_TRUE(ex.problems().empty()) << ex.problems()[0];
     return o;
@@ -189,6 +209,24 @@ TEST(CycleByCycle, RefusesAPmuThatDoesNotFreeze) {
     EXPECT_NE(o.errors[0].find("kept counting after the armed cycles counter overflowed"), std::string::npos)
         << o.errors[0];
     EXPECT_TRUE(o.r.valid.empty());
+}
+
+TEST(CycleByCycle, RefusesAGuestWhoseFreezeBitDoesNotStick) {
+    sim::SimMachine m = sim::intel_icelake(1);
+    m.cpu(0).set_lvt_perf(sim::SimCpu::kLvtDeliveryNmi);
+    Case c;
+    c.body = kAdd;
+    Outcome o = measure(m, 0, c, true);
+    EXPECT_EQ(o.rc, Errc::unsupported);
+    ASSERT_EQ(o.errors.size(), 1u);
+    EXPECT_NE(o.errors[0].find("IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) does not stick: written 0x5000, read "
+                               "back 0x4000 (a hypervisor"),
+              std::string::npos)
+        << o.errors[0];
+    EXPECT_TRUE(o.r.valid.empty());
+    // (0x4000: the noise guard's FREEZE_WHILE_SMM, set around every job and restored too.)
+    EXPECT_EQ(m.cpu(0).lvt_perf(), sim::SimCpu::kLvtDeliveryNmi) << "restored after the refusal";
+    EXPECT_EQ(m.cpu(0).peek(0x1D9), 0u);
 }
 
 TEST(CycleByCycle, RefusesPmusWithoutFreezeOrFixedCounters) {

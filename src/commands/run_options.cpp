@@ -152,7 +152,7 @@ const OptionSpec kRunOptionTable[] = {
      .help = "where to measure (default bsp); 'all' measures each CPU in turn", .section = 1,
      .apply = apply_cpu_option<RunOptions, &RunOptions::cpu>},
     {.name = "--unroll", .metavar = "U", .value = OptValue::count, .min = 1, .max = kUnrollMax,
-     .help = "copies of the body (default 100, 1..1000000; 1 with --cycle-by-cycle)", .section = 1,
+     .help = "copies of the body (default 100, 1..1000000)", .section = 1,
      .apply = RUN_SET((o.cfg.unroll = h.num, o.unroll_given = true))},
     {.name = "--loop", .metavar = "L", .value = OptValue::count, .min = 1, .max = kLoopMax,
      .help = "loop of L iterations around the copies (default 1: no loop)", .section = 1,
@@ -204,7 +204,8 @@ const OptionSpec kRunOptionTable[] = {
     {.name = "--cycle-by-cycle",
      .help = "the events of each core cycle of the code (nanoBench's cycle-by-cycle\n"
              "mode: a cycles counter overflows at cycle c and freezes every counter,\n"
-             "one run set per cycle; Intel, AMD Zen 4+; docs/sampling.md)", .section = 1,
+             "one run set per cycle; Intel, AMD Zen 4+; --unroll defaults to 1;\n"
+             "docs/sampling.md)", .section = 1,
      .apply = RUN_SET(o.cycle_by_cycle = true)},
     {.name = "--end-to-end", .help = "with --cycle-by-cycle: every cycle from counting's start, the harness\n"
              "included (nanoBench -end_to_end)", .section = 1, .apply = RUN_SET(o.end_to_end = true)},

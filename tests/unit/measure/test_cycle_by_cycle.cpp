@@ -52,13 +52,18 @@ PmuInfo detect_on(sim::SimMachine& m, u32 cpu, CpuIdentity* id) {
     return info;
 }
 
-// A hypervisor that drops DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) from the guest's writes.
+// A hypervisor that drops DEBUGCTL.FREEZE_PERFMON_ON_PMI (bit 12) from the guest's writes;
+// and, with fail_preload set, refuses the preload of one cycle (a run set that fails).
 class NoFreezeBitHw final : public Hw {
 public:
-    explicit NoFreezeBitHw(Hw& in) : in_(in) {}
+    explicit NoFreezeBitHw(Hw& in, bool drop = true) : in_(in), drop_(drop) {}
+    u64 fail_preload = 0;
     CpuidRegs cpuid(u32 leaf, u32 subleaf) override { return in_.cpuid(leaf, subleaf); }
     Result<u64> rdmsr(u32 msr) override { return in_.rdmsr(msr); }
-    Status wrmsr(u32 msr, u64 v) override { return in_.wrmsr(msr, msr == 0x1D9 ? v & ~(u64(1) << 12) : v); }
+    Status wrmsr(u32 msr, u64 v) override {
+        if (msr == 0x30A && fail_preload && v == fail_preload) return msr_fault_error("WRMSR", msr, v, 13);
+        return in_.wrmsr(msr, msr == 0x1D9 && drop_ ? v & ~(u64(1) << 12) : v);
+    }
     Result<u64> rdpmc(u32 index) override { return in_.rdpmc(index); }
     u64 rdtsc() override { return in_.rdtsc(); }
     u32 cpu_count() override { return in_.cpu_count(); }
@@ -68,9 +73,10 @@ public:
 
 private:
     Hw& in_;
+    bool drop_;
 };
 
-Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c, bool drop_freeze_bit = false) {
+Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c, bool drop_freeze_bit = false, u64 fail_cycle = 0) {
     Outcome o;
     SimExec ex(m);
     EXPECT_TRUE(ex.set_cache(c.cache, 1).ok());
@@ -94,8 +100,9 @@ Outcome measure(sim::SimMachine& m, u32 cpu, const Case& c, bool drop_freeze_bit
     CbcOptions opts;
     opts.end_to_end = c.end_to_end;
     Errors sink;
-    NoFreezeBitHw kvm(m);
-    Hw& hw = drop_freeze_bit ? static_cast<Hw&>(kvm) : static_cast<Hw&>(m);
+    NoFreezeBitHw kvm(m, drop_freeze_bit);
+    if (fail_cycle) kvm.fail_preload = (u64(1) << 48) - 1 - fail_cycle;
+    Hw& hw = drop_freeze_bit || fail_cycle ? static_cast<Hw&>(kvm) : static_cast<Hw&>(m);
     o.rc = cbc_measure(hw, ex, cfg, opts, plan, bench, cpu, sink, &o.r);
     o.errors = sink.msgs;
     EXPECT_TRUE(ex.problems().empty()) << ex.problems()[0];
@@ -281,4 +288,23 @@ TEST(CycleByCycle, EveryRunHasItsOwnWindow) {
     EXPECT_EQ(o.column(1), std::vector<i64>(4, 0));
     EXPECT_EQ(o.column(4), std::vector<i64>(4, 1)) << "C0.00 in the second run";
     EXPECT_EQ(o.column(5), std::vector<i64>(4, 0)) << "no branch of the harness in the window";
+}
+
+// A run set that fails (here its preload write faults; the watchdog's stop takes the same
+// path) is reported, its cycle and the next have no value, and the sweep goes on.
+TEST(CycleByCycle, AFailedRunSetIsReportedAndTheNextCycleGoesOn) {
+    sim::SimMachine m = sim::intel_skylake(1);
+    Case c;
+    c.body = times(kAdd, 20);
+    Outcome clean = measure(m, 0, c);
+    ASSERT_EQ(clean.rc, Errc::ok);
+    Outcome o = measure(m, 0, c, false, clean.r.first + 5);
+    ASSERT_EQ(o.r.first, clean.r.first) << "the window was found without that cycle";
+    ASSERT_EQ(o.errors.size(), 1u);
+    EXPECT_NE(o.errors[0].find("WRMSR"), std::string::npos) << o.errors[0];
+    EXPECT_NE(o.rc, Errc::ok);
+    std::vector<u8> valid(o.r.valid.begin(), o.r.valid.end()), want(20, 1);
+    want[5] = want[6] = 0;
+    EXPECT_EQ(valid, want);
+    for (usize i = 7; i < 20; ++i) EXPECT_EQ(o.column()[i], 1) << "cycle " << i;
 }

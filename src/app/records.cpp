@@ -73,8 +73,37 @@ void CsvSummary::clear() {
     failed_ = false;
 }
 
+namespace {
+
+// The field of a record that is an array of objects (the one such field: "cycles" of a
+// cycle_by_cycle record), or null.
+const Value* rows_field(const Value& rec, usize* at) {
+    if (!rec.is_object()) return nullptr;
+    for (usize k = 0; k < rec.size(); ++k) {
+        const Value& v = rec[k];
+        if (v.is_array() && v.size() && v[0].is_object()) {
+            *at = k;
+            return &v;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
 void CsvSummary::add(const Value& rec) {
     if (failed_) return;
+    usize at = 0;
+    if (const Value* rows = rows_field(rec, &at)) {
+        // One row per element: the record's other fields, then the element's, under the
+        // array's name ("cycles.cycle", "cycles.values.instructions").
+        for (const Value& el : *rows) {
+            Value row = Value::object();
+            for (usize k = 0; k < rec.size(); ++k) row.set(rec.key(k), k == at ? el.clone() : rec[k].clone());
+            add(row);
+        }
+        return;
+    }
     Vec<FlatField> f;
     Status s = record_flatten(rec, &f);
     if (!s.ok()) {

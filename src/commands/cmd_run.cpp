@@ -155,6 +155,12 @@ Status cmd_run(Out& out, Args& args) {
     o.tsc_hz = out.platform().tsc_frequency().hz;
     if (o.has_user) PMULAB_TRY(load_user_code(out, o));
     if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
+    if (o.cycle_by_cycle) {
+        MeasurePlatform* mp = out.platform().measure();
+        if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
+        PMULAB_TRY(expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus));
+        return run_cycle_by_cycle(out, o, *mp);
+    }
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
         if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");

@@ -63,6 +63,11 @@ struct RunOptions {
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
     bool lbr = false;  // --lbr (run_lbr.cpp)
+    // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given
+    // (cycle by cycle defaults to 1 copy, as nanoBench's cycleByCycle.py).
+    bool cycle_by_cycle = false;
+    bool end_to_end = false;
+    bool unroll_given = false;
 };
 
 // ---- sampling (run_sample.cpp, measure/sampling.h) ----
@@ -176,6 +181,9 @@ void put_size_suffix(StrBuf& b, u64 bytes);
 Vec<u8>& user_block(UserCode& u, unsigned i);
 // *to becomes a copy of `from`.
 void copy_block(const Vec<u8>& from, Vec<u8>* to);
+
+// `run --cycle-by-cycle` (run_cbc.cpp): o.cfg.cpus expanded by the caller.
+Status run_cycle_by_cycle(Out& out, RunOptions& o, MeasurePlatform& mp);
 
 // Parses the options of `pmulab run` (declared in kRunCommand, run_options.cpp); every
 // error is Errc::invalid_argument with a message naming the option and what is allowed.

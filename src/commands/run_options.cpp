@@ -157,7 +157,8 @@ const OptionSpec kRunOptionTable[] = {
      .help = "where to measure (default bsp); 'all' measures each CPU in turn", .section = 1,
      .apply = apply_cpu_option<RunOptions, &RunOptions::cpu>},
     {.name = "--unroll", .metavar = "U", .value = OptValue::count, .min = 1, .max = kUnrollMax,
-     .help = "copies of the body (default 100, 1..1000000)", .section = 1, .apply = RUN_SET(o.cfg.unroll = h.num)},
+     .help = "copies of the body (default 100, 1..1000000)", .section = 1,
+     .apply = RUN_SET((o.cfg.unroll = h.num, o.unroll_given = true))},
     {.name = "--loop", .metavar = "L", .value = OptValue::count, .min = 1, .max = kLoopMax,
      .help = "loop of L iterations around the copies (default 1: no loop)", .section = 1,
      .apply = RUN_SET(o.cfg.loop = h.num)},
@@ -208,6 +209,14 @@ const OptionSpec kRunOptionTable[] = {
              "llc_miss_ratio, frequency (Hz), frequency_ratio, uops_per_instruction,\n"
              "TopdownL1, TopdownL2, ... (all of them: docs/metrics.md)", .section = 1,
      .apply = RUN_DO(apply_metrics(R(t), h.value))},
+    {.name = "--cycle-by-cycle",
+     .help = "the events of each core cycle of the code (nanoBench's cycle-by-cycle\n"
+             "mode: a cycles counter overflows at cycle c and freezes every counter,\n"
+             "one run set per cycle; Intel, AMD Zen 4+; --unroll defaults to 1;\n"
+             "docs/sampling.md)", .section = 1,
+     .apply = RUN_SET(o.cycle_by_cycle = true)},
+    {.name = "--end-to-end", .help = "with --cycle-by-cycle: every cycle from counting's start, the harness\n"
+             "included (nanoBench -end_to_end)", .section = 1, .apply = RUN_SET(o.end_to_end = true)},
     {.name = "--metrics-file", .metavar = "P", .value = OptValue::path,
      .help = "more metric definitions from P on the boot volume (docs/metrics.md)", .section = 1,
      .apply = RUN_DO(apply_path("--metrics-file", "\\pmulab\\my.mtr", h.value, &R(t).metrics_file))},
@@ -389,6 +398,8 @@ Status finish_kernels(RunOptions* o) {
 Status parse_run_options(Args& args, RunOptions* o) {
     ParsedOptions parsed;
     PMULAB_TRY(read_options(kRunCommand, args, o, &parsed));
+    if (o->end_to_end && !o->cycle_by_cycle)
+        return Error::make(Errc::invalid_argument, "--end-to-end is an option of --cycle-by-cycle");
     return o->has_user ? finish_user(o) : finish_kernels(o);
 }
 

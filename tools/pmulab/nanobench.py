@@ -27,11 +27,11 @@ Options of this tool (two dashes, never abbreviated):
   --parse FILE      print nanoBench's output for the result records of a pmulab JSONL
                     file (e.g. pulled from a stick) instead of booting; a file without
                     result records, or a record without a field it needs, is an error (1)
-  --dry-run         print the pmulab command line and stop
+  --dry-run         print the pmulab command line and stop; --cycle-by-cycle: take
+                    cycleByCycle.py's command line instead (`--cycle-by-cycle --help`)
 Exit status: pmulab's own (0 ok, 1 failed, 2 usage: also bad options or code that does
 not assemble, 3 unsupported), or run-qemu.sh's (124 timeout, 125 QEMU failure, ...);
-with --sim: 2 also for a dump or --sim-* option pmulab-sim refuses, 1 when build/host/
-pmulab-sim is missing (`make` builds it).
+with --sim: 2 also for a dump or --sim-* option pmulab-sim refuses, 1 without build/host/pmulab-sim.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 from fractions import Fraction
-from typing import Any, Dict, Sequence
+from typing import Any, Callable, Dict, Sequence
 
 from . import ROOT
 from . import asm as pmulab_asm
@@ -80,11 +80,10 @@ NB_ASM_OPTIONS = ("asm", "asm_init", "asm_late_init", "asm_one_time_init")
 NB_REFUSED = {
     "msr_config": "pmulab run counts core events only; read an uncore counter with 'pmulab msr read ADDR'",
     "remove_empty_events": "every event is printed; filter the 0.00 lines yourself",
-    "cycle_by_cycle": "pmulab has no counter-overflow interrupt (PMI) yet, so no cycle-by-cycle mode; "
-                      "measure the whole snippet and vary -unroll_count",
-    "end_to_end": "cycleByCycle.py's option; pmulab has no cycle-by-cycle mode",
+    "cycle_by_cycle": "cycle by cycle is cycleByCycle.py's command line: pmulab-nanobench --cycle-by-cycle",
+    "end_to_end": "cycleByCycle.py's option: pmulab-nanobench --cycle-by-cycle ... -end_to_end",
     "html": "cycleByCycle.py's option; plot pmulab's JSONL with tools/pmulab-plot",
-    "csv": "cycleByCycle.py's option; --parse a pmulab JSONL file, or use the JSONL itself",
+    "csv": "cycleByCycle.py's option: pmulab-nanobench --cycle-by-cycle ... -csv FILE",
 }
 NB_REFUSED_DOC = 'docs/nanobench.md "Options pmulab does not take"'
 
@@ -143,8 +142,12 @@ def match_option(word: str) -> tuple[str, str | None]:
     return cands[0], (val if eq else None)
 
 
-def parse_args(argv: Sequence[str]) -> tuple[Options, Options]:
-    """(nanoBench options dict, own options dict). Usage on bad input."""
+def parse_args(argv: Sequence[str], table: Dict[str, str] | None = None,
+               match: Callable[[str], tuple[str, str | None]] = match_option) -> tuple[Options, Options]:
+    """(nanoBench options dict, own options dict). Usage on bad input. `table` and `match`:
+    another tool's options (cycleByCycle.py's: nanobench_cbc.py); an "optional" kind takes
+    the next word as its value unless it starts with '-' ("" then)."""
+    table = table or NB_OPTIONS
     nb: Options = {}
     own: Options = {}
     i = 0
@@ -170,12 +173,15 @@ def parse_args(argv: Sequence[str]) -> tuple[Options, Options]:
             continue
         if not w.startswith("-") or w in ("-", "--"):
             raise Usage(f"unexpected argument '{w}' (nanoBench options start with '-')")
-        name, inline = match_option(w)
-        kind = NB_OPTIONS[name]
+        name, inline = match(w)
+        kind = table[name]
         if kind == "flag":
             if inline is not None:
                 raise Usage(f"-{name} takes no value")
             nb[name] = True
+            continue
+        if kind == "optional" and inline is None and (i >= len(argv) or argv[i].startswith("-")):
+            nb[name] = ""
             continue
         if inline is None:
             if i >= len(argv):
@@ -460,6 +466,23 @@ def simulated(words: list[str], config: str | None, own: Options) -> tuple[int, 
     return ans.status if ans.status is not None else 1, ans.records
 
 
+def measure(words: list[str], config: str | None, own: Options,
+            verbose: bool) -> tuple[int, list[Record], list[str]] | int:
+    """(status, records, other console lines) on the simulator or in QEMU, or a failure's status."""
+    if own.get("--sim") is None and own.get("--sim-model") is None:
+        status, out = boot(words, config, own, verbose)
+        return (status, *split_output(out))
+    try:
+        status, recs = simulated(words, config, dict(own, verbose=verbose))
+        return status, recs, list[str]()
+    except pmulab_client.SimError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return e.status
+    except (pmulab_client.AgentError, TimeoutError, OSError) as e:
+        print(f"{PROG}: error: lost the simulator: {e}", file=sys.stderr)
+        return 1
+
+
 def sim_problem(own: Options) -> str | None:
     """Why the --sim options do not go together (None: they do)."""
     sim = own.get("--sim") is not None or own.get("--sim-model") is not None
@@ -476,6 +499,9 @@ def sim_problem(own: Options) -> str | None:
 
 
 def main(argv: Sequence[str]) -> int:
+    if "--cycle-by-cycle" in argv:
+        from . import nanobench_cbc
+        return nanobench_cbc.main([a for a in argv if a != "--cycle-by-cycle"])
     try:
         nb, own = parse_args(argv)
         if own.get("--help"):
@@ -535,19 +561,9 @@ def main(argv: Sequence[str]) -> int:
         return 0
     if verbose:
         print(f"{PROG}: pmulab {line}", file=sys.stderr)
-    if own.get("--sim") is not None or own.get("--sim-model") is not None:
-        try:
-            status, recs = simulated(words, config, dict(own, verbose=verbose))
-        except pmulab_client.SimError as e:
-            print(f"{PROG}: error: {e}", file=sys.stderr)
-            return e.status
-        except (pmulab_client.AgentError, TimeoutError, OSError) as e:
-            print(f"{PROG}: error: lost the simulator: {e}", file=sys.stderr)
-            return 1
-        other: list[str] = []
-    else:
-        status, out = boot(words, config, own, verbose)
-        recs, other = split_output(out)
+    if isinstance(got := measure(words, config, own, verbose), int):
+        return got
+    status, recs, other = got
     for l in other:
         head, sep, msg = l.partition(": error: ")
         print(head + sep + user_terms(msg, nb) if sep else l, file=sys.stderr)

@@ -111,6 +111,9 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         if (emax >= 0x80000001) take(0x80000001, 0);
         if (emax >= 0x80000004)
             for (u32 l = 0x80000002; l <= 0x80000004; ++l) take(l, 0);
+        // AMD's L1/L2/L3 descriptions (cache_geometry.h), used where 8000_001DH is absent.
+        if (emax >= 0x80000006 && amd_like)
+            for (u32 l = 0x80000005; l <= 0x80000006; ++l) take(l, 0);
         if (emax >= 0x80000007 && amd_like) take(0x80000007, 0);
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
         if (emax >= 0x8000001D && amd_like) take_caches(0x8000001D);
@@ -140,6 +143,8 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000002:
         case 0x80000003:
         case 0x80000004:
+        case 0x80000005:
+        case 0x80000006:
         case 0x80000007:
         case 0x80000008:
         case 0x8000001D:
@@ -231,11 +236,11 @@ bool PmuCaps::operator==(const PmuCaps& o) const {
            acr_fixed_bitmap == o.acr_fixed_bitmap && arch_events_bitmap == o.arch_events_bitmap &&
            amd_perfctr_core == o.amd_perfctr_core && amd_perfmon_v2 == o.amd_perfmon_v2 &&
            amd_core_counters == o.amd_core_counters && amd_lbr_v2 == o.amd_lbr_v2 &&
-           amd_lbr_pmc_freeze == o.amd_lbr_pmc_freeze &&
-           amd_lbr_stack_size == o.amd_lbr_stack_size && amd_nb_counters == o.amd_nb_counters &&
-           rdpmc_user_disable == o.rdpmc_user_disable && amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq &&
-           amd_efffreq_ro == o.amd_efffreq_ro && amd_irperf_erratum1054 == o.amd_irperf_erratum1054 &&
-           netburst == o.netburst && netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
+           amd_lbr_pmc_freeze == o.amd_lbr_pmc_freeze && amd_lbr_stack_size == o.amd_lbr_stack_size &&
+           amd_nb_counters == o.amd_nb_counters && rdpmc_user_disable == o.rdpmc_user_disable &&
+           amd_irperf == o.amd_irperf && amd_efffreq == o.amd_efffreq && amd_efffreq_ro == o.amd_efffreq_ro &&
+           amd_irperf_erratum1054 == o.amd_irperf_erratum1054 && netburst == o.netburst &&
+           netburst_model == o.netburst_model && netburst_ht == o.netburst_ht &&
            topdown_slots_per_cycle == o.topdown_slots_per_cycle && events_available == o.events_available &&
            perf_caps_read == o.perf_caps_read && perf_caps == o.perf_caps;
 }

@@ -147,12 +147,12 @@ void put_cache_level(StrBuf& out, const CacheLevel& c) {
 }
 
 void cache_geometry_json(JsonWriter& w, const CacheGeometry& g) {
-    w.key("caches").begin_array();
+    w.key("caches").begin_object();
     for (u32 i = 0; i < g.count; ++i) {
         const CacheLevel& c = g.levels[i];
         StrBuf name;
         put_cache_name(name, c.level, c.type);
-        w.begin_object().field("name", name.c_str()).field_u("level", c.level).field("type", cache_type_name(c.type));
+        w.key(name.c_str()).begin_object().field_u("level", c.level).field("type", cache_type_name(c.type));
         w.field_u("size", c.size()).field_u("sets", c.sets).field_u("ways", c.ways).field_u("line_size", c.line);
         w.field_u("partitions", c.partitions).field_b("fully_associative", c.fully_associative);
         if (c.shared_by) w.field_u("shared_by", c.shared_by).field_u("apic_id_shift", c.apic_id_shift);
@@ -162,7 +162,7 @@ void cache_geometry_json(JsonWriter& w, const CacheGeometry& g) {
         w.field_b("complex_indexing", c.complex_indexing).field("source", cache_source_name(c.source));
         w.end_object();
     }
-    w.end_array();
+    w.end_object();
 }
 
 }  // namespace pmulab

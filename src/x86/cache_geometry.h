@@ -56,8 +56,8 @@ CacheGeometry decode_cache_geometry(const CpuidSnapshot& s);
 
 // "L1d 32 KiB: 64 sets x 8 ways x 64 B, shared by 2, not inclusive" (no newline).
 void put_cache_level(StrBuf& out, const CacheLevel& c);
-// "caches": [...] as an array field of the current object (the records' form,
-// docs/cache.md "Cache geometry").
+// "caches": {"L1d": {...}, "L1i": ..., "L2": ...} as a field of the current object (the
+// records' form, flattened in CSV as caches.L1d.sets; docs/cache.md "Cache geometry").
 void cache_geometry_json(JsonWriter& w, const CacheGeometry& g);
 
 }  // namespace pmulab

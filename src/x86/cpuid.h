@@ -137,13 +137,13 @@ struct PmuCaps {
     u32 arch_events_bitmap = 0;       // sub-leaf 3 EAX (available architectural events)
 
     // AMD (APM Vol. 2 §13.2, Vol. 3 CPUID Fn8000_0001_ECX[23], Fn8000_0022)
-    bool amd_perfctr_core = false;  // PerfCtrExtCore: 6 counters at C001_0200
-    bool amd_perfmon_v2 = false;    // Fn8000_0022_EAX[0]
-    bool amd_lbr_v2 = false;        // Fn8000_0022_EAX[1]
+    bool amd_perfctr_core = false;    // PerfCtrExtCore: 6 counters at C001_0200
+    bool amd_perfmon_v2 = false;      // Fn8000_0022_EAX[0]
+    bool amd_lbr_v2 = false;          // Fn8000_0022_EAX[1]
     bool amd_lbr_pmc_freeze = false;  // Fn8000_0022_EAX[2] LbrAndPmcFreeze (DEBUGCTL[12]/[11] on PMI)
-    u8 amd_core_counters = 0;       // Fn8000_0022_EBX[3:0] (v2), else 6 or 4
-    u8 amd_lbr_stack_size = 0;      // Fn8000_0022_EBX[9:4]
-    u8 amd_nb_counters = 0;         // Fn8000_0022_EBX[15:10]
+    u8 amd_core_counters = 0;         // Fn8000_0022_EBX[3:0] (v2), else 6 or 4
+    u8 amd_lbr_stack_size = 0;        // Fn8000_0022_EBX[9:4]
+    u8 amd_nb_counters = 0;           // Fn8000_0022_EBX[15:10]
     // IRPerfCount (C000_00E9H): Fn8000_0008_EBX[1] InstRetCntMsr, except on family 17h
     // models 00h-2Fh (Zen 1 / Zen+), where erratum 1054 ("Instructions Retired Performance
     // Counter May Be Inaccurate") makes it unusable: Linux's init_amd_zen1 clears

@@ -3,11 +3,17 @@
 // model table (x86/prefetch.h) with the guard that restores the MSR exactly.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "measure/memory.h"
 #include "measure/noise.h"
+#include "support/sim_cmd.h"
+#include "support/sim_measure.h"
+#include "support/test_platform.h"
 #include "x86/prefetch.h"
 
 using namespace pmulab;
+using namespace sim;
 
 namespace {
 
@@ -75,4 +81,49 @@ TEST(PrefetchTable, DocumentedModelsOnly) {
     EXPECT_EQ(prefetch_control(zen).msr, 0u);
     zen.family = 0xF;  // QEMU TCG's qemu64/max model
     EXPECT_NE(std::string(prefetch_control(zen).why_not).find("families 19h and 1Ah"), std::string::npos);
+}
+
+namespace {
+
+std::vector<u64> good_writes(const SimCpu& c, u32 msr) {
+    std::vector<u64> v;
+    for (const LogEntry& e : c.writes())
+        if (e.addr == msr && e.vector == 0) v.push_back(e.value);
+    return v;
+}
+
+// A Haswell (06_3CH): MSR 1A4H with bits 0-3.
+SimMachine haswell() {
+    IntelCpuidSpec sp;
+    sp.signature = 0x000306C3;
+    sp.leaf_0a = {0x07300403, 0, 0, 0x00000603};
+    return intel_machine(sp, {1, 1, 1});
+}
+
+}  // namespace
+
+TEST(PrefetchGuard, OffForTheJobAndRestoredExactly) {
+    SimMachine m = haswell();
+    m.cpu(0).poke(0x1A4, 0x2);  // the firmware had the adjacent-line prefetcher off
+    simm::SimPlatform p(m);
+    simm::Cmd c = simm::run_line(p, "run --json --bench nop --reps 3 --warmup 1 --prefetchers off --cpu 0");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = simm::results(c);
+    ASSERT_EQ(r.size(), 1u) << c.out;
+    EXPECT_EQ(r[0]["prefetchers_off"].s(), "l2_hw,l2_adjacent_line,dcu,dcu_ip");
+    EXPECT_EQ(r[0]["prefetch_bits"].s(), "0xf");
+    EXPECT_EQ(good_writes(m.cpu(0), 0x1A4), (std::vector<u64>{0xF, 0x2}));
+    EXPECT_EQ(m.cpu(0).peek(0x1A4), 0x2u);
+}
+
+TEST(PrefetchGuard, AWriteThatFaultsFailsTheJobAndChangesNothing) {
+    SimMachine m = haswell();
+    m.cpu(0).fail_wrmsr_to(0x1A4);
+    simm::SimPlatform p(m);
+    simm::Cmd c = simm::run_line(p, "run --json --bench nop --reps 3 --warmup 1 --prefetchers off --cpu 0");
+    EXPECT_EQ(c.status, 3) << c.out;
+    EXPECT_NE(c.out.find("--prefetchers off: MSR 0x1a4 cannot be written"), std::string::npos) << c.out;
+    EXPECT_TRUE(simm::results(c).empty()) << c.out;
+    EXPECT_TRUE(good_writes(m.cpu(0), 0x1A4).empty());
+    EXPECT_EQ(m.cpu(0).peek(0x1A4), 0u);
 }

@@ -61,3 +61,42 @@ def test_qemu_prefetchers_off_refused_under_tcg():
     assert r.rc == 3, r
     assert ("--prefetchers off: AMD documents MSR C000_0108H (PrefetchControl) for families 19h and 1Ah only "
             "(AuthenticAMD family 0xf model 0x6b); nothing was run") in r.out + r.err, r
+
+
+_SUMMARY = re.compile(r"^  ([A-Za-z_ ]+?) *: +([0-9,]+) Pages", re.M)
+
+
+def test_qemu_memory_map_unchanged_when_pmulab_exits():
+    """The UEFI shell's memmap before and after pmulab runs with a 1 GiB R14 area
+    (2 MiB-aligned): every page pmulab allocated (LoaderCode, LoaderData: its image, heap,
+    code, scratch areas, overlay) is back; the only change is the firmware's own
+    boot-services data (the shell, the file system), which Available pays for exactly."""
+    import subprocess
+    from pmulab_test import ROOT
+    with tempfile.TemporaryDirectory() as td:
+        cfg = os.path.join(td, "pmulab.cfg")
+        open(cfg, "w").write("info\n--shutdown\n")  # not used: the shell passes the arguments
+        nsh = os.path.join(td, "startup.nsh")
+        open(nsh, "w").write("fs0:\r\nmemmap\r\n\\pmulab\\app.efi run --code 90 --events tsc --reps 2 "
+                             "--r14-size 1G --r14-align 2M\r\nmemmap\r\nreset -s\r\n")
+        img = os.path.join(td, "shell.img")
+        efi = os.path.join(ROOT, "build", "pmulab.efi")
+        subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, cfg, f"{efi}=::/pmulab/app.efi",
+                        f"{nsh}=::/startup.nsh"], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(["mdel", "-i", f"{img}@@1M", "::/EFI/BOOT/BOOTX64.EFI"], check=True,
+                       env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+        keep = os.path.join(td, "keep")
+        r = run_qemu(smp="1", image=img, timeout=150, extra=("--memory", "2G", "--keep", keep))
+        assert r.rc == 0, r
+        log = open(os.path.join(keep, "serial.log"), encoding="utf-8", errors="replace").read()
+    assert "TSC ticks / iteration" in log  # pmulab ran, with its 1 GiB area
+    rows = [(k.strip(), int(v.replace(",", ""))) for k, v in _SUMMARY.findall(log)]
+    n = len(rows) // 2
+    assert n >= 10 and len(rows) == 2 * n, rows
+    before, after = dict(rows[:n]), dict(rows[n:])
+    assert before["LoaderCode"] == after["LoaderCode"] and before["LoaderData"] == after["LoaderData"], (before, after)
+    grown = after["BS_Data"] - before["BS_Data"]
+    assert before["Available"] - after["Available"] == grown, (before, after)
+    for k in before:
+        if k not in ("BS_Data", "Available"):
+            assert before[k] == after[k], (k, before, after)

@@ -151,3 +151,26 @@ TEST(CacheGeometry, NoLeavesSaysSo) {
     EXPECT_EQ(g.count, 0u);
     EXPECT_STREQ(g.note, "no cache leaf (04H)");
 }
+
+TEST(CacheGeometry, InTheCpuRecord) {
+    Vec<CpuRecord> cpus = load("GenuineIntel00506E3_Skylake_CPUID.txt");
+    ASSERT_FALSE(cpus.empty());
+    StrBuf b;
+    census_json(cpus[0], b);
+    EXPECT_NE(std::string(b.c_str()).find(
+                  "\"caches\":{\"L1d\":{\"level\":1,\"type\":\"data\",\"size\":32768,\"sets\":64,\"ways\":8,"
+                  "\"line_size\":64,\"partitions\":1,\"fully_associative\":false,\"shared_by\":2,\"apic_id_shift\":1,"
+                  "\"inclusive\":false,\"complex_indexing\":false,\"source\":\"cpuid_04h\"},\"L1i\":"),
+              std::string::npos)
+        << b.c_str();
+    // K8: sharing and inclusiveness unknown are null.
+    Vec<CpuRecord> k8 = load("AuthenticAMD0020FF0_K8_Venice_CPUID.txt");
+    StrBuf c;
+    census_json(k8[0], c);
+    EXPECT_NE(std::string(c.c_str()).find("\"L2\":{\"level\":2,\"type\":\"unified\",\"size\":524288,\"sets\":512,"
+                                          "\"ways\":16,\"line_size\":64,\"partitions\":1,\"fully_associative\":false,"
+                                          "\"shared_by\":null,\"inclusive\":null,\"complex_indexing\":false,"
+                                          "\"source\":\"cpuid_80000005h_6h\"}"),
+              std::string::npos)
+        << c.c_str();
+}

@@ -218,9 +218,11 @@ Status EfiMeasure::memory_map(MemoryMapInfo* out) {
     return ok_status();
 }
 
-// At an address the memory map says is free, so that the alignment costs no extra pages.
+// At an address the memory map says is free, so that the alignment costs no extra pages;
+// always through the map (4 KiB alignment too): the first region that holds the area, so
+// that every size check_r14_area accepts is allocated, wherever the region lies.
 Result<void*> EfiMeasure::alloc_aligned(usize bytes, u64 align, u64 offset) {
-    if (align <= kPageBytes) return alloc_pages(bytes, false);
+    if (align < kPageBytes) align = kPageBytes;
     Box<MemoryMapInfo> m = make_box<MemoryMapInfo>();
     PMULAB_TRY(memory_map(m.get()));
     u64 at = 0;

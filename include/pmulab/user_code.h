@@ -45,7 +45,7 @@
 
 #define PMULAB_SCRATCH_SIZE 0x100000      /* RDI, RSI, RBP, RSP areas: 1 MiB each */
 #define PMULAB_R14_SIZE 0x100000          /* default R14 area (--r14-size) */
-#define PMULAB_R14_MAX 0x40000000         /* largest --r14-size: 1 GiB */
+#define PMULAB_R14_MAX 0x10000000000     /* largest --r14-size the options take: 1 TiB (the memory map decides) */
 #define PMULAB_USER_CODE_MAX 0x10000      /* bytes per block (body, init, ...) */
 #define PMULAB_ALIGN 64                   /* the first copy sits at 64k + --align-offset */
 #define PMULAB_DRAIN_NOPS 128             /* --drain-frontend: NOPs of 15 bytes each */

@@ -21,6 +21,11 @@ public:
     Status vector_enter(VectorSaved* v) override { return inner_->vector_enter(v); }
     void vector_leave(const VectorSaved& v) override { inner_->vector_leave(v); }
     Status prepare() override { return inner_->prepare(); }
+    void finish() override { inner_->finish(); }
+    Status memory_map(MemoryMapInfo* out) override { return inner_->memory_map(out); }
+    Result<void*> alloc_aligned(usize bytes, u64 align, u64 offset) override {
+        return inner_->alloc_aligned(bytes, align, offset);
+    }
     void set_job_timeout(u32 seconds) override { inner_->set_job_timeout(seconds); }
     Status guard_pages(const void* p, usize bytes, bool on) override { return inner_->guard_pages(p, bytes, on); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override { return inner_->run_on_cpu(hw, cpu, fn, ctx); }

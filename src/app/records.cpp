@@ -1,4 +1,6 @@
 #include "app/records.h"
+#include "measure/memory.h"
+#include "x86/cache_geometry.h"
 
 #include "app/out.h"
 #include "pmu/pmu.h"
@@ -196,6 +198,8 @@ Value build_meta_record(Platform& p, const char* command_line) {
         w.field("hypervisor_vendor", sig);
     }
     w.field_u("cpus", hw.cpu_count());
+    cache_geometry_json(w, decode_cache_geometry(probe.cpuid));  // the calling CPU's (docs/cache.md)
+    memory_map_json(w, p.measure());                             // the firmware's free memory now
     // pmulab-sim: a simulated machine, so that nobody mistakes its records for a measurement.
     w.field_b("simulated", p.simulated() != nullptr);
     if (p.simulated()) w.field("simulated_machine", p.simulated());

@@ -1,4 +1,5 @@
 #include "census/census.h"
+#include "x86/cache_geometry.h"
 #include "census/tsc_freq.h"
 
 #include "base/json.h"
@@ -434,6 +435,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
     for (const CpuRecord& r : cpus) put_census_row(out, r);
     put_census_pmus(out, cpus);
     put_census_vectors(out, cpus);
+    census_caches(cpus, out);
 }
 
 void census_next_step(const Vec<CpuRecord>& cpus, StrBuf& out) {
@@ -568,6 +570,7 @@ Value census_record(const CpuRecord& r, const TscFreq* tsc) {
     else w.key("perf_capabilities").null();
     w.field_b("perf_capabilities_fault", r.perf_caps_fault);
     w.end_object();
+    cache_geometry_json(w, decode_cache_geometry(r.raw));
     if (tsc) tsc_freq_fields(w, *tsc);
     w.end_object();
     return rec;

@@ -47,6 +47,10 @@ void census_decode(CpuRecord& r);
 // where they differ), as the records' "vector_extensions".
 void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
 
+// The caches of each group of CPUs with the same CPUID cache leaves, one line per level
+// with the CPUs sharing it (x86/cache_geometry.h; docs/cache.md "Cache geometry").
+void census_caches(const Vec<CpuRecord>& cpus, StrBuf& out);
+
 // What to try next where no collected CPU has a PMU and all run under a hypervisor (QEMU
 // TCG, KVM without PMU passthrough): one line after `info`'s report; nothing otherwise.
 void census_next_step(const Vec<CpuRecord>& cpus, StrBuf& out);

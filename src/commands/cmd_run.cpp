@@ -2,6 +2,7 @@
 #include "events/event_files.h"
 #include "base/json.h"
 #include "commands/measure_cmd.h"
+#include "measure/noise.h"
 #include "measure/pmu_plan.h"
 
 namespace pmulab {
@@ -154,6 +155,9 @@ Status cmd_run(Out& out, Args& args) {
     PMULAB_TRY(parse_run_options(args, &o));
     o.tsc_hz = out.platform().tsc_frequency().hz;
     if (o.has_user) PMULAB_TRY(load_user_code(out, o));
+    // R14's area against the memory map before anything runs (docs/cache.md).
+    if (o.has_user && out.platform().measure()) PMULAB_TRY(check_r14_area(*out.platform().measure(), o.cfg));
+    if (o.cfg.prefetchers_off) PMULAB_TRY(choose_prefetch_control(out.platform().hw(), &o.cfg));
     if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
     if (o.cycle_by_cycle) {
         MeasurePlatform* mp = out.platform().measure();

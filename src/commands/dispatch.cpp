@@ -4,6 +4,7 @@
 #include "app/options.h"
 #include "app/trace_platform.h"
 #include "census/census.h"
+#include "measure/memory.h"
 #include "commands/commands.h"
 #include "app/lava.h"
 #include "base/json.h"
@@ -78,6 +79,7 @@ Status cmd_info(Out& out, Args& args) {
         put_tsc_freq(b, tsc);
         b.put('\n');
     }
+    put_memory_map(b, out.platform().measure());  // docs/cache.md "The memory of an experiment"
     census_next_step(cpus, b);
     out.text_buf(b);
     // A CPU that could not be read says why in its row (and its record).

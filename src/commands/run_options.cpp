@@ -82,6 +82,14 @@ Status apply_r14(RunOptions& o, const OptionHit& h) {
     return ok_status();
 }
 
+Status apply_r14_align(RunOptions& o, const OptionHit& h) {
+    if (h.num & (h.num - 1))
+        return Error::make(Errc::invalid_argument, "--r14-align: %llu is not a power of two",
+                           (unsigned long long)h.num);
+    o.cfg.r14_align = h.num;
+    return ok_status();
+}
+
 Status apply_path(const char* opt, const char* example, const char* v, const char** dst) {
     if (!v[0]) return Error::make(Errc::invalid_argument, "%s needs a path, e.g. %s", opt, example);
     *dst = v;
@@ -117,7 +125,11 @@ const OptionSpec kRunOptionTable[] = {
     {.name = "--name", .metavar = "LABEL", .value = OptValue::string, .flags = kOptInGroup,
      .help = "the code's name in the records (default 'code')", .apply = RUN_DO(apply_name(R(t), h))},
     {.name = "--r14-size", .metavar = "BYTES", .value = OptValue::size, .min = 4096, .max = kR14Max,
-     .help = "R14's scratch area (default 1M, 4K..1G, physically contiguous)", .apply = RUN_DO(apply_r14(R(t), h))},
+     .help = "R14's scratch area (default 1M; up to the largest free region of\n"
+             "the memory map, physically contiguous; docs/cache.md)", .apply = RUN_DO(apply_r14(R(t), h))},
+    {.name = "--r14-align", .metavar = "BYTES", .value = OptValue::size, .min = 4096, .max = kR14AlignMax,
+     .help = "R14's area starts at a multiple of BYTES (a power of two, 4K..1G;\n"
+             "default 4K)", .apply = RUN_DO(apply_r14_align(R(t), h))},
     {.name = "--align-offset", .metavar = "N", .value = OptValue::count, .min = 0, .max = 63,
      .help = "first copy at N bytes past a 64-byte boundary (0..63)",
      .apply = RUN_SET(o.cfg.align_offset = u32(h.num))},
@@ -177,6 +189,10 @@ const OptionSpec kRunOptionTable[] = {
      .help = "mask interrupts with CLI (default) or by masking the local APIC LVT\n"
              "entries and raising the task priority (also keeps LVT NMIs out)", .choices = "cli|lvt", .section = 1,
      .apply = RUN_SET(o.cfg.irq = h.num ? IrqMode::lvt : IrqMode::cli)},
+    {.name = "--prefetchers", .metavar = "off|on", .value = OptValue::choice,
+     .help = "off: the hardware data prefetchers off for each job and restored exactly\n"
+             "after, where the CPU documents the control (docs/cache.md); on (default): as they are",
+     .choices = "on|off", .section = 1, .apply = RUN_SET(o.cfg.prefetchers_off = h.num == 1)},
     {.name = "--serialize", .metavar = "M", .value = OptValue::choice,
      .help = "serialising instruction around the reads: lfence (default) or cpuid", .choices = "lfence|cpuid",
      .section = 1, .apply = RUN_SET(o.cfg.serialize = h.num ? SerializeMode::cpuid : SerializeMode::lfence)},

@@ -157,7 +157,8 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
         if (!u->init.empty()) w.field_u("init_bytes", u->init.size());
         if (!u->late_init.empty()) w.field_u("late_init_bytes", u->late_init.size());
         if (!u->one_time_init.empty()) w.field_u("one_time_init_bytes", u->one_time_init.size());
-        w.field_u("r14", r.r14).field_u("r14_size", c.r14_size);
+        // R14's area: its physical address (UEFI memory is identity-mapped), size and alignment.
+        w.field_u("r14", r.r14).field_u("r14_size", c.r14_size).field_u("r14_align", c.r14_align);
         if (c.align_offset) w.field_u("align_offset", c.align_offset);
         if (c.drain_frontend) w.field_b("drain_frontend", true);
         if (c.no_mem) w.field_b("no_mem", true);
@@ -166,6 +167,11 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     w.field("event", r.read->event).field("counter", r.read->counter);
     if (r.read->kind != CounterAccess::rdtsc)
         w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
+    // --prefetchers off: what was off, through which MSR (docs/cache.md "Hardware prefetchers").
+    if (c.prefetch_msr)
+        w.field("prefetchers_off", c.prefetch_names)
+            .field_hex("prefetch_msr", c.prefetch_msr)
+            .field_hex("prefetch_bits", c.prefetch_bits);
     w.field_u("run", r.run).field_u("runs", r.runs);
     w.field_u("unroll", c.unroll).field_u("loop", c.loop);
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);

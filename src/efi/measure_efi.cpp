@@ -4,7 +4,9 @@
 #include "efi_defs.h"
 #include "fault.h"
 #include "local_apic.h"
+#include "base/box.h"
 #include "measure/kernel_bodies.h"
+#include "measure/memory.h"
 #include "x86/paging_regs.h"
 
 namespace pmulab::efi {
@@ -12,6 +14,7 @@ namespace pmulab::efi {
 namespace {
 
 constexpr usize kPageBytes = 4096;
+constexpr usize kMemoryMapBytes = 64 << 10;  // ~1300 descriptors of 48 bytes
 
 using regs::ApicLvt;
 using regs::ApicReg;
@@ -233,10 +236,61 @@ Status EfiMeasure::prepare() {
     Result<void*> p = alloc_pages(bytes, false);
     if (!p.ok()) return p.error().with_context("the XSAVE area (%u bytes)", unsigned(d.ecx));
     xsave_area_ = static_cast<u8*>(p.value());  // page-aligned, so 64-byte aligned
+    xsave_bytes_ = bytes;
     for (usize i = 0; i < bytes; ++i) xsave_area_[i] = 0;
     xcr0_all_ = u64(d.eax) | (u64(d.edx) << 32);
     xsave_ = true;
     return ok_status();
+}
+
+void EfiMeasure::finish() {
+    if (overlay_.ready()) {
+        free_pages(overlay_.pool(), PageOverlay::pages_for(kMaxAbsent) * kPageTableBytes);
+        overlay_.init(nullptr, 0);
+    }
+    if (xsave_area_) free_pages(xsave_area_, xsave_bytes_);
+    xsave_area_ = nullptr;
+    xsave_ = false;
+}
+
+// The memory map (UEFI spec §7.2 "Memory Allocation Services", GetMemoryMap) into a
+// buffer of pmulab's own image, so that reading it allocates nothing: the map stays as
+// it is. EfiConventionalMemory is free memory.
+Status EfiMeasure::memory_map(MemoryMapInfo* out) {
+    static u8 buf[kMemoryMapBytes] __attribute__((aligned(16)));
+    UINTN size = sizeof buf, key = 0, dsize = 0;
+    UINT32 ver = 0;
+    EFI_STATUS st = gBS->GetMemoryMap(&size, reinterpret_cast<EFI_MEMORY_DESCRIPTOR*>(buf), &key, &dsize, &ver);
+    if (st != EFI_SUCCESS)
+        return Error::make(Errc::io, "GetMemoryMap failed: %s (%llu bytes needed)", status_name(st),
+                           (unsigned long long)size);
+    *out = MemoryMapInfo();
+    for (UINTN off = 0; dsize && off + dsize <= size; off += dsize) {
+        const EFI_MEMORY_DESCRIPTOR* d = reinterpret_cast<const EFI_MEMORY_DESCRIPTOR*>(buf + off);
+        ++out->descriptors;
+        if (d->Type == EfiConventionalMemory) out->add(d->PhysicalStart, u64(d->NumberOfPages) * kPageBytes);
+    }
+    return ok_status();
+}
+
+// At an address the memory map says is free, so that the alignment costs no extra pages;
+// always through the map (4 KiB alignment too): the first region that holds the area, so
+// that every size check_r14_area accepts is allocated, wherever the region lies.
+Result<void*> EfiMeasure::alloc_aligned(usize bytes, u64 align, u64 offset) {
+    if (align < kPageBytes) align = kPageBytes;
+    Box<MemoryMapInfo> m = make_box<MemoryMapInfo>();
+    PMULAB_TRY(memory_map(m.get()));
+    u64 at = 0;
+    if (bytes < offset || !find_aligned_fit(*m, bytes - offset, align, offset, 0, &at))
+        return Error::make(Errc::unsupported, "no free region of the memory map holds it (largest: %llu bytes)",
+                           (unsigned long long)m->largest().bytes);
+    EFI_PHYSICAL_ADDRESS addr = at - offset;
+    UINTN pages = (bytes + kPageBytes - 1) / kPageBytes;
+    EFI_STATUS st = gBS->AllocatePages(AllocateAddress, EfiLoaderData, pages, &addr);
+    if (st != EFI_SUCCESS)
+        return Error::make(Errc::io, "AllocatePages(%llu pages at 0x%llx) failed: %s", (unsigned long long)pages,
+                           (unsigned long long)addr, status_name(st));
+    return reinterpret_cast<void*>(uintptr_t(addr));
 }
 
 Status EfiMeasure::vector_enter(VectorSaved* s) {

@@ -21,6 +21,9 @@ public:
     void serialize() override;
     void execute(const Region& region, RegionFrame* frame) override;
     Status prepare() override;
+    void finish() override;
+    Status memory_map(MemoryMapInfo* out) override;
+    Result<void*> alloc_aligned(usize bytes, u64 align, u64 offset) override;
     Status vector_enter(VectorSaved* saved) override;
     void vector_leave(const VectorSaved& saved) override;
     void set_job_timeout(u32 seconds) override;
@@ -45,6 +48,7 @@ private:
     bool xsave_ = false;        // CPUID.01H:ECX.XSAVE[bit 26]
     u64 xcr0_all_ = 0;          // CPUID.(0DH,0):EDX:EAX, the XCR0 bits the CPU supports
     u8* xsave_area_ = nullptr;  // 64-byte aligned, CPUID.(0DH,0).ECX bytes (one CPU at a time)
+    usize xsave_bytes_ = 0;
     // Not present while a region runs: page 0 and the guard pages (absent_[1..n)).
     static constexpr usize kMaxAbsent = 32;
     u64 absent_[kMaxAbsent] = {};

@@ -33,6 +33,17 @@ public:
         n_ = bytes;
         return ok_status();
     }
+    // Physically contiguous, with data() + offset aligned to `align` (R14's area).
+    Status alloc_aligned(usize bytes, u64 align, u64 offset, const char* what) {
+        release();
+        Result<void*> r = mp_.alloc_aligned(bytes, align, offset);
+        if (!r.ok())
+            return Error::make(r.error().code, "cannot allocate %llu bytes at alignment %llu for %s: %s",
+                               (unsigned long long)bytes, (unsigned long long)align, what, r.error().msg);
+        p_ = r.value();
+        n_ = bytes;
+        return ok_status();
+    }
     void release() {
         if (p_) mp_.free_pages(p_, n_);
         p_ = nullptr;
@@ -126,7 +137,7 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
 // between two guard pages that are not present while the code runs (a run past either
 // end raises #PF instead of writing the neighbour's memory).
 struct Scratch {
-    static constexpr usize kGuard = 4096;
+    static constexpr usize kGuard = kScratchGuard;
     MeasurePlatform& mp;
     Pages areas[5];
     explicit Scratch(MeasurePlatform& m) : mp(m), areas{Pages(m), Pages(m), Pages(m), Pages(m), Pages(m)} {}
@@ -144,10 +155,14 @@ struct Scratch {
         static constexpr u8 kRegs[5] = {kRsp, kRdi, kRsi, kRbp, kR14};
         static const char* const kWhat[5] = {"the code's stack (RSP)", "RDI's scratch area", "RSI's scratch area",
                                              "RBP's scratch area", "R14's scratch area (--r14-size)"};
-        for (unsigned i = 0; i < 5; ++i) {
+        // R14's first: the largest area takes its place in the memory map before the small ones.
+        static constexpr u8 kOrder[5] = {4, 0, 1, 2, 3};
+        for (unsigned i : kOrder) {
             u64 bytes = kRegs[i] == kR14 ? cfg.r14_size : kScratchBytes;
             if (!areas[i].data()) {
-                PMULAB_TRY(areas[i].alloc(usize(bytes) + 2 * kGuard, false, kWhat[i]));
+                if (kRegs[i] == kR14)
+                    PMULAB_TRY(areas[i].alloc_aligned(usize(bytes) + 2 * kGuard, cfg.r14_align, kGuard, kWhat[i]));
+                else PMULAB_TRY(areas[i].alloc(usize(bytes) + 2 * kGuard, false, kWhat[i]));
                 PMULAB_TRY(guard(areas[i], true));
             }
             u64 at = u64(reinterpret_cast<uintptr_t>(areas[i].data() + kGuard));
@@ -446,6 +461,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
     Status prep = prepare_job(j);
     if (!prep.ok()) {
         j.fail(prep.error());
+        mp.finish();
         return j.worst;
     }
     for (const BenchInstance& b : cfg.benches) {
@@ -461,6 +477,7 @@ Errc measure_run(Hw& hw, MeasurePlatform& mp, const MeasureConfig& cfg, const Ve
             if (!run_bench_on_cpu(j, br, ci)) break;
     }
     mp.set_job_timeout(0);
+    mp.finish();
     return j.worst;
 }
 

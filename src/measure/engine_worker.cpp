@@ -180,6 +180,13 @@ void worker_on_cpu(WorkerState* c) {
         c->status = s;
         return;
     }
+    PrefetchGuard prefetch;  // --prefetchers off: inside the noise guard, restored before it
+    s = prefetch.begin(hw, *c->cfg);
+    if (!s.ok()) {
+        if (c->caps) (void)guard.end(c->noise);
+        c->status = s;
+        return;
+    }
     if (h.setup) s = h.setup(hw, h.ctx);
     if (s.ok()) s = probe_group(hw, g);
     if (s.ok()) s = run_group(c);
@@ -187,6 +194,8 @@ void worker_on_cpu(WorkerState* c) {
         Status t = h.teardown(hw, h.ctx);
         if (s.ok()) s = t;
     }
+    Status pf = prefetch.end();
+    if (s.ok()) s = pf;
     if (c->caps) {
         Status n = guard.end(c->noise);
         if (s.ok()) s = n;

@@ -201,7 +201,8 @@ struct FaultPlace {
 };
 FaultPlace locate_fault(const Region& r, usize offset);
 
-class PmiHandler;  // pmu/pmi.h
+class PmiHandler;      // pmu/pmi.h
+struct MemoryMapInfo;  // measure/memory.h
 
 // MeasurePlatform::run_with_nmis: shared between the measuring CPU (fn and the code it
 // runs), the CPU that sends the NMIs, and the check.
@@ -280,8 +281,27 @@ public:
         return Error::make(Errc::not_found, "this platform has no NMI path to test");
     }
 
+    // --- the firmware's memory (measure/memory.h; docs/cache.md), on the BSP ---
+    // The memory map's free regions. Errors: the platform has no memory map (the simulator;
+    // R14's area is then at most kR14NoMap).
+    virtual Status memory_map(MemoryMapInfo* out) {
+        (void)out;
+        return Error::make(Errc::unsupported, "this platform has no firmware memory map");
+    }
+    // Physically contiguous data pages [p, p + bytes) with p + offset aligned to `align`
+    // (a power of two); freed with free_pages(p, bytes). UEFI: AllocatePages at an address
+    // in a free region of the memory map.
+    virtual Result<void*> alloc_aligned(usize bytes, u64 align, u64 offset) {
+        if (align <= 4096) return alloc_pages(bytes, false);
+        (void)offset;
+        return Error::make(Errc::unsupported, "this platform cannot align memory beyond 4 KiB");
+    }
+
     // --- on the BSP, once before a measure_run ---
     virtual Status prepare() { return ok_status(); }
+    // Once after a measure_run: gives back what prepare() took (the firmware's memory map
+    // is as before the run).
+    virtual void finish() {}
     // The watchdog (--timeout): a job that runs longer than `seconds` is stopped where it
     // is (on UEFI by an NMI from another CPU) and the region ends like a fault with vector
     // 2 (kWatchdogVector). 0 restores the platform's default for other jobs.
@@ -312,8 +332,18 @@ struct UserCode {
 };
 inline constexpr usize kUserCodeMax = usize(64) << 10;  // bytes per block
 inline constexpr u64 kScratchBytes = u64(1) << 20;      // RDI, RSI, RBP, RSP areas
-inline constexpr u64 kR14Max = u64(1) << 30;
+// --r14-size: what the options accept; the memory map decides (check_r14_area). Without a
+// memory map (pmulab-sim) the area is at most kR14NoMap.
+inline constexpr u64 kR14Max = u64(1) << 40;
+inline constexpr u64 kR14NoMap = u64(1) << 30;
+inline constexpr u64 kR14AlignMax = u64(1) << 30;  // --r14-align
 u64 fnv1a64(const u8* p, usize n);
+struct MeasureConfig;
+// Whether R14's area (cfg.r14_size at cfg.r14_align, between its guard pages) fits the
+// largest free region of the memory map: else an error (unsupported) that names the
+// largest size that fits (measure/memory.cpp). On the BSP, before anything runs.
+Status check_r14_area(MeasurePlatform& mp, const MeasureConfig& cfg);
+inline constexpr u64 kScratchGuard = 4096;  // the guard page before and after each area
 
 struct BenchInstance {
     const KernelInfo* kernel = nullptr;  // a built-in kernel, or null with `user`
@@ -342,7 +372,14 @@ struct MeasureConfig {
     u32 align_offset = 0;    // --align-offset
     u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
     bool drain_frontend = false;
-    u64 r14_size = kScratchBytes;     // --r14-size (user code)
+    u64 r14_size = kScratchBytes;  // --r14-size (user code)
+    u64 r14_align = 4096;          // --r14-align: R14's area starts at a multiple of it
+    // --prefetchers off (x86/prefetch.h): these bits of this MSR set on the measuring CPU
+    // for each job, the MSR restored exactly afterwards; msr 0: prefetchers as they are.
+    bool prefetchers_off = false;
+    u32 prefetch_msr = 0;
+    u64 prefetch_bits = 0;
+    char prefetch_names[96] = {};     // "l2_hw,l2_adjacent_line,dcu,dcu_ip" (the records' list)
     bool no_mem = false;              // --no-mem
     u32 timeout_s = kTimeoutDefault;  // --timeout: seconds a job may take (watchdog)
 };

@@ -4,6 +4,7 @@
 #include "base/fmt.h"
 #include "x86/amd_regs.h"
 #include "x86/intel_regs.h"
+#include "x86/prefetch.h"
 
 namespace pmulab {
 
@@ -207,6 +208,45 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
     tsc0_ = hw.rdtsc();
     return ok_status();
 }
+
+Status choose_prefetch_control(Hw& hw, MeasureConfig* cfg) {
+    CpuidSnapshot snap;
+    capture_cpuid(hw, &snap);
+    CpuIdentity id = decode_cpuid(snap).id;
+    PrefetchControl pc = prefetch_control(id);
+    if (!pc.msr)
+        return Error::make(Errc::unsupported, "--prefetchers off: %s (%s family 0x%x model 0x%x); nothing was run",
+                           pc.why_not, id.vendor_string, id.family, id.model);
+    cfg->prefetch_msr = pc.msr;
+    cfg->prefetch_bits = pc.off_mask();
+    StrBuf names;
+    for (usize i = 0; i < pc.count; ++i) names.printf("%s%s", i ? "," : "", pc.bits[i].name);
+    format_to(cfg->prefetch_names, sizeof cfg->prefetch_names, "%s", names.c_str());
+    return ok_status();
+}
+
+Status PrefetchGuard::begin(Hw& hw, const MeasureConfig& cfg) {
+    if (!cfg.prefetch_msr) return ok_status();
+    ledger_.bind(&hw);
+    ledger_.begin();
+    Status s = ledger_.save(MsrReg::control(cfg.prefetch_msr));
+    if (!s.ok())
+        return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be read: %s", cfg.prefetch_msr,
+                           s.error().msg);
+    ledger_.arm();
+    u64 now = ledger_.saved_value(cfg.prefetch_msr);
+    if ((now & cfg.prefetch_bits) != cfg.prefetch_bits) s = ledger_.write(cfg.prefetch_msr, now | cfg.prefetch_bits);
+    Result<u64> back = s.ok() ? hw.rdmsr(cfg.prefetch_msr) : Result<u64>(s.error());
+    if (back.ok() && (back.value() & cfg.prefetch_bits) == cfg.prefetch_bits) return ok_status();
+    (void)ledger_.restore();
+    if (!back.ok())
+        return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be written: %s", cfg.prefetch_msr,
+                           back.error().msg);
+    return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x reads back 0x%llx, not with bits 0x%llx set",
+                       cfg.prefetch_msr, (unsigned long long)back.value(), (unsigned long long)cfg.prefetch_bits);
+}
+
+Status PrefetchGuard::end() { return ledger_.restore(); }
 
 Status NoiseGuard::end(NoiseRecord* rec) {
     Hw& hw = *hw_;

@@ -85,4 +85,20 @@ private:
     u64 smi0_ = 0, aperf0_ = 0, mperf0_ = 0, tsc0_ = 0;
 };
 
+// --prefetchers off around one job on the measuring CPU (MeasureConfig::prefetch_msr,
+// x86/prefetch.h): sets the disable bits, checks that they stick, and restores the MSR
+// exactly (MsrLedger). Nothing to do when prefetch_msr is 0.
+// --prefetchers off: the control of the calling CPU's model (the BSP's; x86/prefetch.h)
+// into cfg, or an error (unsupported) with the reason where none is documented.
+Status choose_prefetch_control(Hw& hw, MeasureConfig* cfg);
+
+class PrefetchGuard {
+public:
+    Status begin(Hw& hw, const MeasureConfig& cfg);
+    Status end();
+
+private:
+    FixedMsrLedger<1> ledger_;
+};
+
 }  // namespace pmulab

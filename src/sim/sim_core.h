@@ -368,8 +368,12 @@ private:
         aperf_ro,
         mperf_ro,
         lbr,  // the LBR stack's MSRs (sim_lbr.h)
+        prefetch,  // the prefetcher control MSR (prefetch_bits)
         extra,
     };
+    // The writable bits of the hardware prefetcher control at `msr` on this model (1A4H on
+    // Intel Nehalem..Broadwell, C000_0108H on AMD 19h/1Ah), 0 where it does not exist.
+    u64 prefetch_bits(u32 msr) const;
     struct Extra {
         u64 value = 0;
         bool writable = true;
@@ -421,6 +425,7 @@ private:
     bool smi_due_ = false;
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
+    u64 prefetch_ctl_ = 0;  // MSR 1A4H / C000_0108H where prefetch_bits says it exists
     u64 aperf_ = 0, mperf_ = 0;
     std::map<u32, Extra> extra_;
     TopdownBudget td_base_, td_body_;

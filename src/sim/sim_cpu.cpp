@@ -116,6 +116,25 @@ CpuidRegs SimCpu::cpuid(u32 leaf, u32 sub) const {
 
 // ---- the logical processor's own MSRs ----
 
+u64 SimCpu::prefetch_bits(u32 m) const {
+    if (m != reg::MISC_FEATURE_CONTROL && m != reg::AMD_PREFETCH_CONTROL) return 0;
+    const CpuidSnapshot& s = spec_.cpuid;
+    u32 eax = s.get(1).eax, base_family = (eax >> 8) & 0xF;
+    u32 family = base_family == 0xF ? base_family + ((eax >> 20) & 0xFF) : base_family;
+    u32 model = (eax >> 4) & 0xF;
+    if (base_family == 0x6 || base_family == 0xF) model |= ((eax >> 16) & 0xF) << 4;
+    if (m == reg::MISC_FEATURE_CONTROL && pmu().vendor_intel && family == 6) {
+        // Nehalem, Westmere, Sandy Bridge, Ivy Bridge, Haswell, Broadwell (the article).
+        static constexpr u8 kModels[] = {0x1A, 0x1E, 0x1F, 0x2E, 0x25, 0x2C, 0x2F, 0x2A, 0x2D, 0x3A,
+                                         0x3E, 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56};
+        for (u8 x : kModels)
+            if (x == model) return 0xF;
+    }
+    bool amd = s.get(0).ebx == 0x68747541u;  // "Auth"
+    if (m == reg::AMD_PREFETCH_CONTROL && amd && (family == 0x19 || family == 0x1A)) return 0x2F;
+    return 0;
+}
+
 SimCpu::Reg SimCpu::classify(u32 m) const {
     const PmuLayout& L = pmu();
     if (extra_.count(m)) return Reg::extra;
@@ -124,6 +143,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::BIOS_SIGN_ID) return Reg::bios_sign;
     if (m == reg::PKRS) return Reg::pkrs;
     if (m == reg::MISC_ENABLE && L.vendor_intel) return Reg::misc_enable;
+    if (prefetch_bits(m)) return Reg::prefetch;
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
@@ -147,6 +167,7 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
         case Reg::bios_sign: return u64(spec_.microcode) << 32;
         case Reg::pkrs: return pkrs_;
         case Reg::misc_enable: return misc_enable_;
+        case Reg::prefetch: return prefetch_ctl_;
         case Reg::debugctl: return debugctl_;
         case Reg::smi_count: return smi_count_;
         case Reg::aperf:
@@ -176,6 +197,10 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::aperf: aperf_ = v; return 0;
         case Reg::mperf: mperf_ = v; return 0;
         case Reg::lbr: return lbr_.wrmsr(msr, v);
+        case Reg::prefetch:
+            if (v & ~prefetch_bits(msr)) return kVectorGP;  // the other bits are reserved
+            prefetch_ctl_ = v;
+            return 0;
         case Reg::debugctl: {
             // SDM Vol. 3B §18.4.1 (IA32_DEBUGCTL): LBR 0, BTF 1, TR 6, BTS 7, BTINT 8,
             // BTS_OFF_OS 9, BTS_OFF_USR 10, FREEZE_LBRS_ON_PMI 11, FREEZE_PERFMON_ON_PMI 12,
@@ -205,6 +230,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::tsc: tsc_ = v; return true;
         case Reg::pkrs: pkrs_ = v; return true;
         case Reg::misc_enable: misc_enable_ = v; return true;
+        case Reg::prefetch: prefetch_ctl_ = v; return true;
         case Reg::aperf:
         case Reg::aperf_ro: aperf_ = v; return true;
         case Reg::mperf:

@@ -114,6 +114,9 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         if (emax >= 0x80000001) take(0x80000001, 0);
         if (emax >= 0x80000004)
             for (u32 l = 0x80000002; l <= 0x80000004; ++l) take(l, 0);
+        // AMD's L1/L2/L3 descriptions (cache_geometry.h), used where 8000_001DH is absent.
+        if (emax >= 0x80000006 && amd_like)
+            for (u32 l = 0x80000005; l <= 0x80000006; ++l) take(l, 0);
         if (emax >= 0x80000007 && amd_like) take(0x80000007, 0);
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
         if (emax >= 0x8000001D && amd_like) take_caches(0x8000001D);
@@ -144,6 +147,8 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000002:
         case 0x80000003:
         case 0x80000004:
+        case 0x80000005:
+        case 0x80000006:
         case 0x80000007:
         case 0x80000008:
         case 0x8000001D:

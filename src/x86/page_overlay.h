@@ -26,6 +26,7 @@ public:
         pages_ = pages;
     }
     bool ready() const { return pool_ != nullptr; }
+    u64* pool() const { return pool_; }
     usize used() const { return used_; }  // pages the last build took
     // Builds the overlay of the tables CR3 = `cr3` points at (4-level paging) with the 4 KiB
     // pages at `absent[0..n)` not present, and returns the CR3 value to load (the overlay's

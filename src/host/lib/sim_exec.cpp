@@ -97,7 +97,26 @@ void SimExec::free_pages(void* p, usize) {
     if (it == live_.end()) return;
     runner_->unmap_pages(p, it->second);
     live_.erase(it);
+    auto a = aligned_.find(p);
+    if (a != aligned_.end()) {
+        std::free(a->second);
+        aligned_.erase(a);
+        return;
+    }
     std::free(p);
+}
+
+Result<void*> SimExec::alloc_aligned(usize bytes, u64 align, u64 offset) {
+    if (align <= 4096) return alloc_pages(bytes, false);
+    usize n = (bytes + 4095) & ~usize(4095);
+    void* raw = std::aligned_alloc(4096, n + align);
+    if (!raw) return Error::make(Errc::io, "out of host memory (%llu bytes)", (unsigned long long)(n + align));
+    u64 at = (u64(uintptr_t(raw)) + offset + align - 1) & ~(align - 1);
+    void* p = reinterpret_cast<void*>(uintptr_t(at - offset));
+    live_[p] = bytes;
+    aligned_[p] = raw;
+    runner_->map_pages(p, bytes, false);
+    return p;
 }
 
 Status SimExec::irq_mask(IrqMode, IrqSaved* saved) {

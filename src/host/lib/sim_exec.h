@@ -29,6 +29,8 @@ public:
 
     Result<void*> alloc_pages(usize bytes, bool executable) override;
     void free_pages(void* p, usize bytes) override;
+    // Host memory with p + offset aligned (--r14-align); the executor maps it as it is.
+    Result<void*> alloc_aligned(usize bytes, u64 align, u64 offset) override;
     CodeSpan kernel_body(KernelId id) override { return runner_->kernel_body(id); }
     Status irq_mask(IrqMode mode, IrqSaved* saved) override;
     void irq_restore(const IrqSaved& saved) override;
@@ -72,6 +74,7 @@ private:
     sim::SimMachine& m_;
     std::unique_ptr<SimRunner> runner_;
     std::map<void*, usize> live_;
+    std::map<void*, void*> aligned_;  // alloc_aligned's pages -> the block to free
     std::map<u32, PmiHandler*> pmi_;  // per CPU: the attached handler
     std::map<u32, u32> pmi_lvt_;      // ... and its LVT entry before pmi_attach
     bool masked_ = false;

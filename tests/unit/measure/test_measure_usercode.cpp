@@ -68,7 +68,7 @@ TEST(UserCode, OptionErrors) {
     EXPECT_EQ(err("--bench nop --no-mem"),
               "--no-mem is for user code (--code): the built-in kernels use R8-R13 themselves");
     EXPECT_EQ(err("--code 90 --align-offset 64"), "--align-offset: 64 is out of range 0..63");
-    EXPECT_EQ(err("--code 90 --r14-size 1000"), "--r14-size: 1000 is out of range 4096..1073741824");
+    EXPECT_EQ(err("--code 90 --r14-size 1000"), "--r14-size: 1000 is out of range 4096..1099511627776");
     EXPECT_EQ(err("--code 90 --r14-size 5000"), "--r14-size: 5000 is not a multiple of 4K");
     EXPECT_EQ(err("--code 90 --r14-size 6K"), "--r14-size: 6144 is not a multiple of 4K");
     std::string big(2 * kUserCodeMax + 2, '9');

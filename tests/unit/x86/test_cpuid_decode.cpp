@@ -467,7 +467,10 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
     EXPECT_FALSE(s.has(0x8000001D, 0));  // AMD's twin of leaf 4: read on AMD/Hygon only
     EXPECT_FALSE(cpuid_leaf_is_captured(5));
     EXPECT_FALSE(cpuid_leaf_is_captured(0x40000001));
-    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000006));
+    EXPECT_FALSE(cpuid_leaf_is_captured(0x80000009));
+    // 8000_0005H/0006H (AMD's older cache descriptions, x86/cache_geometry.h): AMD/Hygon only.
+    EXPECT_TRUE(cpuid_leaf_is_captured(0x80000006));
+    EXPECT_FALSE(s.has(0x80000006, 0));
     // 06H, 8000_0007H and 8000_0008H (EffFreq, EffFreqRO, IRPerfCount) are read on AMD/Hygon only.
     EXPECT_TRUE(cpuid_leaf_is_captured(0x80000007));
     EXPECT_FALSE(s.has(0x80000007, 0));

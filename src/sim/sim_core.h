@@ -367,7 +367,7 @@ private:
         mperf,
         aperf_ro,
         mperf_ro,
-        lbr,  // the LBR stack's MSRs (sim_lbr.h)
+        lbr,       // the LBR stack's MSRs (sim_lbr.h)
         prefetch,  // the prefetcher control MSR (prefetch_bits)
         extra,
     };

@@ -280,6 +280,14 @@ def sim_bench():
               f"{off_wall / 1e6:16.1f} {off_cpu / 1e6:6.1f} {on_wall / off_wall:13.2f} {on_cpu / off_cpu:6.2f}")
     print(f"  goal >= {SIM_GOAL / 1e6:.0f} M/s with the cache model on (CPU time, slowest kernel): "
           f"{'met' if worst >= SIM_GOAL else 'NOT met'} ({worst / 1e6:.1f} M/s)")
+    # Sampling (run --sample): while a PMI can come the executor retires instruction by
+    # instruction (docs/sim.md "Interrupts"); the price against the counting fast path.
+    args = ["run", "--bench", "add_indep", "--unroll", "1000", "--loop", "100", "--reps", "5"]
+    insns, fast_wall, fast_cpu = sim_rates(args, ("--cpus", "0"))
+    s_insns, s_wall, s_cpu = sim_rates([*args, "--sample", "instructions:10007"], ("--cpus", "0"))
+    print(f"  sampling: add_indep --loop 100 --reps 5, counting {fast_cpu / 1e6:.1f} M/s vs --sample "
+          f"instructions:10007 {s_cpu / 1e6:.1f} M/s (CPU time; {fast_cpu / s_cpu:.1f}x slower, "
+          f"{s_insns / 1e6:.1f} M instructions)")
     runs = [sim_run(SIM_ARROW_LAKE, ["run", "--code", "4801d8", "--unroll", "1000", "--cpu", "all"]) for _ in range(3)]
     wall = statistics.median(r[0] for r in runs)
     print(f"  run --code 4801d8 --unroll 1000 --cpu all, Arrow Lake-H dump (16 CPUs, {runs[0][2] / 1e6:.2f} M "

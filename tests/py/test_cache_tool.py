@@ -255,17 +255,14 @@ def test_dry_run_prints_the_pmulab_command_line() -> None:
 def test_qemu_sequence_code_counts_exactly_under_icount() -> None:
     # QEMU has no PMU and no cache model: the TSC under -icount 7 counts 128 per instruction,
     # so only the two counted accesses (25 LFENCEs and a load each) remain, whatever the
-    # level's clearing, flushes and WBINVDs around them.
+    # flushes and WBINVDs around them. The tool's own boot and stop, as docs/cache.md shows
+    # it; every level, the clearing, the bytes decoded and the exit 3 without --events:
+    # test_qemu_cache_seq.py (one boot for all).
     geo = ["--geometry", "L1D:32K:8,L2:256K:4"]
     r = cache("seq", "--icount", "7", "--no-build", "--events", "tsc", *geo, "--json", "A B? C?",
               "A! B C? <wbinvd> A?")
     assert r.returncode == 0, r
     assert [json.loads(x)["events"] for x in r.stdout.splitlines()] == [{"tsc": 52 * 128}] * 2
-    r = cache("seq", "--icount", "7", "--no-build", "--events", "tsc", "--level", "2", *geo, "--json", "A B? C?")
-    assert r.returncode == 0, r
-    assert json.loads(r.stdout)["events"] == {"tsc": 52 * 128}
-    r = cache("seq", "--icount", "7", "--no-build", *geo, "A?")  # qemu64: AMD family 0FH
-    assert r.returncode == 3 and "knows the per-level load events of Intel family 6" in r.stderr, r
 
 
 def test_geometry_from_info_records_and_from_geometry() -> None:

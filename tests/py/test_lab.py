@@ -487,14 +487,16 @@ def _placeless(text):
 def _records_without_timing(path):
     """A results file's records, without the fields that measure time or place: when
     (time), the TSC's measured frequency (tsc_hz, tsc_detail), the TSC ticks around the
-    runs (noise.tsc_delta), the scratch area's address (r14); and in error messages the
+    runs (noise.tsc_delta), the scratch area's address (r14), the firmware's free memory at
+    the time (the meta record's memory map summary: a boot with an agent session has
+    allocated differently from one that runs a campaign file); and in error messages the
     code's address (RIP) and the campaign location prefix, which only image mode has (the
     line comes from \\pmulab\\pmulab.cfg)."""
     out = []
     with open(path) as f:
         for line in f:
             rec = json.loads(line)
-            for k in ("time", "tsc_hz", "tsc_detail", "r14"):
+            for k in ("time", "tsc_hz", "tsc_detail", "r14", "memory"):
                 rec.pop(k, None)
             if isinstance(rec.get("noise"), dict):
                 rec["noise"].pop("tsc_delta", None)

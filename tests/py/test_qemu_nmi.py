@@ -39,14 +39,23 @@ def test_qemu_nmi_path_on_the_bsp_and_the_aps_then_the_watchdog_still_works():
     r = _boot(["selftest --cpu all --json",
                "run --code ebfe --name spin --cpu all --timeout 1 --json",
                "run --code 4801d8 --name after --cpu all --json"], smp=3, timeout=300)
-    assert r.rc == 2, r  # the spins are the user's error, as in test_qemu_usercode.py
     recs = [json.loads(l) for l in r.out.splitlines() if l.startswith("{")]
+    # Without -icount (which would run one vCPU at a time) TCG's TSC follows the host clock:
+    # on a loaded host selftest's timing comparisons (TSC ticks of nop, U vs 2U, ...) can
+    # FAIL, which makes the selftest line exit 1. Only those may; this test is the NMI path's.
+    failed = [x for x in recs if x["type"] == "check" and x["status"] == "FAIL"]
+    timing = ("empty kernel measures 0 per iteration", "U vs 2U linearity for nop (U = 1000 and 2000)",
+              "basic mode (0 and U copies) agrees with U/2U for nop",
+              "loop overhead cancels: nop with --loop 10 agrees with U/2U",
+              "interrupts masked via the local APIC LVT (--irq lvt) agree with cli for nop")
+    assert all(x["name"] in timing for x in failed), failed
+    assert r.rc == (1 if failed else 2), r  # the spins are the user's error, as in test_qemu_usercode.py
     nmi = [x for x in recs if x["type"] == "check" and x["name"] == "nmi-path"]
     assert [x["cpu"] for x in nmi] == [0, 1, 2], nmi
     for x in nmi:
         assert x["status"] == "PASS" and PASS_DETAIL.match(x["detail"]), x
     summary = [x for x in recs if x["type"] == "summary"]
-    assert summary and summary[0]["failed"] == 0, summary
+    assert summary and summary[0]["failed"] == len(failed), summary
     errors = [x for x in recs if x["type"] == "error"]
     assert len(errors) == 3 and all(e["vector"] == 2 for e in errors), errors
     for cpu in (0, 1, 2):

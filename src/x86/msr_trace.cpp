@@ -124,6 +124,22 @@ void intel_counter_bits(u64 v, StrBuf& out) {
     if (rest) out.printf(" other=0x%llx", (unsigned long long)rest);
 }
 
+// IA32_PERF_GLOBAL_STATUS and the registers with its layout (OVF_CTRL/STATUS_RESET,
+// STATUS_SET): the counter bits, then the named flags (SDM §20.2.4, Figure 20-30).
+void intel_status_bits(u64 v, StrBuf& out) {
+    using S = regs::PerfGlobalStatus;
+    const u64 counters = S::pmc_ovf_field::mask | S::fixed_ovf_field::mask;
+    intel_counter_bits(v & counters, out);
+    S s(v);
+    flags(out, "PERF_METRICS_OVF TOPA_PMI LBR_FRZ CTR_FRZ ASCI OVF_UNCORE OVF_BUF COND_CHGD",
+          {s.perf_metrics_ovf(), s.trace_topa_pmi(), s.lbr_frz(), s.ctr_frz(), s.asci(), s.ovf_uncore(), s.ovf_buf(),
+           s.cond_chgd()});
+    const u64 named = S::perf_metrics_ovf_field::mask | S::trace_topa_pmi_field::mask | S::lbr_frz_field::mask |
+                      S::ctr_frz_field::mask | S::asci_field::mask | S::ovf_uncore_field::mask |
+                      S::ovf_buf_field::mask | S::cond_chgd_field::mask;
+    if (u64 rest = v & ~(counters | named)) out.printf(" other=0x%llx", (unsigned long long)rest);
+}
+
 }  // namespace
 
 void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
@@ -237,14 +253,15 @@ void intel_other_fields(u32 m, u64 v, StrBuf& out) {
     switch (m) {
         case msr::IA32_FIXED_CTR_CTRL: fixed_ctr_ctrl_fields(v, out); return;
         case msr::IA32_PERF_GLOBAL_CTRL:
+        case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
         case msr::IA32_PERF_GLOBAL_STATUS:
         case msr::IA32_PERF_GLOBAL_OVF_CTRL:
-        case msr::IA32_PERF_GLOBAL_STATUS_SET:
-        case msr::IA32_PERF_GLOBAL_INUSE: intel_counter_bits(v, out); return;
+        case msr::IA32_PERF_GLOBAL_STATUS_SET: intel_status_bits(v, out); return;
         case msr::IA32_DEBUGCTL: {
             regs::DebugCtl d(v);  // SDM Vol. 3B §18.4.1
-            put_flags(out, "LBR BTF FREEZE_PERFMON_ON_PMI FREEZE_WHILE_SMM",
-                      {d.lbr(), d.btf(), d.freeze_perfmon_on_pmi(), d.freeze_while_smm()}, "", " ");
+            put_flags(out, "LBR BTF FREEZE_LBRS_ON_PMI FREEZE_PERFMON_ON_PMI FREEZE_WHILE_SMM",
+                      {d.lbr(), d.btf(), d.freeze_lbrs_on_pmi(), d.freeze_perfmon_on_pmi(), d.freeze_while_smm()}, "",
+                      " ");
             return;
         }
         default: return;

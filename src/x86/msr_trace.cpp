@@ -2,6 +2,7 @@
 
 #include "x86/amd_regs.h"
 #include "x86/intel_regs.h"
+#include "x86/lbr_regs.h"
 #include "x86/netburst_regs.h"
 
 namespace pmulab {
@@ -44,6 +45,36 @@ const char* other_name(const TraceNames& n, u32 m) {
         case msr::AMD_APERF_RO: return "APERF_RO";
         default: return nullptr;
     }
+}
+
+// The LBR MSRs (x86/lbr_regs.h): legacy (Intel SDM Vol. 4 Table 2-2 and the model tables),
+// architectural (Vol. 3B "Architectural Last Branch Records"), AMD LbrExtV2 (APM Vol. 2).
+bool lbr_name(const TraceNames& n, u32 m, StrBuf& out) {
+    auto in = [m](u32 base, u32 count, u32* i) {
+        if (m < base || m >= base + count) return false;
+        *i = m - base;
+        return true;
+    };
+    u32 i = 0;
+    if (is_amd_family(n.vendor)) {
+        if (m == msr::AMD_LBR_SELECT) out.put("LBR_SELECT");
+        else if (m == msr::AMD_DBG_EXTN_CFG) out.put("DBG_EXTN_CFG");
+        else if (in(msr::AMD_LBR_FROM_0, 32, &i)) out.printf("LBR_%s_%u", i % 2 ? "TO" : "FROM", i / 2);
+        else return false;
+        return true;
+    }
+    if (m == msr::MSR_LBR_SELECT) out.put("MSR_LBR_SELECT");
+    else if (m == msr::MSR_LASTBRANCH_TOS) out.put("MSR_LASTBRANCH_TOS");
+    else if (in(msr::MSR_LBR_NHM_FROM, 32, &i)) out.printf("MSR_LASTBRANCH_%u_FROM_IP", i);
+    else if (in(msr::MSR_LBR_NHM_TO, 32, &i)) out.printf("MSR_LASTBRANCH_%u_TO_IP", i);
+    else if (in(msr::MSR_LBR_INFO_0, 32, &i)) out.printf("MSR_LBR_INFO_%u", i);
+    else if (m == msr::IA32_LBR_CTL) out.put("IA32_LBR_CTL");
+    else if (m == msr::IA32_LBR_DEPTH) out.put("IA32_LBR_DEPTH");
+    else if (in(msr::IA32_LBR_0_FROM_IP, 32, &i)) out.printf("IA32_LBR_%u_FROM_IP", i);
+    else if (in(msr::IA32_LBR_0_TO_IP, 32, &i)) out.printf("IA32_LBR_%u_TO_IP", i);
+    else if (in(msr::IA32_LBR_0_INFO, 32, &i)) out.printf("IA32_LBR_%u_INFO", i);
+    else return false;
+    return true;
 }
 
 bool netburst_name(u32 m, StrBuf& out) {
@@ -160,6 +191,7 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
     }
     if (n.pmu.netburst && netburst_name(addr, out)) return;
     if (amd_name(addr, out)) return;
+    if (lbr_name(n, addr, out)) return;
     const char* o = other_name(n, addr);
     if (o) {
         out.put(o);

@@ -79,7 +79,7 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    EXPECT_EQ(h, 0x929459F5F0428C54ull);  // GLOBAL_STATUS flags named (CTR_FRZ, ...), FREEZE_LBRS_ON_PMI
+    EXPECT_EQ(h, 0x5B54003E804C5050ull);  // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names
 }
 
 struct Sink final : TraceSink {
@@ -302,4 +302,30 @@ TEST(MsrTrace, AnNmiWhileFlushingWaitsForTheNextFlush) {
     ASSERT_EQ(sink.got.size(), 3u);
     EXPECT_EQ(sink.got[2].addr, 0x38Eu);
     t.hold(false);
+}
+
+// The LBR MSRs by name (legacy, architectural, AMD LbrExtV2), as run --lbr reads them.
+TEST(MsrTraceNames, LbrMsrs) {
+    TraceNames intel, amd;
+    intel.vendor = Vendor::intel;
+    amd.vendor = Vendor::amd;
+    auto name = [](const TraceNames& n, u32 m) {
+        StrBuf b;
+        trace_reg_name(n, TraceOp::rdmsr, m, b);
+        return std::string(b.c_str());
+    };
+    EXPECT_EQ(name(intel, 0x1C8), "MSR_LBR_SELECT");
+    EXPECT_EQ(name(intel, 0x1C9), "MSR_LASTBRANCH_TOS");
+    EXPECT_EQ(name(intel, 0x680), "MSR_LASTBRANCH_0_FROM_IP");
+    EXPECT_EQ(name(intel, 0x6DF), "MSR_LASTBRANCH_31_TO_IP");
+    EXPECT_EQ(name(intel, 0xDC5), "MSR_LBR_INFO_5");
+    EXPECT_EQ(name(intel, 0x14CE), "IA32_LBR_CTL");
+    EXPECT_EQ(name(intel, 0x14CF), "IA32_LBR_DEPTH");
+    EXPECT_EQ(name(intel, 0x1601), "IA32_LBR_1_TO_IP");
+    EXPECT_EQ(name(intel, 0x121F), "IA32_LBR_31_INFO");
+    EXPECT_EQ(name(amd, 0xC000010E), "LBR_SELECT");
+    EXPECT_EQ(name(amd, 0xC000010F), "DBG_EXTN_CFG");
+    EXPECT_EQ(name(amd, 0xC0010300), "LBR_FROM_0");
+    EXPECT_EQ(name(amd, 0xC0010303), "LBR_TO_1");
+    EXPECT_EQ(name(amd, 0x1C8), "MSR 0x1c8");  // Intel's address: nothing on AMD
 }

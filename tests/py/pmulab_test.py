@@ -75,5 +75,25 @@ def run_tool(name, *args, stdin=None, timeout=60):
     return Result(p.returncode, p.stdout, p.stderr)
 
 
+def shell_image(td, startup_nsh):
+    """A boot image in directory td whose UEFI shell runs `startup_nsh` (the text of
+    startup.nsh, CRLF lines): pmulab is \\pmulab\\app.efi there, and the image has no
+    \\EFI\\BOOT\\BOOTX64.EFI, so OVMF falls back to its built-in shell. The boot volume's
+    pmulab.cfg must not run (the shell passes pmulab its arguments). Returns the image path."""
+    cfg = os.path.join(td, "pmulab.cfg")
+    with open(cfg, "w") as f:
+        f.write("info\n--shutdown\n")
+    nsh = os.path.join(td, "startup.nsh")
+    with open(nsh, "w") as f:
+        f.write(startup_nsh)
+    img = os.path.join(td, "shell.img")
+    efi = os.path.join(BUILD, "pmulab.efi")
+    subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, cfg, f"{efi}=::/pmulab/app.efi",
+                    f"{nsh}=::/startup.nsh"], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(["mdel", "-i", f"{img}@@1M", "::/EFI/BOOT/BOOTX64.EFI"], check=True,
+                   env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+    return img
+
+
 def data_path(*parts):
     return os.path.join(ROOT, "tests", "data", *parts)

@@ -8,7 +8,7 @@ import os
 import re
 import tempfile
 
-from pmulab_test import run_qemu
+from pmulab_test import run_qemu, shell_image
 
 QEMU = True
 
@@ -71,20 +71,9 @@ def test_qemu_memory_map_unchanged_when_pmulab_exits():
     (2 MiB-aligned): every page pmulab allocated (LoaderCode, LoaderData: its image, heap,
     code, scratch areas, overlay) is back; the only change is the firmware's own
     boot-services data (the shell, the file system), which Available pays for exactly."""
-    import subprocess
-    from pmulab_test import ROOT
     with tempfile.TemporaryDirectory() as td:
-        cfg = os.path.join(td, "pmulab.cfg")
-        open(cfg, "w").write("info\n--shutdown\n")  # not used: the shell passes the arguments
-        nsh = os.path.join(td, "startup.nsh")
-        open(nsh, "w").write("fs0:\r\nmemmap\r\n\\pmulab\\app.efi run --code 90 --events tsc --reps 2 "
-                             "--r14-size 1G --r14-align 2M\r\nmemmap\r\nreset -s\r\n")
-        img = os.path.join(td, "shell.img")
-        efi = os.path.join(ROOT, "build", "pmulab.efi")
-        subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, cfg, f"{efi}=::/pmulab/app.efi",
-                        f"{nsh}=::/startup.nsh"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["mdel", "-i", f"{img}@@1M", "::/EFI/BOOT/BOOTX64.EFI"], check=True,
-                       env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+        img = shell_image(td, "fs0:\r\nmemmap\r\n\\pmulab\\app.efi run --code 90 --events tsc --reps 2 "
+                              "--r14-size 1G --r14-align 2M\r\nmemmap\r\nreset -s\r\n")
         keep = os.path.join(td, "keep")
         r = run_qemu(smp="1", image=img, timeout=150, extra=("--memory", "2G", "--keep", keep))
         assert r.rc == 0, r

@@ -15,7 +15,7 @@ import os
 import subprocess
 import tempfile
 
-from pmulab_test import ROOT, run_qemu
+from pmulab_test import ROOT, run_qemu, shell_image
 
 QEMU = True
 
@@ -243,17 +243,8 @@ def test_qemu_agent_survives_code_that_never_ends():
 # workers returned.)
 def test_qemu_ap_workers_return_to_the_firmware():
     with tempfile.TemporaryDirectory() as td:
-        cfg = os.path.join(td, "pmulab.cfg")
-        open(cfg, "w").write("info\n--shutdown\n")  # not run: the shell passes arguments
-        nsh = os.path.join(td, "startup.nsh")
-        open(nsh, "w").write("fs0:\r\n\\pmulab\\app.efi run --code 4801d8 --name first --cpu all --json\r\n"
-                             "\\pmulab\\app.efi msr read 0x1b --cpu all --json \"--shutdown\"\r\n")
-        img = os.path.join(td, "shell.img")
-        efi = os.path.join(ROOT, "build", "pmulab.efi")
-        subprocess.run([os.path.join(ROOT, "tools", "mkimage.sh"), img, efi, cfg, f"{efi}=::/pmulab/app.efi",
-                        f"{nsh}=::/startup.nsh"], check=True, stdout=subprocess.DEVNULL)
-        subprocess.run(["mdel", "-i", f"{img}@@1M", "::/EFI/BOOT/BOOTX64.EFI"], check=True,
-                       env=dict(os.environ, MTOOLS_SKIP_CHECK="1"))
+        img = shell_image(td, "fs0:\r\n\\pmulab\\app.efi run --code 4801d8 --name first --cpu all --json\r\n"
+                              "\\pmulab\\app.efi msr read 0x1b --cpu all --json \"--shutdown\"\r\n")
         r = run_qemu(smp=3, image=img, timeout=120)
     assert r.rc == 0, r
     assert sorted(x["cpu"] for x in r.records("result")) == [0, 1, 2], r

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "app/out.h"
 #include "measure/measure.h"
@@ -77,5 +78,13 @@ private:
     sim::SimMachine& m_;
     SimMeasure mp_;
 };
+
+// The values of the WRMSRs to `msr` on `c` that completed (its log), in order.
+inline std::vector<u64> writes_to(const sim::SimCpu& c, u32 msr) {
+    std::vector<u64> v;
+    for (const sim::LogEntry& e : c.writes())
+        if (e.addr == msr && e.vector == 0) v.push_back(e.value);
+    return v;
+}
 
 }  // namespace simm

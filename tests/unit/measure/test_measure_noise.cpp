@@ -16,15 +16,9 @@ using simm::SimPlatform;
 using simm::Cmd;
 using simm::results;
 using simm::run_line;
+using simm::writes_to;
 
 namespace {
-
-std::vector<u64> writes_to(const SimCpu& c, u32 msr) {
-    std::vector<u64> v;
-    for (const LogEntry& e : c.writes())
-        if (e.addr == msr && e.vector == 0) v.push_back(e.value);
-    return v;
-}
 
 constexpr u32 kDeCfg = 0xC0011029;
 constexpr u64 kFreeze = u64(1) << 14;

@@ -85,13 +85,6 @@ TEST(PrefetchTable, DocumentedModelsOnly) {
 
 namespace {
 
-std::vector<u64> good_writes(const SimCpu& c, u32 msr) {
-    std::vector<u64> v;
-    for (const LogEntry& e : c.writes())
-        if (e.addr == msr && e.vector == 0) v.push_back(e.value);
-    return v;
-}
-
 // A Haswell (06_3CH): MSR 1A4H with bits 0-3.
 SimMachine haswell() {
     IntelCpuidSpec sp;
@@ -112,7 +105,7 @@ TEST(PrefetchGuard, OffForTheJobAndRestoredExactly) {
     ASSERT_EQ(r.size(), 1u) << c.out;
     EXPECT_EQ(r[0]["prefetchers_off"].s(), "l2_hw,l2_adjacent_line,dcu,dcu_ip");
     EXPECT_EQ(r[0]["prefetch_bits"].s(), "0xf");
-    EXPECT_EQ(good_writes(m.cpu(0), 0x1A4), (std::vector<u64>{0xF, 0x2}));
+    EXPECT_EQ(simm::writes_to(m.cpu(0), 0x1A4), (std::vector<u64>{0xF, 0x2}));
     EXPECT_EQ(m.cpu(0).peek(0x1A4), 0x2u);
 }
 
@@ -124,6 +117,6 @@ TEST(PrefetchGuard, AWriteThatFaultsFailsTheJobAndChangesNothing) {
     EXPECT_EQ(c.status, 3) << c.out;
     EXPECT_NE(c.out.find("--prefetchers off: MSR 0x1a4 cannot be written"), std::string::npos) << c.out;
     EXPECT_TRUE(simm::results(c).empty()) << c.out;
-    EXPECT_TRUE(good_writes(m.cpu(0), 0x1A4).empty());
+    EXPECT_TRUE(simm::writes_to(m.cpu(0), 0x1A4).empty());
     EXPECT_EQ(m.cpu(0).peek(0x1A4), 0u);
 }

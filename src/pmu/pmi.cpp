@@ -167,17 +167,24 @@ u64 PmiHandler::read(u32 msr) {
     return v.value();
 }
 
+// Counting on or off: the global control, or each armed counter's enable where there is none.
+void PmiHandler::set_counting(bool on) {
+    const PmiSetup& s = setup_;
+    // PERFEVTSELx.EN (SDM Figure 20-1), the same bit as AMD's PERF_CTL.En (APM §13.2.1).
+    const u64 en_bit = regs::PerfEvtSel::en_field::mask;
+    if (s.ctrl_msr) return write(s.ctrl_msr, on ? s.ctrl_on : 0);
+    for (unsigned i = 0; i < s.count; ++i)
+        if (s.counters[i].ctl_msr)
+            write(s.counters[i].ctl_msr, on ? s.counters[i].ctl_on : s.counters[i].ctl_on & ~en_bit);
+}
+
 bool PmiHandler::on_nmi(u64 rip) {
     if (!armed_) return false;
     const PmiSetup& s = setup_;
-    const u64 en_bit = u64(1) << 22;  // PERFEVTSELx.EN / PERF_CTL.En (SDM Figure 20-1, APM §13.2.1)
     // 1. Counting off, unless the PMU froze itself.
     const bool stop = !s.freeze;
     if (stop) {
-        if (s.ctrl_msr) write(s.ctrl_msr, 0);
-        else
-            for (unsigned i = 0; i < s.count; ++i)
-                if (s.counters[i].ctl_msr) write(s.counters[i].ctl_msr, s.counters[i].ctl_on & ~en_bit);
+        set_counting(false);
     }
     // 2. Which armed counters overflowed.
     u64 status = s.status_msr ? read(s.status_msr) : 0;
@@ -191,10 +198,7 @@ bool PmiHandler::on_nmi(u64 rip) {
     if (!hit) {
         // Not the PMU's: counting back on as it was, nothing else touched.
         if (stop) {
-            if (s.ctrl_msr) write(s.ctrl_msr, s.ctrl_on);
-            else
-                for (unsigned i = 0; i < s.count; ++i)
-                    if (s.counters[i].ctl_msr) write(s.counters[i].ctl_msr, s.counters[i].ctl_on);
+            set_counting(true);
         }
         ++foreign_;
         return false;
@@ -214,10 +218,7 @@ bool PmiHandler::on_nmi(u64 rip) {
     if (s.ack_msr) write(s.ack_msr, ack | (status & s.ack_extra));
     // 5. Counting on again.
     if (stop || s.legacy_freeze) {
-        if (s.ctrl_msr) write(s.ctrl_msr, s.ctrl_on);
-        else
-            for (unsigned i = 0; i < s.count; ++i)
-                if (s.counters[i].ctl_msr) write(s.counters[i].ctl_msr, s.counters[i].ctl_on);
+        set_counting(true);
     }
     // 6. The LVT entry unmasked again.
     if (rearm_) {

@@ -105,6 +105,7 @@ public:
 
 private:
     void write(u32 msr, u64 v);
+    void set_counting(bool on);
     u64 read(u32 msr);
 
     Hw* hw_ = nullptr;

@@ -19,6 +19,9 @@ struct SampleSpec {
     StrView event;
     u64 period = 0;
     bool given = false;  // the period was written
+    // Sampled precisely (PEBS with --precise, IBS): the record says "precise": true and
+    // gives each bucket's data addresses and latencies (run_sample_precise.h).
+    bool precise = false;
 };
 
 // `pmulab run` options, parsed but not yet bound to a machine.

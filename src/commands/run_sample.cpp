@@ -3,6 +3,7 @@
 // engine's half is measure/sampling.h.
 #include "base/json.h"
 #include "commands/measure_cmd.h"
+#include "commands/run_sample_precise.h"
 
 namespace pmulab {
 
@@ -206,6 +207,7 @@ namespace {
 
 struct Bucket {
     const char* block;
+    CodeBlock which;
     usize offset;
     u64 count;
 };
@@ -214,20 +216,30 @@ struct Bucket {
 template <typename Fn> void each_bucket(const SampleCounts& c, Fn fn) {
     const Vec<u64>* v[3] = {&c.body, &c.init, &c.late_init};
     static const char* const kName[3] = {"body", "init", "late_init"};
+    static constexpr CodeBlock kBlock[3] = {CodeBlock::body, CodeBlock::init, CodeBlock::late_init};
     for (int k = 0; k < 3; ++k)
         for (usize i = 0; i < v[k]->size(); ++i)
-            if ((*v[k])[i]) fn(Bucket{kName[k], i, (*v[k])[i]});
+            if ((*v[k])[i]) fn(Bucket{kName[k], kBlock[k], i, (*v[k])[i]});
 }
 
-void samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, Value* rec) {
+Status samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, Value* rec) {
     JsonWriter w(*rec);
     w.begin_object().field("type", "samples").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
     w.field("event", sp.event).field_u("period", sp.period).field_u("samples", c.samples);
+    if (sp.precise) w.field_b("precise", true);
+    Status st = ok_status();
     w.key("buckets").begin_array();
     each_bucket(c, [&](const Bucket& b) {
-        w.begin_object().field("block", b.block).field_u("offset", b.offset).field_u("count", b.count).end_object();
+        w.begin_object().field("block", b.block).field_u("offset", b.offset).field_u("count", b.count);
+        PreciseBucket pb;
+        if (sp.precise && st.ok()) st = precise_bucket(c, b.which, b.offset, r, &pb);
+        if (sp.precise && st.ok()) precise_bucket_json(w, pb);
+        w.end_object();
     });
-    w.end_array().field_u("harness", c.harness).end_object();
+    w.end_array().field_u("harness", c.harness);
+    if (sp.precise && c.log_dropped) w.field_u("precise_unlogged", c.log_dropped);
+    w.end_object();
+    return st;
 }
 
 void put_share(StrBuf& t, u64 count, u64 total) {
@@ -244,6 +256,8 @@ void samples_text(const MeasureResult& r, const SampleSpec& sp, const SampleCoun
     each_bucket(c, [&](const Bucket& b) {
         t->printf("  %-10s %8llu %10llu  ", b.block, (unsigned long long)b.offset, (unsigned long long)b.count);
         put_share(*t, b.count, c.samples);
+        PreciseBucket pb;
+        if (sp.precise && precise_bucket(c, b.which, b.offset, r, &pb).ok()) precise_bucket_text(*t, pb);
         t->put('\n');
     });
     t->printf("  %-10s %8s %10llu  ", "harness", "-", (unsigned long long)c.harness);
@@ -261,7 +275,8 @@ bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureR
             if (ev >= o.samples.size()) return false;
             SampleCounts& c = g->counts[slot];
             Value rec;
-            samples_json(r, o.samples[ev], c, &rec);
+            Status st = samples_json(r, o.samples[ev], c, &rec);
+            if (!st.ok()) out.error(st.error());
             out.record(rec);
             StrBuf t;
             samples_text(r, o.samples[ev], c, &t);

@@ -101,6 +101,8 @@ public:
         at.lvt = lvt.ok() ? lvt.value() : 0;
         for (usize k = 0; k < r_->n; ++k) at.values[k] = value(s_.read(r_->kind[k], r_->index[k]));
     }
+    // No precise source is armed by the check.
+    void precise(u32 slot, const PreciseSample& s) override { sample(slot, s.rip); }
 
 private:
     static u64 value(const Result<u64>& v) { return v.ok() ? v.value() : ~u64(0); }

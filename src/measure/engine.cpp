@@ -132,6 +132,10 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
     return ok_status();
 }
 
+static_assert(kDataAreaRegs[0] == kRsp && kDataAreaRegs[1] == kRdi && kDataAreaRegs[2] == kRsi &&
+                  kDataAreaRegs[3] == kRbp && kDataAreaRegs[4] == kR14,
+              "MeasureResult::area_reg follows kDataAreaRegs");
+
 // User code's scratch areas (docs/measure.md): RSP, RDI, RSI, RBP (1 MiB each) and
 // R14 (cfg.r14_size), each register pointing into the middle of its area, and each area
 // between two guard pages that are not present while the code runs (a run past either
@@ -380,6 +384,10 @@ void summarise_group(Job& j, const BenchRun& br, const GroupJob& gj) {
             continue;
         }
         res.r14 = br.r14;
+        for (unsigned a = 0; br.r14 && a < 5; ++a) {
+            res.area_reg[a] = br.bc.regs[kDataAreaRegs[a]];
+            res.area_size[a] = kDataAreaRegs[a] == kR14 ? j.cfg.r14_size : kScratchBytes;
+        }
         res.noise = gj.noise ? j.noise.get() : nullptr;
         res.region = &gj.code->regions[1];
         res.short_raw = j.column[0].data();

@@ -406,6 +406,9 @@ struct MeasureResult {
     const i64* short_raw = nullptr;
     const i64* long_raw = nullptr;
     u64 r14 = 0;  // user code: R14's area (its start; physical under UEFI identity mapping)
+    // User code's scratch areas (RSP, RDI, RSI, RBP, R14: kDataAreaRegs): each register's
+    // initial value, the middle of its area, and the area's size (0: no area).
+    u64 area_reg[5] = {}, area_size[5] = {};
     // The job's noise provenance (SMIs, APERF/MPERF, FREEZE_WHILE_SMM, how it serialised);
     // null when the CPU could not be probed.
     const NoiseRecord* noise = nullptr;
@@ -413,6 +416,9 @@ struct MeasureResult {
     // addresses into the user's code with it).
     const Region* region = nullptr;
 };
+// The registers of MeasureResult::area_reg, and their names in records.
+inline constexpr u8 kDataAreaRegs[5] = {4 /* RSP */, 7 /* RDI */, 6 /* RSI */, 5 /* RBP */, 14 /* R14 */};
+inline constexpr const char* kDataAreaNames[5] = {"rsp", "rdi", "rsi", "rbp", "r14"};
 // The name a record gives a benchmark: the kernel's or the user's label.
 const char* bench_name(const BenchInstance& b);
 

@@ -31,7 +31,10 @@ void SampleCounts::size(usize body_len, usize init_len, usize late_init_len) {
     sized(body, body_len);
     sized(init, init_len);
     sized(late_init, late_init_len);
+    log.resize(kPreciseLog);
     harness = samples = 0;
+    log_n = 0;
+    log_dropped = 0;
 }
 
 void SampleCounts::clear() {
@@ -39,6 +42,8 @@ void SampleCounts::clear() {
     zero(init);
     zero(late_init);
     harness = samples = 0;
+    log_n = 0;
+    log_dropped = 0;
 }
 
 FaultPlace sample_place(const Region& r, u64 rip) {
@@ -52,25 +57,61 @@ FaultPlace sample_place(const Region& r, u64 rip) {
     return p;
 }
 
-void SampleCounts::add(const Region* r, u64 rip) {
-    ++samples;
+namespace {
+
+// Counts rip in its bucket; the place it was counted at (harness when outside the blocks).
+FaultPlace count_rip(SampleCounts& c, const Region* r, u64 rip) {
+    ++c.samples;
     FaultPlace p = r ? sample_place(*r, rip) : FaultPlace();
-    Vec<u64>* v = p.block == CodeBlock::body        ? &body
-                  : p.block == CodeBlock::init      ? &init
-                  : p.block == CodeBlock::late_init ? &late_init
+    Vec<u64>* v = p.block == CodeBlock::body        ? &c.body
+                  : p.block == CodeBlock::init      ? &c.init
+                  : p.block == CodeBlock::late_init ? &c.late_init
                                                     : nullptr;
-    if (v && p.offset < v->size()) ++(*v)[p.offset];
-    else ++harness;
+    if (v && p.offset < v->size()) {
+        ++(*v)[p.offset];
+        return p;
+    }
+    ++c.harness;
+    return FaultPlace();
 }
 
-void SampleGroup::sample(u32 slot, u64 rip) {
-    if (slot >= nslots) return;
-    counts[slot].add(region_, rip);
+}  // namespace
+
+void SampleCounts::add(const Region* r, u64 rip) { (void)count_rip(*this, r, rip); }
+
+void SampleCounts::add_precise(const Region* r, const PreciseSample& s) {
+    FaultPlace p = count_rip(*this, r, s.rip);
+    if (log_n >= log.size()) {
+        ++log_dropped;
+        return;
+    }
+    PreciseEntry& e = log[log_n++];
+    e.block = p.block;
+    e.offset = u32(p.offset);
+    e.data_addr = s.data_addr;
+    e.latency = s.latency;
+    e.has_data = s.has_data;
+    e.has_latency = s.has_latency;
+}
+
+void SampleGroup::trace_rip(u64 rip) {
     if (trace && trace_n < trace_cap) {
         const u64 code = region_ ? u64(reinterpret_cast<uintptr_t>(region_->code)) : 0;
         trace[trace_n] = region_ && rip >= code && rip - code < region_->code_size ? rip - code : kOutside;
     }
     ++trace_n;
+}
+
+void SampleGroup::sample(u32 slot, u64 rip) {
+    if (slot >= nslots) return;
+    counts[slot].add(region_, rip);
+    trace_rip(rip);
+}
+
+void SampleGroup::precise(u32 slot, const PreciseSample& s) {
+    if (slot >= nslots) return;
+    counts[slot].add_precise(region_, s);
+    trace_rip(s.rip);
 }
 
 Status SampleGroup::on_setup(Hw& hw) {
@@ -92,7 +133,7 @@ Status SampleGroup::on_setup(Hw& hw) {
         debugctl_ok_ = true;
         PMULAB_TRY(hw.wrmsr(msr::IA32_DEBUGCTL, regs::DebugCtl(debugctl_saved_).set_freeze_perfmon_on_pmi().raw()));
     }
-    handler.arm(hw, setup, this, rearm_lvt, mp);
+    handler.arm(hw, setup, this, rearm_lvt, mp, precise_source);
     PMULAB_TRY(mp->pmi_attach(&handler));
     attached_ = true;
     return mp->set_lvt_perf(kLvtPerfNmi);

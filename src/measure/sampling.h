@@ -23,16 +23,34 @@
 
 namespace pmulab {
 
+// One precise sample kept for its bucket's data addresses and latencies (PreciseSample,
+// folded like its RIP).
+struct PreciseEntry {
+    u64 data_addr = 0;
+    u32 latency = 0;
+    u32 offset = 0;  // in its block
+    CodeBlock block = CodeBlock::harness;
+    bool has_data = false, has_latency = false;
+};
+
 // The sample counts of one sampled event over one (CPU, benchmark) job. The arrays are
-// sized on the BSP (the benchmarks' block lengths); add() and clear() never allocate.
+// sized on the BSP (the benchmarks' block lengths); add(), add_precise() and clear()
+// never allocate.
 struct SampleCounts {
-    Vec<u64> body, init, late_init;  // per byte offset of the block
-    u64 harness = 0;                 // RIPs outside the user's blocks (the generated code, the return)
-    u64 samples = 0;                 // every sample, harness included
+    static constexpr usize kPreciseLog = 16384;  // precise samples kept per job (the rest: counted only)
+    Vec<u64> body, init, late_init;              // per byte offset of the block
+    u64 harness = 0;                             // RIPs outside the user's blocks (the generated code, the return)
+    u64 samples = 0;                             // every sample, harness included
+    Vec<PreciseEntry> log;                       // kPreciseLog entries; the first log_n hold precise samples
+    usize log_n = 0;
+    u64 log_dropped = 0;  // precise samples past kPreciseLog (counted in the buckets, not logged)
     void size(usize body_len, usize init_len, usize late_init_len);
     void clear();
     // Folds one RIP of region r (null: no region running, harness).
     void add(const Region* r, u64 rip);
+    // Folds a precise sample's RIP (the eventing instruction) and logs its data address and
+    // latency.
+    void add_precise(const Region* r, const PreciseSample& s);
 };
 
 // Where a RIP of region r lies for sampling: the block (body, init, late_init or
@@ -61,11 +79,16 @@ public:
     usize trace_cap = 0, trace_n = 0;
 
     void sample(u32 slot, u64 rip) override;
+    void precise(u32 slot, const PreciseSample& s) override;
+    // The precise records' source armed with the handler (PEBS, IBS; null: none). Set by
+    // whoever prepares it on the BSP, before the runs.
+    PreciseSource* precise_source = nullptr;
     void set_region(const Region* r) { region_ = r; }
     Status on_setup(Hw& hw);
     Status on_teardown(Hw& hw);
 
 private:
+    void trace_rip(u64 rip);
     const Region* region_ = nullptr;
     u32 lvt_saved_ = 0;
     u64 debugctl_saved_ = 0;

@@ -131,8 +131,10 @@ Status pmi_setup(const PmuInfo& info, const CounterGroup& g, const u64* periods,
     return ok_status();
 }
 
-void PmiHandler::arm(Hw& hw, const PmiSetup& setup, PmiSink* sink, PmiRearm rearm, void* rearm_ctx) {
+void PmiHandler::arm(Hw& hw, const PmiSetup& setup, PmiSink* sink, PmiRearm rearm, void* rearm_ctx,
+                     PreciseSource* precise) {
     hw_ = &hw;
+    precise_ = precise;
     setup_ = setup;
     sink_ = sink;
     rearm_ = rearm;
@@ -191,11 +193,14 @@ bool PmiHandler::on_nmi(u64 rip) {
     u32 hit = 0;
     for (unsigned i = 0; i < s.count; ++i) {
         const PmiCounter& c = s.counters[i];
+        if (c.precise) continue;
         bool ovf = c.status_bit ? (status & c.status_bit) != 0
                                 : ((read(c.read_msr) >> (c.width - 1)) & 1) == 0;  // wrapped past 0
         if (ovf) hit |= 1u << i;
     }
-    if (!hit) {
+    u64 ack = 0;
+    const bool mine = precise_ && sink_ && precise_->drain(*hw_, status, *sink_, &ack);
+    if (!hit && !mine) {
         // Not the PMU's: counting back on as it was, nothing else touched.
         if (stop) {
             set_counting(true);
@@ -205,7 +210,6 @@ bool PmiHandler::on_nmi(u64 rip) {
     }
     ++pmis_;
     // 3. One sample per overflowed counter, and its reload.
-    u64 ack = 0;
     for (unsigned i = 0; i < s.count; ++i) {
         if (!((hit >> i) & 1)) continue;
         const PmiCounter& c = s.counters[i];

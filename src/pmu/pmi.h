@@ -13,8 +13,9 @@
 //   1. without a freeze on PMI: counting stopped first thing (GLOBAL_CTRL = 0, or each
 //      armed counter's EN cleared), so that the handler's own work is not counted;
 //   2. which armed counters overflowed: GLOBAL_STATUS (Intel v2+, AMD PerfMonV2), else a
-//      counter whose top bit is clear again (it wrapped from 2^width - period);
-//      none: the NMI is not the PMU's (the watchdog's, another CPU's IPI): returns false;
+//      counter whose top bit is clear again (it wrapped from 2^width - period); the
+//      precise source (PEBS, IBS) drained; none of them: the NMI is not the PMU's (the
+//      watchdog's, another CPU's IPI): returns false;
 //   3. per overflowed counter: one sample (PmiSink::sample, with the interrupted RIP) and
 //      the counter reloaded with 2^width - period;
 //   4. the overflow bits (and CTR_FRZ/LBR_FRZ) acknowledged through OVF_CTRL /
@@ -29,13 +30,38 @@
 
 namespace pmulab {
 
+// One precise record (PEBS, AMD IBS; docs/sampling.md "Precise sampling"): the eventing
+// instruction itself (no skid) and, for a memory operation, its data address and latency.
+struct PreciseSample {
+    u64 rip = 0;        // the eventing instruction
+    u64 data_addr = 0;  // its linear data address (physical under UEFI's identity map); has_data
+    u32 latency = 0;    // core cycles (PEBS load latency, IBS DC miss latency); has_latency
+    bool has_data = false;
+    bool has_latency = false;
+};
+
 // Where samples go (measure/sampling.h). Called from the NMI: no allocation, no output.
 class PmiSink {
 public:
     virtual void sample(u32 slot, u64 rip) = 0;
+    // A precise record of slot's event (PreciseSource::drain).
+    virtual void precise(u32 slot, const PreciseSample& s) = 0;
 
 protected:
     ~PmiSink() = default;
+};
+
+// Records the hardware writes by itself (PEBS's DS buffer, IBS's registers), drained in
+// the NMI by the handler (step 2, counting stopped): every ready record goes to
+// sink.precise. `status` is the global status the handler read (0 where there is none).
+// Returns true when the NMI was (also) this source's; *ack gets the global-status bits it
+// handled (acknowledged with the counters', step 4). Allocation-free.
+class PreciseSource {
+public:
+    virtual bool drain(Hw& hw, u64 status, PmiSink& sink, u64* ack) = 0;
+
+protected:
+    ~PreciseSource() = default;
 };
 
 // One armed counter.
@@ -50,6 +76,9 @@ struct PmiCounter {
     u64 reload = 0;      // 2^width - period
     u64 status_bit = 0;  // its overflow bit in the global status (0: the sign test)
     u8 width = 0;
+    // Sampled by a PreciseSource (PEBS): the handler neither samples nor reloads it (the
+    // hardware reloads it from its reset value), and ignores its overflow bit.
+    bool precise = false;
 };
 
 // One CPU's PMI arming: made by pmi_setup before the runs (no hardware access).
@@ -91,7 +120,9 @@ inline constexpr u32 kLvtMask = 1u << 16;
 class PmiHandler {
 public:
     // Armed for the runs on this CPU; `hw` is the CPU's (its MSR accesses).
-    void arm(Hw& hw, const PmiSetup& setup, PmiSink* sink, PmiRearm rearm, void* rearm_ctx);
+    // `precise` (may be null): the source drained in every NMI (PreciseSource).
+    void arm(Hw& hw, const PmiSetup& setup, PmiSink* sink, PmiRearm rearm, void* rearm_ctx,
+             PreciseSource* precise = nullptr);
     void disarm() { armed_ = false; }
     bool armed() const { return armed_; }
     // The NMI, on the measuring CPU, `rip` the interrupted instruction pointer: true when
@@ -99,7 +130,7 @@ public:
     bool on_nmi(u64 rip);
     u64 pmis() const { return pmis_; }        // NMIs handled
     u64 foreign() const { return foreign_; }  // NMIs that were not the PMU's
-    u64 samples() const { return samples_; }  // samples recorded (>= pmis)
+    u64 samples() const { return samples_; }  // counter samples recorded (a PreciseSource's: the sink's count)
     // The first MSR access that failed in the handler (ok when none did).
     const Status& error() const { return error_; }
 
@@ -111,6 +142,7 @@ private:
     Hw* hw_ = nullptr;
     PmiSetup setup_;
     PmiSink* sink_ = nullptr;
+    PreciseSource* precise_ = nullptr;
     PmiRearm rearm_ = nullptr;
     void* rearm_ctx_ = nullptr;
     bool armed_ = false;

@@ -111,6 +111,7 @@ namespace {
 struct Rips final : pmulab::PmiSink {
     std::vector<pmulab::u64> rips;
     void sample(pmulab::u32, pmulab::u64 rip) override { rips.push_back(rip); }
+    void precise(pmulab::u32, const pmulab::PreciseSample& s) override { rips.push_back(s.rip); }
 };
 
 }  // namespace

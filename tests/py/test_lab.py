@@ -491,7 +491,11 @@ def _records_without_timing(path):
     the time (the meta record's memory map summary: a boot with an agent session has
     allocated differently from one that runs a campaign file); and in error messages the
     code's address (RIP) and the campaign location prefix, which only image mode has (the
-    line comes from \\pmulab\\pmulab.cfg)."""
+    line comes from \\pmulab\\pmulab.cfg); and in results the aggregates a single
+    repetition moves (min, avg, trimmed, max): under round-robin TCG with two vCPUs, a
+    repetition on the AP now and then meets the BSP's time slice (seen once in ~20 CI runs:
+    avg 125.013 against 128). The median and quartiles, which one repetition cannot move,
+    are compared here and asserted exact by the caller."""
     out = []
     with open(path) as f:
         for line in f:
@@ -500,6 +504,9 @@ def _records_without_timing(path):
                 rec.pop(k, None)
             if isinstance(rec.get("noise"), dict):
                 rec["noise"].pop("tsc_delta", None)
+            if rec.get("type") == "result":
+                for k in ("min", "avg", "trimmed", "max"):
+                    rec.pop(k, None)
             if rec.get("type") == "error":
                 rec["message"] = _placeless(rec["message"])
             out.append(rec)

@@ -30,7 +30,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
-from .cache_seq import Unsupported, Usage, default_set, parse_seq, parse_sets
+from .cache_seq import Unsupported, Usage, default_set, parse_code_set, parse_seq, parse_sets
 from .cache_target import Target, TargetError
 
 PROG = "pmulab-cache"
@@ -250,6 +250,9 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--prefetchers", choices=("off", "on"), help="run --prefetchers: off switches the hardware "
                        "prefetchers off for each run where the target can (docs/cache.md; not passed by default)")
         s.add_argument("--lfences", type=int, default=25, help="LFENCEs before each access (nanoBench: 25)")
+        s.add_argument("--code-set", metavar="auto|N", help="place the generated code so that its first line "
+                       "falls in set N of its 4 KiB page (auto: nanoBench's codeOffset rule, the largest gap "
+                       "between the sets used); run --code-offset")
         s.add_argument("--json", action="store_true", help="JSON lines")
         s.add_argument("-v", "--verbose", action="store_true")
     cmds["seq"].add_argument("seq", nargs="+", help="an access sequence, e.g. 'A B C A? B!'")
@@ -308,6 +311,8 @@ def check(args: Any) -> None:
         candidates(args, 8)
     if args.sets:
         parse_sets(args.sets)
+    if args.code_set is not None:
+        parse_code_set(args.code_set)
     if args.tcp and not args.tcp.rpartition(":")[2].isdigit():
         raise Usage(f"--tcp {args.tcp}: give HOST:PORT")
     if args.slice is not None:

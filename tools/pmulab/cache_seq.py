@@ -205,6 +205,29 @@ def clear_addresses(geo: Geometry, level: int, used: List[int]) -> List[int]:
     return out
 
 
+def code_set(lay: Layout) -> int:
+    """nanoBench's findCacheSetForCode, over what a 4 KiB-aligned code page controls: the
+    sets' residues modulo the lines of a page. The code starts one past the used residue
+    that the largest gap follows (0 when no gap is wider than 1)."""
+    m = PAGE_LINES * 64 // lay.geo[lay.level].line
+    used = sorted({s % m for s in lay.used})
+    best, widest = 0, 1
+    for a, b in zip(used, used[1:] + [used[0] + m]):
+        if b - a > widest:
+            best, widest = (a + 1) % m, b - a
+    return best
+
+
+def parse_code_set(text: str) -> Optional[int]:
+    """--code-set: 'auto' (None: code_set decides) or a line of the page, 0-63."""
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) >= PAGE_LINES:
+        raise Usage(f"--code-set {text}: give auto or a set (a line of the code's 4 KiB page) from 0 to "
+                    f"{PAGE_LINES - 1}")
+    return int(text)
+
+
 def area_size(lay: Layout) -> int:
     """run --r14-size for a layout: the blocks plus the worst alignment, a power of two
     from 1 MiB; Usage beyond 1 GiB."""

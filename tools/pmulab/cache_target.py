@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from . import ROOT
 from . import client as pmulab_client
 from .cache_policies import Element
-from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, gen_code, level_events,
-                        make_layout)
+from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, code_set, gen_code,
+                        level_events, make_layout, parse_code_set)
 
 CACHESIM = os.path.join(ROOT, "build", "host", "pmulab-cachesim")
 _DESCRIBED = re.compile(r"(L1D|L2|L3) (\d+) (bytes|KiB|MiB|GiB) (\d+)-way (\d+) sets? (\S+)")
@@ -201,13 +201,24 @@ class Target:
         lay = make_layout(self.geo, level, sets, [init, *seqs], clear_hl=not self.args.no_clear_hl)
         return lay, area_size(lay)
 
-    def argv(self, code: Code, level: int, size: int, reps: int) -> Tuple[List[str], Dict[str, bytes]]:
+    def code_offset(self, lay: Layout) -> Optional[int]:
+        """--code-set: run --code-offset, the code's first line in that set (cache_seq.code_set)."""
+        text = getattr(self.args, "code_set", None)
+        if text is None:
+            return None
+        fixed = parse_code_set(text)
+        return (code_set(lay) if fixed is None else fixed) * lay.geo[lay.level].line
+
+    def argv(self, code: Code, level: int, size: int, reps: int,
+             code_offset: Optional[int] = None) -> Tuple[List[str], Dict[str, bytes]]:
         events = self.events(level, pad=code.wbinvd)
         argv = ["run", "--code-file", "code", "--name", "cacheseq", "--events", ",".join(events),
                 "--basic", "--unroll", "1", "--loop", "1", "--reps", str(reps), "--warmup", str(self.args.warmup),
                 "--agg", self.args.agg, "--r14-size", str(size), *self._cpu()]
         if self.args.prefetchers:
             argv += ["--prefetchers", self.args.prefetchers]
+        if code_offset is not None:
+            argv += ["--code-offset", str(code_offset)]
         blobs = {"code": code.body}
         if code.init:
             argv += ["--init-file", "init"]
@@ -224,7 +235,7 @@ class Target:
         for _, seq in seqs:
             code = gen_code(lay, seq, init, size, wbinvd=not self.args.no_wbinvd, lfences=self.args.lfences,
                             count_sets=count_sets)
-            out.append((code, *self.argv(code, level, size, reps or self.args.reps)))
+            out.append((code, *self.argv(code, level, size, reps or self.args.reps, self.code_offset(lay))))
         return lay, size, out
 
     def run_many(self, level: int, sets: List[int], seqs: Sequence[Tuple[str, List[Element]]],

@@ -133,6 +133,10 @@ const OptionSpec kRunOptionTable[] = {
     {.name = "--align-offset", .metavar = "N", .value = OptValue::count, .min = 0, .max = 63,
      .help = "first copy at N bytes past a 64-byte boundary (0..63)",
      .apply = RUN_SET(o.cfg.align_offset = u32(h.num))},
+    {.name = "--code-offset", .metavar = "BYTES", .value = OptValue::count, .min = 0, .max = 4095,
+     .help = "the generated code's first byte BYTES past a 4 KiB boundary (0..4095;\n"
+             "nanoBench's codeOffset: its lines away from the sets measured)",
+     .apply = RUN_SET(o.cfg.code_offset = u32(h.num))},
     {.name = "--initial-warmup", .metavar = "N", .value = OptValue::count, .min = 0, .max = kWarmupMax,
      .help = "runs before everything else, discarded (default 0)", .apply = RUN_SET(o.cfg.initial_warmup = u32(h.num))},
     {.name = "--drain-frontend", .help = "128 15-byte NOPs after late-init (nanoBench -df)",
@@ -260,7 +264,7 @@ const CommandOptions kRunCommand = {
         "                  [--topdown [1|2]] [--metrics NAMES] [--metrics-file PATH]\n"
         "                  [--sample EVENT[:PERIOD] ...]\n"
         "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
-        "                  [--timeout SECONDS]\n"
+        "                  [--timeout SECONDS] [--code-offset BYTES]\n"
         "\n"
         "Measures your machine code (x86-64 bytes in hex; docs/measure.md \"your own code\" has\n"
         "the register contract: R14, RDI, RSI, RBP point into the middle of scratch areas, RSP to\n"

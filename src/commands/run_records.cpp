@@ -160,6 +160,10 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
         // R14's area: its physical address (UEFI memory is identity-mapped), size and alignment.
         w.field_u("r14", r.r14).field_u("r14_size", c.r14_size).field_u("r14_align", c.r14_align);
         if (c.align_offset) w.field_u("align_offset", c.align_offset);
+        // --code-offset: where the measured region's code starts (UEFI: its physical address).
+        if (c.code_offset && r.region)
+            w.field_u("code_offset", c.code_offset)
+                .field_hex("code_at", u64(reinterpret_cast<uintptr_t>(r.region->code)));
         if (c.drain_frontend) w.field_b("drain_frontend", true);
         if (c.no_mem) w.field_b("no_mem", true);
         if (c.initial_warmup) w.field_u("initial_warmup", c.initial_warmup);

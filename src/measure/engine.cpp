@@ -75,9 +75,11 @@ struct GroupCode {
     explicit GroupCode(MeasurePlatform& mp) : pages{Pages(mp), Pages(mp), Pages(mp)} {}
 };
 
-Status place(Pages& pages, const Vec<u8>& code, Region* r, const RegionLayout& lay) {
-    PMULAB_TRY(pages.alloc(round_pages(code.size()), true, "generated code"));
-    u8* dst = pages.data();
+// The region's code at `offset` bytes into its pages (--code-offset: nanoBench's codeOffset,
+// which keeps the code's lines out of the cache sets an experiment measures).
+Status place(Pages& pages, const Vec<u8>& code, Region* r, const RegionLayout& lay, u32 offset) {
+    PMULAB_TRY(pages.alloc(round_pages(offset + code.size()), true, "generated code"));
+    u8* dst = pages.data() + offset;
     for (usize i = 0; i < code.size(); ++i) dst[i] = code[i];
     r->code = dst;
     r->size = code.size();
@@ -112,7 +114,7 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();
         Region& r = out->regions[w];
-        PMULAB_TRY(place(out->pages[w], code, &r, lay.value()));
+        PMULAB_TRY(place(out->pages[w], code, &r, lay.value(), cfg.code_offset));
         r.body_len = lay.value().copy_len;  // markers expanded
         r.copies = copies[w];
         r.loop = cfg.loop;
@@ -125,7 +127,7 @@ Status generate_group(const MeasureConfig& cfg, SerializeMode mode, const BenchC
         Vec<u8> code;
         Result<RegionLayout> lay = emit_region(spec, &code);
         if (!lay.ok()) return lay.error();
-        PMULAB_TRY(place(out->pages[2], code, &out->once, lay.value()));
+        PMULAB_TRY(place(out->pages[2], code, &out->once, lay.value(), cfg.code_offset));
         out->once.block = CodeBlock::one_time_init;
         out->once.init_len = bc.one_time_init.len;
     }

@@ -370,6 +370,7 @@ struct MeasureConfig {
     SerializeMode serialize = SerializeMode::lfence;
     u64 seed = kDefaultSeed;
     u32 align_offset = 0;    // --align-offset
+    u32 code_offset = 0;     // --code-offset: each region's first byte this far past a 4 KiB boundary
     u32 initial_warmup = 0;  // --initial-warmup: runs of the short version before everything
     bool drain_frontend = false;
     u64 r14_size = kScratchBytes;  // --r14-size (user code)

@@ -9,6 +9,7 @@
 
 #include "sim/sim_internal.h"
 #include "sim/sim_netburst.h"
+#include "sim/sim_topdown.h"
 
 namespace sim {
 
@@ -116,6 +117,35 @@ CpuidRegs SimCpu::cpuid(u32 leaf, u32 sub) const {
 
 // ---- the logical processor's own MSRs ----
 
+namespace {
+
+// The writable bits of MISC_FEATURE_CONTROL (1A4H) per family 6 model, 0 where the MSR does
+// not exist. Intel's 2014 prefetcher disclosure (Nehalem..Broadwell: bits 0-3); SDM Vol. 4
+// Table 2-20 for the later big cores; Table 2-12 for Goldmont (bits 0 and 2); the Xeon Phi
+// table (bits 0 DCU and 1 L2); Intel 357930 §4.1 for E cores (Gracemont 0, 2, 3, 5;
+// Crestmont and later 0-8).
+u64 intel_prefetch_bits(const CpuidSnapshot& s, u32 model) {
+    switch (sim_atom_core(s)) {
+        case SimAtom::gracemont: return 0x2D;
+        case SimAtom::crestmont:
+        case SimAtom::skymont: return 0x1FF;
+        case SimAtom::none: break;
+    }
+    // Bits 0-3: Nehalem, Westmere, Sandy/Ivy Bridge, Haswell, Broadwell; Skylake..Comet Lake,
+    // Cannon..Tiger Lake, Rocket Lake, the Xeons since; the P cores of Alder/Raptor, Meteor,
+    // Arrow and Lunar Lake.
+    static constexpr u8 kBig[] = {0x1A, 0x1E, 0x1F, 0x2E, 0x25, 0x2C, 0x2F, 0x2A, 0x2D, 0x3A, 0x3E, 0x3C, 0x3F,
+                                  0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56, 0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6,
+                                  0x66, 0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7, 0x8F, 0xCF, 0xAD, 0xAE, 0x97,
+                                  0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xB5, 0xC5, 0xC6, 0xBD};
+    if (std::find(std::begin(kBig), std::end(kBig), model) != std::end(kBig)) return 0xF;
+    if (model == 0x5C || model == 0x5F || model == 0x7A) return 0x5;  // Goldmont, Goldmont Plus
+    if (model == 0x57 || model == 0x85) return 0x3;                   // Knights Landing, Knights Mill
+    return 0;
+}
+
+}  // namespace
+
 u64 SimCpu::prefetch_bits(u32 m) const {
     if (m != reg::MISC_FEATURE_CONTROL && m != reg::AMD_PREFETCH_CONTROL) return 0;
     const CpuidSnapshot& s = spec_.cpuid;
@@ -123,13 +153,8 @@ u64 SimCpu::prefetch_bits(u32 m) const {
     u32 family = base_family == 0xF ? base_family + ((eax >> 20) & 0xFF) : base_family;
     u32 model = (eax >> 4) & 0xF;
     if (base_family == 0x6 || base_family == 0xF) model |= ((eax >> 16) & 0xF) << 4;
-    if (m == reg::MISC_FEATURE_CONTROL && pmu().vendor_intel && family == 6) {
-        // Nehalem, Westmere, Sandy Bridge, Ivy Bridge, Haswell, Broadwell (the article).
-        static constexpr u8 kModels[] = {0x1A, 0x1E, 0x1F, 0x2E, 0x25, 0x2C, 0x2F, 0x2A, 0x2D, 0x3A,
-                                         0x3E, 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56};
-        for (u8 x : kModels)
-            if (x == model) return 0xF;
-    }
+    if ((s.get(1).ecx >> 31) & 1) return 0;  // KVM and QEMU give guests neither MSR
+    if (m == reg::MISC_FEATURE_CONTROL && pmu().vendor_intel && family == 6) return intel_prefetch_bits(s, model);
     bool amd = s.get(0).ebx == 0x68747541u;  // "Auth"
     if (m == reg::AMD_PREFETCH_CONTROL && amd && (family == 0x19 || family == 0x1A)) return 0x2F;
     return 0;

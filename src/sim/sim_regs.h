@@ -32,9 +32,9 @@ inline constexpr u32 AMD_GLOBAL_STATUS_CLR = 0xC0000302, AMD_GLOBAL_STATUS_SET =
 inline constexpr u32 AMD_HWCR = 0xC0010015;    // bit 30 IRPerfEn
 inline constexpr u32 AMD_DE_CFG = 0xC0011029;  // bit 1 LfenceSerializing
 inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
-// Hardware prefetcher control: Intel MISC_FEATURE_CONTROL (Intel's 2014 "Disclosure of
-// Hardware Prefetcher Control on Some Intel Processors": bits 0-3), AMD PrefetchControl
-// (the family 19h/1Ah PPRs: bits 0-3 and 5).
+// Hardware prefetcher control: Intel MISC_FEATURE_CONTROL (its bits per model and their
+// sources: sim_cpu.cpp intel_prefetch_bits), AMD PrefetchControl (the family 19h/1Ah PPRs:
+// bits 0-3 and 5).
 inline constexpr u32 MISC_FEATURE_CONTROL = 0x1A4, AMD_PREFETCH_CONTROL = 0xC0000108;
 }  // namespace reg
 

@@ -40,6 +40,15 @@ def test_prefetchers_off_on_zen4_and_core2_restore_exactly():
     assert _writes(recs, "0x1a0") == ["0xa000080200", "0x200"], recs
 
 
+def test_prefetchers_off_on_skylake_model():
+    # Skylake (06_5EH): MSR 1A4H bits 0-3 (SDM Vol. 4 Table 2-20, named by the Skylake section).
+    r, recs = _run("skylake")
+    assert r.rc == 0, r
+    assert _writes(recs, "0x1a4") == ["0xf", "0x0"], recs
+    res = [x for x in recs if x["type"] == "result"]
+    assert res and all(x["prefetchers_off"] == "l2_hw,l2_adjacent_line,dcu,dcu_ip" for x in res), res
+
+
 def test_prefetchers_left_alone_by_default():
     r, recs = _run("intel_v3", args=())
     assert r.rc == 0, r
@@ -49,8 +58,8 @@ def test_prefetchers_left_alone_by_default():
 
 
 def test_prefetchers_off_refused_where_undocumented():
-    for model, why in (("skylake", "for Core 2 and Nehalem through Broadwell only; this model is not in pmulab's "
-                                   "table (GenuineIntel family 0x6 model 0x5e)"),
+    for model, why in (("qemu_tcg_intel", "a hypervisor's virtual CPU (CPUID.01H:ECX[31]) has no prefetcher "
+                                          "control, whatever model it shows"),
                        ("zen1", "AMD documents MSR C000_0108H (PrefetchControl) for families 19h and 1Ah only "
                                 "(AuthenticAMD family 0x17 model 0x1)")):
         r, recs = _run(model)

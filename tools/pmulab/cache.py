@@ -30,7 +30,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
-from .cache_seq import Unsupported, Usage, default_set, parse_seq, parse_sets
+from .cache_seq import Unsupported, Usage, default_set, parse_code_set, parse_seq, parse_sets
 from .cache_target import Target, TargetError
 
 PROG = "pmulab-cache"
@@ -58,12 +58,26 @@ def dry_run(t: Target, args: Any, seqs: List[Tuple[str, List[Element]]], init: L
     return 0
 
 
+def per_set_counts(t: Target, args: Any, seqs: List[Tuple[str, List[Element]]],
+                   init: List[Element]) -> List[dict]:
+    """--per-set: each sequence again once per set it uses (the --sets and the blocks' own
+    sets), the same code with only that set's `?` loads counted: {set: Result} per sequence."""
+    sets = chosen_sets(t, args)
+    used = sorted(set(sets) | {o for _, seq in seqs for _, o, _ in [*seq, *init] if o is not None})
+    out: List[dict] = [{} for _ in seqs]
+    for s in used:
+        for i, r in enumerate(t.run_many(args.level, sets, seqs, init, count_sets=[s])):
+            out[i][s] = r
+    return out
+
+
 def cmd_seq(t: Target, args: Any) -> int:
     seqs = [(s, parse_seq(s)) for s in args.seq]
     init = parse_seq(args.seq_init, "--seq-init") if args.seq_init else []
     if args.dry_run:
         return dry_run(t, args, seqs, init)
-    for r in t.run_many(args.level, chosen_sets(t, args), seqs, init):
+    per_set = per_set_counts(t, args, seqs, init) if args.per_set and not args.events else None
+    for i, r in enumerate(t.run_many(args.level, chosen_sets(t, args), seqs, init)):
         if args.events:
             if args.json:
                 print(json.dumps({"seq": r.seq, "level": args.level,
@@ -74,14 +88,19 @@ def cmd_seq(t: Target, args: Any) -> int:
             for k, v in r.events.items():
                 print(f"{k}: {fmt(v)}")
             continue
+        rec = {"seq": r.seq, "level": args.level, "hits": r.number(r.hits), "misses": r.number(r.misses)}
+        if per_set is not None:
+            rec["sets"] = {str(s): {"hits": x.number(x.hits), "misses": x.number(x.misses)}
+                           for s, x in per_set[i].items()}
         if args.json:
-            print(json.dumps({"seq": r.seq, "level": args.level, "hits": r.number(r.hits),
-                              "misses": r.number(r.misses)}))
+            print(json.dumps(rec))
         else:
             if len(seqs) > 1:
                 print(f"seq: {r.seq}")
             print(f"L{args.level}_HIT: {fmt(r.hits)}")
             print(f"L{args.level}_MISS: {fmt(r.misses)}")
+            for s, x in (per_set[i] if per_set is not None else {}).items():
+                print(f"  set {s}: L{args.level}_HIT {fmt(x.hits)}, L{args.level}_MISS {fmt(x.misses)}")
     return 0
 
 
@@ -231,10 +250,15 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--prefetchers", choices=("off", "on"), help="run --prefetchers: off switches the hardware "
                        "prefetchers off for each run where the target can (docs/cache.md; not passed by default)")
         s.add_argument("--lfences", type=int, default=25, help="LFENCEs before each access (nanoBench: 25)")
+        s.add_argument("--code-set", metavar="auto|N", help="place the generated code so that its first line "
+                       "falls in set N of its 4 KiB page (auto: nanoBench's codeOffset rule, the largest gap "
+                       "between the sets used); run --code-offset")
         s.add_argument("--json", action="store_true", help="JSON lines")
         s.add_argument("-v", "--verbose", action="store_true")
     cmds["seq"].add_argument("seq", nargs="+", help="an access sequence, e.g. 'A B C A? B!'")
     cmds["seq"].add_argument("--seq-init", help="a sequence in the init block (not measured)")
+    cmds["seq"].add_argument("--per-set", action="store_true", help="also the hits and misses of each set (the "
+                             "same code once more per set, only that set's ? loads counted)")
     cmds["seq"].add_argument("--events", metavar="SPECS", help="measure these events instead of the level's "
                              "hits and misses (e.g. tsc under QEMU -icount; pmulab run --events)")
     cmds["seq"].add_argument("--dry-run", action="store_true", help="print each sequence's pmulab command line "
@@ -287,6 +311,8 @@ def check(args: Any) -> None:
         candidates(args, 8)
     if args.sets:
         parse_sets(args.sets)
+    if args.code_set is not None:
+        parse_code_set(args.code_set)
     if args.tcp and not args.tcp.rpartition(":")[2].isdigit():
         raise Usage(f"--tcp {args.tcp}: give HOST:PORT")
     if args.slice is not None:

@@ -138,9 +138,13 @@ class Layout:
     used: List[int] = field(default_factory=list)
 
     def addresses(self, name: str, override: Optional[int]) -> List[int]:
+        return [a for _, a in self.set_addresses(name, override)]
+
+    def set_addresses(self, name: str, override: Optional[int]) -> List[Tuple[int, int]]:
+        """(set, address) of the block in each of its sets, in the order they are accessed."""
         g = self.geo[self.level]
         way = self.ids.setdefault(name, len(self.ids))
-        return [(way * g.sets + s) * g.line for s in ([override] if override is not None else self.sets)]
+        return [(s, (way * g.sets + s) * g.line) for s in ([override] if override is not None else self.sets)]
 
     @property
     def size(self) -> int:
@@ -199,6 +203,29 @@ def clear_addresses(geo: Geometry, level: int, used: List[int]) -> List[int]:
                 got += 1
             k += hl.sets
     return out
+
+
+def code_set(lay: Layout) -> int:
+    """nanoBench's findCacheSetForCode, over what a 4 KiB-aligned code page controls: the
+    sets' residues modulo the lines of a page. The code starts one past the used residue
+    that the largest gap follows (0 when no gap is wider than 1)."""
+    m = PAGE_LINES * 64 // lay.geo[lay.level].line
+    used = sorted({s % m for s in lay.used})
+    best, widest = 0, 1
+    for a, b in zip(used, used[1:] + [used[0] + m]):
+        if b - a > widest:
+            best, widest = (a + 1) % m, b - a
+    return best
+
+
+def parse_code_set(text: str) -> Optional[int]:
+    """--code-set: 'auto' (None: code_set decides) or a line of the page, 0-63."""
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) >= PAGE_LINES:
+        raise Usage(f"--code-set {text}: give auto or a set (a line of the code's 4 KiB page) from 0 to "
+                    f"{PAGE_LINES - 1}")
+    return int(text)
 
 
 def area_size(lay: Layout) -> int:
@@ -266,10 +293,31 @@ class _Emitter:
         self.asm.append(text)
 
 
+def counted_lists(lay: Layout, name: str, override: Optional[int], kind: str,
+                  count_sets: Optional[Sequence[int]]) -> List[Tuple[List[int], bool, str]]:
+    """The address lists of one block access: (addresses, excluded, kind). A `?` access
+    whose sets are not all in `count_sets` (--per-set: one set counted at a time) is split
+    into runs of counted and excluded loads, in the same order, so the caches see the same
+    accesses whichever sets are counted."""
+    pairs = lay.set_addresses(name, override)
+    if kind != "measure" or count_sets is None:
+        return [([a for _, a in pairs], kind != "measure", kind)]
+    out: List[Tuple[List[int], bool, str]] = []
+    for s, a in pairs:
+        excluded = s not in count_sets
+        if out and out[-1][1] == excluded:
+            out[-1][0].append(a)
+        else:
+            out.append(([a], excluded, "measure"))
+    return out
+
+
 def gen_code(lay: Layout, seq: Sequence[Element], init: Sequence[Element], size: int,
-             wbinvd: bool = True, lfences: int = 25) -> Code:
+             wbinvd: bool = True, lfences: int = 25, count_sets: Optional[Sequence[int]] = None) -> Code:
     """The body and init block of one sequence (nanoBench's getCodeForAddressLists) in
-    R14's area of `size` bytes; init sets R13 to the aligned base first."""
+    R14's area of `size` bytes; init sets R13 to the aligned base first. `count_sets`:
+    only the `?` loads in these sets are counted (the others lie between pause/resume
+    markers), for the counts per set."""
     parts = []
     pairs = 0
     for elems, is_init in ((init, True), (seq, False)):
@@ -286,7 +334,7 @@ def gen_code(lay: Layout, seq: Sequence[Element], init: Sequence[Element], size:
             else:
                 if lay.clear and kind != "flush":
                     lists.append((lay.clear, True, "load"))
-                lists.append((lay.addresses(name, override), kind != "measure", kind))
+                lists += counted_lists(lay, name, override, kind, None if is_init else count_sets)
             for addrs, exclude, what in lists:
                 if not is_init and exclude and counting:
                     e.raw(PAUSE, "pause_counting")

@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 from . import ROOT
 from . import client as pmulab_client
 from .cache_policies import Element
-from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, gen_code, level_events,
-                        make_layout)
+from .cache_seq import (Code, Geometry, Layout, Level, Unsupported, Usage, area_size, code_set, gen_code,
+                        level_events, make_layout, parse_code_set)
 
 CACHESIM = os.path.join(ROOT, "build", "host", "pmulab-cachesim")
 _DESCRIBED = re.compile(r"(L1D|L2|L3) (\d+) (bytes|KiB|MiB|GiB) (\d+)-way (\d+) sets? (\S+)")
@@ -201,13 +201,24 @@ class Target:
         lay = make_layout(self.geo, level, sets, [init, *seqs], clear_hl=not self.args.no_clear_hl)
         return lay, area_size(lay)
 
-    def argv(self, code: Code, level: int, size: int, reps: int) -> Tuple[List[str], Dict[str, bytes]]:
+    def code_offset(self, lay: Layout) -> Optional[int]:
+        """--code-set: run --code-offset, the code's first line in that set (cache_seq.code_set)."""
+        text = getattr(self.args, "code_set", None)
+        if text is None:
+            return None
+        fixed = parse_code_set(text)
+        return (code_set(lay) if fixed is None else fixed) * lay.geo[lay.level].line
+
+    def argv(self, code: Code, level: int, size: int, reps: int,
+             code_offset: Optional[int] = None) -> Tuple[List[str], Dict[str, bytes]]:
         events = self.events(level, pad=code.wbinvd)
         argv = ["run", "--code-file", "code", "--name", "cacheseq", "--events", ",".join(events),
                 "--basic", "--unroll", "1", "--loop", "1", "--reps", str(reps), "--warmup", str(self.args.warmup),
                 "--agg", self.args.agg, "--r14-size", str(size), *self._cpu()]
         if self.args.prefetchers:
             argv += ["--prefetchers", self.args.prefetchers]
+        if code_offset is not None:
+            argv += ["--code-offset", str(code_offset)]
         blobs = {"code": code.body}
         if code.init:
             argv += ["--init-file", "init"]
@@ -215,33 +226,36 @@ class Target:
         return argv, blobs
 
     def requests(self, level: int, sets: List[int], seqs: Sequence[Tuple[str, List[Element]]],
-                 init: Sequence[Element] = (), reps: Optional[int] = None
+                 init: Sequence[Element] = (), reps: Optional[int] = None, count_sets: Optional[List[int]] = None
                  ) -> Tuple[Layout, int, List[Tuple[Code, List[str], Dict[str, bytes]]]]:
-        """(layout, area size, [(code, run argv, blobs)] per sequence); Usage before anything runs."""
+        """(layout, area size, [(code, run argv, blobs)] per sequence); Usage before anything runs.
+        count_sets: only the `?` loads of these sets counted (gen_code)."""
         lay, size = self.prepare(level, sets, [s for _, s in seqs], init)
         out = []
         for _, seq in seqs:
-            code = gen_code(lay, seq, init, size, wbinvd=not self.args.no_wbinvd, lfences=self.args.lfences)
-            out.append((code, *self.argv(code, level, size, reps or self.args.reps)))
+            code = gen_code(lay, seq, init, size, wbinvd=not self.args.no_wbinvd, lfences=self.args.lfences,
+                            count_sets=count_sets)
+            out.append((code, *self.argv(code, level, size, reps or self.args.reps, self.code_offset(lay))))
         return lay, size, out
 
     def run_many(self, level: int, sets: List[int], seqs: Sequence[Tuple[str, List[Element]]],
-                 init: Sequence[Element] = (), reps: Optional[int] = None) -> Iterator[Result]:
+                 init: Sequence[Element] = (), reps: Optional[int] = None,
+                 count_sets: Optional[List[int]] = None) -> Iterator[Result]:
         """Each sequence measured once (one request each, several in flight)."""
         assert self.agent is not None
-        lay, size, reqs = self.requests(level, sets, seqs, init, reps)
+        lay, size, reqs = self.requests(level, sets, seqs, init, reps, count_sets)
         lines = [(argv, blobs) for _, argv, blobs in reqs]
         if self.log:
             print(f"pmulab-cache: measuring {len(lines)} sequence(s), L{level} set(s) "
                   f"{','.join(map(str, lay.sets))}, R14 area {size >> 20} MiB", file=self.log, flush=True)
         try:
             for i, ans in self.agent.batch(lines):
-                yield self._result(ans, seqs[i], level, len(lay.sets), size)
+                yield self._result(ans, seqs[i], level, lay.sets, size, count_sets)
         except (pmulab_client.AgentError, TimeoutError, OSError) as e:
             raise TargetError(f"lost the target: {e}") from None
 
-    def _result(self, ans: pmulab_client.Answer, seq: Tuple[str, List[Element]], level: int, nsets: int,
-                size: int) -> Result:
+    def _result(self, ans: pmulab_client.Answer, seq: Tuple[str, List[Element]], level: int, sets: List[int],
+                size: int, count_sets: Optional[List[int]] = None) -> Result:
         if ans.status != 0:
             msgs = "; ".join(str(r.get("message")) for r in ans.errors) or f"status {ans.status}"
             raise TargetError(f"pmulab: {msgs}", ans.status if ans.status in (2, 3) else 1)
@@ -250,7 +264,8 @@ class Target:
             f = r.get("fraction")
             if isinstance(f, list) and len(f) == 2:
                 vals[str(r.get("event"))] = Fraction(f[0], f[1])
-        expected = sum(len([o] if o is not None else range(nsets)) for _, o, k in seq[1] if k == "measure")
+        expected = sum(len([x for x in ([o] if o is not None else sets) if count_sets is None or x in count_sets])
+                       for _, o, k in seq[1] if k == "measure")
         if getattr(self.args, "events", None):
             return Result(seq[0], Fraction(0), Fraction(0), expected, vals)
         hit_ev, miss_ev = self.events(level)[-2:]
@@ -259,12 +274,15 @@ class Target:
             raise TargetError(f"pmulab's records lack {hit_ev} or {miss_ev}")
         hits = first - second if "LOADS" in hit_ev else first
         res = Result(seq[0], hits, second, expected, vals)
-        if expected and hits + second == 0:
+        above = level > 1 and self.args.no_clear_hl  # accesses the levels above served count nothing here
+        if expected and hits + second == 0 and not above:
             raise Unsupported(f"the level-{level} load events ({hit_ev}, {miss_ev}) counted nothing for "
                               f"{expected} measured accesses: this CPU does not count them (or the simulator "
                               "does not model them, docs/sim.md \"Events\")")
         if hits + second != expected:
             print(f"pmulab-cache: warning: {seq[0]!r}: hits + misses = {float(hits + second):g}, but the "
-                  f"sequence has {expected} measured accesses", file=sys.stderr)
+                  f"sequence has {expected} measured accesses"
+                  + (" (the others were served by the levels above: --no-clear-hl)" if above else ""),
+                  file=sys.stderr)
         return res
 

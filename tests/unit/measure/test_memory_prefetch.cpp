@@ -62,9 +62,9 @@ TEST(ExperimentMemory, FullMapKeepsTheLargestRegions) {
 }
 
 TEST(PrefetchTable, DocumentedModelsOnly) {
-    PrefetchControl skl_not = prefetch_control(intel(0x5E));  // Skylake: not in the 2014 article
-    EXPECT_EQ(skl_not.msr, 0u);
-    EXPECT_NE(std::string(skl_not.why_not).find("Nehalem through Broadwell"), std::string::npos);
+    PrefetchControl yonah = prefetch_control(intel(0x0E));  // Core Duo: no documented control
+    EXPECT_EQ(yonah.msr, 0u);
+    EXPECT_NE(std::string(yonah.why_not).find("not in pmulab's prefetcher table"), std::string::npos);
     PrefetchControl hsw = prefetch_control(intel(0x3C));
     EXPECT_EQ(hsw.msr, 0x1A4u);
     EXPECT_EQ(hsw.off_mask(), 0xFull);

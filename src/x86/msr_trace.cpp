@@ -48,10 +48,10 @@ const char* other_name(const TraceNames& n, u32 m) {
     }
 }
 
-// The client uncore's C-Box MSRs (x86/uncore_regs.h); 391H only before PMU version 4
-// (from Skylake on it is IA32_PERF_GLOBAL_STATUS_SET).
+// The client uncore's C-Box MSRs (x86/uncore_regs.h: Sandy Bridge on, PMU version 3 and
+// later); 391H only at version 3 (from Skylake on it is IA32_PERF_GLOBAL_STATUS_SET).
 bool uncore_name(const TraceNames& n, u32 m, StrBuf& out) {
-    if (n.vendor != Vendor::intel) return false;
+    if (n.vendor != Vendor::intel || n.pmu.netburst || n.pmu.version < 3) return false;
     if (m == msr::MSR_UNC_CBO_CONFIG) out.put("MSR_UNC_CBO_CONFIG");
     else if (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SKL || (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SNB && n.pmu.version < 4))
         out.put("MSR_UNC_PERF_GLOBAL_CTRL");

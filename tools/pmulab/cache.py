@@ -31,6 +31,7 @@ from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
 from .cache_seq import Unsupported, Usage, default_set, parse_seq, parse_sets
+from .cache_slices import SliceTarget
 from .cache_target import Target, TargetError
 
 PROG = "pmulab-cache"
@@ -219,7 +220,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--no-build", action="store_true", help="QEMU boot: do not run make first")
         s.add_argument("--level", type=int, default=1, choices=(1, 2, 3), help="the cache level (default 1)")
         s.add_argument("--sets", help="cache sets of the level, e.g. 4 or 4-7 (default: one set)")
-        s.add_argument("--slice", type=int, help="an L3 slice (nanoBench -slice): not supported yet")
+        s.add_argument("--slice", type=int, help="level 3: blocks in this L3 slice (nanoBench -slice; default 0 "
+                       "where the target's C-Boxes tell slices apart; docs/cache.md)")
         s.add_argument("--cpu", default="bsp", help="the CPU to measure on (default: the BSP)")
         s.add_argument("--geometry", metavar="SPEC", help="the caches, where the target's records do not say: "
                        "L1D:32K:8,L2:256K:4,L3:8M:16 (SIZE:WAYS[:LINE])")
@@ -289,15 +291,13 @@ def check(args: Any) -> None:
         parse_sets(args.sets)
     if args.tcp and not args.tcp.rpartition(":")[2].isdigit():
         raise Usage(f"--tcp {args.tcp}: give HOST:PORT")
-    if args.slice is not None:
-        raise Unsupported(f"--slice {args.slice}: pmulab-cache does not tell L3 slices apart yet (no uncore "
-                          "C-Box/CHA lookup counts, no eviction-set search; docs/cache.md); the simulator has no "
-                          "slices either")
+    if args.slice is not None and args.slice < 0:
+        raise Usage(f"--slice {args.slice}: a slice is a number from 0")
 
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    t = Target(args, log=sys.stderr if args.verbose else None)
+    t = SliceTarget(args, log=sys.stderr if args.verbose else None)
     try:
         check(args)
         t.open()

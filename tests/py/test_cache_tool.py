@@ -97,7 +97,7 @@ CONFIGS = [
     (ZEN4, "L1D:48K:12:MRU_N", 1, "MRU_N", 12, None, ()),
     (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:QLRU_H00_M1_R2_U1", 2, "QLRU_H00_M1_R2_U1", 4, "100", (140,)),
     (ZEN4, "L1D:48K:12:LRU,L2:1M:16:NRU", 2, "NRU", 16, None, ()),
-    (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:LRU,L3:2M:8:FIFO", 3, "FIFO", 8, "1030", ()),
+    (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:LRU,L3:2M:8:FIFO:1", 3, "FIFO", 8, "1030", ()),  # one slice
     (ZEN4, "L1D:48K:12:LRU,L2:1M:16:LRU,L3:8M:16:QLRU_H11_M1_R1_U2", 3, "QLRU_H11_M1_R1_U2", 16, None, ()),
 ]
 

@@ -8,6 +8,8 @@
       the associativity measured (the most blocks of one set that all hit), against CPUID's
   pmulab-cache graph --sim DUMP --level 1 "A B C D" --out age.png
       nanoBench's cacheGraph: the hits of each block after n fresh blocks, as a plot
+  pmulab-cache evset --sim DUMP --level 3 0x10100
+      a minimal eviction set of a line of R14's area, by measurement (group testing)
 
 Where it runs: --sim DUMP / --sim-model NAME (pmulab-sim, with --sim-cache SPEC and
 --sim-seed N), --tcp HOST:PORT (an agent: `pmulab serve --tcp PORT`), else a QEMU boot
@@ -31,6 +33,7 @@ from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
 from .cache_seq import Unsupported, Usage, default_set, parse_seq, parse_sets
+from .cache_evset import cmd_evset
 from .cache_slices import SliceTarget
 from .cache_target import Target, TargetError
 
@@ -210,7 +213,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     cmds = {}
     for name, what in (("seq", "the hits and misses of a sequence"), ("policy", "infer the replacement policy"),
-                       ("ways", "measure the associativity"), ("graph", "the age graph of a sequence")):
+                       ("ways", "measure the associativity"), ("graph", "the age graph of a sequence"),
+                       ("evset", "a minimal eviction set of a line (L3)")):
         s = sub.add_parser(name, help=what)
         cmds[name] = s
         pmulab_client.add_sim_options(s)
@@ -256,6 +260,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--blocks", help="blocks to follow, comma-separated (default: every block of the sequence)")
     g.add_argument("--max-age", type=int, help="fresh blocks, at most (default 2 x the ways)")
     g.add_argument("--out", help="the plot: .png or .svg")
+    ev = cmds["evset"]
+    ev.add_argument("line", help="the line: an offset in R14's area, or a physical address in its first L3 way")
+    ev.add_argument("--candidates", type=int, help="candidate lines to start from (default 8 x the ways; doubled "
+                    "until they evict the line)")
+    ev.add_argument("--assoc", type=int, help="the ways to reduce to (default: CPUID's)")
+    ev.set_defaults(level=3)
     return p
 
 
@@ -281,6 +291,11 @@ def check(args: Any) -> None:
     if args.cmd != "seq" and args.no_wbinvd:
         raise Usage(f"{args.cmd} compares with caches that start empty: it needs the WBINVD before each run "
                     "(drop --no-wbinvd)")
+    if args.cmd == "evset":
+        if (args.candidates is not None and args.candidates < 1) or (args.assoc is not None and args.assoc < 1):
+            raise Usage("--candidates and --assoc must be at least 1")
+        from .cache_evset import parse_target
+        parse_target(args.line)
     if args.cmd == "policy":
         if args.sequences < 1 or args.length < 1:
             raise Usage("--sequences and --length must be at least 1")
@@ -308,7 +323,8 @@ def main(argv: Sequence[str]) -> int:
         if args.verbose and t.geo_source:
             for lv in sorted(t.geo):
                 print(f"{PROG}: {t.geo[lv].describe()} (from {t.geo_source})", file=sys.stderr)
-        return {"seq": cmd_seq, "policy": cmd_policy, "ways": cmd_ways, "graph": cmd_graph}[args.cmd](t, args)
+        cmds = {"seq": cmd_seq, "policy": cmd_policy, "ways": cmd_ways, "graph": cmd_graph, "evset": cmd_evset}
+        return cmds[args.cmd](t, args)
     except Usage as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

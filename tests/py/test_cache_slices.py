@@ -65,6 +65,9 @@ def test_seq_level3_defaults_to_slice_0_on_a_sliced_l3() -> None:
      "--slice 1: the target cannot tell the L3's slices apart: run --cbox-lookups: no L3 slice lookup on this CPU "
      "(AuthenticAMD family 0x1a model 0x44): the C-Box lookup counters are Intel's (AMD counts L3 lookups in its L3 "
      "PMU, not modelled); find slices by eviction sets instead (tools/pmulab-cache evset)"),
+    (["--sim", SKYLAKE, "--sim-cache", "L3:1G:16:LRU", "--level", "3", "--slice", "2", "B2 B3 B4 B5 B6 B7"], 2,
+     "8 blocks in slice 2 of L3 need 64 candidate lines 16777216 bytes apart (one in 4 is in the slice): 1040 MiB, "
+     "more than pmulab's 1 GiB R14 area (fewer blocks)"),
     (["--dry-run", "--geometry", "L1D:32K:8,L2:256K:4,L3:8M:16", "--level", "3", "--slice", "1"], 2,
      "--slice 1: the slices are looked up on the target (not with --dry-run alone)"),
 ])

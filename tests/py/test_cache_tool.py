@@ -198,7 +198,7 @@ def test_graph_ages_equal_the_reference(tmp_path) -> None:
     (["seq", "A B# C?"], "unknown block syntax 'B#'"),
     (["seq", "A ?B"], "unknown block syntax '?B'"),
     (["seq", "--sim-cache", "L3:off", "--level", "3", "A?"], "--level 3: the CPU has no level-3 data cache (it has L1, L2)"),
-    (["seq", "--sim-cache", "L3:1G:16:LRU", "--level", "3", " ".join(f"B{i}" for i in range(20)) + " B0?"],
+    (["seq", "--sim-cache", "L3:1G:16:LRU:1", "--level", "3", " ".join(f"B{i}" for i in range(20)) + " B0?"],
      "20 blocks of L3 (way size 67108864 bytes) need 1344 MiB of memory; pmulab's R14 area holds at most 1 GiB"),
     (["seq", "--sets", "8", "A?"], "set 8 of L1 shares L1 set 8 with the harness's data page"),
     (["seq", "--sets", "64", "A?"], "set 64: L1 has sets 0-63"),
@@ -214,11 +214,12 @@ def test_bad_input_is_exit_2_and_runs_nothing(args: List[str], msg: str) -> None
     assert "pmulab-cache: measuring" not in r.stderr, r  # -v says so before it sends a sequence
 
 
-def test_a_slice_is_exit_3_and_runs_nothing() -> None:
-    r = cache("seq", "--sim", SKYLAKE, "--level", "3", "--slice", "1", "-v", "A?")
+def test_a_slice_without_c_boxes_is_exit_3_and_runs_nothing() -> None:
+    # (tests/py/test_cache_slices.py has --slice where the target tells slices apart.)
+    r = cache("seq", "--sim", ZEN4, "--level", "3", "--slice", "1", "-v", "A?")
     assert r.returncode == 3, r
-    assert "--slice 1: pmulab-cache does not tell L3 slices apart yet" in r.stderr, r
-    assert "pmulab-sim:" not in r.stderr, r  # nothing started
+    assert "--slice 1: the target cannot tell the L3's slices apart: " in r.stderr, r
+    assert "pmulab-cache: measuring" not in r.stderr, r  # no sequence ran
 
 
 def test_a_cpu_without_per_level_load_events_is_exit_3() -> None:

@@ -178,17 +178,19 @@ class SliceTarget(Target):
         lay = SliceLayout(geo, level, base.sets, dict(base.ids), base.clear, base.align, base.used)
         line, way = geo[3].line, geo[3].sets * geo[3].line
         need = max(len(base.ids), 1)
-        k = 4 * boxes * need
+        k = 2 * boxes * need
         while True:
             lay.top = k * way
+            if lay.top + lay.align > R14_MAX:
+                raise Usage(f"{need} blocks in slice {want} of L3 need {k} candidate lines {way} bytes apart (one "
+                            f"in {boxes} is in the slice): {(lay.top + lay.align) >> 20} MiB, more than pmulab's "
+                            "1 GiB R14 area (fewer blocks)")
             size = area_size(lay)
             cands = {s: [i * way + s * line for i in range(k)] for s in lay.used}
             found = self.slices.lookup(sorted(o for c in cands.values() for o in c), size, lay.align)
             lay.offsets = {s: [o for o in c if found[o] == want] for s, c in cands.items()}
             if all(len(v) >= need for v in lay.offsets.values()):
                 break
-            if 2 * k * way + lay.align > R14_MAX:
-                raise Usage(f"{need} blocks in slice {want} of L3 need more than pmulab's 1 GiB R14 area holds")
             k *= 2
         if self.log:
             print(f"pmulab-cache: L3 slice {want} of {boxes}: {geo[3].sets} sets per slice; blocks at "

@@ -539,7 +539,7 @@ u32 CacheHierarchy::slice_of(u64 phys_addr) const {
 bool CacheHierarchy::share_last_level(const CacheHierarchy& other) {
     if (levels_.size() < 3 || other.levels_.size() < 3) return false;
     const CacheLevelSpec &a = levels_[2]->spec, &b = other.levels_[2]->spec;
-    if (a.size_bytes != b.size_bytes || a.ways != b.ways || a.line != b.line || a.policy != b.policy ||
+    if (a.slices < 2 || a.size_bytes != b.size_bytes || a.ways != b.ways || a.line != b.line || a.policy != b.policy ||
         a.slices != b.slices)
         return false;
     levels_[2] = other.levels_[2];

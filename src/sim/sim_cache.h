@@ -76,7 +76,7 @@ pmulab::Status check_cache_level(const CacheLevelSpec& l);
 
 class CachePolicy;  // sim_cache.cpp
 
-// One logical processor's caches (a simulated machine has one per CPU; its L3 may be the
+// One logical processor's caches (a simulated machine has one per CPU; a sliced L3 is the
 // one of another CPU's hierarchy: share_last_level). Movable, not copyable; not
 // thread-safe.
 class CacheHierarchy {
@@ -102,9 +102,9 @@ public:
     unsigned memory_level() const { return unsigned(config_.levels.size()); }
     // The L3 slice holding phys_addr (0 without a sliced L3).
     u32 slice_of(u64 phys_addr) const;
-    // Makes this hierarchy's L3 the very one of `other` (a last level shared by the CPUs
-    // of a package): both must have an L3 of the same geometry and policy; false (and
-    // nothing changed) otherwise.
+    // Makes this hierarchy's L3 the very one of `other` (a sliced last level is shared by
+    // the cores of a client part): both must have a sliced L3 of the same geometry and
+    // policy; false (and nothing changed) otherwise.
     bool share_last_level(const CacheHierarchy& other);
 
     struct Level;

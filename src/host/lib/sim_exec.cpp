@@ -84,8 +84,8 @@ Status SimExec::set_cache(const std::string& spec, u64 seed) {
     // The C-Boxes follow the BSP's L3 slices (1 when --cache leaves none: nothing counts).
     Result<sim::CacheConfig> bsp = cache_config(spec, m_.cpu(m_.bsp()));
     if (uncore && bsp.ok()) uncore->set_boxes(bsp.value().levels.size() == 3 ? bsp.value().levels[2].slices : 1);
-    // The L3 is shared by every CPU whose L3 is configured alike (a package): the first
-    // CPU's model made keeps it for the others (the runner makes one per CPU, lazily).
+    // A sliced L3 (a client part's) is shared by every CPU whose L3 is configured alike:
+    // the first CPU's model made keeps it for the others (the runner makes them lazily).
     auto first = std::make_shared<std::vector<CacheModel*>>();
     runner_->set_data_cache([spec, seed, uncore, first](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
         Result<sim::CacheConfig> c = cache_config(spec, cpu);

@@ -151,3 +151,23 @@ TEST(SimUncore, LlcLookupCountsByStateAndRequest) {
     u.rdmsr(0x706, &v);
     EXPECT_EQ(v, 0u);
 }
+
+TEST(SimSlices, ASlicedL3IsSharedAndAnotherIsNot) {
+    CacheConfig c;
+    c.levels = {{"L1D", 32768, 8, 64, "LRU"}, {"L2", 262144, 4, 64, "LRU"}, {"L3", 8 << 20, 16, 64, "LRU", 4}};
+    CacheHierarchy a(c), b(c);
+    ASSERT_TRUE(b.share_last_level(a));
+    EXPECT_EQ(a.access(0x12340, false), 3u);  // memory
+    EXPECT_EQ(b.access(0x12340, false), 2u);  // the other core's L3 holds it
+    b.reset();                                // WBINVD on one core empties the shared L3
+    EXPECT_EQ(a.access(0x56780, false), 3u);
+    EXPECT_EQ(a.access(0x12340, false), 0u);  // still in a's own L1
+    c.levels[2].slices = 1;
+    CacheHierarchy d(c), e(c);
+    EXPECT_FALSE(e.share_last_level(d));  // an unsliced L3 stays each CPU's own
+    CacheConfig other = c;
+    other.levels[2].slices = 4;
+    other.levels[2].policy = "FIFO";
+    CacheHierarchy f(other);
+    EXPECT_FALSE(f.share_last_level(a));  // another policy
+}

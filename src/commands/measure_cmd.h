@@ -101,6 +101,16 @@ void sample_header(const RunOptions& o, StrBuf* out);
 // (true); any other result is the caller's (false).
 bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);
 
+// Puts `mine` (hooks and their ctx) in place of the group's hooks, which go to *inner for
+// mine to call, and the group's first read to *first_read (the read whose result a
+// per-job record follows). A null mine.region keeps the group's.
+inline void chain_group_hooks(ReadGroup* g, GroupHooks mine, GroupHooks* inner, const CounterRead** first_read) {
+    *inner = g->hooks;
+    *first_read = g->reads.empty() ? nullptr : &g->reads[0];
+    if (!mine.region) mine.region = g->hooks.region;
+    g->hooks = mine;
+}
+
 // ---- --lbr (run_lbr.cpp) ----
 // The LBR of every measured CPU (prepared on the BSP) and what the hooks on the measuring
 // CPU keep: the controls saved in setup, the stack of the last run.

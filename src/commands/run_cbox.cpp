@@ -75,14 +75,13 @@ Status prepare_run_cbox(Hw& hw, CboxRun* run) {
 }
 
 void attach_run_cbox(CboxRun* run, ReadGroup* g) {
-    run->inner = g->hooks;
-    run->first_read = g->reads.empty() ? nullptr : &g->reads[0];
-    g->hooks.setup = cbox_setup_hook;
-    g->hooks.start = cbox_start_hook;
-    g->hooks.stop = cbox_stop_hook;
-    g->hooks.teardown = cbox_teardown_hook;
-    g->hooks.region = cbox_region_hook;
-    g->hooks.ctx = run;
+    GroupHooks h{.setup = cbox_setup_hook,
+                 .start = cbox_start_hook,
+                 .stop = cbox_stop_hook,
+                 .teardown = cbox_teardown_hook,
+                 .ctx = run,
+                 .region = cbox_region_hook};
+    chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 
 void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {

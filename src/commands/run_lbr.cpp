@@ -143,13 +143,12 @@ Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run) {
 }
 
 void attach_run_lbr(LbrRun* run, ReadGroup* g) {
-    run->inner = g->hooks;
-    run->first_read = g->reads.empty() ? nullptr : &g->reads[0];
-    g->hooks.setup = lbr_setup_hook;
-    g->hooks.start = lbr_start_hook;
-    g->hooks.stop = lbr_stop_hook;
-    g->hooks.teardown = lbr_teardown_hook;
-    g->hooks.ctx = run;
+    GroupHooks h{.setup = lbr_setup_hook,
+                 .start = lbr_start_hook,
+                 .stop = lbr_stop_hook,
+                 .teardown = lbr_teardown_hook,
+                 .ctx = run};
+    chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 
 void emit_run_lbr(Out& out, const LbrRun& run, const MeasureResult& r) {

@@ -75,12 +75,7 @@ Status prepare_run_cbox(Hw& hw, CboxRun* run) {
 }
 
 void attach_run_cbox(CboxRun* run, ReadGroup* g) {
-    GroupHooks h{.setup = cbox_setup_hook,
-                 .start = cbox_start_hook,
-                 .stop = cbox_stop_hook,
-                 .teardown = cbox_teardown_hook,
-                 .ctx = run,
-                 .region = cbox_region_hook};
+    GroupHooks h = {cbox_setup_hook, cbox_start_hook, cbox_stop_hook, cbox_teardown_hook, run, cbox_region_hook};
     chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 

@@ -143,11 +143,7 @@ Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run) {
 }
 
 void attach_run_lbr(LbrRun* run, ReadGroup* g) {
-    GroupHooks h{.setup = lbr_setup_hook,
-                 .start = lbr_start_hook,
-                 .stop = lbr_stop_hook,
-                 .teardown = lbr_teardown_hook,
-                 .ctx = run};
+    GroupHooks h = {lbr_setup_hook, lbr_start_hook, lbr_stop_hook, lbr_teardown_hook, run};
     chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 

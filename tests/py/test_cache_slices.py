@@ -1,8 +1,9 @@
 """L3 slices and eviction sets in tools/pmulab-cache on pmulab-sim (docs/cache.md "L3
 slices and eviction sets"): `seq --level 3 --slice N` equals the independent reference in
-every slice (the blocks share one set and slice), `evset` finds as many lines as the L3
-has ways, each in the target's slice and set by the simulator's own hash (pmulab-cachesim
-`S ADDR`), with and without C-Boxes; bad input is exit 2, a target without C-Boxes exit 3."""
+every slice (the blocks share one set and slice; by the C-Boxes, or by eviction sets where
+there are none), `evset` finds as many lines as the L3 has ways, each in the target's
+slice and set by the simulator's own hash (pmulab-cachesim `S ADDR`), with and without
+C-Boxes; bad input (a slice that does not exist, ...) is exit 2, nothing measured."""
 
 import json
 import random
@@ -45,6 +46,23 @@ def test_seq_slice_equals_the_reference_in_one_set_of_one_slice(slice_no: int) -
     assert got[-2]["hits"] == 1 and got[-1] == {"seq": seqs[-1], "level": 3, "hits": 0, "misses": 2}
 
 
+def test_seq_slice_without_cboxes_by_eviction_sets_equals_the_reference() -> None:
+    # Zen 5 (no C-Box model) with a 4-way LRU L3 of 2 slices: the second group of lines
+    # that evict each other is one slice; every result equals the reference.
+    rng = random.Random(zlib.crc32(b"evset slice"))
+    seqs = [random_sequence(rng, rng.randrange(5, 30), 6) for _ in range(8)]
+    seqs = [s if "?" in s else s + " B0?" for s in seqs] + ["B0 B1 B2 B3 B0?", "B0 B1 B2 B3 B4 B0?"]
+    r = cache("seq", "--sim", ZEN4, "--sim-cache", "L3:1M:4:LRU:2", "--level", "3", "--slice", "1", "--lfences",
+              "1", *FAST, "--json", "-v", *seqs)
+    assert r.returncode == 0, r
+    assert "pmulab-cache: L3 slice group 1 of set 4 (by eviction sets, " in r.stderr, r
+    got = [json.loads(line) for line in r.stdout.splitlines()]
+    for seq, rec in zip(seqs, got):
+        hits, misses = reference_hits(seq, "LRU", 4, [4])
+        assert rec == {"seq": seq, "level": 3, "hits": hits, "misses": misses}, seq
+    assert [g["hits"] for g in got[-2:]] == [1, 0]
+
+
 def test_seq_level3_defaults_to_slice_0_on_a_sliced_l3() -> None:
     # Skylake's own L3: 12 ways, QLRU_H11_M1_R0_U0, 4 slices: 12 blocks stay, 13 evict the first.
     r = cache("seq", "--sim", SKYLAKE, "--level", "3", *FAST, "--json", "-v",
@@ -58,13 +76,10 @@ def test_seq_level3_defaults_to_slice_0_on_a_sliced_l3() -> None:
     (["--sim", SKYLAKE, "--level", "3", "--slice", "4"], 2, "--slice 4: the L3 has slices 0-3 (one per C-Box)"),
     (["--sim", SKYLAKE, "--level", "3", "--slice", "-1"], 2, "--slice -1: a slice is a number from 0"),
     (["--sim", SKYLAKE, "--level", "2", "--slice", "1"], 2, "--slice 1: slices are those of the L3 (--level 3)"),
-    (["--sim", SKYLAKE, "--sim-cache", "L3:::LRU:1", "--level", "3", "--slice", "0"], 3,
-     "--slice 0: the target cannot tell the L3's slices apart: its L3 has one slice; find lines of one set by "
-     "eviction sets instead (tools/pmulab-cache evset)"),
-    (["--sim", ZEN4, "--level", "3", "--slice", "1"], 3,
-     "--slice 1: the target cannot tell the L3's slices apart: run --cbox-lookups: no L3 slice lookup on this CPU "
-     "(AuthenticAMD family 0x1a model 0x44): the C-Box lookup counters are Intel's (AMD counts L3 lookups in its L3 "
-     "PMU, not modelled); find slices by eviction sets instead (tools/pmulab-cache evset)"),
+    (["--sim", SKYLAKE, "--sim-cache", "L3:2M:4:LRU:1", "--level", "3", "--slice", "2", "--lfences", "1", *FAST], 2,
+     "--slice 2: the lines of L3 set 4 tried fall into 1 group(s) of lines that evict each other (slices)"),
+    (["--sim", ZEN4, "--sim-cache", "L3:1M:4:LRU:2", "--level", "3", "--slice", "0", "--sets", "4,5"], 2,
+     "--slice 0 without C-Boxes (eviction sets): one set at a time (one --sets, no _SET blocks)"),
     (["--sim", SKYLAKE, "--sim-cache", "L3:1G:16:LRU", "--level", "3", "--slice", "2", "B2 B3 B4 B5 B6 B7"], 2,
      "8 blocks in slice 2 of L3 need 64 candidate lines 16777216 bytes apart (one in 4 is in the slice): 1040 MiB, "
      "more than pmulab's 1 GiB R14 area (fewer blocks)"),

@@ -214,11 +214,13 @@ def test_bad_input_is_exit_2_and_runs_nothing(args: List[str], msg: str) -> None
     assert "pmulab-cache: measuring" not in r.stderr, r  # -v says so before it sends a sequence
 
 
-def test_a_slice_without_c_boxes_is_exit_3_and_runs_nothing() -> None:
-    # (tests/py/test_cache_slices.py has --slice where the target tells slices apart.)
-    r = cache("seq", "--sim", ZEN4, "--level", "3", "--slice", "1", "-v", "A?")
-    assert r.returncode == 3, r
-    assert "--slice 1: the target cannot tell the L3's slices apart: " in r.stderr, r
+def test_a_slice_that_an_unsliced_l3_lacks_is_exit_2_and_runs_nothing() -> None:
+    # (tests/py/test_cache_slices.py has --slice on sliced L3s, with and without C-Boxes.)
+    r = cache("seq", "--sim", ZEN4, "--sim-cache", "L3:1M:4:LRU", "--level", "3", "--slice", "1", "--lfences", "1",
+              *FAST, "-v", "A?")
+    assert r.returncode == 2, r
+    assert ("--slice 1: the lines of L3 set 4 tried fall into 1 group(s) of lines that evict each other (slices)"
+            in r.stderr), r
     assert "pmulab-cache: measuring" not in r.stderr, r  # no sequence ran
 
 

@@ -74,13 +74,14 @@ class Evset:
             have = ", ".join(f"L{x}" for x in sorted(g))
             raise Usage(f"--level 3: the CPU has no level-3 data cache behind an L2 (it has {have})")
         self.l3 = g[3]
-        self.ways = args.assoc or self.l3.ways
+        self.ways = getattr(args, "assoc", None) or self.l3.ways
         self.stride = self.l3.sets * self.l3.line  # same set in every slice
         p = clearing_slices(t)
         self.geo = dict(g)
         self.geo[3] = Level(3, self.l3.sets // p, self.l3.ways, self.l3.line, self.l3.policy)
         self.tests = 0
         self.base: Optional[int] = None  # R13: the physical address of offset 0
+        self.track_r14 = False  # every run in the same area (t.slices checks it)
 
     def layout(self, x: int, n: int) -> LineLayout:
         s = (x // self.l3.line) % self.geo[3].sets
@@ -101,11 +102,15 @@ class Evset:
             size *= 2
         return size
 
-    def run(self, lay: LineLayout, size: int, groups: List[List[int]]) -> List[bool]:
-        """Whether each candidate list evicts X (one request each, several in flight)."""
+    def run(self, lay: LineLayout, size: int, groups: List[List[int]], x: str = "X") -> List[bool]:
+        """Whether each candidate list evicts x (one request each, several in flight)."""
+        return self.run_tests(lay, size, [(x, g) for g in groups])
+
+    def run_tests(self, lay: LineLayout, size: int, tests: List[Tuple[str, List[int]]]) -> List[bool]:
+        """Whether each (line, candidate list) evicts the line."""
         seqs, lines = [], []
-        for g in groups:
-            text = "X " + " ".join(f"C{k}" for k in g) + " X?"
+        for x, g in tests:
+            text = f"{x} " + " ".join(f"C{k}" for k in g) + f" {x}?"
             seq = (text, parse_seq(text))
             code = gen_code(lay, seq[1], [], size, wbinvd=True, lfences=self.args.lfences)
             seqs.append(seq)
@@ -115,17 +120,19 @@ class Evset:
         try:
             for i, ans in self.t.agent.batch(lines):
                 r = self.t._result(ans, seqs[i], 3, 1, size)
+                if self.track_r14:
+                    self.t.slices._note_r14(ans.results)
                 for rec in ans.results:
                     self.base = -(-int(rec["r14"]) // lay.align) * lay.align
                 out.append(r.misses > r.hits)
         except (pmulab_client.AgentError, TimeoutError, OSError) as e:
             raise TargetError(f"lost the target: {e}") from None
-        self.tests += len(groups)
+        self.tests += len(tests)
         return out
 
-    def find(self, x: int) -> Tuple[List[int], int, LineLayout]:
+    def find(self, x: int, n: int = 0) -> Tuple[List[int], int, LineLayout]:
         """(the eviction set's candidate numbers, candidates tried, layout)."""
-        n = self.args.candidates or 8 * self.ways
+        n = n or getattr(self.args, "candidates", None) or 8 * self.ways
         while True:
             lay = self.layout(x, n)
             size = self.area(lay)
@@ -135,16 +142,42 @@ class Evset:
                 raise TargetError(f"{n} candidates do not evict the line at offset {x:#x} from the L3 (a policy "
                                   "that keeps it, noise, or more ways than --assoc says)")
             n *= 2
-        s = list(range(1, n + 1))
+            if self.track_r14:  # a larger area: it may lie elsewhere
+                self.t.slices.r14 = None
+        return self.reduce(lay, self.area(lay), "X", list(range(1, n + 1))), n, lay
+
+    def reduce(self, lay: LineLayout, size: int, x: str, s: List[int]) -> List[int]:
+        """Group testing (Vila et al. 2019, Algorithm 2): s, which evicts x, down to the ways."""
         while len(s) > self.ways:
             k = self.ways + 1
             groups = [s[i * len(s) // k:(i + 1) * len(s) // k] for i in range(k)]
             rest = [[c for c in s if c not in set(g)] for g in groups if g]
-            evicts = self.run(lay, size, rest)
+            evicts = self.run(lay, size, rest, x)
             if not any(evicts):
                 raise TargetError(f"no group of {len(s)} evicting lines could be left out (noise? more --reps)")
             s = rest[evicts.index(True)]
-        return s, n, lay
+        return s
+
+    def classes(self, x: int, n: int, upto: int) -> Tuple[List[List[int]], LineLayout, int]:
+        """The lines X, C1 .. Cn in classes of lines that evict each other (one per slice, in
+        the order found: class 0 holds X), up to class `upto`; each a list of candidate
+        numbers (0: X)."""
+        members, n, lay = self.find(x, n)
+        size = self.area(lay)
+        out: List[List[int]] = []
+        left = list(range(n + 1))
+        ev = members
+        while True:
+            head = left[0]
+            if out:  # a new class: its own eviction set, from the other lines left
+                ev = self.reduce(lay, size, f"C{head}", [c for c in left if c != head])
+            rest = [c for c in left if c != head and c not in ev]
+            tests = self.run_tests(lay, size, [("X" if c == 0 else f"C{c}", ev) for c in rest])
+            cls = sorted({head, *ev, *(c for c, t in zip(rest, tests) if t)})
+            out.append(cls)
+            left = [c for c in left if c not in cls]
+            if len(out) > upto or not left:
+                return out, lay, size
 
 
 def cmd_evset(t: SliceTarget, args: Any) -> int:

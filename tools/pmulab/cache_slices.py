@@ -11,8 +11,10 @@ offsets the sequence then uses. The lookups and the sequence run in one agent se
 with the same R14 area (its physical address is checked to be the same), so that the
 slices found hold for the sequence.
 
-Where the target has no C-Boxes, `--slice` is refused (exit 3) with a pointer at
-`pmulab-cache evset` (eviction sets found by measurement).
+Where the target has no C-Boxes, `--slice N` groups the candidate lines of the set by
+eviction sets (cache_evset.py: lines that evict each other share a slice) and takes the
+N-th group in the order found (group 0 holds the set's first line): the hash's slice
+numbers are not known then. A target whose L3 is not sliced at all has one group.
 """
 
 from __future__ import annotations
@@ -159,19 +161,17 @@ class SliceTarget(Target):
         if level != 3 or self.agent is None or 3 not in self.geo:
             return False
         boxes = self.slices.probe()
-        if want is not None and boxes < 2:
-            why = self.slices.why or ("its L3 has one slice; find lines of one set by eviction sets instead "
-                                      "(tools/pmulab-cache evset)")
-            raise Unsupported(f"--slice {want}: the target cannot tell the L3's slices apart: {why}")
-        if want is not None and not 0 <= want < boxes:
+        if want is not None and boxes >= 2 and not 0 <= want < boxes:
             raise Usage(f"--slice {want}: the L3 has slices 0-{boxes - 1} (one per C-Box)")
-        return boxes >= 2
+        return boxes >= 2 or want is not None  # without C-Boxes: by eviction sets
 
     def prepare(self, level: int, sets: List[int], seqs: Sequence[Sequence[Element]],
                 init: Sequence[Element]) -> Tuple[Layout, int]:
         if not self.sliced(level):
             return super().prepare(level, sets, seqs, init)
         boxes = self.slices.boxes or 1
+        if boxes < 2:
+            return self.prepare_by_evsets(level, sets, seqs, init)
         want = getattr(self.args, "slice", None) or 0
         geo = slice_geometry(self.geo, boxes)
         base = make_layout(geo, level, sets, [init, *seqs], clear_hl=not self.args.no_clear_hl)
@@ -196,6 +196,36 @@ class SliceTarget(Target):
             print(f"pmulab-cache: L3 slice {want} of {boxes}: {geo[3].sets} sets per slice; blocks at "
                   + ", ".join(f"set {s}: " + " ".join(f"{o:#x}" for o in v[:need]) for s, v in lay.offsets.items()),
                   file=self.log, flush=True)
+        return lay, size
+
+    def prepare_by_evsets(self, level: int, sets: List[int], seqs: Sequence[Sequence[Element]],
+                          init: Sequence[Element]) -> Tuple[Layout, int]:
+        """--slice N without C-Boxes: the N-th class of mutually evicting lines of the set."""
+        from .cache_evset import GROWTH_LIMIT, Evset
+        want = int(self.args.slice)
+        e = Evset(self, self.args)
+        e.track_r14 = True
+        self.slices.r14 = None
+        base = make_layout(e.geo, level, sets, [init, *seqs], clear_hl=not self.args.no_clear_hl)
+        if len(base.used) != 1:
+            raise Usage(f"--slice {want} without C-Boxes (eviction sets): one set at a time (one --sets, no _SET "
+                        "blocks)")
+        s, need = base.used[0], max(len(base.ids), 1)
+        n = min(GROWTH_LIMIT, max(getattr(self.args, "candidates", None) or 8 * e.ways, 4 * need * (want + 1)))
+        found, lx, size = e.classes(s * e.l3.line, n, want)
+        if len(found) <= want:
+            raise Usage(f"--slice {want}: the lines of L3 set {s} tried fall into {len(found)} group(s) of lines "
+                        "that evict each other (slices)")
+        cls = [lx.at["X" if c == 0 else f"C{c}"] for c in found[want]]
+        if len(cls) < need:
+            raise Usage(f"--slice {want}: {len(cls)} lines of set {s} found in it, the sequences need {need} "
+                        "(more --candidates)")
+        lay = SliceLayout(e.geo, level, base.sets, dict(base.ids), base.clear, e.stride, base.used,
+                          offsets={s: cls}, top=lx.size)
+        self.slices.size = size
+        if self.log:
+            print(f"pmulab-cache: L3 slice group {want} of set {s} (by eviction sets, {e.tests} tests): "
+                  + " ".join(f"{o:#x}" for o in cls[:need]), file=self.log, flush=True)
         return lay, size
 
     def _result(self, ans: pmulab_client.Answer, seq: Tuple[str, List[Element]], level: int, nsets: int,

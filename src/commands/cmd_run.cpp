@@ -22,8 +22,10 @@ public:
         result_table_row(o_, r, &row);
         out_.text_buf(row);
         if (lbr_) emit_run_lbr(out_, *lbr_, r);
+        if (cbox_) emit_run_cbox(out_, *cbox_, r);
     }
     void set_lbr(const LbrRun* l) { lbr_ = l; }
+    void set_cbox(const CboxRun* c) { cbox_ = c; }
     void failure(const Error& e) override { out_.error(e); }
     void skipped(const Error& e) override { out_.warn("%s (skipped)", e.msg); }
     void progress(u32 done, u32 total, const BenchInstance& b, u32 cpu, u32 run) override {
@@ -57,6 +59,7 @@ private:
     const RunOptions& o_;
     MetricCollector* metrics_;
     const LbrRun* lbr_ = nullptr;
+    const CboxRun* cbox_ = nullptr;
 };
 
 }  // namespace
@@ -119,12 +122,19 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
         PMULAB_TRY(prepare_run_lbr(p.hw(), plans[k]->cpus, l));
         attach_run_lbr(l, &plans[k]->groups[0]);
     }
+    Vec<Box<CboxRun>> cboxes;  // --cbox-lookups: one per plan (its first group's hooks are chained)
+    for (usize k = 0; k < plans.size() && o.cbox_lookups; ++k) {
+        CboxRun* c = cboxes.push(make_box<CboxRun>()).get();
+        PMULAB_TRY(prepare_run_cbox(p.hw(), c));
+        attach_run_cbox(c, &plans[k]->groups[0]);
+    }
     MetricCollector metrics;
     RunSink sink(out, o, &metrics);
     sink.sampling_ = &sampling;
     for (usize k = 0; k < plans.size(); ++k) {
         PmuPlan* pl = plans[k].get();
         if (o.lbr) sink.set_lbr(lbrs[k].get());
+        if (o.cbox_lookups) sink.set_cbox(cboxes[k].get());
         o.cfg.cpus.clear();
         for (u32 c : pl->cpus) o.cfg.cpus.push(c);
         // Failures were reported through the sink; the outcome also takes the engine's word.
@@ -182,12 +192,18 @@ Status cmd_run(Out& out, Args& args) {
         PMULAB_TRY(prepare_run_lbr(p.hw(), o.cfg.cpus, &lbr));
         attach_run_lbr(&lbr, &groups[0]);
     }
+    CboxRun cbox;
+    if (o.cbox_lookups) {
+        PMULAB_TRY(prepare_run_cbox(p.hw(), &cbox));
+        attach_run_cbox(&cbox, &groups[0]);
+    }
     StrBuf head;
     result_table_fit(o, groups);
     result_table_header(o, &head);
     out.text_buf(head);
     RunSink sink(out, o);
     if (o.lbr) sink.set_lbr(&lbr);
+    if (o.cbox_lookups) sink.set_cbox(&cbox);
     out.fail(measure_run(p.hw(), *mp, o.cfg, groups, sink));
     out.simulated_mark();
     return ok_status();

@@ -9,6 +9,7 @@
 #include "measure/metrics.h"
 #include "measure/pmu_plan.h"
 #include "measure/sampling.h"
+#include "pmu/cbox.h"
 #include "pmu/lbr.h"
 
 namespace pmulab {
@@ -65,7 +66,8 @@ struct RunOptions {
     // first in the event list (run_sample.cpp).
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
-    bool lbr = false;  // --lbr (run_lbr.cpp)
+    bool lbr = false;           // --lbr (run_lbr.cpp)
+    bool cbox_lookups = false;  // --cbox-lookups (run_cbox.cpp)
     // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given
     // (cycle by cycle defaults to 1 copy, as nanoBench's cycleByCycle.py).
     bool cycle_by_cycle = false;
@@ -102,6 +104,16 @@ void sample_header(const RunOptions& o, StrBuf* out);
 // (true); any other result is the caller's (false).
 bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);
 
+// Puts `mine` (hooks and their ctx) in place of the group's hooks, which go to *inner for
+// mine to call, and the group's first read to *first_read (the read whose result a
+// per-job record follows). A null mine.region keeps the group's.
+inline void chain_group_hooks(ReadGroup* g, GroupHooks mine, GroupHooks* inner, const CounterRead** first_read) {
+    *inner = g->hooks;
+    *first_read = g->reads.empty() ? nullptr : &g->reads[0];
+    if (!mine.region) mine.region = g->hooks.region;
+    g->hooks = mine;
+}
+
 // ---- --lbr (run_lbr.cpp) ----
 // The LBR of every measured CPU (prepared on the BSP) and what the hooks on the measuring
 // CPU keep: the controls saved in setup, the stack of the last run.
@@ -122,6 +134,27 @@ Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run);
 void attach_run_lbr(LbrRun* run, ReadGroup* g);
 // After the first result of a job: its {"type":"lbr"} record and the text timings.
 void emit_run_lbr(Out& out, const LbrRun& run, const MeasureResult& r);
+
+// ---- --cbox-lookups (run_cbox.cpp) ----
+// The C-Boxes (pmu/cbox.h) and what the hooks on the measuring CPU keep: the counters at
+// the start of the run, the lookups summed over a job's runs but each region's first.
+struct CboxRun {
+    CboxPmu pmu;
+    GroupHooks inner;  // the group's own hooks, chained
+    const CounterRead* first_read = nullptr;
+    u64 start[msr::kMaxCboxes] = {}, sum[msr::kMaxCboxes] = {};
+    u32 runs = 0;  // runs counted
+    bool have = false, counting = false;
+    static constexpr u32 kRegions = 4;
+    const Region* seen[kRegions] = {};  // regions run before in this job
+    u32 seen_count = 0;
+};
+// The BSP's C-Boxes: Errc::unsupported with the reason where there are none (exit 3).
+Status prepare_run_cbox(Hw& hw, CboxRun* run);
+// Chains the C-Box hooks around the group's (the first group of a run).
+void attach_run_cbox(CboxRun* run, ReadGroup* g);
+// After the first result of a job: its {"type":"cbox_lookups"} record and text line.
+void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r);
 
 // ---- derived metrics (run_metrics.cpp) ----
 // --metrics LIST (the option's value checked and kept).

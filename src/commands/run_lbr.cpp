@@ -143,13 +143,8 @@ Status prepare_run_lbr(Hw& hw, const Vec<u32>& cpus, LbrRun* run) {
 }
 
 void attach_run_lbr(LbrRun* run, ReadGroup* g) {
-    run->inner = g->hooks;
-    run->first_read = g->reads.empty() ? nullptr : &g->reads[0];
-    g->hooks.setup = lbr_setup_hook;
-    g->hooks.start = lbr_start_hook;
-    g->hooks.stop = lbr_stop_hook;
-    g->hooks.teardown = lbr_teardown_hook;
-    g->hooks.ctx = run;
+    GroupHooks h = {lbr_setup_hook, lbr_start_hook, lbr_stop_hook, lbr_teardown_hook, run};
+    chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 
 void emit_run_lbr(Out& out, const LbrRun& run, const MeasureResult& r) {

@@ -215,6 +215,9 @@ const OptionSpec kRunOptionTable[] = {
     {.name = "--lbr", .help = "read the last-branch records after every run: {\"type\":\"lbr\"} records\n"
              "and basic-block cycle timings of your code (docs/sampling.md)", .section = 1,
      .apply = RUN_SET(o.lbr = true)},
+    {.name = "--cbox-lookups", .help = "the L3 slice of what the code accesses: each C-Box's lookups over the\n"
+             "runs, {\"type\":\"cbox_lookups\"} records (Intel client uncore; docs/cache.md)", .section = 1,
+     .apply = RUN_SET(o.cbox_lookups = true)},
     {.name = "--progress", .help = "progress lines (text) or {\"type\":\"progress\"} records (--json)", .section = 1,
      .apply = RUN_SET(o.progress = true)},
     {.name = "--topdown", .metavar = "[1|2]", .value = OptValue::level, .flags = kOptOptionalValue, .min = 1, .max = 2,
@@ -260,7 +263,7 @@ const CommandOptions kRunCommand = {
         "                  [--cpu N|all|bsp] [--unroll U] [--loop L] [--reps R] [--warmup W]\n"
         "                  [--agg min|median|avg|trimmed|max]\n"
         "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
-        "                  [--seed N] [--decimals D] [--raw] [--progress] [--lbr]\n"
+        "                  [--seed N] [--decimals D] [--raw] [--progress] [--lbr] [--cbox-lookups]\n"
         "                  [--topdown [1|2]] [--metrics NAMES] [--metrics-file PATH]\n"
         "                  [--sample EVENT[:PERIOD] ...]\n"
         "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"

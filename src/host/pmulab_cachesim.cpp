@@ -23,13 +23,15 @@ constexpr const char kUsage[] =
     "  W ADDR   store (write-allocate: the same as a load to the model)\n"
     "  F ADDR   CLFLUSH/CLFLUSHOPT of the line: invalidated in every level\n"
     "  I        WBINVD/INVD: every level emptied, replacement state back to its initial state\n"
+    "  S ADDR   prints the L3 slice of ADDR (the complex-addressing hash; 0 when not sliced)\n"
     "Empty lines and lines starting with '#' are skipped. Each R or W prints the level that\n"
     "served it: L1D, L2, L3 or MEM.\n"
     "\n"
     "The default geometry comes from CPUID leaf 4 / 8000_001DH of CPU N (default 0) of the\n"
     "dump or model (or a documented per-family geometry); without --dump/--model it is the\n"
     "generic one (Skylake client, LRU). --cache changes levels: \"off\" or\n"
-    "LEVEL:SIZE[:WAYS[:POLICY]],... e.g. L1D:32K:8:LRU,L2:256K:4:PLRU,L3:8M:16:QLRU_H11_M1_R0_U0.\n"
+    "LEVEL:SIZE[:WAYS[:POLICY]],... e.g. L1D:32K:8:LRU,L2:256K:4:PLRU,L3:8M:16:QLRU_H11_M1_R0_U0;\n"
+    "L3 takes a fifth field, its slices (1, 2, 4 or 8): L3:6M:12:LRU:4.\n"
     "--seed N seeds the randomized policies (RANDOM, PLRURand, RandPLRU, QLRU_.._MR..).\n"
     "--describe prints the configuration (one line) before anything else.\n"
     "docs/sim.md, \"The memory hierarchy\", describes the model and the policies.\n"
@@ -139,12 +141,14 @@ bool run_line(sim::CacheHierarchy& h, const std::string& line, unsigned no) {
         h.reset();
         return true;
     }
-    if ((op == "R" || op == "W" || op == "F") && tok.size() == 2 && parse_u64(tok[1].c_str(), &addr)) {
+    if ((op == "R" || op == "W" || op == "F" || op == "S") && tok.size() == 2 && parse_u64(tok[1].c_str(), &addr)) {
         if (op == "F") h.flush_line(addr);
+        else if (op == "S") std::printf("%u\n", unsigned(h.slice_of(addr)));
         else std::printf("%s\n", level_name(h, h.access(addr, op == "W")));
         return true;
     }
-    std::fprintf(stderr, "pmulab-cachesim: error: stdin:%u: '%.60s' is not 'R ADDR', 'W ADDR', 'F ADDR' or 'I'\n", no,
+    std::fprintf(stderr,
+                 "pmulab-cachesim: error: stdin:%u: '%.60s' is not 'R ADDR', 'W ADDR', 'F ADDR', 'S ADDR' or 'I'\n", no,
                  line.c_str());
     return false;
 }

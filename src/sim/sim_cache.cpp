@@ -8,6 +8,8 @@
 // list ordered from most to least recent and an empty way ages like a full one.
 #include "sim/sim_cache.h"
 
+#include "sim/sim_slice.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -440,6 +442,12 @@ pmulab::Status check_cache_level(const CacheLevelSpec& l) {
     if (!make_policy(l.policy, 1))
         return Error::make(Errc::invalid_argument, "%s: unknown replacement policy '%.60s'; known: %s", n,
                            l.policy.c_str(), kPolicyList);
+    if (!slice_count_ok(l.slices) || (l.slices > 1 && l.name != "L3"))
+        return Error::make(Errc::invalid_argument, "%s: %u slices (L3 only: 1, 2, 4 or 8, the counts of the hash)", n,
+                           l.slices);
+    if (l.sets() % l.slices != 0)
+        return Error::make(Errc::invalid_argument, "%s: %llu sets do not split into %u slices", n,
+                           (unsigned long long)l.sets(), l.slices);
     if (l.policy == "LRU_PLRU4" && l.ways % 4 != 0)
         return Error::make(Errc::invalid_argument, "%s: LRU_PLRU4 needs a multiple of 4 ways, not %u", n, l.ways);
     if (l.policy == "RandPLRU" && (l.ways == 3 || l.ways == 4))
@@ -454,16 +462,18 @@ pmulab::Status check_cache_level(const CacheLevelSpec& l) {
 
 // One level: the policy and the sets, allocated in chunks of kChunkSets on first touch
 // (an L3 of hundreds of MiB costs only what is used). A set is `ways` blocks then the
-// policy's meta bytes, rounded up to whole u64.
+// policy's meta bytes, rounded up to whole u64. A sliced level keeps slice k's sets at
+// k * per_slice .. (k + 1) * per_slice - 1.
 struct CacheHierarchy::Level {
     static constexpr u64 kChunkSets = 64;
     CacheLevelSpec spec;
-    u64 sets = 0;
-    u32 ways = 0, line_shift = 0, stride = 0;
+    u64 sets = 0, per_slice = 0;
+    u32 ways = 0, line_shift = 0, stride = 0, slices = 1;
     std::unique_ptr<CachePolicy> policy;
     std::vector<std::unique_ptr<u64[]>> chunks;
 
-    Level(const CacheLevelSpec& s, u64 seed) : spec(s), sets(s.sets()), ways(s.ways) {
+    Level(const CacheLevelSpec& s, u64 seed)
+        : spec(s), sets(s.sets()), per_slice(s.sets_per_slice()), ways(s.ways), slices(s.slices) {
         while ((1u << line_shift) < s.line) ++line_shift;
         policy = make_policy(s.policy, ways);  // checked: check_cache_level
         if (!policy) policy = std::make_unique<LruPolicy>(ways);
@@ -471,7 +481,10 @@ struct CacheHierarchy::Level {
         policy->reseed(seed);
         chunks.resize((sets + kChunkSets - 1) / kChunkSets);
     }
-    u64 set_index(u64 line_no) const { return (sets & (sets - 1)) == 0 ? line_no & (sets - 1) : line_no % sets; }
+    u64 set_index(u64 line_no) const {
+        if (slices > 1) return llc_slice(line_no << line_shift, slices) * per_slice + line_no % per_slice;
+        return (sets & (sets - 1)) == 0 ? line_no & (sets - 1) : line_no % sets;
+    }
     u64* set_of(u64 line_no) {
         u64 set = set_index(line_no);
         std::unique_ptr<u64[]>& c = chunks[set / kChunkSets];
@@ -503,7 +516,7 @@ struct CacheHierarchy::Level {
 
 CacheHierarchy::CacheHierarchy(const CacheConfig& c) : config_(c) {
     for (size_t i = 0; i < c.levels.size(); ++i)
-        levels_.push_back(std::make_unique<Level>(c.levels[i], c.seed * 0x100000001B3ull + i));
+        levels_.push_back(std::make_shared<Level>(c.levels[i], c.seed * 0x100000001B3ull + i));
 }
 
 CacheHierarchy::~CacheHierarchy() = default;
@@ -515,6 +528,22 @@ unsigned CacheHierarchy::access(u64 phys_addr, bool write) {
     for (size_t i = 0; i < levels_.size(); ++i)
         if (levels_[i]->access(phys_addr)) return unsigned(i);
     return unsigned(levels_.size());
+}
+
+u32 CacheHierarchy::slice_of(u64 phys_addr) const {
+    for (const auto& l : levels_)
+        if (l->slices > 1) return llc_slice(phys_addr, l->slices);
+    return 0;
+}
+
+bool CacheHierarchy::share_last_level(const CacheHierarchy& other) {
+    if (levels_.size() < 3 || other.levels_.size() < 3) return false;
+    const CacheLevelSpec &a = levels_[2]->spec, &b = other.levels_[2]->spec;
+    if (a.slices < 2 || a.size_bytes != b.size_bytes || a.ways != b.ways || a.line != b.line || a.policy != b.policy ||
+        a.slices != b.slices)
+        return false;
+    levels_[2] = other.levels_[2];
+    return true;
 }
 
 void CacheHierarchy::flush_line(u64 phys_addr) {

@@ -4,6 +4,7 @@
 
 #include "base/bits.h"
 #include "sim/sim_cache.h"
+#include "sim/sim_slice.h"
 
 namespace sim {
 
@@ -109,6 +110,9 @@ CacheConfig default_cache_config(const pmulab::CpuidSnapshot& cpuid) {
     const PolicySet& p = intel && !netburst ? kIntelPolicies : kLruPolicies;
     CacheConfig c;
     c.levels = from_cache_leaf(cpuid, amd ? 0x8000001Du : 4u, p);
+    // A client part's L3 is one slice per core (sim_slice.h), where the sets split.
+    u32 slices = client_llc_slices(cpuid);
+    if (c.levels.size() == 3 && slices > 1 && c.levels[2].sets() % slices == 0) c.levels[2].slices = slices;
     if (!c.levels.empty()) return c;
     const Geometry* g = &kSkylake;
     if (netburst) g = &kNetBurst;
@@ -159,7 +163,7 @@ int level_index(const std::string& name) {
     return -1;
 }
 
-// One "LEVEL:SIZE[:WAYS[:POLICY]]" or "LEVEL:off" item applied to *c.
+// One "LEVEL:SIZE[:WAYS[:POLICY]]" (L3: "[:SLICES]") or "LEVEL:off" item applied to *c.
 Status apply_item(const std::string& item, CacheConfig* c) {
     std::vector<std::string> f;
     for (size_t start = 0;;) {
@@ -173,8 +177,9 @@ Status apply_item(const std::string& item, CacheConfig* c) {
     if (li < 0)
         return Error::make(Errc::invalid_argument, "'%.60s': unknown cache level '%.20s' (L1D, L2 or L3)", it,
                            f[0].c_str());
-    if (f.size() < 2 || f.size() > 4)
-        return Error::make(Errc::invalid_argument, "'%.60s': %zu fields; the form is LEVEL:SIZE[:WAYS[:POLICY]]", it,
+    if (f.size() < 2 || f.size() > (li == 2 ? 5u : 4u))
+        return Error::make(Errc::invalid_argument,
+                           "'%.60s': %zu fields; the form is LEVEL:SIZE[:WAYS[:POLICY]] (L3: [:POLICY[:SLICES]])", it,
                            f.size());
     if (f.size() == 2 && f[1] == "off") {  // this level and those below it go
         if (size_t(li) < c->levels.size()) c->levels.resize(size_t(li));
@@ -192,6 +197,8 @@ Status apply_item(const std::string& item, CacheConfig* c) {
     if (f.size() > 2 && !f[2].empty() && !parse_ways(f[2], &l.ways))
         return Error::make(Errc::invalid_argument, "'%.60s': bad ways '%.20s' (a number, 1 to 256)", it, f[2].c_str());
     if (f.size() > 3 && !f[3].empty()) l.policy = f[3];
+    if (f.size() > 4 && !f[4].empty() && !parse_ways(f[4], &l.slices))
+        return Error::make(Errc::invalid_argument, "'%.60s': bad slices '%.20s' (1, 2, 4 or 8)", it, f[4].c_str());
     if (added && (l.size_bytes == 0 || l.ways == 0 || l.policy.empty()))
         return Error::make(Errc::invalid_argument, "'%.60s': this machine has no %s by default: give SIZE:WAYS:POLICY",
                            it, kLevelNames[li]);
@@ -245,6 +252,11 @@ std::string describe(const CacheConfig& c) {
         std::snprintf(buf, sizeof buf, "%s %s %u-way %llu %s %s", l.name.c_str(), size_text(l.size_bytes).c_str(),
                       l.ways, (unsigned long long)l.sets(), l.sets() == 1 ? "set" : "sets", l.policy.c_str());
         out += buf;
+        if (l.slices > 1) {
+            std::snprintf(buf, sizeof buf, " (%u slices of %llu sets)", l.slices,
+                          (unsigned long long)l.sets_per_slice());
+            out += buf;
+        }
     }
     return out;
 }

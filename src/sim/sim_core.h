@@ -369,6 +369,7 @@ private:
         mperf_ro,
         lbr,       // the LBR stack's MSRs (sim_lbr.h)
         prefetch,  // the prefetcher control MSR (prefetch_bits)
+        uncore,    // the package's C-Box counters (sim_uncore.h)
         extra,
     };
     // The writable bits of the hardware prefetcher control at `msr` on this model (1A4H on

@@ -169,6 +169,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::PKRS) return Reg::pkrs;
     if (m == reg::MISC_ENABLE && L.vendor_intel) return Reg::misc_enable;
     if (prefetch_bits(m)) return Reg::prefetch;
+    if (shared_->uncore && shared_->uncore->claims(m)) return Reg::uncore;
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
@@ -200,6 +201,11 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
         case Reg::mperf:
         case Reg::mperf_ro: return mperf_;
         case Reg::extra: return extra_.at(msr).value;
+        case Reg::uncore: {
+            u64 v = 0;
+            shared_->uncore->rdmsr(msr, &v);
+            return v;
+        }
         case Reg::lbr: {
             u64 v = 0;
             lbr_.rdmsr(msr, &v);
@@ -222,6 +228,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::aperf: aperf_ = v; return 0;
         case Reg::mperf: mperf_ = v; return 0;
         case Reg::lbr: return lbr_.wrmsr(msr, v);
+        case Reg::uncore: return shared_->uncore->wrmsr(msr, v);
         case Reg::prefetch:
             if (v & ~prefetch_bits(msr)) return kVectorGP;  // the other bits are reserved
             prefetch_ctl_ = v;
@@ -265,6 +272,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::perf_caps: set_perf_capabilities(v); return true;
         case Reg::extra: extra_.at(msr).value = v; return true;
         case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
+        case Reg::uncore: return shared_->uncore->wrmsr(msr, v) == 0;
         case Reg::bios_sign:
         case Reg::none: break;
     }

@@ -5,7 +5,10 @@
 
 #include <algorithm>
 
+#include <memory>
+
 #include "sim/sim_cpu.h"
+#include "sim/sim_uncore.h"
 
 namespace sim {
 
@@ -13,6 +16,7 @@ struct Shared {
     u64 seq = 0;
     u64 nth_wrmsr = 0;  // machine-wide countdown, 0 = off
     u8 nth_vector = 0;
+    std::unique_ptr<SimUncore> uncore;  // the package's C-Boxes (client Intel parts), or null
 };
 
 using pmulab::kVectorGP;

@@ -3,6 +3,7 @@
 
 #include "sim/sim_internal.h"
 #include "sim/sim_netburst.h"
+#include "sim/sim_slice.h"
 
 namespace sim {
 
@@ -11,6 +12,9 @@ namespace sim {
 
 SimMachine::SimMachine(const std::vector<CpuSpec>& cpus) : shared_(std::make_shared<Shared>()) {
     if (cpus.empty()) die("a machine needs at least one CPU");
+    // A client part's C-Boxes, one per L3 slice (sim_slice.h), shared by its CPUs.
+    if (u32 boxes = client_llc_slices(cpus[0].cpuid))
+        shared_->uncore = std::make_unique<SimUncore>(boxes, uncore_global_at_e01(cpus[0].cpuid));
     cpus_.reserve(cpus.size());
     for (u32 i = 0; i < cpus.size(); ++i) cpus_.emplace_back(i, cpus[i], shared_);
     bsp_ = 0;
@@ -21,6 +25,8 @@ SimMachine::SimMachine(const std::vector<CpuSpec>& cpus) : shared_(std::make_sha
         }
     current_ = bsp_;
 }
+
+SimUncore* SimMachine::uncore() { return shared_->uncore.get(); }
 
 void SimMachine::set_bsp(u32 i) {
     for (u32 k = 0; k < size(); ++k) cpus_[k].topology().bsp = k == i;

@@ -10,6 +10,8 @@
 
 namespace sim {
 
+class SimUncore;
+
 class SimMachine final : public pmulab::Hw {
 public:
     explicit SimMachine(const std::vector<CpuSpec>& cpus);
@@ -33,6 +35,9 @@ public:
         fn();
         current_ = saved;
     }
+
+    // The package's C-Box counters (sim_uncore.h): client Intel parts only, else null.
+    SimUncore* uncore();
 
     // The k-th WRMSR from now on any CPU faults, once.
     void fail_nth_wrmsr(u64 k, u8 vector = pmulab::kVectorGP);

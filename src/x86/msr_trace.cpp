@@ -4,6 +4,7 @@
 #include "x86/intel_regs.h"
 #include "x86/lbr_regs.h"
 #include "x86/netburst_regs.h"
+#include "x86/uncore_regs.h"
 
 namespace pmulab {
 
@@ -45,6 +46,22 @@ const char* other_name(const TraceNames& n, u32 m) {
         case msr::AMD_APERF_RO: return "APERF_RO";
         default: return nullptr;
     }
+}
+
+// The client uncore's C-Box MSRs (x86/uncore_regs.h: Sandy Bridge on, PMU version 3 and
+// later); 391H only at version 3 (from Skylake on it is IA32_PERF_GLOBAL_STATUS_SET).
+bool uncore_name(const TraceNames& n, u32 m, StrBuf& out) {
+    if (n.vendor != Vendor::intel || n.pmu.netburst || n.pmu.version < 3) return false;
+    if (m == msr::MSR_UNC_CBO_CONFIG) out.put("MSR_UNC_CBO_CONFIG");
+    else if (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SKL || (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SNB && n.pmu.version < 4))
+        out.put("MSR_UNC_PERF_GLOBAL_CTRL");
+    else if (m >= msr::MSR_UNC_CBO_0_PERFEVTSEL0 && m < msr::MSR_UNC_CBO_0_PERFEVTSEL0 + 0x80) {
+        u32 box = (m - msr::MSR_UNC_CBO_0_PERFEVTSEL0) / msr::MSR_UNC_CBO_STRIDE, off = m % msr::MSR_UNC_CBO_STRIDE;
+        if (off < 2) out.printf("MSR_UNC_CBO_%u_PERFEVTSEL%u", box, off);
+        else if (off >= 6 && off < 8) out.printf("MSR_UNC_CBO_%u_PERFCTR%u", box, off - 6);
+        else return false;
+    } else return false;
+    return true;
 }
 
 // The LBR MSRs (x86/lbr_regs.h): legacy (Intel SDM Vol. 4 Table 2-2 and the model tables),
@@ -192,6 +209,7 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
     if (n.pmu.netburst && netburst_name(addr, out)) return;
     if (amd_name(addr, out)) return;
     if (lbr_name(n, addr, out)) return;
+    if (uncore_name(n, addr, out)) return;
     const char* o = other_name(n, addr);
     if (o) {
         out.put(o);

@@ -153,7 +153,7 @@ def test_defaults_from_a_dump() -> None:
     (["--dump", "a", "--model", "b"], "", 2, "give --dump or --model, not both"),
     (["--model", "nosuchcpu"], "", 2, "unknown model 'nosuchcpu'"),
     (["--dump", "/nonexistent/dump.txt"], "", 2, "/nonexistent/dump.txt"),
-    ([], "R\n", 2, "stdin:1: 'R' is not 'R ADDR', 'W ADDR', 'F ADDR' or 'I'"),
+    ([], "R\n", 2, "stdin:1: 'R' is not 'R ADDR', 'W ADDR', 'F ADDR', 'S ADDR' or 'I'"),
     ([], "R 0\nX 12\n", 2, "stdin:2: 'X 12' is not"),
     ([], "R 0x\n", 2, "stdin:1: 'R 0x' is not"),
     ([], "I 5\n", 2, "stdin:1: 'I 5' is not"),

@@ -97,7 +97,7 @@ CONFIGS = [
     (ZEN4, "L1D:48K:12:MRU_N", 1, "MRU_N", 12, None, ()),
     (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:QLRU_H00_M1_R2_U1", 2, "QLRU_H00_M1_R2_U1", 4, "100", (140,)),
     (ZEN4, "L1D:48K:12:LRU,L2:1M:16:NRU", 2, "NRU", 16, None, ()),
-    (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:LRU,L3:2M:8:FIFO", 3, "FIFO", 8, "1030", ()),
+    (SKYLAKE, "L1D:32K:8:LRU,L2:256K:4:LRU,L3:2M:8:FIFO:1", 3, "FIFO", 8, "1030", ()),  # one slice
     (ZEN4, "L1D:48K:12:LRU,L2:1M:16:LRU,L3:8M:16:QLRU_H11_M1_R1_U2", 3, "QLRU_H11_M1_R1_U2", 16, None, ()),
 ]
 
@@ -198,7 +198,7 @@ def test_graph_ages_equal_the_reference(tmp_path) -> None:
     (["seq", "A B# C?"], "unknown block syntax 'B#'"),
     (["seq", "A ?B"], "unknown block syntax '?B'"),
     (["seq", "--sim-cache", "L3:off", "--level", "3", "A?"], "--level 3: the CPU has no level-3 data cache (it has L1, L2)"),
-    (["seq", "--sim-cache", "L3:1G:16:LRU", "--level", "3", " ".join(f"B{i}" for i in range(20)) + " B0?"],
+    (["seq", "--sim-cache", "L3:1G:16:LRU:1", "--level", "3", " ".join(f"B{i}" for i in range(20)) + " B0?"],
      "20 blocks of L3 (way size 67108864 bytes) need 1344 MiB of memory; pmulab's R14 area holds at most 1 GiB"),
     (["seq", "--sets", "8", "A?"], "set 8 of L1 shares L1 set 8 with the harness's data page"),
     (["seq", "--sets", "64", "A?"], "set 64: L1 has sets 0-63"),
@@ -214,11 +214,14 @@ def test_bad_input_is_exit_2_and_runs_nothing(args: List[str], msg: str) -> None
     assert "pmulab-cache: measuring" not in r.stderr, r  # -v says so before it sends a sequence
 
 
-def test_a_slice_is_exit_3_and_runs_nothing() -> None:
-    r = cache("seq", "--sim", SKYLAKE, "--level", "3", "--slice", "1", "-v", "A?")
-    assert r.returncode == 3, r
-    assert "--slice 1: pmulab-cache does not tell L3 slices apart yet" in r.stderr, r
-    assert "pmulab-sim:" not in r.stderr, r  # nothing started
+def test_a_slice_that_an_unsliced_l3_lacks_is_exit_2_and_runs_nothing() -> None:
+    # (tests/py/test_cache_slices.py has --slice on sliced L3s, with and without C-Boxes.)
+    r = cache("seq", "--sim", ZEN4, "--sim-cache", "L3:1M:4:LRU", "--level", "3", "--slice", "1", "--lfences", "1",
+              *FAST, "-v", "A?")
+    assert r.returncode == 2, r
+    assert ("--slice 1: the lines of L3 set 4 tried fall into 1 group(s) of lines that evict each other (slices)"
+            in r.stderr), r
+    assert "pmulab-cache: measuring" not in r.stderr, r  # no sequence ran
 
 
 def test_a_cpu_without_per_level_load_events_is_exit_3() -> None:

@@ -8,6 +8,8 @@
       the associativity measured (the most blocks of one set that all hit), against CPUID's
   pmulab-cache graph --sim DUMP --level 1 "A B C D" --out age.png
       nanoBench's cacheGraph: the hits of each block after n fresh blocks, as a plot
+  pmulab-cache evset --sim DUMP --level 3 0x10100
+      a minimal eviction set of a line of R14's area, by measurement (group testing)
 
 Where it runs: --sim DUMP / --sim-model NAME (pmulab-sim, with --sim-cache SPEC and
 --sim-seed N), --tcp HOST:PORT (an agent: `pmulab serve --tcp PORT`), else a QEMU boot
@@ -31,6 +33,8 @@ from . import asm as pmulab_asm
 from . import client as pmulab_client
 from .cache_policies import Element, get_hits, known_policy, policy_fits, policy_names
 from .cache_seq import Unsupported, Usage, default_set, parse_code_set, parse_seq, parse_sets
+from .cache_evset import cmd_evset
+from .cache_slices import SliceTarget
 from .cache_target import Target, TargetError
 
 PROG = "pmulab-cache"
@@ -228,7 +232,8 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="cmd", required=True)
     cmds = {}
     for name, what in (("seq", "the hits and misses of a sequence"), ("policy", "infer the replacement policy"),
-                       ("ways", "measure the associativity"), ("graph", "the age graph of a sequence")):
+                       ("ways", "measure the associativity"), ("graph", "the age graph of a sequence"),
+                       ("evset", "a minimal eviction set of a line (L3)")):
         s = sub.add_parser(name, help=what)
         cmds[name] = s
         pmulab_client.add_sim_options(s)
@@ -238,7 +243,8 @@ def parser() -> argparse.ArgumentParser:
         s.add_argument("--no-build", action="store_true", help="QEMU boot: do not run make first")
         s.add_argument("--level", type=int, default=1, choices=(1, 2, 3), help="the cache level (default 1)")
         s.add_argument("--sets", help="cache sets of the level, e.g. 4 or 4-7 (default: one set)")
-        s.add_argument("--slice", type=int, help="an L3 slice (nanoBench -slice): not supported yet")
+        s.add_argument("--slice", type=int, help="level 3: blocks in this L3 slice (nanoBench -slice; default 0 "
+                       "where the target's C-Boxes tell slices apart; docs/cache.md)")
         s.add_argument("--cpu", default="bsp", help="the CPU to measure on (default: the BSP)")
         s.add_argument("--geometry", metavar="SPEC", help="the caches, where the target's records do not say: "
                        "L1D:32K:8,L2:256K:4,L3:8M:16 (SIZE:WAYS[:LINE])")
@@ -278,6 +284,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--blocks", help="blocks to follow, comma-separated (default: every block of the sequence)")
     g.add_argument("--max-age", type=int, help="fresh blocks, at most (default 2 x the ways)")
     g.add_argument("--out", help="the plot: .png or .svg")
+    ev = cmds["evset"]
+    ev.add_argument("line", help="the line: an offset in R14's area, or a physical address in its first L3 way")
+    ev.add_argument("--candidates", type=int, help="candidate lines to start from (default 8 x the ways; doubled "
+                    "until they evict the line)")
+    ev.add_argument("--assoc", type=int, help="the ways to reduce to (default: CPUID's)")
+    ev.set_defaults(level=3)
     return p
 
 
@@ -303,6 +315,11 @@ def check(args: Any) -> None:
     if args.cmd != "seq" and args.no_wbinvd:
         raise Usage(f"{args.cmd} compares with caches that start empty: it needs the WBINVD before each run "
                     "(drop --no-wbinvd)")
+    if args.cmd == "evset":
+        if (args.candidates is not None and args.candidates < 1) or (args.assoc is not None and args.assoc < 1):
+            raise Usage("--candidates and --assoc must be at least 1")
+        from .cache_evset import parse_target
+        parse_target(args.line)
     if args.cmd == "policy":
         if args.sequences < 1 or args.length < 1:
             raise Usage("--sequences and --length must be at least 1")
@@ -315,15 +332,13 @@ def check(args: Any) -> None:
         parse_code_set(args.code_set)
     if args.tcp and not args.tcp.rpartition(":")[2].isdigit():
         raise Usage(f"--tcp {args.tcp}: give HOST:PORT")
-    if args.slice is not None:
-        raise Unsupported(f"--slice {args.slice}: pmulab-cache does not tell L3 slices apart yet (no uncore "
-                          "C-Box/CHA lookup counts, no eviction-set search; docs/cache.md); the simulator has no "
-                          "slices either")
+    if args.slice is not None and args.slice < 0:
+        raise Usage(f"--slice {args.slice}: a slice is a number from 0")
 
 
 def main(argv: Sequence[str]) -> int:
     args = parser().parse_args(argv)
-    t = Target(args, log=sys.stderr if args.verbose else None)
+    t = SliceTarget(args, log=sys.stderr if args.verbose else None)
     try:
         check(args)
         t.open()
@@ -334,7 +349,8 @@ def main(argv: Sequence[str]) -> int:
         if args.verbose and t.geo_source:
             for lv in sorted(t.geo):
                 print(f"{PROG}: {t.geo[lv].describe()} (from {t.geo_source})", file=sys.stderr)
-        return {"seq": cmd_seq, "policy": cmd_policy, "ways": cmd_ways, "graph": cmd_graph}[args.cmd](t, args)
+        cmds = {"seq": cmd_seq, "policy": cmd_policy, "ways": cmd_ways, "graph": cmd_graph, "evset": cmd_evset}
+        return cmds[args.cmd](t, args)
     except Usage as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2

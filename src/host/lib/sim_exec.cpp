@@ -6,23 +6,32 @@
 #include "pmu/pmi.h"
 #include "sim/sim_cache.h"
 #include "sim/sim_regs.h"
+#include "sim/sim_uncore.h"
 
 namespace pmulab {
 
 namespace {
 
-// The memory hierarchy (sim_cache.h) as the executor sees it.
+// The memory hierarchy (sim_cache.h) as the executor sees it; an access that reaches the
+// L3 is a lookup in its slice's C-Box (sim_uncore.h), where the machine has C-Boxes.
 class CacheModel final : public SimDataCache {
 public:
-    explicit CacheModel(const sim::CacheConfig& c) : h_(c) {}
-    unsigned access(u64 addr, bool write) override { return h_.access(addr, write); }
+    CacheModel(const sim::CacheConfig& c, sim::SimUncore* uncore) : h_(c), uncore_(uncore) {}
+    unsigned access(u64 addr, bool write) override {
+        unsigned level = h_.access(addr, write);
+        if (uncore_ && h_.memory_level() == 3 && level >= 2) uncore_->llc_lookup(h_.slice_of(addr), level == 2, write);
+        return level;
+    }
     void flush_line(u64 addr) override { h_.flush_line(addr); }
     void reset() override { h_.reset(); }
     unsigned levels() const override { return h_.memory_level(); }
     u32 line_bytes() const override { return h_.config().levels.empty() ? 64 : h_.config().levels[0].line; }
 
+    sim::CacheHierarchy& hierarchy() { return h_; }
+
 private:
     sim::CacheHierarchy h_;
+    sim::SimUncore* uncore_;
 };
 
 // CPU `cpu`'s hierarchy under `spec` ("" = its defaults).
@@ -71,11 +80,22 @@ Status SimExec::set_cache(const std::string& spec, u64 seed) {
         Result<sim::CacheConfig> c = cache_config(spec, m_.cpu(i));
         if (!c.ok()) return c.error().with_context("CPU %u", unsigned(i));
     }
-    runner_->set_data_cache([spec, seed](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
+    sim::SimUncore* uncore = m_.uncore();
+    // The C-Boxes follow the BSP's L3 slices (1 when --cache leaves none: nothing counts).
+    Result<sim::CacheConfig> bsp = cache_config(spec, m_.cpu(m_.bsp()));
+    if (uncore && bsp.ok()) uncore->set_boxes(bsp.value().levels.size() == 3 ? bsp.value().levels[2].slices : 1);
+    // A sliced L3 (a client part's) is shared by every CPU whose L3 is configured alike:
+    // the first CPU's model made keeps it for the others (the runner makes them lazily).
+    auto first = std::make_shared<std::vector<CacheModel*>>();
+    runner_->set_data_cache([spec, seed, uncore, first](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
         Result<sim::CacheConfig> c = cache_config(spec, cpu);
         if (!c.ok() || c.value().levels.empty()) return nullptr;
         c.value().seed = seed;
-        return std::make_unique<CacheModel>(c.value());
+        auto m = std::make_unique<CacheModel>(c.value(), uncore);
+        bool shared = false;
+        for (CacheModel* o : *first) shared = shared || m->hierarchy().share_last_level(o->hierarchy());
+        if (!shared) first->push_back(m.get());
+        return m;
     });
     return ok_status();
 }

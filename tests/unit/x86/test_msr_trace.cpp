@@ -79,7 +79,8 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    EXPECT_EQ(h, 0x5B54003E804C5050ull);  // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names
+    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H)
+    EXPECT_EQ(h, 0xBEEF987988521610ull);
 }
 
 struct Sink final : TraceSink {
@@ -113,6 +114,19 @@ TEST(MsrTrace, NamesRegistersOfEveryVendor) {
     EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x309), "MSR_FLAME_COUNTER1");  // not IA32_FIXED_CTR0 here
     EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x3B8), "MSR_CRU_ESCR0");
     EXPECT_EQ(name(p4, TraceOp::rdpmc, 0x8000000C), "MSR_IQ_COUNTER0 (fast read)");
+}
+
+TEST(MsrTrace, NamesTheClientUncoresCboxes) {
+    TraceNames skl = names_for(Vendor::intel, 4), snb = names_for(Vendor::intel, 3);
+    EXPECT_EQ(name(skl, TraceOp::wrmsr, 0xE01), "MSR_UNC_PERF_GLOBAL_CTRL");
+    EXPECT_EQ(name(snb, TraceOp::wrmsr, 0x391), "MSR_UNC_PERF_GLOBAL_CTRL");
+    EXPECT_NE(name(skl, TraceOp::wrmsr, 0x391), "MSR_UNC_PERF_GLOBAL_CTRL");  // IA32_PERF_GLOBAL_STATUS_SET
+    EXPECT_EQ(name(skl, TraceOp::rdmsr, 0x396), "MSR_UNC_CBO_CONFIG");
+    EXPECT_EQ(name(skl, TraceOp::wrmsr, 0x730), "MSR_UNC_CBO_3_PERFEVTSEL0");
+    EXPECT_EQ(name(skl, TraceOp::wrmsr, 0x701), "MSR_UNC_CBO_0_PERFEVTSEL1");
+    EXPECT_EQ(name(skl, TraceOp::rdmsr, 0x776), "MSR_UNC_CBO_7_PERFCTR0");
+    EXPECT_EQ(name(skl, TraceOp::rdmsr, 0x703), "MSR 0x703");
+    EXPECT_EQ(name(names_for(Vendor::amd), TraceOp::rdmsr, 0x700), "MSR 0x700");
 }
 
 TEST(MsrTrace, DecodesControlRegisters) {

@@ -160,12 +160,12 @@ IbsRun* ibs_of(MeasurePlatform& mp, PmuPlan& plan, usize gi, RunSampling* out, S
     IbsRun* r = out->ibs.push(make_box<IbsRun>()).get();
     r->mp = &mp;
     r->inner = g.hooks;
-    g.hooks.setup = ibs_setup;
-    g.hooks.start = ibs_start;
-    g.hooks.stop = ibs_stop;
-    g.hooks.teardown = ibs_teardown;
-    g.hooks.region = ibs_region;
-    g.hooks.ctx = r;
+    g.hooks = GroupHooks{.setup = ibs_setup,
+                         .start = ibs_start,
+                         .stop = ibs_stop,
+                         .teardown = ibs_teardown,
+                         .ctx = r,
+                         .region = ibs_region};
     sg->precise_source = &r->source;
     return r;
 }

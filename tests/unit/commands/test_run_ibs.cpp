@@ -10,9 +10,6 @@
 
 using namespace pmulab;
 using namespace sim;
-using simm::Cmd;
-using simm::run_line;
-using simm::SimPlatform;
 
 namespace {
 
@@ -20,10 +17,10 @@ namespace {
 // offsets 0, 3, 7, 12, 16: an L1D hit, an ALU op, the flush, a load from memory, an ALU op.
 const char kMix[] = "498b064883c301410fae7e40498b4e404883c201";
 
-Cmd run_ibs(SimMachine& m, const std::string& sample) {
-    SimPlatform p(m);
-    return run_line(p, "--json run --cpu 0 --code " + std::string(kMix) + " --name mix --sample " + sample +
-                           " --unroll 16 --reps 2 --warmup 0");
+simm::Cmd run_ibs(SimMachine& m, const std::string& sample) {
+    simm::SimPlatform p(m);
+    return simm::run_line(p, "--json run --cpu 0 --code " + std::string(kMix) + " --name mix --sample " + sample +
+                                 " --unroll 16 --reps 2 --warmup 0");
 }
 
 const pmutest::Json* bucket(const pmutest::Json& rec, u64 offset) {
@@ -41,7 +38,7 @@ TEST(RunIbs, Zen4OpSamplesEveryOpKindWithItsDataAndLatencyAndRestoresEverything)
     c.set_lvt_ext(1, 0x100F4);
     c.poke(reg::IBS_OP_CTL, 0x1234);
     const u32 lvt_perf = c.lvt_perf();
-    Cmd r = run_ibs(m, "ibs_op:16");
+    simm::Cmd r = run_ibs(m, "ibs_op:16");
     ASSERT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> s = simm::of_type(r, "samples");
     ASSERT_EQ(s.size(), 1u) << r.out;
@@ -79,7 +76,7 @@ TEST(RunIbs, Zen4OpSamplesEveryOpKindWithItsDataAndLatencyAndRestoresEverything)
 
 TEST(RunIbs, CyclesModeTagsTheLongOpEveryTime) {
     SimMachine m = amd_zen4(1);
-    Cmd r = run_ibs(m, "ibs_op_cycles:16");
+    simm::Cmd r = run_ibs(m, "ibs_op_cycles:16");
     ASSERT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> s = simm::of_type(r, "samples");
     ASSERT_EQ(s.size(), 1u);
@@ -89,7 +86,7 @@ TEST(RunIbs, CyclesModeTagsTheLongOpEveryTime) {
 
 TEST(RunIbs, FetchSamplesWithLatencyAndOpAndFetchTogether) {
     SimMachine m = amd_zen4(1);
-    Cmd r = run_ibs(m, "ibs_fetch:16 --sample ibs_op:32");
+    simm::Cmd r = run_ibs(m, "ibs_fetch:16 --sample ibs_op:32");
     ASSERT_EQ(r.status, 0) << r.out;
     std::vector<pmutest::Json> s = simm::of_type(r, "samples");
     ASSERT_EQ(s.size(), 2u) << r.out;
@@ -126,7 +123,7 @@ TEST(RunIbs, RefusalsComeBeforeAnythingRuns) {
     };
     for (const Case& k : cases) {
         SimMachine m = k.make(1);
-        Cmd r = run_ibs(m, k.sample);
+        simm::Cmd r = run_ibs(m, k.sample);
         EXPECT_EQ(r.status, k.status) << k.sample << r.out;
         std::vector<pmutest::Json> e = simm::of_type(r, "error");
         ASSERT_EQ(e.size(), 1u) << r.out;

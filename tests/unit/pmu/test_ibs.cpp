@@ -125,3 +125,24 @@ TEST(Ibs, DrainHandsTheFetchAndItsLatency) {
     EXPECT_EQ(got.precise_samples[0].second.latency, sim::IbsUnit::kFetchHitLatency);  // line 0x7000 fetched already
     EXPECT_EQ(c.peek(sim::reg::IBS_FETCH_CTL), src.fetch_ctl);
 }
+
+TEST(Ibs, OpCountingNeedsOpCntAndTheWideCountOpCntExt) {
+    CpuidSnapshot s = sim::amd_zen4(1).cpu(0).snapshot();
+    s.set(0x8000001B, 0, {0x7, 0, 0, 0});  // IBSFFV, FetchSam, OpSam only (family 10h-like)
+    IbsInfo i;
+    ibs_decode(s, &i);
+    EXPECT_TRUE(i.op && i.fetch);
+    Status op = ibs_check(i, IbsKind::op, 16, StrView("ibs_op"));
+    EXPECT_EQ(op.error().code, Errc::unsupported);
+    EXPECT_EQ(msg(op),
+              "--sample ibs_op: this CPU's IBS counts cycles only, not dispatched ops (CPUID Fn8000_001B_EAX[4] OpCnt "
+              "= 0): sample with ibs_op_cycles");
+    EXPECT_TRUE(ibs_check(i, IbsKind::op_cycles, 0xFFFF0, StrView("ibs_op_cycles")).ok());
+    EXPECT_EQ(msg(ibs_check(i, IbsKind::op_cycles, 0x100000, StrView("ibs_op_cycles"))),
+              "--sample ibs_op_cycles: the period 1048576 exceeds this CPU's IBS maximum 1048560 (no OpCntExt: 20-bit "
+              "counts)");
+    s.set(0x8000001B, 0, {0x3, 0, 0, 0});  // fetch sampling only
+    ibs_decode(s, &i);
+    EXPECT_EQ(msg(ibs_check(i, IbsKind::op_cycles, 16, StrView("ibs_op_cycles"))),
+              "--sample ibs_op_cycles: this CPU's IBS has no op sampling (CPUID Fn8000_001B_EAX[2] OpSam = 0)");
+}

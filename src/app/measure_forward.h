@@ -31,6 +31,8 @@ public:
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override { return inner_->run_on_cpu(hw, cpu, fn, ctx); }
     Result<u32> lvt_perf() override { return inner_->lvt_perf(); }
     Status set_lvt_perf(u32 value) override { return inner_->set_lvt_perf(value); }
+    Result<u32> lvt_ext(unsigned n) override { return inner_->lvt_ext(n); }
+    Status set_lvt_ext(unsigned n, u32 value) override { return inner_->set_lvt_ext(n, value); }
     Status pmi_attach(PmiHandler* h) override { return inner_->pmi_attach(h); }
     void pmi_detach() override { inner_->pmi_detach(); }
     Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) override {

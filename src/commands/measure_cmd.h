@@ -10,6 +10,7 @@
 #include "measure/pmu_plan.h"
 #include "measure/sampling.h"
 #include "pmu/cbox.h"
+#include "pmu/ibs.h"
 #include "pmu/lbr.h"
 
 namespace pmulab {
@@ -23,6 +24,10 @@ struct SampleSpec {
     // Sampled precisely (PEBS with --precise, IBS): the record says "precise": true and
     // gives each bucket's data addresses and latencies (run_sample_precise.h).
     bool precise = false;
+    // AMD IBS (ibs_op, ibs_op_cycles, ibs_fetch; run_ibs.cpp): not a PMU event; the record's
+    // "source" names it.
+    IbsKind ibs = IbsKind::none;
+    const char* source = nullptr;
 };
 
 // `pmulab run` options, parsed but not yet bound to a machine.
@@ -92,8 +97,20 @@ Status finish_samples(RunOptions* o);
 struct EventsForCpus;
 Status sample_mark(const RunOptions& o, EventsForCpus& set);
 // The sampled groups of every plan, and where their records go.
+// One group's IBS (run_ibs.cpp): its source and hooks, chained around the group's
+// sampling hooks, and what they saved on the measuring CPU.
+struct IbsRun {
+    IbsSource source;
+    GroupHooks inner;  // the SampleGroup's hooks
+    MeasurePlatform* mp = nullptr;
+    u32 lvt_offset = 0;  // IBS_CTL.LVTOffset of the measuring CPU
+    u32 lvt_saved = 0;
+    u64 op_saved = 0, fetch_saved = 0;
+    bool lvt_ok = false, ctl_ok = false;
+};
 struct RunSampling {
     Vec<Box<SampleGroup>> groups;
+    Vec<Box<IbsRun>> ibs;  // --sample ibs_op/ibs_fetch: one per sampled group
 };
 Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* out);
 // Whether every event of the plans is sampled (no table of counts then).
@@ -103,6 +120,17 @@ void sample_header(const RunOptions& o, StrBuf* out);
 // A result of the engine: the sampled event's read becomes its samples record and table
 // (true); any other result is the caller's (false).
 bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureResult& r);
+// ---- AMD IBS (run_ibs.cpp; docs/sampling.md "Precise sampling (IBS)") ----
+// An IBS --sample (the kind set, the period checked for its form): its event in the list
+// is a counter-less placeholder ("tsc NAME") whose read carries the samples record.
+Status ibs_sample_spec(SampleSpec* sp);
+// Each CPU of the set has IBS with the kind, and the period fits (before anything runs).
+Status ibs_sample_mark(const RunOptions& o, const EventsForCpus& set);
+// The IBS units of a plan's groups armed: each IBS sample a slot of its group's
+// SampleGroup (made when the group has no sampled counter), its IbsSource the group's
+// PreciseSource, and hooks that program the extended LVT entry and IbsOpCtl/IbsFetchCtl
+// around the runs and restore them exactly.
+Status ibs_sample_prepare(const RunOptions& o, MeasurePlatform& mp, PmuPlan& plan, RunSampling* out);
 
 // Puts `mine` (hooks and their ctx) in place of the group's hooks, which go to *inner for
 // mine to call, and the group's first read to *first_read (the read whose result a

@@ -96,11 +96,13 @@ Status finish_samples(RunOptions* o) {
         if (semi > all.len) semi = all.len;
         SampleSpec& sp = o->samples.emplace();
         PMULAB_TRY(parse_sample_spec(all.sub(pos, semi - pos), &sp));
+        PMULAB_TRY(ibs_sample_spec(&sp));
         for (usize k = 0; k + 1 < o->samples.size(); ++k)
             if (o->samples[k].event.eq_nocase(sp.event))
                 return Error::make(Errc::invalid_argument, "--sample: '%.*s' is sampled twice", int(sp.event.len),
                                    sp.event.ptr);
         if (events.size()) events.put(';');
+        if (sp.ibs != IbsKind::none) events.put(StrView("tsc "));  // IBS: no counter (run_ibs.cpp)
         events.put(sp.event);
         pos = semi + 1;
     }
@@ -115,17 +117,22 @@ Status finish_samples(RunOptions* o) {
 
 Status sample_mark(const RunOptions& o, EventsForCpus& set) {
     if (o.samples.empty()) return ok_status();
+    PMULAB_TRY(ibs_sample_mark(o, set));
+    const SampleSpec* counted = nullptr;  // the first sample on a PMU counter
+    for (const SampleSpec& sp : o.samples)
+        if (!counted && sp.ibs == IbsKind::none) counted = &sp;
     for (const ProbedCpu& pc : set.probed) {
-        const char* why = pmi_unsupported(pc.info);
+        const char* why = counted ? pmi_unsupported(pc.info) : "";
         if (*why)
-            return Error::make(Errc::unsupported, "CPU %u: cannot sample '%.*s': %s", pc.cpu,
-                               int(o.samples[0].event.len), o.samples[0].event.ptr, why);
+            return Error::make(Errc::unsupported, "CPU %u: cannot sample '%.*s': %s", pc.cpu, int(counted->event.len),
+                               counted->event.ptr, why);
     }
     if (set.events.size() < o.samples.size())
         return Error::make(Errc::internal, "--sample: %u sampled events resolved to %u", unsigned(o.samples.size()),
                            unsigned(set.events.size()));
     const bool amd = !set.probed.empty() && set.probed[0].info.kind == PmuKind::amd;
     for (usize i = 0; i < o.samples.size(); ++i) {
+        if (o.samples[i].ibs != IbsKind::none) continue;  // not a counter
         Event& e = set.events[i];
         e.pmi = true;
         // AMD's fixed-like counters cannot interrupt: an event that has a PERF_CTR
@@ -179,9 +186,11 @@ Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>
     for (Box<PmuPlan>& pl : plans) {
         Vec<u64> periods;
         periods.resize(pl->events.size());
-        for (usize i = 0; i < pl->events.size(); ++i) periods[i] = i < o.samples.size() ? o.samples[i].period : 0;
+        for (usize i = 0; i < pl->events.size(); ++i)
+            periods[i] = i < o.samples.size() && o.samples[i].ibs == IbsKind::none ? o.samples[i].period : 0;
         usize first = out->groups.size();
         PMULAB_TRY(sampling_prepare(mp, *pl, periods.data(), &out->groups));
+        PMULAB_TRY(ibs_sample_prepare(o, mp, *pl, out));
         for (usize g = first; g < out->groups.size(); ++g)
             for (u32 s = 0; s < out->groups[g]->nslots; ++s) out->groups[g]->counts[s].size(len[0], len[1], len[2]);
     }
@@ -227,6 +236,7 @@ Status samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCo
     w.begin_object().field("type", "samples").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
     w.field("event", sp.event).field_u("period", sp.period).field_u("samples", c.samples);
     if (sp.precise) w.field_b("precise", true);
+    if (sp.source) w.field("source", sp.source);
     Status st = ok_status();
     w.key("buckets").begin_array();
     each_bucket(c, [&](const Bucket& b) {

@@ -7,6 +7,7 @@
 #include "base/box.h"
 #include "measure/kernel_bodies.h"
 #include "measure/memory.h"
+#include "x86/ibs_regs.h"
 #include "x86/paging_regs.h"
 
 namespace pmulab::efi {
@@ -145,6 +146,44 @@ Status EfiMeasure::set_lvt_perf(u32 value) {
     Result<LocalApic> apic = pmi_apic();
     if (!apic.ok()) return apic.error();
     return apic.value().write(ApicReg::lvt_perf, value);
+}
+
+namespace {
+// Extended LVT entry n of `apic` (APM Vol. 2 §16.4.5 "Extended Interrupts"): the APIC has
+// the extended register space (version register bit 31) and more than n entries (Extended
+// APIC Feature register, ExtLvtCnt).
+Result<ApicReg> ext_lvt_reg(const LocalApic& apic, unsigned n) {
+    Result<u32> ver = apic.read(ApicReg::version);
+    if (!ver.ok()) return ver.error();
+    if (!(ver.value() & regs::ibs::kApicVersionExtSpace))
+        return Error::make(Errc::unsupported,
+                           "the local APIC has no extended register space (APIC version 0x%x: bit 31 ExtApicSpace is "
+                           "0), so no extended LVT entry",
+                           ver.value());
+    Result<u32> feat = apic.read(ApicReg(regs::ibs::kApicExtFeature));
+    if (!feat.ok()) return feat.error();
+    const u64 count = regs::ibs::ApicExtFeature(feat.value()).ext_lvt_count();
+    if (n >= count)
+        return Error::make(Errc::unsupported, "the local APIC has %llu extended LVT entries; entry %u does not exist",
+                           (unsigned long long)count, n);
+    return ApicReg(regs::ibs::ext_lvt_offset(n));
+}
+}  // namespace
+
+Result<u32> EfiMeasure::lvt_ext(unsigned n) {
+    Result<LocalApic> apic = pmi_apic();
+    if (!apic.ok()) return apic.error();
+    Result<ApicReg> r = ext_lvt_reg(apic.value(), n);
+    if (!r.ok()) return r.error();
+    return apic.value().read(r.value());
+}
+
+Status EfiMeasure::set_lvt_ext(unsigned n, u32 value) {
+    Result<LocalApic> apic = pmi_apic();
+    if (!apic.ok()) return apic.error();
+    Result<ApicReg> r = ext_lvt_reg(apic.value(), n);
+    if (!r.ok()) return r.error();
+    return apic.value().write(r.value(), value);
 }
 
 Status EfiMeasure::pmi_attach(PmiHandler* h) {

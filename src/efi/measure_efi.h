@@ -34,6 +34,9 @@ public:
     // pmi_detach restores it and the NMI routing exactly.
     Result<u32> lvt_perf() override;
     Status set_lvt_perf(u32 value) override;
+    // The AMD extended LVT entries (IBS's interrupt, pmu/ibs.h): APIC 500h + 10h * n.
+    Result<u32> lvt_ext(unsigned n) override;
+    Status set_lvt_ext(unsigned n, u32 value) override;
     Status pmi_attach(PmiHandler* h) override;
     void pmi_detach() override;
     // selftest's nmi-path check (nmi_probe.cpp): another CPU sends the NMIs.

@@ -261,6 +261,18 @@ public:
         (void)value;
         return Error::make(Errc::unsupported, "no local APIC on this platform");
     }
+    // The calling CPU's AMD extended LVT entry n (APM Vol. 2 §16.4.5 "Extended Interrupts":
+    // APIC offset 500h + 10h * n, the layout of an LVT entry), where IBS's interrupt goes
+    // (pmu/ibs.h, IBS_CTL.LVTOffset). Errors: no local APIC, no extended APIC space, or
+    // fewer extended entries than n + 1.
+    virtual Result<u32> lvt_ext(unsigned n) {
+        (void)n;
+        return Error::make(Errc::unsupported, "no local APIC on this platform");
+    }
+    virtual Status set_lvt_ext(unsigned n, u32 value) {
+        (void)n, (void)value;
+        return Error::make(Errc::unsupported, "no local APIC on this platform");
+    }
     // From pmi_attach until pmi_detach every NMI on the calling CPU goes to h->on_nmi
     // first (with the interrupted RIP); one it does not claim goes where NMIs went before
     // (the watchdog's stop, the firmware). One CPU measures at a time. pmi_attach saves the

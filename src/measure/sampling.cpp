@@ -188,16 +188,19 @@ Status sampling_prepare(MeasurePlatform& mp, PmuPlan& plan, const u64* periods, 
         }
         st->use_presets = true;
         sg->nslots = n;
-        sg->mp = &mp;
-        ReadGroup& g = plan.groups[gi];
-        sg->group = &g;
-        sg->inner = g.hooks;
-        g.hooks.setup = setup_hook;
-        g.hooks.teardown = teardown_hook;
-        g.hooks.region = region_hook;
-        g.hooks.ctx = sg;
+        sampling_hook(mp, plan.groups[gi], sg);
     }
     return ok_status();
+}
+
+void sampling_hook(MeasurePlatform& mp, ReadGroup& g, SampleGroup* sg) {
+    sg->mp = &mp;
+    sg->group = &g;
+    sg->inner = g.hooks;
+    g.hooks.setup = setup_hook;
+    g.hooks.teardown = teardown_hook;
+    g.hooks.region = region_hook;
+    g.hooks.ctx = sg;
 }
 
 }  // namespace pmulab

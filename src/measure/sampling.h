@@ -103,5 +103,9 @@ private:
 // (Errc::invalid_argument), an AMD fixed-like counter (Errc::unsupported). Each group
 // with a sampled event gets a SampleGroup in *out (empty counts: SampleCounts::size).
 Status sampling_prepare(MeasurePlatform& mp, PmuPlan& plan, const u64* periods, Vec<Box<SampleGroup>>* out);
+// Makes sg group g's sampling: its hooks replace g's (which it calls). sampling_prepare
+// does it for its groups; a group sampled only by a PreciseSource without a counter (AMD
+// IBS, commands/run_ibs.cpp) gets it with setup.count == 0.
+void sampling_hook(MeasurePlatform& mp, ReadGroup& g, SampleGroup* sg);
 
 }  // namespace pmulab

@@ -258,6 +258,7 @@ struct AmdLeaves {
     bool ext_leaves = true;
     bool irperf = false, efffreq = false;
     u32 ext7_edx = 0;
+    u32 ibs = 0;  // CPUID Fn8000_001B_EAX (IBS features; 0: the leaf reads as zeros)
 };
 
 SimMachine amd_machine(u32 n, const AmdLeaves& a) {
@@ -277,6 +278,7 @@ SimMachine amd_machine(u32 n, const AmdLeaves& a) {
         if (a.ext_leaves && a.emax >= 0x80000007) s.set(0x80000007, 0, {0, 0, 0, a.ext7_edx});
         if (a.ext_leaves) s.set(0x80000008, 0, {0x3030, a.irperf ? 0x2u : 0u, 0, 0});
         if (a.v2) s.set(0x80000022, 0, a.leaf22);
+        if (a.ibs) s.set(0x8000001B, 0, {a.ibs, 0, 0, 0});
         specs.push_back(c);
     }
     return SimMachine(specs);
@@ -324,6 +326,11 @@ SimMachine amd_zen4(u32 n) {
     AmdLeaves a = zen(0x00A60F12, 0x75C237FF, "AMD Ryzen 9 7950X 16-Core Processor", 0x80000028);
     a.v2 = true;
     a.leaf22 = {0x7, 0x00004106, 0, 0};
+    // IBS (8000_0001H:ECX[10] is set in 0x75C237FF): Fn8000_001B_EAX 0xBFF, the Granite
+    // Ridge dump's 0x81BFF without Zen 5's load-latency bits (12, 19): IBSFFV, FetchSam,
+    // OpSam, RdWrOpCnt, OpCnt, BrnTrgt, OpCntExt, RipInvalidChk, OpBrnFuse, FetchCtlExtd and
+    // the Zen 4 extensions (bit 11).
+    a.ibs = 0xBFF;
     return amd_machine(n, a);
 }
 

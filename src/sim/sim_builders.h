@@ -72,7 +72,7 @@ SimMachine qemu_tcg_intel(u32 ncpus = 2);
 SimMachine amd_zen(u32 ncpus = 2, bool perfmon_v2 = true);
 // Snapshots built from documented CPUID values (no dump of these parts is in
 // tests/data/cpuid): Zen 3 (family 19h model 21h, Vermeer: PerfCtrExtCore, no leaf
-// 8000_0022H), Zen 4 (family 19h model 61h, Raphael: PerfMonV2 with 6 core counters),
+// 8000_0022H), Zen 4 (family 19h model 61h, Raphael: PerfMonV2 with 6 core counters, IBS: 8000_001BH),
 // both with IRPerfCount (8000_0008H:EBX[1]) and EffFreq (06H:ECX[0]); and a family 10h
 // K10 (4 legacy counters only, no IRPerfCount; EffFreq without the EffFreqRO aliases).
 // Zen 3/4 enumerate EffFreqRO (8000_0007H:EDX[10]). Zen 1 (family 17h model 01h, Summit

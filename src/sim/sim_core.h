@@ -80,7 +80,9 @@
 //    every PMI handler). An
 //    NMI delivery is pending for the executor (take_nmi), which runs pmulab's handler at
 //    that instruction boundary; a fixed-vector delivery stays pending (interrupts are
-//    masked while code runs) and is only counted.
+//    masked while code runs) and is only counted. IBS (sim_ibs.h) interrupts through the
+//    APIC extended LVT entry IBS_CTL names (APM Vol. 2 §16.4.5; lvt_ext(), not masked by
+//    the delivery), the same way.
 //
 // Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS,
 // TSX bits 32/33 of PERFEVTSEL (they
@@ -96,6 +98,7 @@
 #include <vector>
 
 #include "census/census.h"
+#include "sim/sim_ibs.h"
 #include "sim/sim_lbr.h"
 #include "sim/sim_pmu.h"
 #include "sim/sim_regs.h"
@@ -252,9 +255,24 @@ public:
     u64 nmis_delivered() const { return nmis_; }
     // PMIs delivered with a fixed vector (they stay pending: interrupts are masked).
     u64 fixed_pmis() const { return fixed_pmis_; }
-    // Whether the executor must retire instruction by instruction: a PMI can come, or the
-    // LBR stack records branches.
-    bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording(); }
+    // The AMD extended LVT entries (APM Vol. 2 §16.4.5; APIC 500h + 10h * n), masked at
+    // reset: kExtLvtCount on an AMD CPU, none elsewhere (no extended APIC space).
+    static constexpr u32 kExtLvtCount = 4;
+    u32 ext_lvt_count() const { return ibs_.present() || pmu().kind == PmuLayout::Kind::amd ? kExtLvtCount : 0; }
+    u32 lvt_ext(u32 n) const { return n < kExtLvtCount ? lvt_ext_[n] : kLvtMasked; }
+    void set_lvt_ext(u32 n, u32 v) {
+        if (n < kExtLvtCount) lvt_ext_[n] = v & kLvtPerfWritable;
+    }
+    // Instruction-Based Sampling (sim_ibs.h); the executor reports each instruction before
+    // the retire() of its one-instruction batch while IBS counts (needs_each_instruction).
+    const IbsUnit& ibs() const { return ibs_; }
+    void op(const OpInfo& o) {
+        op_ = o;
+        op_pending_ = true;
+    }
+    // Whether the executor must retire instruction by instruction: a PMI can come, the
+    // LBR stack records branches, or IBS counts ops.
+    bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording() || ibs_.counting(); }
     // A taken branch retired (the executor, before the batch with the branch is retired):
     // the LBR stack records it (sim_lbr.h, when enabled and not frozen) when that batch
     // retires, with the core cycles from the last recorded branch's retirement to its own.
@@ -370,6 +388,7 @@ private:
         lbr,       // the LBR stack's MSRs (sim_lbr.h)
         prefetch,  // the prefetcher control MSR (prefetch_bits)
         uncore,    // the package's C-Box counters (sim_uncore.h)
+        ibs,       // the IBS MSRs (sim_ibs.h)
         extra,
     };
     // The writable bits of the hardware prefetcher control at `msr` on this model (1A4H on
@@ -394,6 +413,8 @@ private:
     void smi();
     // A PMI raised by the model: freeze (DEBUGCTL), then delivery through the LVT entry.
     void settle_pmi();
+    // IBS's interrupt through the extended LVT entry IBS_CTL names.
+    void settle_ibs();
     bool freeze_armed() const { return (debugctl_ >> 12) & 1; }
     // model_->run, cycle by cycle where a freeze on PMI can stop the counters mid-run.
     void count_cycles(u64 cycles, const std::vector<Occurrence>& each);
@@ -402,6 +423,10 @@ private:
     CpuSpec spec_;
     std::unique_ptr<PmuModel> model_;
     LbrStack lbr_;
+    IbsUnit ibs_{CpuidSnapshot()};
+    OpInfo op_;
+    bool op_pending_ = false;
+    u32 lvt_ext_[kExtLvtCount] = {kLvtMasked, kLvtMasked, kLvtMasked, kLvtMasked};
     struct PendingBranch {
         u64 from = 0, to = 0;
         u8 kind = 0;

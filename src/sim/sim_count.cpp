@@ -108,6 +108,17 @@ void SimCpu::settle_pmi() {
     }
 }
 
+void SimCpu::settle_ibs() {
+    const u32 lvt = lvt_ext(ibs_.lvt_offset());
+    if (lvt & kLvtMasked) return;  // the sample stays valid; no interrupt
+    if (((lvt >> 8) & 7) == 4) {
+        nmi_pending_ = true;
+        ++nmis_;
+    } else {
+        ++fixed_pmis_;
+    }
+}
+
 void SimCpu::stall(u64 cycles, const std::vector<Occurrence>& each) {
     in_stall_ = true;
     run(cycles, each);
@@ -128,6 +139,10 @@ void SimCpu::retire(const Retired& r) {
     if (lbr_pending_.valid) {  // the branch retired with this batch (the executor's last instruction)
         lbr_.record(lbr_pending_.from, lbr_pending_.to, BranchKind(lbr_pending_.kind), cpl_, core_cycles_);
         lbr_pending_.valid = false;
+    }
+    if (op_pending_) {  // IBS: the executor's one instruction of this batch
+        op_pending_ = false;
+        if (ibs_.retire(op_, r.cycles())) settle_ibs();
     }
     settle_pmi();  // a PMI of the batch's last cycle (its instruction's events included)
     if (r.body) in_body_ = false;
@@ -193,6 +208,7 @@ std::vector<LogEntry> SimCpu::writes() const {
 PmuState SimCpu::pmu_state() const {
     PmuState st;
     model_->state(&st);
+    ibs_.state(&st);
     return st;
 }
 

@@ -72,6 +72,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     PmuLayout layout = derive_layout(spec_.cpuid, spec_.perf_capabilities, spec_.pmu);
     model_ = make_pmu_model(index, spec_, layout);
     lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));
+    ibs_ = IbsUnit(spec_.cpuid);
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
     // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
     // ratio of CPUID.15H (EBX/EAX, SDM Vol. 2A) once per crystal tick where an Intel part
@@ -173,6 +174,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
+    if (ibs_.claims(m)) return Reg::ibs;
     // APERF/MPERF: Intel CPUID.06H:ECX[0]; AMD EffFreq, with the read-only aliases.
     if ((L.efffreq || L.amd_efffreq) && m == reg::APERF) return Reg::aperf;
     if ((L.efffreq || L.amd_efffreq) && m == reg::MPERF) return Reg::mperf;
@@ -211,6 +213,11 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
             lbr_.rdmsr(msr, &v);
             return v;
         }
+        case Reg::ibs: {
+            u64 v = 0;
+            ibs_.rdmsr(msr, &v);
+            return v;
+        }
         case Reg::none: break;
     }
     return 0;
@@ -229,6 +236,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::mperf: mperf_ = v; return 0;
         case Reg::lbr: return lbr_.wrmsr(msr, v);
         case Reg::uncore: return shared_->uncore->wrmsr(msr, v);
+        case Reg::ibs: return ibs_.wrmsr(msr, v);
         case Reg::prefetch:
             if (v & ~prefetch_bits(msr)) return kVectorGP;  // the other bits are reserved
             prefetch_ctl_ = v;
@@ -273,6 +281,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::extra: extra_.at(msr).value = v; return true;
         case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
         case Reg::uncore: return shared_->uncore->wrmsr(msr, v) == 0;
+        case Reg::ibs: ibs_.poke(msr, v); return true;
         case Reg::bios_sign:
         case Reg::none: break;
     }

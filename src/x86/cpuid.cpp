@@ -119,6 +119,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
             for (u32 l = 0x80000005; l <= 0x80000006; ++l) take(l, 0);
         if (emax >= 0x80000007 && amd_like) take(0x80000007, 0);
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
+        if (emax >= 0x8000001B && amd_like) take(0x8000001B, 0);  // IBS features (pmu/ibs.h)
         if (emax >= 0x8000001D && amd_like) take_caches(0x8000001D);
         if (emax >= 0x80000022) take(0x80000022, 0);
     }
@@ -151,6 +152,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000006:
         case 0x80000007:
         case 0x80000008:
+        case 0x8000001B:
         case 0x8000001D:
         case 0x80000022: return true;
         default: return false;

@@ -1,6 +1,7 @@
 #include "x86/msr_trace.h"
 
 #include "x86/amd_regs.h"
+#include "x86/ibs_regs.h"
 #include "x86/intel_regs.h"
 #include "x86/lbr_regs.h"
 #include "x86/netburst_regs.h"
@@ -24,6 +25,7 @@ namespace {
 
 // Names outside the architectural PMU tables (SDM Vol. 4 Table 2-2; APM Vol. 2 §13.2; PPRs).
 const char* other_name(const TraceNames& n, u32 m) {
+    if (const char* ibs = is_amd_family(n.vendor) ? regs::ibs::msr_name(m) : nullptr) return ibs;  // APM §13.3
     switch (m) {
         case msr::IA32_TIME_STAMP_COUNTER: return "IA32_TIME_STAMP_COUNTER";
         case msr::IA32_APIC_BASE: return "IA32_APIC_BASE";

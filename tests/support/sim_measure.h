@@ -36,6 +36,8 @@ public:
     void serialize() override {}
     Result<u32> lvt_perf() override { return exec_.lvt_perf(); }
     Status set_lvt_perf(u32 value) override { return exec_.set_lvt_perf(value); }
+    Result<u32> lvt_ext(unsigned n) override { return exec_.lvt_ext(n); }
+    Status set_lvt_ext(unsigned n, u32 value) override { return exec_.set_lvt_ext(n, value); }
     Status pmi_attach(PmiHandler* h) override { return exec_.pmi_attach(h); }
     void pmi_detach() override { exec_.pmi_detach(); }
 

@@ -58,6 +58,31 @@ Status SimExec::set_lvt_perf(u32 value) {
     return ok_status();
 }
 
+namespace {
+Status no_ext_lvt(const sim::SimCpu& c, unsigned n) {
+    if (n < c.ext_lvt_count()) return ok_status();
+    if (!c.ext_lvt_count())
+        return Error::make(Errc::unsupported,
+                           "the local APIC has no extended register space (APIC version bit 31 is 0), so no extended "
+                           "LVT entry");
+    return Error::make(Errc::unsupported, "the local APIC has %u extended LVT entries; entry %u does not exist",
+                       c.ext_lvt_count(), n);
+}
+}  // namespace
+
+Result<u32> SimExec::lvt_ext(unsigned n) {
+    const sim::SimCpu& c = m_.cpu(m_.current_cpu());
+    PMULAB_TRY(no_ext_lvt(c, n));
+    return c.lvt_ext(n);
+}
+
+Status SimExec::set_lvt_ext(unsigned n, u32 value) {
+    sim::SimCpu& c = m_.cpu(m_.current_cpu());
+    PMULAB_TRY(no_ext_lvt(c, n));
+    c.set_lvt_ext(n, value);
+    return ok_status();
+}
+
 // As on UEFI (EfiMeasure): pmi_attach saves the CPU's LVT entry, pmi_detach restores it.
 Status SimExec::pmi_attach(PmiHandler* h) {
     const u32 cpu = m_.current_cpu();

@@ -40,6 +40,9 @@ public:
     // an NMI to the attached handler at the instruction boundary it is taken at.
     Result<u32> lvt_perf() override;
     Status set_lvt_perf(u32 value) override;
+    // The AMD extended LVT entries (SimCpu::lvt_ext): IBS's interrupt.
+    Result<u32> lvt_ext(unsigned n) override;
+    Status set_lvt_ext(unsigned n, u32 value) override;
     Status pmi_attach(PmiHandler* h) override;
     void pmi_detach() override;
 

@@ -84,6 +84,7 @@ void UnicornRunner::Run::retire(u64 next) {
     ++b.instructions;
     if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
+    if (each) report_op();
     if (x86insn::is_branch(cur.kind)) {
         bool taken = next != cur.addr + cur.size;
         count_branch(cur.kind, taken);
@@ -120,11 +121,32 @@ void UnicornRunner::Run::count_branch(Kind k, bool taken) {
     }
 }
 
+// The level of Retired::load_served (L1D, L2, L3, memory) of a cache level.
+unsigned UnicornRunner::Run::served_index(unsigned served) const {
+    return served >= memory_level || served > 3 ? 3 : served;
+}
+
 // A load of the instruction in flight (the level that served its first access).
 void UnicornRunner::Run::count_load(unsigned served) {
     sim::Retired& b = batch;
     ++b.loads;
-    if (cache) ++b.load_served[served >= memory_level || served > 3 ? 3 : served];  // L1D, L2, L3, memory
+    if (cache) ++b.load_served[served_index(served)];
+}
+
+// The retiring instruction as IBS sees it (sim_ibs.h), with the cost model's latency of
+// the level that served its load.
+void UnicornRunner::Run::report_op() {
+    sim::OpInfo op;
+    op.rip = cur.addr;
+    op.load = cur.loaded, op.store = cur.stored;
+    op.data_addr = cur.data_addr;
+    if (cache && cur.loaded) {
+        op.served = served_index(cur.served);
+        u64 served[4] = {};
+        served[op.served] = 1;
+        op.miss_latency = u32(sim::memory_stall_cycles(served));
+    }
+    cpu->op(op);
 }
 
 // The pending body block retired whole; `next` is where execution went on.
@@ -349,6 +371,7 @@ void hook_mem(uc_engine*, uc_mem_type type, u64 addr, int size, i64, void* user)
         r.last_load_rip = rip;
     } else if (!in_block) {
         first_load = !write && !r.cur.loaded;
+        if (!r.cur.loaded && !r.cur.stored) r.cur.data_addr = addr;  // its first access (IBS)
         (write ? r.cur.stored : r.cur.loaded) = true;
     }
     unsigned level = 0;

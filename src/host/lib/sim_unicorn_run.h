@@ -76,6 +76,7 @@ struct UnicornRunner::Run {
         bool valid = false, loaded = false, stored = false;
         bool redirected = false;  // serviced and skipped: its translation block ended there
         unsigned served = 0;      // the level that served its first load
+        u64 data_addr = 0;        // its first memory access (load or store)
     } cur;
     // Fast mode (CodeSeen::fast): the body's decoded instructions, and the part of a
     // translation block in the body that is pending (retired when the next block or a
@@ -102,6 +103,9 @@ struct UnicornRunner::Run {
     void cut_block(u64 rip);
     void on_block(u64 addr, u32 size);
     void count_load(unsigned served);
+    unsigned served_index(unsigned served) const;
+    // Each instruction: the retiring one handed to the CPU (SimCpu::op, IBS).
+    void report_op();
     void flush();
     // An NMI the CPU delivered: the runner's handler at this boundary (`next`: the
     // interrupted RIP).

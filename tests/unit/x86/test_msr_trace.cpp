@@ -79,7 +79,7 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H)
+    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS MSR names
     EXPECT_EQ(h, 0xBEEF987988521610ull);
 }
 
@@ -342,4 +342,26 @@ TEST(MsrTraceNames, LbrMsrs) {
     EXPECT_EQ(name(amd, 0xC0010300), "LBR_FROM_0");
     EXPECT_EQ(name(amd, 0xC0010303), "LBR_TO_1");
     EXPECT_EQ(name(amd, 0x1C8), "MSR 0x1c8");  // Intel's address: nothing on AMD
+}
+
+// The IBS MSRs by name on AMD (run --sample ibs_op), nothing on Intel.
+TEST(MsrTraceNames, IbsMsrs) {
+    TraceNames intel, amd;
+    intel.vendor = Vendor::intel;
+    amd.vendor = Vendor::amd;
+    auto name = [](const TraceNames& n, u32 m) {
+        StrBuf b;
+        trace_reg_name(n, TraceOp::rdmsr, m, b);
+        return std::string(b.c_str());
+    };
+    EXPECT_EQ(name(amd, 0xC0011030), "IbsFetchCtl");
+    EXPECT_EQ(name(amd, 0xC0011031), "IbsFetchLinAd");
+    EXPECT_EQ(name(amd, 0xC0011033), "IbsOpCtl");
+    EXPECT_EQ(name(amd, 0xC0011034), "IbsOpRip");
+    EXPECT_EQ(name(amd, 0xC0011035), "IbsOpData");
+    EXPECT_EQ(name(amd, 0xC0011037), "IbsOpData3");
+    EXPECT_EQ(name(amd, 0xC0011038), "IbsDcLinAd");
+    EXPECT_EQ(name(amd, 0xC0011039), "IbsDcPhysAd");
+    EXPECT_EQ(name(amd, 0xC001103A), "IBS_CTL");
+    EXPECT_EQ(name(intel, 0xC0011033), "MSR 0xc0011033");
 }

@@ -83,6 +83,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     for (EventsForCpus& set : sets) {
         Vec<Box<PmuPlan>> part;
         PMULAB_TRY(sample_mark(o, set));
+        PMULAB_TRY(precise_mark(o, set));
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (s.ok()) s = prepare_metric_plans(o, set, &part);
         for (Box<PmuPlan>& pl : part) plans.push(move(pl)), methods.push(set.topdown.method);
@@ -90,6 +91,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     }
     RunSampling sampling;
     PMULAB_TRY(sample_prepare(o, mp, plans, &sampling));
+    PMULAB_TRY(precise_prepare(o, p.hw(), mp, plans, &sampling));
     StrBuf head;
     for (const Box<PmuPlan>& pl : plans) {
         result_table_fit(o, pl->groups);

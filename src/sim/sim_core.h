@@ -82,7 +82,10 @@
 //    that instruction boundary; a fixed-vector delivery stays pending (interrupts are
 //    masked while code runs) and is only counted.
 //
-// Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS,
+//  * PEBS (Skylake-class record format 3, Ice Lake-class format 4 with adaptive groups):
+//    sim_pebs.h; the records go into the executor's guest memory (set_guest).
+//
+// Not modelled: branch prediction (every misprediction event reads 0), TLBs,
 // TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
@@ -140,6 +143,7 @@ std::string describe(const LogEntry& e);
 std::string diff_state(const PmuState& before, const PmuState& after);
 
 class NetBurstModel;  // sim_netburst.h
+class GuestAccess;    // sim_pebs.h
 
 // Everything needed to build one simulated logical processor.
 struct CpuSpec {
@@ -252,6 +256,10 @@ public:
     u64 nmis_delivered() const { return nmis_; }
     // PMIs delivered with a fixed vector (they stay pending: interrupts are masked).
     u64 fixed_pmis() const { return fixed_pmis_; }
+    // The executor's guest memory and registers while it runs code on this CPU (null
+    // otherwise): PEBS writes its records there (sim_pebs.h).
+    void set_guest(GuestAccess* g) { guest_ = g; }
+    GuestAccess* guest() const { return guest_; }
     // Whether the executor must retire instruction by instruction: a PMI can come, or the
     // LBR stack records branches.
     bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording(); }
@@ -419,6 +427,7 @@ private:
     u64 debugctl_ = 0;   // IA32_DEBUGCTL
     u32 lvt_perf_ = kLvtMasked;
     bool nmi_pending_ = false;
+    GuestAccess* guest_ = nullptr;
     u64 nmis_ = 0, fixed_pmis_ = 0, core_cycles_ = 0;
     bool in_smi_ = false;
     bool in_retire_ = false;  // run() called by retire()

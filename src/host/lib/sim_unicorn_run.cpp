@@ -71,7 +71,7 @@ void UnicornRunner::Run::flush() {
     if (cache) batch.stall_cycles = sim::memory_stall_cycles(batch.load_served);
     cpu->retire(batch);
     bool body = batch.body;
-    batch = sim::Retired();
+    batch = sim::Retired();  // (last: the next batch's own)
     batch.body = body;
 }
 
@@ -84,6 +84,7 @@ void UnicornRunner::Run::retire(u64 next) {
     ++b.instructions;
     if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
+    b.last = sim::RetiredInsn{cur.addr, next, cur.load_addr, cur.store_addr, cur.served, true, cur.loaded, cur.stored};
     if (x86insn::is_branch(cur.kind)) {
         bool taken = next != cur.addr + cur.size;
         count_branch(cur.kind, taken);
@@ -349,6 +350,8 @@ void hook_mem(uc_engine*, uc_mem_type type, u64 addr, int size, i64, void* user)
         r.last_load_rip = rip;
     } else if (!in_block) {
         first_load = !write && !r.cur.loaded;
+        if (write && !r.cur.stored) r.cur.store_addr = addr;
+        if (first_load) r.cur.load_addr = addr;
         (write ? r.cur.stored : r.cur.loaded) = true;
     }
     unsigned level = 0;

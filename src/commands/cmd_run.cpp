@@ -82,8 +82,8 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Vec<TopdownMethod> methods;  // of each plan (run_metrics.cpp)
     for (EventsForCpus& set : sets) {
         Vec<Box<PmuPlan>> part;
-        PMULAB_TRY(sample_mark(o, set));
         PMULAB_TRY(precise_mark(o, set));
+        PMULAB_TRY(sample_mark(o, set));
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (s.ok()) s = prepare_metric_plans(o, set, &part);
         for (Box<PmuPlan>& pl : part) plans.push(move(pl)), methods.push(set.topdown.method);

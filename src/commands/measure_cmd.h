@@ -100,7 +100,7 @@ Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>
 // --precise (run_precise.cpp): without --sample, invalid_argument; else every SampleSpec
 // is precise.
 Status finish_precise(RunOptions* o);
-// After sample_mark: each CPU's PEBS (pebs_decode) and each sampled event checked against
+// Before sample_mark: each CPU's PEBS (pebs_decode) and each sampled event checked against
 // the model's PEBS events (pebs_mark); refusals are Errc::unsupported, nothing run.
 Status precise_mark(const RunOptions& o, EventsForCpus& set);
 // After sample_prepare: each sampled group's PebsSource, DS areas allocated per measuring

@@ -127,7 +127,7 @@ Status sample_mark(const RunOptions& o, EventsForCpus& set) {
     const bool amd = !set.probed.empty() && set.probed[0].info.kind == PmuKind::amd;
     for (usize i = 0; i < o.samples.size(); ++i) {
         Event& e = set.events[i];
-        e.pmi = true;
+        e.pmi = !o.precise;  // --precise: PEBS's buffer threshold interrupts, not the counter (pebs.h)
         // AMD's fixed-like counters cannot interrupt: an event that has a PERF_CTR
         // encoding (instructions: PMCx0C0) is sampled there; APERF/MPERF are refused
         // by pmi_setup.

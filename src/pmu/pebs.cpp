@@ -85,8 +85,8 @@ Status pebs_decode(const ProbedCpu& pc, PebsCaps* out) {
     str_copy(out->model, sizeof out->model, sig.c_str());
     if (is_amd_family(info.vendor))
         return Error::make(Errc::unsupported,
-                           "CPU %u: --precise is Intel's PEBS; AMD's precise samples are IBS: use --sample ibs_op "
-                           "(or ibs_fetch) instead",
+                           "CPU %u: no PEBS: --precise is Intel's PEBS; AMD's precise samples are IBS: use --sample "
+                           "ibs_op (or ibs_fetch) where CPUID 8000_0001H:ECX[10] enumerates it",
                            pc.cpu);
     if (info.kind != PmuKind::intel_arch || info.version < 2)
         return Error::make(Errc::unsupported, "CPU %u: no PEBS: %s", pc.cpu,

@@ -323,6 +323,7 @@ const RetireEvent kIntelEvents[] = {
     {0xC4, 0x08, kBig, kExact, [](const Retired& r) { return r.near_returns; }},       // NEAR_RETURN
     {0xC4, 0x20, kBig, kExact, [](const Retired& r) { return r.near_taken; }},         // NEAR_TAKEN
     {0xC4, 0x40, kBig, kExact, [](const Retired& r) { return r.far; }},                // FAR_BRANCH
+    {0xC0, 0x01, kSkl, kExact, [](const Retired& r) { return r.instructions; }},       // INST_RETIRED.PREC_DIST
     {0xD0, 0x81, kBig, kExact, [](const Retired& r) { return r.loads; }},              // MEM_INST_RETIRED.ALL_LOADS
     {0xD0, 0x82, kBig, kExact, [](const Retired& r) { return r.stores; }},             // ALL_STORES
     {0xD1, 0x01, kBig, kModelled, [](const Retired& r) { return r.load_served[0]; }},  // MEM_LOAD_RETIRED.L1_HIT

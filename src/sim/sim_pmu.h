@@ -95,7 +95,7 @@ struct Retired {
     u64 load_served[4] = {};
     u64 stall_cycles = 0;  // cycles beyond one per instruction
     bool body = false;     // the measured body: the body's TopDown budget applies (sim_topdown.h)
-    RetiredInsn last;      // the batch's last instruction (valid: reported by the executor)
+    RetiredInsn last = {};  // the batch's last instruction (valid: reported by the executor)
     u64 cycles() const { return instructions + stall_cycles; }
     void add(const Retired& o);
 };

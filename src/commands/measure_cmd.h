@@ -67,7 +67,7 @@ struct RunOptions {
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
     bool precise = false;  // --precise: the sampled events through PEBS (run_precise.cpp)
-    bool lbr = false;  // --lbr (run_lbr.cpp)
+    bool lbr = false;      // --lbr (run_lbr.cpp)
     // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given
     // (cycle by cycle defaults to 1 copy, as nanoBench's cycleByCycle.py).
     bool cycle_by_cycle = false;

@@ -12,16 +12,16 @@ using namespace regs::pebs;
 
 namespace {
 
-// Linux arch/x86/events/intel/ds.c, intel_skl_pebs_event_constraints (Skylake .. Comet
-// Lake): the listed events only (its catch-all "allow all events as PEBS with no flags"
-// is left out: pmulab takes the events whose records the SDM defines for this format).
-const PebsEvent kSkylake[] = {
-    {0xC0, 0x01, 0x2, false, false, "INST_RETIRED.PREC_DIST"},
-    {0xCD, 0x01, 0xF, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
+// Linux arch/x86/events/intel/ds.c: intel_skl_pebs_event_constraints (Skylake .. Comet
+// Lake) and intel_icl_pebs_event_constraints (Ice Lake, Tiger Lake, Rocket Lake), their
+// listed events only (Skylake's catch-all "allow all events as PEBS with no flags" is left
+// out: pmulab takes the events whose records the SDM describes). Ice Lake's
+// INST_RETIRED.PREC_DIST and SLOTS are fixed counters 0 and 3, which pmulab does not arm
+// for PEBS. The memory events both have, then each model's own before and after them.
+const PebsEvent kMemEvents[] = {
     {0xD0, 0x11, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_LOADS"},
     {0xD0, 0x12, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_STORES"},
     {0xD0, 0x21, 0xF, true, false, "MEM_INST_RETIRED.LOCK_LOADS"},
-    {0xD0, 0x22, 0xF, true, false, "MEM_INST_RETIRED.LOCK_STORES"},
     {0xD0, 0x41, 0xF, true, false, "MEM_INST_RETIRED.SPLIT_LOADS"},
     {0xD0, 0x42, 0xF, true, false, "MEM_INST_RETIRED.SPLIT_STORES"},
     {0xD0, 0x81, 0xF, true, false, "MEM_INST_RETIRED.ALL_LOADS"},
@@ -30,23 +30,30 @@ const PebsEvent kSkylake[] = {
     {0xD2, kAnyUmask, 0xF, true, false, "MEM_LOAD_L3_HIT_RETIRED.*"},
     {0xD3, kAnyUmask, 0xF, true, false, "MEM_LOAD_L3_MISS_RETIRED.*"},
 };
-// intel_icl_pebs_event_constraints (Ice Lake, Tiger Lake, Rocket Lake): INST_RETIRED.PREC_DIST
-// and SLOTS are fixed counters 0 and 3 there, which pmulab does not arm for PEBS.
-const PebsEvent kIceLake[] = {
+const PebsEvent kSkylakeHead[] = {
+    {0xC0, 0x01, 0x2, false, false, "INST_RETIRED.PREC_DIST"},
+    {0xCD, 0x01, 0xF, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
+    {0xD0, 0x22, 0xF, true, false, "MEM_INST_RETIRED.LOCK_STORES"},
+};
+const PebsEvent kIceLakeHead[] = {
     {0xCD, 0x01, 0xFF, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
-    {0xD0, 0x11, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_LOADS"},
-    {0xD0, 0x12, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_STORES"},
-    {0xD0, 0x21, 0xF, true, false, "MEM_INST_RETIRED.LOCK_LOADS"},
-    {0xD0, 0x41, 0xF, true, false, "MEM_INST_RETIRED.SPLIT_LOADS"},
-    {0xD0, 0x42, 0xF, true, false, "MEM_INST_RETIRED.SPLIT_STORES"},
-    {0xD0, 0x81, 0xF, true, false, "MEM_INST_RETIRED.ALL_LOADS"},
-    {0xD0, 0x82, 0xF, true, false, "MEM_INST_RETIRED.ALL_STORES"},
-    {0xD1, kAnyUmask, 0xF, true, false, "MEM_LOAD_RETIRED.*"},
-    {0xD2, kAnyUmask, 0xF, true, false, "MEM_LOAD_L3_HIT_RETIRED.*"},
-    {0xD3, kAnyUmask, 0xF, true, false, "MEM_LOAD_L3_MISS_RETIRED.*"},
+};
+const PebsEvent kIceLakeTail[] = {
     {0xD4, kAnyUmask, 0xF, true, false, "MEM_LOAD_MISC_RETIRED.*"},
     {0xD0, kAnyUmask, 0xF, false, false, "MEM_INST_RETIRED.*"},
 };
+
+struct Table {
+    const PebsEvent* part[3];
+    usize n[3];
+};
+template <usize A> constexpr Table table(const PebsEvent (&head)[A], const PebsEvent* tail = nullptr, usize ntail = 0) {
+    return Table{{head, kMemEvents, tail}, {A, sizeof kMemEvents / sizeof kMemEvents[0], ntail}};
+}
+constexpr Table kSkylake = table(kSkylakeHead);
+constexpr Table kIceLake = table(kIceLakeHead, kIceLakeTail, sizeof kIceLakeTail / sizeof kIceLakeTail[0]);
+
+const Table& table_of(const PebsCaps& caps) { return caps.gen == PebsCaps::Gen::icelake ? kIceLake : kSkylake; }
 
 // Display models (family 6) of each table (Linux intel_pmu_init's cases).
 const u32 kSkylakeModels[] = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66};
@@ -58,14 +65,19 @@ template <usize N> bool listed(const u32 (&models)[N], u32 m) {
     return false;
 }
 
-template <usize N> const PebsEvent* find(const PebsEvent (&t)[N], u16 event, u8 umask) {
-    for (const PebsEvent& e : t)
-        if (e.event == event && (e.umask == kAnyUmask || e.umask == umask)) return &e;
+const PebsEvent* find(const Table& t, u16 event, u8 umask) {
+    for (unsigned k = 0; k < 3; ++k)
+        for (usize i = 0; i < t.n[k]; ++i) {
+            const PebsEvent& e = t.part[k][i];
+            if (e.event == event && (e.umask == kAnyUmask || e.umask == umask)) return &e;
+        }
     return nullptr;
 }
 
-template <usize N> void put_names(StrBuf& b, const PebsEvent (&t)[N]) {
-    for (usize i = 0; i < N; ++i) b.printf("%s%s", i ? ", " : "", t[i].name);
+void put_names(StrBuf& b, const Table& t) {
+    bool first = true;
+    for (unsigned k = 0; k < 3; ++k)
+        for (usize i = 0; i < t.n[k]; ++i, first = false) b.printf("%s%s", first ? "" : ", ", t.part[k][i].name);
 }
 
 u64 read8(const u8* p) {
@@ -118,28 +130,23 @@ Status pebs_decode(const ProbedCpu& pc, PebsCaps* out) {
                            "Lake's, from Linux's arch/x86/events/intel/ds.c)",
                            pc.cpu, out->model);
     if (out->gen == PebsCaps::Gen::icelake && !out->adaptive)
-        return Error::make(Errc::unsupported,
-                           "CPU %u (%s): an Ice Lake-class core whose IA32_PERF_CAPABILITIES says PEBS format %u without "
-                           "adaptive PEBS (bit 14): not what the SDM describes for it",
-                           pc.cpu, out->model, out->format);
+        return Error::make(
+            Errc::unsupported,
+            "CPU %u (%s): an Ice Lake-class core whose IA32_PERF_CAPABILITIES says PEBS format %u without "
+            "adaptive PEBS (bit 14): not what the SDM describes for it",
+            pc.cpu, out->model, out->format);
     return ok_status();
 }
 
 const PebsEvent* pebs_event(const PebsCaps& caps, u16 event, u8 umask) {
-    switch (caps.gen) {
-        case PebsCaps::Gen::skylake: return find(kSkylake, event, umask);
-        case PebsCaps::Gen::icelake: return find(kIceLake, event, umask);
-        case PebsCaps::Gen::none: break;
-    }
-    return nullptr;
+    return caps.gen == PebsCaps::Gen::none ? nullptr : find(table_of(caps), event, umask);
 }
 
 Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
     const PebsEvent* pe = e->kind == EventKind::programmable ? pebs_event(caps, e->event_select, e->umask) : nullptr;
     if (!pe) {
         StrBuf names;
-        if (caps.gen == PebsCaps::Gen::skylake) put_names(names, kSkylake);
-        else put_names(names, kIceLake);
+        put_names(names, table_of(caps));
         return Error::make(Errc::unsupported,
                            "CPU %u (%s): PEBS cannot take '%s' (event 0x%02X, umask 0x%02X%s) on this model; its PEBS "
                            "events: %s",
@@ -178,11 +185,13 @@ void PebsSource::init(const PebsCaps& caps, PmiSetup* setup, const bool* data_la
     }
     bool mem = false;
     for (unsigned i = 0; i < n_; ++i) mem |= counters_[i].data_la || counters_[i].latency;
-    record_bytes_ = caps.format < 4 ? kRecordSize[caps.format < 4 ? caps.format : 3] : kBasicBytes + (mem ? kMemBytes : 0);
+    record_bytes_ = caps.format < 4 ? kRecordSize[caps.format < 4 ? caps.format : 3]
+                                    : kBasicBytes + (mem ? kMemBytes : 0);
 }
 
 Status PebsSource::add_cpu(u32 cpu, void* mem) {
-    if (ncpus_ >= kMaxCpus) return Error::make(Errc::unsupported, "PEBS: more than %u measuring CPUs", unsigned(kMaxCpus));
+    if (ncpus_ >= kMaxCpus)
+        return Error::make(Errc::unsupported, "PEBS: more than %u measuring CPUs", unsigned(kMaxCpus));
     Cpu& c = cpus_[ncpus_++];
     c.cpu = cpu;
     c.ds = static_cast<DsArea*>(mem);

@@ -28,9 +28,9 @@ namespace pmulab {
 // The PEBS of one class of CPUs, decoded from its probe (no hardware access).
 struct PebsCaps {
     enum class Gen : u8 { none, skylake, icelake };  // whose PEBS event table applies
-    u8 format = 0;          // IA32_PERF_CAPABILITIES[11:8]
-    bool adaptive = false;  // [14] PEBS baseline (format >= 4): MSR_PEBS_DATA_CFG
-    u8 version = 0;         // architectural perfmon version (LL_EN bits before v5)
+    u8 format = 0;                                   // IA32_PERF_CAPABILITIES[11:8]
+    bool adaptive = false;                           // [14] PEBS baseline (format >= 4): MSR_PEBS_DATA_CFG
+    u8 version = 0;                                  // architectural perfmon version (LL_EN bits before v5)
     Gen gen = Gen::none;
     char model[24] = {};  // "06_7EH (Ice Lake)" for messages
 };

@@ -132,14 +132,13 @@ private:
     // MEM_TRANS_RETIRED.LOAD_LATENCY (CDH/01H): the loads above the threshold (sim_pebs.h).
     void count_load_latency(SimCpu& cpu, const Retired& r);
 
-
     SimAtom atom_ = SimAtom::none;  // E-core TopDown events (sim_topdown.h)
     IntelEvents events_ = IntelEvents::architectural;
     u64 slots_per_cycle_ = 4;  // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
     u64 fixed_ctr_[16] = {};
     u64 fixed_ctrl_ = 0;
-    u64 td_[8] = {};  // PERF_METRICS categories (sim_topdown.h)
-    PebsUnit pebs_;                // sim_pebs.h
+    u64 td_[8] = {};              // PERF_METRICS categories (sim_topdown.h)
+    PebsUnit pebs_;               // sim_pebs.h
     PebsUnit::Context pebs_ctx_;  // the instruction retire() is counting (PEBS records)
 };
 

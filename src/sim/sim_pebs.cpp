@@ -152,8 +152,7 @@ bool PebsUnit::assist(u32 i, u16 event, u16 umask, const Context& c, u64* reset,
     if (!c.guest->read(ds_area_, ds, sizeof ds)) return false;
     *reset = i < 8 ? ds[kDsReset0 / 8 + i] : 0;
     u8 rec[kF3Size + kGprSize + kMemSize] = {};
-    const u64 size =
-        format_ == 3 ? write_format3(rec, i, event, umask, c) : write_adaptive(rec, i, event, umask, c);
+    const u64 size = format_ == 3 ? write_format3(rec, i, event, umask, c) : write_adaptive(rec, i, event, umask, c);
     const u64 index = ds[kDsPebsIndex / 8];
     if (index < ds[kDsPebsBase / 8] || index + size > ds[kDsPebsMax / 8]) return false;  // full
     if (!c.guest->write(index, rec, size)) return false;

@@ -93,8 +93,8 @@ struct Retired {
     // Retired loads by the level that served their first access (0: L1, 1: L2, 2: L3,
     // 3: memory); sums to `loads` when the cache model is on, all 0 when it is off.
     u64 load_served[4] = {};
-    u64 stall_cycles = 0;  // cycles beyond one per instruction
-    bool body = false;     // the measured body: the body's TopDown budget applies (sim_topdown.h)
+    u64 stall_cycles = 0;   // cycles beyond one per instruction
+    bool body = false;      // the measured body: the body's TopDown budget applies (sim_topdown.h)
     RetiredInsn last = {};  // the batch's last instruction (valid: reported by the executor)
     u64 cycles() const { return instructions + stall_cycles; }
     void add(const Retired& o);

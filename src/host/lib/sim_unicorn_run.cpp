@@ -85,7 +85,8 @@ void UnicornRunner::Run::retire(u64 next) {
     if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
     const unsigned level = cur.served >= memory_level || cur.served > 3 ? 3 : cur.served;  // as count_load
-    b.last = sim::RetiredInsn{cur.addr, next, cur.load_addr, cur.store_addr, cache ? level : 0, true, cur.loaded, cur.stored};
+    b.last = sim::RetiredInsn{cur.addr,          next, cur.load_addr, cur.store_addr,
+                              cache ? level : 0, true, cur.loaded,    cur.stored};
     if (x86insn::is_branch(cur.kind)) {
         bool taken = next != cur.addr + cur.size;
         count_branch(cur.kind, taken);

@@ -69,6 +69,15 @@ void arm_pmc0(SimCpu& c, u16 event, u16 umask, u64 period) {
     ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, 1), 0);
 }
 
+// A CPU of machine m with the fake guest memory as its memory while the test runs.
+struct Rig {
+    SimMachine m;
+    SimCpu& c;
+    FakeGuest g;
+    explicit Rig(SimMachine mm) : m(std::move(mm)), c(m.cpu(0)) { c.set_guest(&g); }
+    ~Rig() { c.set_guest(nullptr); }
+};
+
 // One load at `rip` of `addr`, served by `level`.
 Retired load_at(u64 rip, u64 addr, unsigned level) {
     Retired r{.instructions = 1, .loads = 1};
@@ -97,10 +106,9 @@ TEST(SimPebs, TheMsrsExistWhereThePartHasPebs) {
 }
 
 TEST(SimPebs, Format3RecordAtTheEventingInstructionReloadsAndInterrupts) {
-    SimMachine m = intel_skylake(1);
-    SimCpu& c = m.cpu(0);
-    FakeGuest g;
-    c.set_guest(&g);
+    Rig r(intel_skylake(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
     c.set_lvt_perf(SimCpu::kLvtDeliveryNmi);
     lay_ds(g, 0xC8, 1, kTop48 - 3);
     arm_pmc0(c, 0xD0, 0x81, 2);  // MEM_INST_RETIRED.ALL_LOADS
@@ -125,14 +133,12 @@ TEST(SimPebs, Format3RecordAtTheEventingInstructionReloadsAndInterrupts) {
     EXPECT_EQ(g.q(rec + 0xC0), 1000u + 1u);  // the TSC (the first batch's cycle)
     EXPECT_EQ(c.peek(reg::PMC0), kTop48 - 3) << "reloaded from the DS area's reset value";
     EXPECT_EQ(c.peek(reg::GLOBAL_STATUS) & ((u64(1) << 62) | 1), (u64(1) << 62) | 1);
-    c.set_guest(nullptr);
 }
 
 TEST(SimPebs, AdaptiveRecordsHaveTheGroupsDataCfgChose) {
-    SimMachine m = intel_icelake(1);
-    SimCpu& c = m.cpu(0);
-    FakeGuest g;
-    c.set_guest(&g);
+    Rig r(intel_icelake(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
     lay_ds(g, 0xD0, 8, kTop48 - 1);
     arm_pmc0(c, 0xCD, 0x01, 1);  // MEM_TRANS_RETIRED.LOAD_LATENCY
     ASSERT_EQ(wr(c, kLdLat, 10), 0);
@@ -144,10 +150,10 @@ TEST(SimPebs, AdaptiveRecordsHaveTheGroupsDataCfgChose) {
     const u64 rec = FakeGuest::kBase + 0x1000;
     EXPECT_EQ(g.q(rec) >> 48, 0x20u + 0x20u + 0x90u) << "the record's size";
     EXPECT_EQ(g.q(rec) & 0xFFFFFFFF, 3u) << "its groups";
-    EXPECT_EQ(g.q(rec + 0x8), 0x4020u);          // eventing IP
-    EXPECT_EQ(g.q(rec + 0x10), 1u);              // applicable counters
-    EXPECT_EQ(g.q(rec + 0x20), 0x9000u);         // memory info: address
-    EXPECT_EQ(g.q(rec + 0x30), 204u);            // latency: 4 + 200
+    EXPECT_EQ(g.q(rec + 0x8), 0x4020u);   // eventing IP
+    EXPECT_EQ(g.q(rec + 0x10), 1u);       // applicable counters
+    EXPECT_EQ(g.q(rec + 0x20), 0x9000u);  // memory info: address
+    EXPECT_EQ(g.q(rec + 0x30), 204u);     // latency: 4 + 200
     EXPECT_EQ(pebs_load_latency(0), 4u);
     EXPECT_EQ(pebs_load_latency(1), 16u);
     EXPECT_EQ(g.q(rec + 0x40), 0x246u);          // GPRs: RFLAGS,
@@ -155,14 +161,12 @@ TEST(SimPebs, AdaptiveRecordsHaveTheGroupsDataCfgChose) {
     EXPECT_EQ(g.q(rec + 0x50 + 8 * 14), 0xAEu);  // ... R14
     EXPECT_EQ(g.q(FakeGuest::kBase + 0x28), rec + 0xD0);
     EXPECT_EQ(c.peek(reg::GLOBAL_STATUS) & (u64(1) << 62), 0u) << "threshold 8 records in";
-    c.set_guest(nullptr);
 }
 
 TEST(SimPebs, AFullBufferTakesNoRecord) {
-    SimMachine m = intel_icelake(1);
-    SimCpu& c = m.cpu(0);
-    FakeGuest g;
-    c.set_guest(&g);
+    Rig r(intel_icelake(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
     lay_ds(g, 0x20, 1, kTop48 - 1);
     g.set_q(FakeGuest::kBase + 0x30, FakeGuest::kBase + 0x1000 + 0x10);  // less than one record
     arm_pmc0(c, 0xD0, 0x81, 1);
@@ -170,5 +174,4 @@ TEST(SimPebs, AFullBufferTakesNoRecord) {
     c.retire(load_at(0x4000, 0x7000, 0));
     EXPECT_EQ(g.q(FakeGuest::kBase + 0x28), FakeGuest::kBase + 0x1000) << "the index stays";
     EXPECT_FALSE(c.take_nmi());
-    c.set_guest(nullptr);
 }

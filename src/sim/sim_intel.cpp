@@ -22,7 +22,7 @@ IntelEvents intel_events(const CpuidSnapshot& s) {
 }
 
 IntelPmu::IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid)
-    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)), pebs_(layout, cpuid) {
+    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)), pebs_(layout, cpuid, events_) {
     CpuidRegs l23;
     if (cpuid.find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots_per_cycle_ = l23.ecx & 0xFF;
 }

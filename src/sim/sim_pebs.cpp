@@ -43,11 +43,12 @@ u32 pebs_load_latency(unsigned level) {
     return kL1LoadToUse + u32(memory_stall_cycles(served));
 }
 
-PebsUnit::PebsUnit(const PmuLayout& L, const CpuidSnapshot& s) {
+PebsUnit::PebsUnit(const PmuLayout& L, const CpuidSnapshot& s, IntelEvents events) {
     CpuidRegs l1;
     const bool ds = s.find(1, 0, &l1) && ((l1.edx >> 21) & 1);
     const u8 fmt = u8((L.perf_caps >> 8) & 0xF);
     if (!ds || !L.pdcm || L.version < 2 || (fmt != 3 && fmt != 4)) return;
+    if (events == IntelEvents::architectural) return;  // Atom-family and older cores: not modelled
     format_ = fmt;
     adaptive_ = fmt >= 4 && ((L.perf_caps >> 14) & 1);
     version_ = L.version;

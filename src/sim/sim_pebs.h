@@ -10,7 +10,8 @@
 //    info, bit 1 GPRs, others #GP) and MSR_PEBS_LD_LAT_THRESHOLD (3F6H, bits 15:0).
 //    They exist where PEBS does: PERF_CAPABILITIES[11:8] (the record format) is 3 or 4
 //    (Skylake-class and Ice Lake-class records) and CPUID.01H:EDX[21]; IA32_MISC_ENABLE
-//    [12] (PEBS unavailable) is clear there.
+//    [12] (PEBS unavailable) is clear there. Only on the Skylake- and Ice Lake-class big
+//    cores whose events the simulator models (intel_events), not on Atom-family cores.
 //  * The assist: a GP counter whose IA32_PEBS_ENABLE bit is set and that overflows on a
 //    retired instruction (the executor's per-instruction mode; its PERFEVTSEL INT bit is
 //    not needed, pmi_armed() says so) writes one record at the DS area's PEBS index,
@@ -57,7 +58,9 @@ u32 pebs_load_latency(unsigned level);
 class PebsUnit {
 public:
     PebsUnit() = default;
-    PebsUnit(const PmuLayout& L, const CpuidSnapshot& s);
+    // PEBS where the core is a Skylake- or Ice Lake-class big core (intel_events) with
+    // format 3 or 4 and DS.
+    PebsUnit(const PmuLayout& L, const CpuidSnapshot& s, IntelEvents events);
     bool available() const { return format_ != 0; }
     u8 format() const { return format_; }
     bool claims(u32 msr) const;

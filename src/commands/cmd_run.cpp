@@ -85,6 +85,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     Vec<TopdownMethod> methods;  // of each plan (run_metrics.cpp)
     for (EventsForCpus& set : sets) {
         Vec<Box<PmuPlan>> part;
+        PMULAB_TRY(precise_mark(o, set));
         PMULAB_TRY(sample_mark(o, set));
         Status s = plan_pmu_runs(set.probed, set.events, PmuRunOptions(), &part);
         if (s.ok()) s = prepare_metric_plans(o, set, &part);
@@ -93,6 +94,7 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     }
     RunSampling sampling;
     PMULAB_TRY(sample_prepare(o, mp, plans, &sampling));
+    PMULAB_TRY(precise_prepare(o, p.hw(), mp, plans, &sampling));
     StrBuf head;
     for (const Box<PmuPlan>& pl : plans) {
         result_table_fit(o, pl->groups);

@@ -11,6 +11,7 @@
 #include "measure/sampling.h"
 #include "pmu/cbox.h"
 #include "pmu/ibs.h"
+#include "commands/run_precise.h"
 #include "pmu/lbr.h"
 
 namespace pmulab {
@@ -71,6 +72,7 @@ struct RunOptions {
     // first in the event list (run_sample.cpp).
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
+    bool precise = false;       // --precise: the sampled events through PEBS (run_precise.cpp)
     bool lbr = false;           // --lbr (run_lbr.cpp)
     bool cbox_lookups = false;  // --cbox-lookups (run_cbox.cpp)
     // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given
@@ -111,8 +113,18 @@ struct IbsRun {
 struct RunSampling {
     Vec<Box<SampleGroup>> groups;
     Vec<Box<IbsRun>> ibs;  // --sample ibs_op/ibs_fetch: one per sampled group
+    Vec<Box<PreciseRun>> precise;  // --precise: each sampled group's PEBS (run_precise.h)
 };
 Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* out);
+// --precise (run_precise.cpp): without --sample, invalid_argument; else every SampleSpec
+// is precise.
+Status finish_precise(RunOptions* o);
+// Before sample_mark: each CPU's PEBS (pebs_decode) and each sampled event checked against
+// the model's PEBS events (pebs_mark); refusals are Errc::unsupported, nothing run.
+Status precise_mark(const RunOptions& o, EventsForCpus& set);
+// After sample_prepare: each sampled group's PebsSource, DS areas allocated per measuring
+// CPU (MeasurePlatform::alloc_pages), hooks chained.
+Status precise_prepare(const RunOptions& o, Hw& hw, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* s);
 // Whether every event of the plans is sampled (no table of counts then).
 bool samples_only(const RunOptions& o, const Vec<Box<PmuPlan>>& plans);
 // The runs that are sampled, in words (the text output's line when nothing is counted).

@@ -165,6 +165,10 @@ const OptionSpec kRunOptionTable[] = {
              "it is a number, default per event, docs/sampling.md): where in the\n"
              "code the event happens, {\"type\":\"samples\"} records", .section = 1,
      .apply = RUN_DO(accumulate(&R(t).samples_joined, h, ';'))},
+    {.name = "--precise",
+     .help = "sample the --sample events precisely: Intel PEBS records (the eventing\n"
+             "instruction, data addresses, load latencies; docs/sampling.md)", .section = 1,
+     .apply = RUN_SET(o.precise = true)},
     {.name = "--events-file", .metavar = "P", .value = OptValue::path,
      .help = "more events from file P on the boot volume, one spec per line, '#'\n"
              "comments (nanoBench configurations work as they are); after --events", .section = 1,
@@ -294,6 +298,7 @@ namespace {
 // Whether the events come only from --events-file (not the default tsc).
 Status finish_events(RunOptions* o) {
     PMULAB_TRY(finish_samples(o));
+    PMULAB_TRY(finish_precise(o));
     const char* events = o->events_joined.size() ? o->events_joined.c_str() : "tsc";
     o->events_arg = events;
     PMULAB_TRY(split_list("--events", events, &o->events, true));

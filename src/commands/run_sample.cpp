@@ -134,7 +134,7 @@ Status sample_mark(const RunOptions& o, EventsForCpus& set) {
     for (usize i = 0; i < o.samples.size(); ++i) {
         if (o.samples[i].ibs != IbsKind::none) continue;  // not a counter
         Event& e = set.events[i];
-        e.pmi = true;
+        e.pmi = !o.precise;  // --precise: PEBS's buffer threshold interrupts, not the counter (pebs.h)
         // AMD's fixed-like counters cannot interrupt: an event that has a PERF_CTR
         // encoding (instructions: PMCx0C0) is sampled there; APERF/MPERF are refused
         // by pmi_setup.

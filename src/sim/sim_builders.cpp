@@ -362,7 +362,7 @@ SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a
 SimMachine intel_icelake(u32 n) {
     // v5, 8 GP x 48, 4 fixed x 48 (EDX[4:0] = 4), AnyThread deprecated.
     return topdown_part(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604,
-                        kIceLakePerfCaps, n);
+                        kIceLakeClientPerfCaps, n);
 }
 
 SimMachine intel_sapphire_rapids(u32 n) {

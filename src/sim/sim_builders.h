@@ -88,6 +88,9 @@ SimMachine amd_k10(u32 ncpus = 2);
 // Sapphire Rapids (06_8FH, also level 2), Skylake client (06_5EH, v4, 4 GP, fixed 0-2,
 // no PERF_METRICS), and Alder Lake as intel_hybrid() with PERF_METRICS on the P cores.
 inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
+// Ice Lake client's own: PEBS record format 4 ([11:8]) and PEBS baseline ([14], adaptive
+// PEBS, sim_pebs.h) besides the above.
+inline constexpr u64 kIceLakeClientPerfCaps = 0xF4C5;
 SimMachine intel_icelake(u32 ncpus = 2);
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);

@@ -84,7 +84,10 @@
 //    APIC extended LVT entry IBS_CTL names (APM Vol. 2 §16.4.5; lvt_ext(), not masked by
 //    the delivery), the same way.
 //
-// Not modelled: branch prediction (every misprediction event reads 0), TLBs, PEBS,
+//  * PEBS (Skylake-class record format 3, Ice Lake-class format 4 with adaptive groups):
+//    sim_pebs.h; the records go into the executor's guest memory (set_guest).
+//
+// Not modelled: branch prediction (every misprediction event reads 0), TLBs,
 // TSX bits 32/33 of PERFEVTSEL (they
 // #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
 // unit-mask sub-event OR-ing (unit masks match exactly).
@@ -143,6 +146,7 @@ std::string describe(const LogEntry& e);
 std::string diff_state(const PmuState& before, const PmuState& after);
 
 class NetBurstModel;  // sim_netburst.h
+class GuestAccess;    // sim_pebs.h
 
 // Everything needed to build one simulated logical processor.
 struct CpuSpec {
@@ -270,8 +274,12 @@ public:
         op_ = o;
         op_pending_ = true;
     }
-    // Whether the executor must retire instruction by instruction: a PMI can come, the
-    // LBR stack records branches, or IBS counts ops.
+    // The executor's guest memory and registers while it runs code on this CPU (null
+    // otherwise): PEBS writes its records there (sim_pebs.h).
+    void set_guest(GuestAccess* g) { guest_ = g; }
+    GuestAccess* guest() const { return guest_; }
+    // Whether the executor must retire instruction by instruction: a PMI can come (PEBS
+    // included), the LBR stack records branches, or IBS counts ops.
     bool needs_each_instruction() const { return model_->pmi_armed() || lbr_recording() || ibs_.counting(); }
     // A taken branch retired (the executor, before the batch with the branch is retired):
     // the LBR stack records it (sim_lbr.h, when enabled and not frozen) when that batch
@@ -445,6 +453,7 @@ private:
     u64 debugctl_ = 0;   // IA32_DEBUGCTL
     u32 lvt_perf_ = kLvtMasked;
     bool nmi_pending_ = false;
+    GuestAccess* guest_ = nullptr;
     u64 nmis_ = 0, fixed_pmis_ = 0, core_cycles_ = 0;
     bool in_smi_ = false;
     bool in_retire_ = false;  // run() called by retire()

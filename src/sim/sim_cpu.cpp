@@ -74,6 +74,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));
     ibs_ = IbsUnit(spec_.cpuid);
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
+    if (model_->pebs_available()) misc_enable_ &= ~kMiscPebsUnavail;  // sim_pebs.h
     // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
     // ratio of CPUID.15H (EBX/EAX, SDM Vol. 2A) once per crystal tick where an Intel part
     // enumerates it (e.g. 78 for 156/2), by 1 elsewhere; set_ref_clock overrides.

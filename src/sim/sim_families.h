@@ -4,6 +4,7 @@
 #pragma once
 
 #include "sim/sim_internal.h"
+#include "sim/sim_pebs.h"
 #include "sim/sim_topdown.h"
 
 namespace sim {
@@ -54,6 +55,8 @@ protected:
     // The family's other counters (Intel's fixed counters, AMD's IRPerfCount).
     virtual void run_others(u64 cycles, const std::vector<Occurrence>& each) = 0;
     virtual void event_others(u16 event_select, u16 umask, u64 n) = 0;
+    // Counter i overflowed: true when PEBS took it (Intel, sim_pebs.h), else the usual INT.
+    virtual bool pebs_overflow(u32 i) { return (void)i, false; }
 
     // Frozen on a PMI (GLOBAL_STATUS.CTR_FRZ: Intel v4, AMD LbrAndPmcFreeze).
     bool frozen() const { return (global_status_ & kStatusCtrFrz) != 0; }
@@ -75,12 +78,13 @@ protected:
 class IntelPmu final : public GpPmu {
 public:
     IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
-    bool exists(u32 msr) const override { return classify(msr).reg != Reg::none; }
+    bool exists(u32 msr) const override { return classify(msr).reg != Reg::none || pebs_.claims(msr); }
     u8 rdmsr(u32 msr, u64* out) const override;
     u8 wrmsr(u32 msr, u64 value) override;
     bool poke(u32 msr, u64 value) override;
     u8 rdpmc(u32 ecx, u64* out) const override;
     void state(PmuState* out) const override;
+    bool pebs_available() const override { return pebs_.available(); }
     void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) override;
     void retire(SimCpu& cpu, const Retired& r) override;
     EventSource retire_source(u16 event_select, u16 umask) const override;
@@ -124,13 +128,18 @@ private:
     void add_fixed(u32 i, u64 inc);
     bool metrics_counting() const;
     u8 write_perf_metrics(u64 v);
+    bool pebs_overflow(u32 i) override;
+    // MEM_TRANS_RETIRED.LOAD_LATENCY (CDH/01H): the loads above the threshold (sim_pebs.h).
+    void count_load_latency(SimCpu& cpu, const Retired& r);
 
     SimAtom atom_ = SimAtom::none;  // E-core TopDown events (sim_topdown.h)
     IntelEvents events_ = IntelEvents::architectural;
     u64 slots_per_cycle_ = 4;  // TOPDOWN.SLOTS: CPUID.23H.0:ECX[7:0], else 4
     u64 fixed_ctr_[16] = {};
     u64 fixed_ctrl_ = 0;
-    u64 td_[8] = {};  // PERF_METRICS categories (sim_topdown.h)
+    u64 td_[8] = {};              // PERF_METRICS categories (sim_topdown.h)
+    PebsUnit pebs_;               // sim_pebs.h
+    PebsUnit::Context pebs_ctx_;  // the instruction retire() is counting (PEBS records)
 };
 
 // AMD performance counters (APM Vol. 2 §13.2): legacy, PerfCtrExtCore, PerfMonV2, with

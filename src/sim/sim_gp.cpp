@@ -48,6 +48,7 @@ void GpPmu::add_gp(u32 i, u64 inc) {
     bool ovf = inc > mask - old;
     gp_[i].ctr = (old + inc) & mask;
     if (!ovf) return;
+    if (pebs_overflow(i)) return;
     if (has_global()) global_status_ |= bit(i);
     if (gp_[i].ctl & evtsel::INT) raise_pmi();
 }

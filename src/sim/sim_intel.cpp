@@ -22,7 +22,7 @@ IntelEvents intel_events(const CpuidSnapshot& s) {
 }
 
 IntelPmu::IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid)
-    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)) {
+    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)), pebs_(layout, cpuid, events_) {
     CpuidRegs l23;
     if (cpuid.find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots_per_cycle_ = l23.ecx & 0xFF;
 }
@@ -112,6 +112,7 @@ u64 IntelPmu::inuse() const {
 }
 
 u8 IntelPmu::rdmsr(u32 msr, u64* out) const {
+    if (pebs_.claims(msr)) return pebs_.rdmsr(msr, out);
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -154,6 +155,7 @@ u8 IntelPmu::write_counter(Slot s, u32 msr, u64 v) {
 }
 
 u8 IntelPmu::wrmsr(u32 msr, u64 v) {
+    if (pebs_.claims(msr)) return pebs_.wrmsr(msr, v);
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -183,6 +185,7 @@ u8 IntelPmu::wrmsr(u32 msr, u64 v) {
 }
 
 bool IntelPmu::poke(u32 msr, u64 v) {
+    if (pebs_.claims(msr)) return pebs_.wrmsr(msr, v) == 0;
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -231,6 +234,7 @@ void IntelPmu::state(PmuState* st) const {
     }
     if (L.version >= 4) (*st)[reg::GLOBAL_INUSE] = inuse();
     if (L.perf_metrics) (*st)[reg::PERF_METRICS] = perf_metrics_value();
+    pebs_.state(st);
 }
 
 // ---- counting ----
@@ -260,7 +264,7 @@ void IntelPmu::add_fixed(u32 i, u64 inc) {
 }
 
 bool IntelPmu::pmi_armed() const {
-    if (gp_pmi_armed()) return true;
+    if (gp_pmi_armed() || pebs_.armed(layout_.gp_mask)) return true;
     for (u32 i = 0; i < 8; ++i)
         if (layout_.fixed(i) && ((fixed_ctrl_ >> (4 * i)) & 3) && ((fixed_ctrl_ >> (4 * i + 3)) & 1)) return true;
     return false;
@@ -319,6 +323,7 @@ const RetireEvent kIntelEvents[] = {
     {0xC4, 0x08, kBig, kExact, [](const Retired& r) { return r.near_returns; }},       // NEAR_RETURN
     {0xC4, 0x20, kBig, kExact, [](const Retired& r) { return r.near_taken; }},         // NEAR_TAKEN
     {0xC4, 0x40, kBig, kExact, [](const Retired& r) { return r.far; }},                // FAR_BRANCH
+    {0xC0, 0x01, kSkl, kExact, [](const Retired& r) { return r.instructions; }},       // INST_RETIRED.PREC_DIST
     {0xD0, 0x81, kBig, kExact, [](const Retired& r) { return r.loads; }},              // MEM_INST_RETIRED.ALL_LOADS
     {0xD0, 0x82, kBig, kExact, [](const Retired& r) { return r.stores; }},             // ALL_STORES
     {0xD1, 0x01, kBig, kModelled, [](const Retired& r) { return r.load_served[0]; }},  // MEM_LOAD_RETIRED.L1_HIT
@@ -331,7 +336,39 @@ const RetireEvent kIntelEvents[] = {
 
 }  // namespace
 
+// PEBS (sim_pebs.h): the record of the instruction retire() counts, the counter reloaded
+// from the DS area, OvfBuffer and a PMI at the interrupt threshold.
+bool IntelPmu::pebs_overflow(u32 i) {
+    if (!pebs_.enabled(i)) return false;
+    const u64 ctl = gp_[i].ctl;
+    const PebsUnit::Context& c = pebs_ctx_;
+    u64 reset = 0;
+    bool threshold = false;
+    if (pebs_.assist(i, u16(ctl & 0xff), u16((ctl >> 8) & 0xff), c, &reset, &threshold))
+        gp_[i].ctr = reset & width_mask(layout_.gp_width);
+    global_status_ |= bit(i);
+    if (threshold) {
+        global_status_ |= kStatusOvfBuf;
+        raise_pmi();
+    }
+    return true;
+}
+
+void IntelPmu::count_load_latency(SimCpu& cpu, const Retired& r) {
+    if (!pebs_.available()) return;
+    u64 served[4] = {r.load_served[0], r.load_served[1], r.load_served[2], r.load_served[3]};
+    const u64 known = served[0] + served[1] + served[2] + served[3];
+    if (r.loads > known) served[0] += r.loads - known;  // no cache model: L1D hits
+    u64 n = 0;
+    for (unsigned l = 0; l < 4; ++l)
+        if (pebs_load_latency(l) > pebs_.ld_lat_threshold()) n += served[l];
+    if (n) cpu.event(0xCD, 0x01, n);
+}
+
 void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
+    pebs_ctx_.insn = r.last.valid ? &r.last : nullptr;
+    pebs_ctx_.guest = cpu.guest();
+    pebs_ctx_.tsc = cpu.tsc();
     // Core cycles (CPU_CLK_UNHALTED.THREAD_P 3CH/00H, fixed counter 1) come with every
     // cycle of run() and stall(); INST_RETIRED (C0H/00H, fixed counter 0) with the
     // instruction cycles only, one per cycle. TOPDOWN.SLOTS (A4H/01H, fixed counter 3):
@@ -346,9 +383,12 @@ void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
     else cpu.run(r.instructions, {{0xC0, 0x00, 1}, slots});
     // The rest in the core's encodings (all per-level counts 0 with the cache model off).
     count_retired(cpu, r, kIntelEvents, [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
+    count_load_latency(cpu, r);
+    pebs_ctx_ = PebsUnit::Context();
 }
 
 EventSource IntelPmu::retire_source(u16 event, u16 umask) const {
+    if (event == 0xCD && umask == 0x01 && pebs_.available()) return kModelled;  // MEM_TRANS_RETIRED.LOAD_LATENCY
     return retired_source(kIntelEvents, event, umask,
                           [this](const RetireEvent& e) { return (e.where >> u32(events_)) & 1; });
 }

@@ -146,6 +146,7 @@ void Retired::add(const Retired& o) {
     stores += o.stores;
     for (unsigned i = 0; i < 4; ++i) load_served[i] += o.load_served[i];
     stall_cycles += o.stall_cycles;
+    if (o.last.valid) last = o.last;
 }
 
 }  // namespace sim

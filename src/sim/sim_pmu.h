@@ -63,6 +63,15 @@ struct TopdownBudget {
     u64 part(unsigned i) const;  // 0..7 in PERF_METRICS byte order
 };
 
+// The last instruction of a batch (the executor's per-instruction mode: the batch's only
+// one), for PEBS records (sim_pebs.h): its address, the next instruction's, and the linear
+// address of its first load and store, and the level that served the load.
+struct RetiredInsn {
+    u64 rip = 0, next = 0, load_addr = 0, store_addr = 0;
+    unsigned served = 0;
+    bool valid = false, loaded = false, stored = false;
+};
+
 // A batch of retired instructions, as the executor reports them (SimCpu::retire): each
 // PMU family turns it into its own events (docs/sim.md "Events": Intel's architectural and
 // Skylake encodings, AMD's Zen encodings, NetBurst's ESCR events). Every count is of
@@ -84,8 +93,9 @@ struct Retired {
     // Retired loads by the level that served their first access (0: L1, 1: L2, 2: L3,
     // 3: memory); sums to `loads` when the cache model is on, all 0 when it is off.
     u64 load_served[4] = {};
-    u64 stall_cycles = 0;  // cycles beyond one per instruction
-    bool body = false;     // the measured body: the body's TopDown budget applies (sim_topdown.h)
+    u64 stall_cycles = 0;   // cycles beyond one per instruction
+    bool body = false;      // the measured body: the body's TopDown budget applies (sim_topdown.h)
+    RetiredInsn last = {};  // the batch's last instruction (valid: reported by the executor)
     u64 cycles() const { return instructions + stall_cycles; }
     void add(const Retired& o);
 };
@@ -199,6 +209,8 @@ public:
         return (void)event_select, (void)umask, EventSource::not_modelled;
     }
     virtual u64 perf_metrics_value() const { return 0; }
+    // PEBS exists (sim_pebs.h): IA32_MISC_ENABLE[12] (PEBS unavailable) reads 0.
+    virtual bool pebs_available() const { return false; }
     virtual u64 topdown_count(unsigned i) const { return (void)i, 0; }
 
     // ---- the interrupt half (sim_cpu.h "Interrupts") ----

@@ -6,6 +6,7 @@
 #include "x86/lbr_regs.h"
 #include "x86/netburst_regs.h"
 #include "x86/uncore_regs.h"
+#include "x86/pebs_regs.h"
 
 namespace pmulab {
 
@@ -36,6 +37,9 @@ const char* other_name(const TraceNames& n, u32 m) {
         case msr::IA32_DEBUGCTL: return "IA32_DEBUGCTL";
         case msr::MSR_SMI_COUNT: return is_amd_family(n.vendor) ? nullptr : "MSR_SMI_COUNT";
         case msr::IA32_PEBS_ENABLE: return "IA32_PEBS_ENABLE";
+        case regs::pebs::IA32_DS_AREA: return is_amd_family(n.vendor) ? nullptr : "IA32_DS_AREA";
+        case regs::pebs::MSR_PEBS_DATA_CFG: return is_amd_family(n.vendor) ? nullptr : "MSR_PEBS_DATA_CFG";
+        case regs::MSR_PEBS_LD_LAT_THRESHOLD: return is_amd_family(n.vendor) ? nullptr : "MSR_PEBS_LD_LAT_THRESHOLD";
         case msr::IA32_PKRS: return "IA32_PKRS";
         case msr::AMD_PERF_CNTR_GLOBAL_STATUS: return "PerfCntrGlobalStatus";
         case msr::AMD_PERF_CNTR_GLOBAL_CTL: return "PerfCntrGlobalCtl";

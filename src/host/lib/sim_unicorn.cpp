@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "measure/kernel_bodies.h"
+#include "sim/sim_pebs.h"
 #include "sim_unicorn_run.h"
 
 namespace pmulab {
@@ -150,6 +151,21 @@ void UnicornRunner::set_code_hooks(CodeSeen& seen, const Region& r, bool each) {
 
 namespace {
 
+// The CPU's view of the emulator's memory and registers (SimCpu::set_guest; PEBS).
+class UcGuest final : public sim::GuestAccess {
+public:
+    explicit UcGuest(uc_engine* uc) : uc_(uc) {}
+    bool read(u64 addr, void* out, u64 n) override { return uc_mem_read(uc_, addr, out, n) == UC_ERR_OK; }
+    bool write(u64 addr, const void* p, u64 n) override { return uc_mem_write(uc_, addr, p, n) == UC_ERR_OK; }
+    void gprs(u64 out[16], u64* rflags) override {
+        for (int i = 0; i < 16; ++i) out[i] = reg(uc_, kUcGpr[i]);
+        *rflags = reg(uc_, UC_X86_REG_RFLAGS);
+    }
+
+private:
+    uc_engine* uc_;
+};
+
 // The registers of the call `region(frame)` (SysV: RDI = frame), returning to `stop`.
 void enter_region(uc_engine* uc, u8* own, u64 frame, u64 stop) {
     for (int r : kUcGpr) set_reg(uc, r, 0);
@@ -193,6 +209,8 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
     std::memcpy(guest, frame, sizeof *frame);
     enter_region(uc_, own_, addr_of(guest), r.stop);
     run_ = &r;  // the hooks find the run through the runner (their user data)
+    UcGuest guest_view(uc_);
+    cpu.set_guest(&guest_view);
     auto pass = [&](u64 from) {
         uc_err e = uc_emu_start(uc_, from, r.stop, 0, 0);
         r.settle_block(r.stop);
@@ -219,6 +237,7 @@ void UnicornRunner::execute(const Region& region, RegionFrame* frame, sim::SimCp
         r.faulted = first, r.vector = saved.vector, r.rip = saved.rip, r.error = saved.error, r.cr2 = saved.cr2;
     }
     run_ = nullptr;
+    cpu.set_guest(nullptr);
     executed_ += r.steps;
     seconds_ += std::chrono::duration<double>(Clock::now() - t0).count();
     std::memcpy(frame, guest, sizeof *frame);

@@ -71,7 +71,7 @@ void UnicornRunner::Run::flush() {
     if (cache) batch.stall_cycles = sim::memory_stall_cycles(batch.load_served);
     cpu->retire(batch);
     bool body = batch.body;
-    batch = sim::Retired();
+    batch = sim::Retired();  // (last: the next batch's own)
     batch.body = body;
 }
 
@@ -85,6 +85,9 @@ void UnicornRunner::Run::retire(u64 next) {
     if (cur.loaded) count_load(cur.served);
     b.stores += cur.stored;
     if (each) report_op();
+    const unsigned level = cur.served >= memory_level || cur.served > 3 ? 3 : cur.served;  // as count_load
+    b.last = sim::RetiredInsn{cur.addr,          next, cur.load_addr, cur.store_addr,
+                              cache ? level : 0, true, cur.loaded,    cur.stored};
     if (x86insn::is_branch(cur.kind)) {
         bool taken = next != cur.addr + cur.size;
         count_branch(cur.kind, taken);
@@ -372,6 +375,8 @@ void hook_mem(uc_engine*, uc_mem_type type, u64 addr, int size, i64, void* user)
     } else if (!in_block) {
         first_load = !write && !r.cur.loaded;
         if (!r.cur.loaded && !r.cur.stored) r.cur.data_addr = addr;  // its first access (IBS)
+        if (write && !r.cur.stored) r.cur.store_addr = addr;
+        if (first_load) r.cur.load_addr = addr;
         (write ? r.cur.stored : r.cur.loaded) = true;
     }
     unsigned level = 0;

@@ -74,9 +74,10 @@ struct UnicornRunner::Run {
         u32 size = 0;
         Kind kind = Kind::plain;
         bool valid = false, loaded = false, stored = false;
-        bool redirected = false;  // serviced and skipped: its translation block ended there
-        unsigned served = 0;      // the level that served its first load
-        u64 data_addr = 0;        // its first memory access (load or store)
+        bool redirected = false;            // serviced and skipped: its translation block ended there
+        unsigned served = 0;                // the level that served its first load
+        u64 data_addr = 0;                  // its first memory access (load or store; IBS)
+        u64 load_addr = 0, store_addr = 0;  // its first load's and store's linear address (PEBS)
     } cur;
     // Fast mode (CodeSeen::fast): the body's decoded instructions, and the part of a
     // translation block in the body that is pending (retired when the next block or a

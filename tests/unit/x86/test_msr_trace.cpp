@@ -79,7 +79,7 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS MSR names
+    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS and PEBS MSR names
     EXPECT_EQ(h, 0xBEEF987988521610ull);
 }
 

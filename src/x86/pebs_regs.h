@@ -1,0 +1,92 @@
+// Processor event-based sampling (PEBS): its MSRs, the 64-bit DS save area and the PEBS
+// record formats 0-5 (docs/sampling.md "Precise sampling (PEBS)").
+//   SDM Vol. 3B §20.6.2.1  the DS save area (IA32_DS_AREA, 600H) and its PEBS fields
+//   SDM Vol. 3B §20.6.2.2  PEBS record formats (IA32_PERF_CAPABILITIES[11:8])
+//   SDM Vol. 3B §20.3.1.1  load latency (MSR_PEBS_LD_LAT_THRESHOLD, 3F6H), Nehalem on
+//   SDM Vol. 3B §20.9      adaptive PEBS (Ice Lake on: MSR_PEBS_DATA_CFG, 3F2H, groups)
+#pragma once
+
+#include "base/bits.h"
+
+namespace pmulab::regs::pebs {
+
+inline constexpr u32 IA32_DS_AREA = 0x600;
+inline constexpr u32 MSR_PEBS_DATA_CFG = 0x3F2;
+// (IA32_PEBS_ENABLE: msr::IA32_PEBS_ENABLE; MSR_PEBS_LD_LAT_THRESHOLD: intel_regs.h.)
+
+// IA32_PEBS_ENABLE (3F1H): bit i enables PEBS on IA32_PMCi; before perfmon v5 bits 32+i
+// (i < 4) are LL_EN_PMCi, load latency on that counter (SDM Vol. 3B §20.3.1.1.2); from
+// v5 (adaptive PEBS) bits 32+i enable fixed counter i instead.
+class PebsEnable : public RegValue<PebsEnable> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(PebsEnable, pmc_bits, 31, 0)
+    PMULAB_REG_FIELD(PebsEnable, ll_bits, 35, 32)  // before v5
+    constexpr PebsEnable& set_pmc(unsigned i) { return i < 32 ? set_bit(i, true) : *this; }
+    constexpr PebsEnable& set_ll(unsigned i) { return i < 4 ? set_bit(32 + i, true) : *this; }
+};
+static_assert(PebsEnable().set_pmc(1).set_ll(1).raw() == 0x0000000200000002ull);
+
+// MSR_PEBS_DATA_CFG (3F2H), adaptive PEBS: the groups after the basic group.
+class PebsDataCfg : public RegValue<PebsDataCfg> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FLAG(PebsDataCfg, mem_info, 0)
+    PMULAB_REG_FLAG(PebsDataCfg, gprs, 1)
+    PMULAB_REG_FLAG(PebsDataCfg, xmms, 2)
+    PMULAB_REG_FLAG(PebsDataCfg, lbrs, 3)
+    PMULAB_REG_FIELD(PebsDataCfg, lbr_entries, 31, 24)  // entries - 1
+};
+static_assert(PebsDataCfg().set_mem_info().set_gprs().raw() == 3);
+
+// MSR_PEBS_LD_LAT_THRESHOLD (3F6H): loads slower than this many core cycles count.
+class LdLatThreshold : public RegValue<LdLatThreshold> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(LdLatThreshold, threshold, 15, 0)
+};
+
+// The 64-bit DS save area (SDM Vol. 3B Figure "IA-32e Mode DS Save Area"): BTS's four
+// quadwords, PEBS's four, then the reset value of IA32_PMCi at 40H + 8i. pmulab fills it
+// in memory it owns, per CPU.
+struct DsArea {
+    u64 bts_base, bts_index, bts_max, bts_threshold;
+    u64 pebs_base, pebs_index, pebs_max, pebs_threshold;
+    u64 pebs_reset[8];  // IA32_PMC0..7; fixed counters' at 80H (not used by pmulab)
+    u64 fixed_reset[8];
+};
+static_assert(sizeof(DsArea) == 0xC0 && __builtin_offsetof(DsArea, pebs_index) == 0x28 &&
+              __builtin_offsetof(DsArea, pebs_threshold) == 0x38 && __builtin_offsetof(DsArea, pebs_reset) == 0x40);
+
+// The record formats (IA32_PERF_CAPABILITIES[11:8]) and their fixed layouts; 4 and 5 are
+// adaptive (a basic group and the groups MSR_PEBS_DATA_CFG chose; the record says its size).
+//   0  Core (Merom): RFLAGS, the IP after the instruction, 16 GPRs               90H bytes
+//   1  Nehalem .. Ivy Bridge: + applicable counters (status), data linear address,
+//      data source, load latency                                                 B0H
+//   2  Haswell, Broadwell: + the eventing IP, TSX info                           C0H
+//   3  Skylake .. Comet Lake: + the TSC                                          C8H
+//   4  Ice Lake on: adaptive (basic group 20H, memory info 20H, GPRs 90H, ...)
+//   5  Sapphire Rapids / Alder Lake on: as 4, counters 0-31 and fixed 0-15 applicable
+inline constexpr u64 kRecordSize[4] = {0x90, 0xB0, 0xC0, 0xC8};
+// Fixed-layout records (formats 0-3): offsets.
+inline constexpr u64 kRecFlags = 0x0, kRecIp = 0x8, kRecGprs = 0x10, kRecStatus = 0x90, kRecDla = 0x98;
+inline constexpr u64 kRecDse = 0xA0, kRecLat = 0xA8, kRecEventingIp = 0xB0, kRecTsx = 0xB8, kRecTsc = 0xC0;
+// Adaptive records (formats 4-5): the basic group, then the memory-info group when chosen.
+inline constexpr u64 kBasicFormatSize = 0x0, kBasicIp = 0x8, kBasicApplicable = 0x10, kBasicTsc = 0x18;
+inline constexpr u64 kBasicBytes = 0x20, kMemBytes = 0x20, kGprBytes = 0x90;
+inline constexpr u64 kMemAddress = 0x0, kMemAux = 0x8, kMemLatency = 0x10;
+// The basic group's first quadword: [31:0] the groups present, [63:48] the record's size.
+class BasicFormat : public RegValue<BasicFormat> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(BasicFormat, groups, 31, 0)
+    PMULAB_REG_FIELD(BasicFormat, size, 63, 48)
+};
+static_assert(BasicFormat::size_field::mask == 0xFFFF000000000000ull);
+
+// The eventing instruction is in the record from format 2 on; formats 0-1 give only the
+// IP after the instruction that triggered the assist (off by one instruction).
+constexpr bool has_eventing_ip(unsigned format) { return format >= 2; }
+constexpr bool adaptive(unsigned format) { return format >= 4; }
+
+}  // namespace pmulab::regs::pebs

@@ -10,6 +10,7 @@
 #include "measure/pmu_plan.h"
 #include "measure/sampling.h"
 #include "pmu/lbr.h"
+#include "x86/rapl.h"
 
 namespace pmulab {
 
@@ -68,6 +69,11 @@ struct RunOptions {
     bool cycle_by_cycle = false;
     bool end_to_end = false;
     bool unroll_given = false;
+    // --events energy-pkg,... (run_energy.cpp): the RAPL domains, taken out of `events`
+    // (the rest stay there and in events_rest); --loop given (energy: no automatic loop).
+    Vec<RaplDomain> energy;
+    StrBuf events_rest;
+    bool loop_given = false;
 };
 
 // ---- sampling (run_sample.cpp, measure/sampling.h) ----
@@ -181,6 +187,30 @@ void put_size_suffix(StrBuf& b, u64 bytes);
 Vec<u8>& user_block(UserCode& u, unsigned i);
 // *to becomes a copy of `from`.
 void copy_block(const Vec<u8>& from, Vec<u8>* to);
+
+// ---- energy (RAPL) events (run_energy.cpp; docs/measure.md "Energy (RAPL)") ----
+// Takes energy-pkg, energy-cores/energy-core, energy-gpu, energy-dram/energy-ram and
+// energy-psys out of o->events into o->energy. Errors (invalid_argument): a domain twice.
+Status energy_split(RunOptions* o);
+// One measuring CPU per package (the first selected CPU of each), with what was checked
+// there before anything runs: the domains, their units, the counters' update interval.
+struct EnergyPackage {
+    u32 cpu = 0, package = 0;
+    u64 apic_id = 0;
+    Vec<u32> others;  // the package's other selected CPUs (not measured: energy is per package)
+    RaplSupport support;
+    u8 esu[kRaplDomains] = {};
+    u64 interval_ticks = 0;  // TSC ticks between two updates of the package counter
+};
+struct EnergyRun {
+    Vec<EnergyPackage> packages;
+};
+// Checks every requested domain on every package's measuring CPU: Errc::unsupported with
+// the domain and the CPU where one is absent, RAPL reads 0 (QEMU TCG) or never moves.
+Status energy_prepare(Out& out, const RunOptions& o, EnergyRun* run);
+// Measures joules per iteration of every benchmark on every package (o.cfg's benches,
+// loop, reps and warm-up are changed while it runs and restored).
+Status energy_measure(Out& out, RunOptions& o, EnergyRun& run);
 
 // `run --cycle-by-cycle` (run_cbc.cpp): o.cfg.cpus expanded by the caller.
 Status run_cycle_by_cycle(Out& out, RunOptions& o, MeasurePlatform& mp);

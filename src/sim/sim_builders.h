@@ -89,6 +89,7 @@ SimMachine amd_k10(u32 ncpus = 2);
 // no PERF_METRICS), and Alder Lake as intel_hybrid() with PERF_METRICS on the P cores.
 inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
 SimMachine intel_icelake(u32 ncpus = 2);
+SimMachine intel_icelake_server(u32 ncpus = 2);  // 06_6AH (Ice Lake-SP), as the client's PMU
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);
 SimMachine intel_alder_lake();

@@ -71,6 +71,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     PmuLayout layout = derive_layout(spec_.cpuid, spec_.perf_capabilities, spec_.pmu);
     model_ = make_pmu_model(index, spec_, layout);
     lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));
+    rapl_ = SimRapl(spec_.cpuid, spec_.unknown == UnknownMsr::read_zero);
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
     // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
     // ratio of CPUID.15H (EBX/EAX, SDM Vol. 2A) once per crystal tick where an Intel part
@@ -147,6 +148,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
+    if (rapl_.claims(m)) return Reg::rapl;
     // APERF/MPERF: Intel CPUID.06H:ECX[0]; AMD EffFreq, with the read-only aliases.
     if ((L.efffreq || L.amd_efffreq) && m == reg::APERF) return Reg::aperf;
     if ((L.efffreq || L.amd_efffreq) && m == reg::MPERF) return Reg::mperf;
@@ -175,6 +177,7 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
         case Reg::mperf:
         case Reg::mperf_ro: return mperf_;
         case Reg::extra: return extra_.at(msr).value;
+        case Reg::rapl: return rapl_.read(msr, tsc_);
         case Reg::lbr: {
             u64 v = 0;
             lbr_.rdmsr(msr, &v);
@@ -220,6 +223,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::smi_count:
         case Reg::aperf_ro:
         case Reg::mperf_ro:  // read-only
+        case Reg::rapl:      // POWER_UNIT and the energy status counters: read-only
         case Reg::none: break;
     }
     return kVectorGP;
@@ -240,6 +244,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::perf_caps: set_perf_capabilities(v); return true;
         case Reg::extra: extra_.at(msr).value = v; return true;
         case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
+        case Reg::rapl: rapl_.preset(msr, v, tsc_); return true;
         case Reg::bios_sign:
         case Reg::none: break;
     }

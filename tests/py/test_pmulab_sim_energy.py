@@ -44,7 +44,7 @@ def test_skylake_dump_package_energy_in_records_table_and_csv():
         with open(os.path.join(d, "0001-run.csv"), newline="") as f:
             (row,) = list(csv.DictReader(f))
         assert row["event"] == "energy-pkg" and row["unit"] == "J / iteration", row
-        assert row["per_iteration"] == rec["per_iteration"] and row["energy_domain"] == "pkg", row
+        assert float(row["per_iteration"]) == rec["per_iteration"] and row["energy_domain"] == "pkg", row
     r = _sim("--dump", dump, "--cpus", "0", "--", *RUN, "--events", "energy-pkg")
     assert r.rc == 0, r
     assert "pmulab run: energy of package 0 measured on CPU 0; the counters update every" in r.out, r

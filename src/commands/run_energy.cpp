@@ -355,10 +355,15 @@ Status measure_package(Out& out, RunOptions& o, MeasurePlatform& mp, const Energ
         put_cpu_list(head, pk.others);
         head.put(" too, not measured separately)");
     }
-    head.printf("; the counters update every %llu TSC ticks (measured); loop %llu %s, so that the long - short "
-                "difference spans at least %llu updates\n",
-                (unsigned long long)pk.interval_ticks, (unsigned long long)o.cfg.loop,
-                o.loop_given ? "(--loop)" : "(chosen)", (unsigned long long)kMinUpdates);
+    head.printf("; the counters update every %llu TSC ticks (measured); loop %llu ",
+                (unsigned long long)pk.interval_ticks, (unsigned long long)o.cfg.loop);
+    if (o.loop_given)
+        head.printf("(--loop: a difference under %llu updates or %llu units of a counter is too short)\n",
+                    (unsigned long long)kMinUpdates, (unsigned long long)kMinUnits);
+    else
+        head.printf(
+            "(chosen: the long - short difference spans at least %llu updates and %llu units of each counter)\n",
+            (unsigned long long)kMinUpdates, (unsigned long long)kMinUnits);
     result_table_fit(o, g.groups);
     result_table_header(o, &head);
     out.text_buf(head);

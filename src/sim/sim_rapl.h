@@ -4,7 +4,7 @@
 // PKG_ENERGY_STAT), independently of pmulab's src/x86/rapl*.
 //
 // The energy model: each domain consumes a fixed energy per retired instruction and per
-// TSC tick (one table, kRaplModels in sim_rapl.cpp, one row per class of models).
+// TSC tick (sim_rapl.cpp: one SimRaplClass per class of models, kIntelRows maps models).
 // Energy between two moments is therefore
 //     E = pJ_per_instruction x instructions + pJ_per_tick x TSC ticks.
 // The status counters update once per interval of 1 ms of simulated time at the CPU's

@@ -10,7 +10,7 @@ from pmulab.client import Agent
 from pmulab_test import data_path, run_tool
 
 # The model's energy of add_indep (8 instructions, 8 TSC ticks per iteration), in pJ:
-# pJ per instruction x 8 + pJ per tick x 8 (kRaplModels in sim_rapl.cpp).
+# pJ per instruction x 8 + pJ per tick x 8 (the SimRaplClass rows in sim_rapl.cpp).
 SKYLAKE_PKG_PJ = 8 * 300 + 8 * 3000
 ZEN_CORE_PJ = 8 * 250 + 8 * 1500
 RUN = ("run", "--bench", "add_indep", "--reps", "3", "--warmup", "1")

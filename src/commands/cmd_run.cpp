@@ -15,12 +15,7 @@ public:
     void result(const MeasureConfig&, const MeasureResult& r) override {
         if (sampling_ && sample_result(*sampling_, out_, o_, r)) return;
         if (metrics_) metrics_->add(o_, r);
-        Value line;
-        result_json(o_, r, &line);
-        out_.record(line);
-        StrBuf row;
-        result_table_row(o_, r, &row);
-        out_.text_buf(row);
+        emit_result(out_, o_, r);
         if (lbr_) emit_run_lbr(out_, *lbr_, r);
     }
     void set_lbr(const LbrRun* l) { lbr_ = l; }

@@ -221,6 +221,8 @@ Status parse_run_options(Args& args, RunOptions* out);
 
 // One result as a JSON line ({"type":"result",...}, newline-terminated).
 void result_json(const RunOptions& o, const MeasureResult& r, Value* rec);
+// Its record and its row of the text table, to `out`.
+void emit_result(Out& out, const RunOptions& o, const MeasureResult& r);
 // The human table: result_table_fit for every set of groups that will be measured (the
 // columns widen to the longest benchmark, event and counter names), the header once,
 // then one row per result. Columns: the per-iteration value (the chosen aggregate), the

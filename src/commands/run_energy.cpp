@@ -324,12 +324,7 @@ public:
         rd.energy = &e;
         MeasureResult shown = r;
         shown.read = &rd;
-        Value line;
-        result_json(o_, shown, &line);
-        out_.record(line);
-        StrBuf row;
-        result_table_row(o_, shown, &row);
-        out_.text_buf(row);
+        emit_result(out_, o_, shown);
     }
     void failure(const Error& e) override { out_.error(e); }
     void skipped(const Error& e) override { out_.warn("%s (skipped)", e.msg); }

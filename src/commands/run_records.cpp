@@ -234,6 +234,15 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     w.end_object();
 }
 
+void emit_result(Out& out, const RunOptions& o, const MeasureResult& r) {
+    Value line;
+    result_json(o, r, &line);
+    out.record(line);
+    StrBuf row;
+    result_table_row(o, r, &row);
+    out.text_buf(row);
+}
+
 void result_table_fit(RunOptions& o, const Vec<ReadGroup>& groups) {
     auto widen = [](u32* w, const char* name) {
         u32 n = len_of(name);

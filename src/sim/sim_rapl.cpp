@@ -9,49 +9,25 @@ namespace {
 
 // Energy units: POWER_UNIT 0x000A0E03 is ESU 14 (61 uJ, Skylake-class parts), 0x000A1003
 // ESU 16 (15.3 uJ, Sandy Bridge and AMD Zen). Server parts count DRAM in 2^-16 J whatever
-// the POWER_UNIT says, Sapphire Rapids PSYS in 1 J. Energy: pJ per retired instruction and
-// per TSC tick (the static part), per domain in the order pkg, pp0/core, pp1, dram, psys.
-constexpr SimRaplClass kSnbClient{
-    "sandy bridge client",
-    RAPL_POWER_UNIT,
-    0x000A1003,
-    {{PKG_ENERGY_STATUS, 16, 250, 4000}, {PP0_ENERGY_STATUS, 16, 150, 2000}, {PP1_ENERGY_STATUS, 16, 0, 300}, {}, {}}};
-constexpr SimRaplClass kSklClient{"skylake client",
-                                  RAPL_POWER_UNIT,
-                                  0x000A0E03,
-                                  {{PKG_ENERGY_STATUS, 14, 300, 3000},
-                                   {PP0_ENERGY_STATUS, 14, 200, 1500},
-                                   {PP1_ENERGY_STATUS, 14, 0, 100},
-                                   {DRAM_ENERGY_STATUS, 14, 20, 300},
-                                   {PLATFORM_ENERGY_STATUS, 14, 400, 6000}}};
-constexpr SimRaplClass kGoldmont{"goldmont",
-                                 RAPL_POWER_UNIT,
-                                 0x000A0E03,
-                                 {{PKG_ENERGY_STATUS, 14, 150, 800},
-                                  {PP0_ENERGY_STATUS, 14, 100, 400},
-                                  {PP1_ENERGY_STATUS, 14, 0, 50},
-                                  {DRAM_ENERGY_STATUS, 14, 10, 100},
-                                  {}}};
-constexpr SimRaplClass kServer{"skylake/ice lake server",
-                               RAPL_POWER_UNIT,
-                               0x000A0E03,
-                               {{PKG_ENERGY_STATUS, 14, 400, 20000},
-                                {PP0_ENERGY_STATUS, 14, 250, 10000},
-                                {},
-                                {DRAM_ENERGY_STATUS, 16, 50, 3000},
-                                {}}};
-constexpr SimRaplClass kSpr{"sapphire rapids",
-                            RAPL_POWER_UNIT,
-                            0x000A0E03,
-                            {{PKG_ENERGY_STATUS, 14, 450, 25000},
-                             {PP0_ENERGY_STATUS, 14, 300, 12000},
-                             {},
-                             {DRAM_ENERGY_STATUS, 16, 60, 3500},
-                             {PLATFORM_ENERGY_STATUS, 0, 0, 40000}}};
-constexpr SimRaplClass kZen{"amd zen",
-                            AMD_RAPL_PWR_UNIT,
-                            0x000A1003,
-                            {{AMD_PKG_ENERGY_STAT, 16, 350, 8000}, {AMD_CORE_ENERGY_STAT, 16, 250, 1500}, {}, {}, {}}};
+// the POWER_UNIT says, Sapphire Rapids PSYS in 1 J. One class a row; per domain (pkg,
+// pp0/core, pp1, dram, psys): MSR, ESU, pJ per retired instruction, pJ per TSC tick (the
+// static part).
+constexpr u32 PKG = PKG_ENERGY_STATUS, PP0 = PP0_ENERGY_STATUS, PP1 = PP1_ENERGY_STATUS;
+constexpr u32 DRAM = DRAM_ENERGY_STATUS, PSYS = PLATFORM_ENERGY_STATUS;
+// clang-format off
+constexpr SimRaplClass kSnbClient{"sandy bridge client", RAPL_POWER_UNIT, 0x000A1003,
+    {{PKG, 16, 250, 4000},  {PP0, 16, 150, 2000},  {PP1, 16, 0, 300}, {},                   {}}};
+constexpr SimRaplClass kSklClient{"skylake client", RAPL_POWER_UNIT, 0x000A0E03,
+    {{PKG, 14, 300, 3000},  {PP0, 14, 200, 1500},  {PP1, 14, 0, 100}, {DRAM, 14, 20, 300},  {PSYS, 14, 400, 6000}}};
+constexpr SimRaplClass kGoldmont{"goldmont", RAPL_POWER_UNIT, 0x000A0E03,
+    {{PKG, 14, 150, 800},   {PP0, 14, 100, 400},   {PP1, 14, 0, 50},  {DRAM, 14, 10, 100},  {}}};
+constexpr SimRaplClass kServer{"skylake/ice lake server", RAPL_POWER_UNIT, 0x000A0E03,
+    {{PKG, 14, 400, 20000}, {PP0, 14, 250, 10000}, {},                {DRAM, 16, 50, 3000}, {}}};
+constexpr SimRaplClass kSpr{"sapphire rapids", RAPL_POWER_UNIT, 0x000A0E03,
+    {{PKG, 14, 450, 25000}, {PP0, 14, 300, 12000}, {},                {DRAM, 16, 60, 3500}, {PSYS, 0, 0, 40000}}};
+constexpr SimRaplClass kZen{"amd zen", AMD_RAPL_PWR_UNIT, 0x000A1003,
+    {{AMD_PKG_ENERGY_STAT, 16, 350, 8000}, {AMD_CORE_ENERGY_STAT, 16, 250, 1500}, {}, {}, {}}};
+// clang-format on
 
 struct IntelRow {
     const SimRaplClass* cls;

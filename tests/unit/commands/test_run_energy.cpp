@@ -53,15 +53,20 @@ void expect_model_value(const SimCpu& c, const pmutest::Json& r, unsigned domain
 
 const char kRun[] = "--json run --bench add_indep --reps 3 --warmup 1 --events ";
 
+// The result records of `run ... --events EVENTS` on `m` (exit status 0).
+std::vector<pmutest::Json> energy_results(SimMachine& m, const char* events) {
+    SimPlatform p(m);
+    Cmd c = run_line(p, std::string(kRun) + events);
+    EXPECT_EQ(c.status, 0) << c.out;
+    return simm::results(c);
+}
+
 }  // namespace
 
 TEST(RunEnergy, SkylakeClientJoulesPerIterationFromTheModel) {
     SimMachine m = ticking(intel_skylake(2));
-    SimPlatform p(m);
-    Cmd c = run_line(p, std::string(kRun) + "energy-pkg,energy-cores,energy-dram,energy-psys");
-    ASSERT_EQ(c.status, 0) << c.out;
-    std::vector<pmutest::Json> rs = simm::results(c);
-    ASSERT_EQ(rs.size(), 4u) << c.out;
+    std::vector<pmutest::Json> rs = energy_results(m, "energy-pkg,energy-cores,energy-dram,energy-psys");
+    ASSERT_EQ(rs.size(), 4u);
     const char* names[] = {"energy-pkg", "energy-cores", "energy-dram", "energy-psys"};
     const unsigned domains[] = {0, 1, 3, 4};
     for (unsigned i = 0; i < 4; ++i) {
@@ -76,20 +81,16 @@ TEST(RunEnergy, SkylakeClientJoulesPerIterationFromTheModel) {
 
 TEST(RunEnergy, SandyBridgeClientGpu) {
     SimMachine m = ticking(intel_v3(1));  // 06_2AH: 2^-16 J units
-    SimPlatform p(m);
-    Cmd c = run_line(p, std::string(kRun) + "energy-gpu");
-    ASSERT_EQ(c.status, 0) << c.out;
-    const pmutest::Json r = simm::results(c).at(0);
+    std::vector<pmutest::Json> rs = energy_results(m, "energy-gpu");
+    ASSERT_EQ(rs.size(), 1u);
+    const pmutest::Json& r = rs[0];
     EXPECT_EQ(r["energy_msr"].s(), "0x641");
     expect_model_value(m.cpu(0), r, 2, 16);
 }
 
 TEST(RunEnergy, IceLakeServerDramCountsInItsFixedUnit) {
     SimMachine m = ticking(with_tsc_leaf15(intel_icelake_server(1), {2, 160, 25000000, 0}));
-    SimPlatform p(m);
-    Cmd c = run_line(p, std::string(kRun) + "energy-dram,energy-pkg");
-    ASSERT_EQ(c.status, 0) << c.out;
-    std::vector<pmutest::Json> rs = simm::results(c);
+    std::vector<pmutest::Json> rs = energy_results(m, "energy-dram,energy-pkg");
     ASSERT_EQ(rs.size(), 2u);
     expect_model_value(m.cpu(0), rs[0], 3, 16);  // 2^-16 J, not the POWER_UNIT's 2^-14
     expect_model_value(m.cpu(0), rs[1], 0, 14);
@@ -97,11 +98,8 @@ TEST(RunEnergy, IceLakeServerDramCountsInItsFixedUnit) {
 
 TEST(RunEnergy, Zen4PackageAndCoreWithOtherEvents) {
     SimMachine m = ticking(amd_zen4(1));
-    SimPlatform p(m);
-    Cmd c = run_line(p, std::string(kRun) + "instructions,energy-pkg,energy-core");
-    ASSERT_EQ(c.status, 0) << c.out;
-    std::vector<pmutest::Json> rs = simm::results(c);
-    ASSERT_EQ(rs.size(), 3u) << c.out;
+    std::vector<pmutest::Json> rs = energy_results(m, "instructions,energy-pkg,energy-core");
+    ASSERT_EQ(rs.size(), 3u);
     EXPECT_EQ(rs[0]["event"].s(), "instructions");
     EXPECT_EQ(rs[0]["per_iteration"].s(), "8.00");
     expect_model_value(m.cpu(0), rs[1], 0, 16);

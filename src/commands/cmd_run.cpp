@@ -15,12 +15,7 @@ public:
     void result(const MeasureConfig&, const MeasureResult& r) override {
         if (sampling_ && sample_result(*sampling_, out_, o_, r)) return;
         if (metrics_) metrics_->add(o_, r);
-        Value line;
-        result_json(o_, r, &line);
-        out_.record(line);
-        StrBuf row;
-        result_table_row(o_, r, &row);
-        out_.text_buf(row);
+        emit_result(out_, o_, r);
         if (lbr_) emit_run_lbr(out_, *lbr_, r);
         if (cbox_) emit_run_cbox(out_, *cbox_, r);
     }
@@ -160,23 +155,8 @@ Status run_with_pmu(Out& out, RunOptions& o, MeasurePlatform& mp) {
     return ok_status();
 }
 
-}  // namespace
-
-Status cmd_run(Out& out, Args& args) {
-    RunOptions o;
-    PMULAB_TRY(parse_run_options(args, &o));
-    o.tsc_hz = out.platform().tsc_frequency().hz;
-    if (o.has_user) PMULAB_TRY(load_user_code(out, o));
-    // R14's area against the memory map before anything runs (docs/cache.md).
-    if (o.has_user && out.platform().measure()) PMULAB_TRY(check_r14_area(*out.platform().measure(), o.cfg));
-    if (o.cfg.prefetchers_off) PMULAB_TRY(choose_prefetch_control(out.platform().hw(), &o.cfg));
-    if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
-    if (o.cycle_by_cycle) {
-        MeasurePlatform* mp = out.platform().measure();
-        if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
-        PMULAB_TRY(expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus));
-        return run_cycle_by_cycle(out, o, *mp);
-    }
+// The counts of --events (all but the energy events): PMU events or the TSC.
+Status run_counts(Out& out, RunOptions& o) {
     if (needs_pmu(o)) {
         MeasurePlatform* mp = out.platform().measure();
         if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
@@ -209,6 +189,31 @@ Status cmd_run(Out& out, Args& args) {
     out.fail(measure_run(p.hw(), *mp, o.cfg, groups, sink));
     out.simulated_mark();
     return ok_status();
+}
+
+}  // namespace
+
+Status cmd_run(Out& out, Args& args) {
+    RunOptions o;
+    PMULAB_TRY(parse_run_options(args, &o));
+    o.tsc_hz = out.platform().tsc_frequency().hz;
+    if (o.has_user) PMULAB_TRY(load_user_code(out, o));
+    // R14's area against the memory map before anything runs (docs/cache.md).
+    if (o.has_user && out.platform().measure()) PMULAB_TRY(check_r14_area(*out.platform().measure(), o.cfg));
+    if (o.cfg.prefetchers_off) PMULAB_TRY(choose_prefetch_control(out.platform().hw(), &o.cfg));
+    if (wants_metrics(o)) PMULAB_TRY(load_run_metrics(out, o));
+    // Energy events: every domain checked on every package before anything runs.
+    EnergyRun energy;
+    if (!o.energy.empty()) PMULAB_TRY(energy_prepare(out, o, &energy));
+    if (o.cycle_by_cycle) {
+        MeasurePlatform* mp = out.platform().measure();
+        if (!mp) return Error::make(Errc::unsupported, "run: this platform cannot execute generated code");
+        PMULAB_TRY(expand_cpu_selection(out.platform().hw(), o.cpu, &o.cfg.cpus));
+        return run_cycle_by_cycle(out, o, *mp);
+    }
+    if (o.energy.empty()) return run_counts(out, o);
+    if (!o.events.empty() || needs_pmu(o)) PMULAB_TRY(run_counts(out, o));
+    return energy_measure(out, o, energy);
 }
 
 }  // namespace pmulab

@@ -13,6 +13,7 @@
 #include "pmu/ibs.h"
 #include "commands/run_precise.h"
 #include "pmu/lbr.h"
+#include "x86/rapl.h"
 
 namespace pmulab {
 
@@ -80,6 +81,11 @@ struct RunOptions {
     bool cycle_by_cycle = false;
     bool end_to_end = false;
     bool unroll_given = false;
+    // --events energy-pkg,... (run_energy.cpp): the RAPL domains, taken out of `events`
+    // (the rest stay there and in events_rest); --loop given (energy: no automatic loop).
+    Vec<RaplDomain> energy;
+    StrBuf events_rest;
+    bool loop_given = false;
 };
 
 // ---- sampling (run_sample.cpp, measure/sampling.h) ----
@@ -258,6 +264,30 @@ Vec<u8>& user_block(UserCode& u, unsigned i);
 // *to becomes a copy of `from`.
 void copy_block(const Vec<u8>& from, Vec<u8>* to);
 
+// ---- energy (RAPL) events (run_energy.cpp; docs/measure.md "Energy (RAPL)") ----
+// Takes energy-pkg, energy-cores/energy-core, energy-gpu, energy-dram/energy-ram and
+// energy-psys out of o->events into o->energy. Errors (invalid_argument): a domain twice.
+Status energy_split(RunOptions* o);
+// One measuring CPU per package (the first selected CPU of each), with what was checked
+// there before anything runs: the domains, their units, the counters' update interval.
+struct EnergyPackage {
+    u32 cpu = 0, package = 0;
+    u64 apic_id = 0;
+    Vec<u32> others;  // the package's other selected CPUs (not measured: energy is per package)
+    RaplSupport support;
+    u8 esu[kRaplDomains] = {};
+    u64 interval_ticks = 0;  // TSC ticks between two updates of the package counter
+};
+struct EnergyRun {
+    Vec<EnergyPackage> packages;
+};
+// Checks every requested domain on every package's measuring CPU: Errc::unsupported with
+// the domain and the CPU where one is absent, RAPL reads 0 (QEMU TCG) or never moves.
+Status energy_prepare(Out& out, const RunOptions& o, EnergyRun* run);
+// Measures joules per iteration of every benchmark on every package (o.cfg's benches,
+// loop, reps and warm-up are changed while it runs and restored).
+Status energy_measure(Out& out, RunOptions& o, EnergyRun& run);
+
 // `run --cycle-by-cycle` (run_cbc.cpp): o.cfg.cpus expanded by the caller.
 Status run_cycle_by_cycle(Out& out, RunOptions& o, MeasurePlatform& mp);
 
@@ -267,6 +297,8 @@ Status parse_run_options(Args& args, RunOptions* out);
 
 // One result as a JSON line ({"type":"result",...}, newline-terminated).
 void result_json(const RunOptions& o, const MeasureResult& r, Value* rec);
+// Its record and its row of the text table, to `out`.
+void emit_result(Out& out, const RunOptions& o, const MeasureResult& r);
 // The human table: result_table_fit for every set of groups that will be measured (the
 // columns widen to the longest benchmark, event and counter names), the header once,
 // then one row per result. Columns: the per-iteration value (the chosen aggregate), the

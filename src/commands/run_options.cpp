@@ -181,7 +181,7 @@ const OptionSpec kRunOptionTable[] = {
      .apply = RUN_SET((o.cfg.unroll = h.num, o.unroll_given = true))},
     {.name = "--loop", .metavar = "L", .value = OptValue::count, .min = 1, .max = kLoopMax,
      .help = "loop of L iterations around the copies (default 1: no loop)", .section = 1,
-     .apply = RUN_SET(o.cfg.loop = h.num)},
+     .apply = RUN_SET((o.cfg.loop = h.num, o.loop_given = true))},
     {.name = "--reps", .metavar = "R", .value = OptValue::count, .min = 1, .max = kRepsMax,
      .help = "measured runs per version (default 11, 1..100000)", .section = 1,
      .apply = RUN_SET(o.cfg.reps = u32(h.num))},
@@ -302,6 +302,7 @@ Status finish_events(RunOptions* o) {
     const char* events = o->events_joined.size() ? o->events_joined.c_str() : "tsc";
     o->events_arg = events;
     PMULAB_TRY(split_list("--events", events, &o->events, true));
+    PMULAB_TRY(energy_split(o));                       // energy-pkg ...: RAPL, not the PMU (run_energy.cpp)
     if (o->events_file && !o->events_joined.size()) {  // the file's events only, not the default tsc
         o->events.clear();
         o->events_arg = nullptr;

@@ -75,7 +75,30 @@ Spread run_spread(const MeasureConfig& c, const MeasureResult& r) {
 }
 
 const char* unit_of(const CounterRead& read) {
+    if (read.energy) return "J / iteration";
     return read.kind == CounterAccess::rdtsc ? "TSC ticks / iteration" : "counts / iteration";
+}
+
+// A value in the read's unit: a RAPL counter's counts are 2^-esu J each (exact: the
+// denominator takes the power of two; halved precision only where it would overflow).
+Frac in_unit(const CounterRead& read, Frac f) {
+    if (!read.energy) return f;
+    for (unsigned s = read.energy->esu; s; --s) {
+        if (f.den >> 62) f.num /= 2;
+        else f.den <<= 1;
+    }
+    return f;
+}
+
+bool no_value(const CounterRead& read) { return read.energy && read.energy->too_short; }
+
+// The fields of a RAPL energy result (docs/measure.md "Energy (RAPL)").
+void put_energy_json(JsonWriter& w, const EnergyReadInfo& e) {
+    w.field("energy_domain", e.domain).field("energy_scope", e.scope).field_u("package", e.package);
+    w.field("energy_msr_name", e.msr_name).field_hex("energy_msr", e.msr).field_u("energy_unit_exp", e.esu);
+    w.field_u("update_interval_ticks", e.interval_ticks).field_u("updates", e.updates);
+    w.field_u("min_updates", e.min_updates).field_u("units", e.units).field_u("min_units", e.min_units);
+    w.field("loop_rule", e.loop_rule).field_b("too_short", e.too_short);
 }
 
 u32 len_of(const char* s) {
@@ -185,11 +208,14 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     if (k) w.field_u("instructions_per_iteration", k->instructions);
     w.field_u("iterations", r.iterations);
     auto value = [&](const char* key, Frac f) {
-        w.key(key).fixed(f.num, f.den, decimals_for(f, o.decimals, kJsonDigits));
+        f = in_unit(*r.read, f);
+        if (no_value(*r.read)) w.key(key).null();
+        else w.key(key).fixed(f.num, f.den, decimals_for(f, o.decimals, kJsonDigits));
     };
-    Frac pi = frac_reduce(r.per_iter[unsigned(c.agg)]);
-    value("per_iteration", pi);
-    w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
+    Frac pi = frac_reduce(in_unit(*r.read, r.per_iter[unsigned(c.agg)]));
+    value("per_iteration", r.per_iter[unsigned(c.agg)]);
+    if (no_value(*r.read)) w.key("fraction").null();
+    else w.key("fraction").begin_array().inum(pi.num).num(pi.den).end_array();
     static constexpr Agg order[] = {Agg::min, Agg::median, Agg::avg, Agg::trimmed, Agg::max};
     for (Agg a : order) value(agg_name(a), r.per_iter[unsigned(a)]);
     Spread sp = run_spread(c, r);
@@ -198,6 +224,7 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
         value("q3", sp.q3);
     }
     w.field("unit", unit_of(*r.read));
+    if (r.read->energy) put_energy_json(w, *r.read->energy);
     if (o.raw) {
         for (int which = 0; which < 2; ++which) {
             w.key(which ? "long" : "short").begin_object();
@@ -209,6 +236,15 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
         }
     }
     w.end_object();
+}
+
+void emit_result(Out& out, const RunOptions& o, const MeasureResult& r) {
+    Value line;
+    result_json(o, r, &line);
+    out.record(line);
+    StrBuf row;
+    result_table_row(o, r, &row);
+    out.text_buf(row);
 }
 
 void result_table_fit(RunOptions& o, const Vec<ReadGroup>& groups) {
@@ -255,11 +291,15 @@ void result_table_row(const RunOptions& o, const MeasureResult& r, StrBuf* b) {
                            &r.per_iter[unsigned(Agg::min)], &r.per_iter[unsigned(Agg::max)]};
     for (const Frac* f : cols) {
         StrBuf v;
-        if (f) put_value(v, *f, o.decimals, kTableDigits);
+        if (f && !no_value(*r.read)) put_value(v, in_unit(*r.read, *f), o.decimals, kTableDigits);
         else v.put('-');
         b->printf(" %12s", v.c_str());
     }
     b->printf("  %s", unit_of(*r.read));
+    if (no_value(*r.read))
+        b->printf("  TOO SHORT: %llu updates and %llu units of the counter (at least %llu and %llu needed)",
+                  (unsigned long long)r.read->energy->updates, (unsigned long long)r.read->energy->units,
+                  (unsigned long long)r.read->energy->min_updates, (unsigned long long)r.read->energy->min_units);
     // The flag of a disturbed result: the SMI count moved during its runs.
     if (r.noise && r.noise->smi_moved()) b->printf("  SMI+%llu", (unsigned long long)r.noise->smi_delta);
     b->put('\n');

@@ -30,6 +30,23 @@ namespace pmulab {
 
 // ---------------------------------------------------------------- counters
 
+// A RAPL energy counter read (`run --events energy-pkg`, commands/run_energy.cpp): what
+// records and tables need to show it in joules (docs/measure.md "Energy (RAPL)").
+struct EnergyReadInfo {
+    u8 esu = 0;                    // the counter counts 2^-esu J
+    bool too_short = false;        // fewer than min_updates updates or min_units units: no value
+    u64 updates = 0;               // counter updates the long - short difference spans
+    u64 min_updates = 0;           // the rule's minimum
+    u64 units = 0, min_units = 0;  // counter units of the difference, and the rule's minimum
+    u64 interval_ticks = 0;        // TSC ticks between two updates (measured)
+    u32 package = 0;               // the package (AMD energy-core: the measuring CPU's core)
+    u32 msr = 0;
+    const char* domain = "";  // "pkg", "cores", "gpu", "dram", "psys"
+    const char* scope = "";   // "package" or "core"
+    const char* msr_name = "";
+    const char* loop_rule = "";  // "auto" (chosen) or "given" (--loop)
+};
+
 // One counter read emitted into the measured region, at the start and at the end: how
 // the counter is read (pmu.h CounterAccess: RDTSC, RDPMC with ECX = index or RDMSR of
 // the MSR at index; differences are taken modulo 2^width), with the labels records carry.
@@ -41,6 +58,7 @@ struct CounterRead : CounterAccess {
     // group (topdown_slots), then differenced like every count.
     u8 metric = 0;
     u8 slots_read = 0;
+    const EnergyReadInfo* energy = nullptr;  // a RAPL energy counter, else null
 };
 
 inline constexpr u32 kMaxReads = 16;

@@ -365,6 +365,13 @@ SimMachine intel_icelake(u32 n) {
                         kIceLakeClientPerfCaps, n);
 }
 
+SimMachine intel_icelake_server(u32 n) {
+    // Ice Lake-SP (06_6AH): the client's perfmon (v5, 8 GP, 4 fixed); RAPL with the server
+    // parts' 2^-16 J DRAM unit and no PP1 (sim_rapl.h).
+    return topdown_part(0x000606A6, "Intel(R) Xeon(R) Gold 6338 CPU @ 2.00GHz", 0x08300805, 0x00008604,
+                        kIceLakePerfCaps, n);
+}
+
 SimMachine intel_sapphire_rapids(u32 n) {
     return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kIceLakePerfCaps, n);
 }

@@ -92,6 +92,7 @@ inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
 // PEBS, sim_pebs.h) besides the above.
 inline constexpr u64 kIceLakeClientPerfCaps = 0xF4C5;
 SimMachine intel_icelake(u32 ncpus = 2);
+SimMachine intel_icelake_server(u32 ncpus = 2);  // 06_6AH (Ice Lake-SP), as the client's PMU
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);
 SimMachine intel_alder_lake();

@@ -104,6 +104,7 @@
 #include "sim/sim_ibs.h"
 #include "sim/sim_lbr.h"
 #include "sim/sim_pmu.h"
+#include "sim/sim_rapl.h"
 #include "sim/sim_regs.h"
 #include "x86/cpuid.h"
 #include "x86/hw.h"
@@ -315,6 +316,9 @@ public:
 
     u64 tsc() const { return tsc_; }
     void set_tsc(u64 v) { tsc_ = v; }
+    // The RAPL energy counters (sim_rapl.h; poke() presets a status counter).
+    const SimRapl& rapl() const { return rapl_; }
+    void set_rapl_interval(u64 ticks) { rapl_.set_interval(ticks); }
     // RDTSC returns the TSC, then advances it by `step` (0: time stands still).
     void set_rdtsc_step(u64 step) { rdtsc_step_ = step; }
     // System-management interrupts: every `every`-th call of run() (among the executor's
@@ -397,6 +401,7 @@ private:
         prefetch,  // the prefetcher control MSR (prefetch_bits)
         uncore,    // the package's C-Box counters (sim_uncore.h)
         ibs,       // the IBS MSRs (sim_ibs.h)
+        rapl,      // the RAPL energy MSRs (sim_rapl.h)
         extra,
     };
     // The writable bits of the hardware prefetcher control at `msr` on this model (1A4H on
@@ -435,6 +440,7 @@ private:
     OpInfo op_;
     bool op_pending_ = false;
     u32 lvt_ext_[kExtLvtCount] = {kLvtMasked, kLvtMasked, kLvtMasked, kLvtMasked};
+    SimRapl rapl_;
     struct PendingBranch {
         u64 from = 0, to = 0;
         u8 kind = 0;

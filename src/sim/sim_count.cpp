@@ -133,7 +133,9 @@ void SimCpu::retire(const Retired& r) {
         Retired batch = r;
         if (batch.branches > batch.instructions) batch.branches = batch.instructions;
         model_->retire(*this, batch);
+        const u64 t0 = tsc_;
         ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
+        rapl_.retire(t0, tsc_, batch.instructions);
     }
     in_retire_ = false;
     if (lbr_pending_.valid) {  // the branch retired with this batch (the executor's last instruction)

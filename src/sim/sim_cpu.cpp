@@ -73,6 +73,7 @@ SimCpu::SimCpu(u32 index, const CpuSpec& spec, std::shared_ptr<Shared> shared)
     model_ = make_pmu_model(index, spec_, layout);
     lbr_ = LbrStack(lbr_layout(spec_.cpuid, layout.pdcm ? layout.perf_caps : 0));
     ibs_ = IbsUnit(spec_.cpuid);
+    rapl_ = SimRapl(spec_.cpuid, spec_.unknown == UnknownMsr::read_zero);
     misc_enable_ = 1 | kMiscBtsUnavail | kMiscPebsUnavail | (layout.kind == PmuLayout::Kind::intel ? kMiscPerfmon : 0);
     if (model_->pebs_available()) misc_enable_ &= ~kMiscPebsUnavail;  // sim_pebs.h
     // The reference clock steps like the hardware's: REF_TSC advances by the TSC/crystal
@@ -176,6 +177,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
     if (ibs_.claims(m)) return Reg::ibs;
+    if (rapl_.claims(m)) return Reg::rapl;
     // APERF/MPERF: Intel CPUID.06H:ECX[0]; AMD EffFreq, with the read-only aliases.
     if ((L.efffreq || L.amd_efffreq) && m == reg::APERF) return Reg::aperf;
     if ((L.efffreq || L.amd_efffreq) && m == reg::MPERF) return Reg::mperf;
@@ -209,6 +211,7 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
             shared_->uncore->rdmsr(msr, &v);
             return v;
         }
+        case Reg::rapl: return rapl_.read(msr, tsc_);
         case Reg::lbr: {
             u64 v = 0;
             lbr_.rdmsr(msr, &v);
@@ -261,6 +264,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::smi_count:
         case Reg::aperf_ro:
         case Reg::mperf_ro:  // read-only
+        case Reg::rapl:      // POWER_UNIT and the energy status counters: read-only
         case Reg::none: break;
     }
     return kVectorGP;
@@ -283,6 +287,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
         case Reg::uncore: return shared_->uncore->wrmsr(msr, v) == 0;
         case Reg::ibs: ibs_.poke(msr, v); return true;
+        case Reg::rapl: rapl_.preset(msr, v, tsc_); return true;
         case Reg::bios_sign:
         case Reg::none: break;
     }

@@ -88,6 +88,11 @@ const NamedModel kModels[] = {
      [] {
          return with_tsc_leaf15(intel_icelake(), {2, 156, 19200000, 0});
      }},
+    {"icelake_server",
+     "Intel Ice Lake server (06_6AH): as icelake, TSC 2.0 GHz (CPUID.15H), RAPL with a 2^-16 J DRAM unit",
+     [] {
+         return with_tsc_leaf15(intel_icelake_server(), {2, 160, 25000000, 0});
+     }},
     {"sapphire_rapids", "Intel Sapphire Rapids (06_8FH): PERF_METRICS levels 1 and 2",
      [] { return intel_sapphire_rapids(); }},
     {"alder_lake", "hybrid with PERF_METRICS on the P cores (Gracemont E cores)", [] { return intel_alder_lake(); }},

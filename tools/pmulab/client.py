@@ -156,10 +156,12 @@ class Answer:
     @property
     def counts(self) -> dict[str, float]:
         """nanoBench's dict: event name -> per-iteration value (of the first CPU and
-        benchmark that measured it)."""
+        benchmark that measured it). A result without a value (an energy counter's run too
+        short, docs/measure.md "Energy (RAPL)") is left out."""
         d: dict[str, float] = {}
         for r in self.results:
-            d.setdefault(r["event"], float(r["per_iteration"]))
+            if r.get("per_iteration") is not None:
+                d.setdefault(r["event"], float(r["per_iteration"]))
         return d
 
     def __repr__(self):

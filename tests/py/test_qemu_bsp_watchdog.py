@@ -1,0 +1,79 @@
+"""QEMU boots with one CPU (`--smp 1`): code that never ends on the BSP alone is stopped by
+pmulab's timer watchdog (src/efi/bsp_watchdog.cpp: an HPET comparator routed through the
+I/O APIC as an NMI, docs/measure.md "The watchdog"), with the same record and exit status
+as the AP watchdog's, and the firmware's HPET and I/O APIC state restored (each job reads
+it back: a difference is an internal error). Before the timer watchdog these boots hung
+until run-qemu.sh's timeout (nothing sends an NMI with one CPU). Without -icount, as the
+other watchdog tests (TCG time).
+"""
+
+import os
+import tempfile
+import time
+
+from pmulab_test import run_qemu, shell_image
+from test_qemu_usercode import HANGS  # every block that never ends, and where
+
+QEMU = True
+
+
+
+def _stopped(msg, label, seconds, place):
+    return (f"{label} on CPU 0 (run 0): code did not finish within {seconds} s (--timeout): pmulab's watchdog "
+            f"stopped it (NMI) at {place}, RIP 0x") in msg
+
+
+# Every block that never ends, each stopped after --timeout, then a run that measures.
+def test_qemu_one_cpu_code_that_never_ends_is_stopped_and_the_next_run_works():
+    lines = [f"run {opts} --name {label} --timeout 1 --json" for label, opts, _ in HANGS]
+    lines.append("run --code 4801d8 --name after --json")
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write("\n".join(lines) + "\n")
+    t0 = time.monotonic()
+    try:
+        r = run_qemu(config=f.name, smp=1, timeout=240)
+    finally:
+        os.unlink(f.name)
+    took = time.monotonic() - t0
+    assert r.rc == 2, r  # as on an AP: the code is the user's error
+    errors = r.records("error")
+    assert [e["vector"] for e in errors] == [2] * len(HANGS), r
+    for (label, _, place), e in zip(HANGS, errors):
+        assert _stopped(e["message"], label, 1, place), e
+    after = [x for x in r.records("result") if x["bench"] == "after"]
+    assert [x["cpu"] for x in after] == [0], r
+    assert isinstance(after[0]["median"], (int, float)), after
+    assert took < 200, took  # five stops of 1 s and a boot; a hang is run-qemu.sh's 240 s
+
+
+# `jmp $` under the default --timeout (10 s), text output: the record and exit status of the
+# AP watchdog's; pmulab returns to the UEFI shell, whose next pmulab in the same boot stops
+# `jmp $` again and measures (the firmware's timer and interrupt state work afterwards).
+def test_qemu_one_cpu_stop_returns_to_the_shell_and_the_next_pmulab_works():
+    with tempfile.TemporaryDirectory() as td:
+        img = shell_image(td, "fs0:\r\n\\pmulab\\app.efi run --code ebfe --name first --json\r\n"
+                              "\\pmulab\\app.efi run --code ebfe --name second --timeout 2 --json\r\n"
+                              "\\pmulab\\app.efi run --code 4801d8 --name third --json \"--shutdown\"\r\n")
+        r = run_qemu(smp=1, image=img, timeout=200)
+    assert r.rc == 0, r  # the last pmulab's status; the first two exit 2
+    errors = r.records("error")
+    assert len(errors) == 2, r
+    assert _stopped(errors[0]["message"], "first", 10, "offset 0 of the body (copy 1 of 100)"), errors
+    assert _stopped(errors[1]["message"], "second", 2, "offset 0 of the body (copy 1 of 100)"), errors
+    assert [x["bench"] for x in r.records("result")] == ["third"], r
+
+
+# The lab agent with one CPU: the same stop, then it measures and shuts down normally.
+def test_qemu_one_cpu_agent_survives_code_that_never_ends():
+    from pmulab.client import Agent
+    agent = Agent.qemu(["--no-build", "--smp", "1"], timeout=300)
+    try:
+        for _ in range(2):
+            ans = agent.request("run --code ebfe --name spin --timeout 1")
+            assert ans.done["status"] == 2, ans.records
+            assert _stopped(ans.errors[0]["message"], "spin", 1, "offset 0 of the body (copy 1 of 100)"), ans.errors
+            ok = agent.run(asm="add rax, rbx", events=["tsc"], reps=3, cpu=0)
+            assert ok.status == 0 and len(ok.results) == 1 and ok.results[0]["cpu"] == 0, ok.records
+    finally:
+        status = agent.close()
+    assert status == 0, (status, agent.console[-10:])

@@ -168,8 +168,10 @@ void program(Watch& w, u64 bsp_apic, u64 ticks) {
 
 }  // namespace
 
-Status timer_watch_begin(u64 bsp_apic, u32 seconds) {
-    if (load_acquire(pmulab_nmi_timer)) return Error::make(Errc::internal, "the BSP's timer watchdog is armed already");
+namespace {
+
+// What begin needs, read without writing anything (interrupts masked by the caller).
+Status find_route(u64 bsp_apic, u64* hpet_out, Route* route) {
     Result<const AcpiPlatform*> p = acpi_platform();
     if (!p.ok()) return p.error();
     Result<u64> hpet = hpet_usable(*p.value());
@@ -177,11 +179,28 @@ Status timer_watch_begin(u64 bsp_apic, u32 seconds) {
     if (bsp_apic > 0xFF)
         return Error::make(Errc::unsupported, "the BSP's APIC ID %llu is above 255: an I/O APIC cannot address it",
                            (unsigned long long)bsp_apic);
+    *hpet_out = hpet.value();
+    return pick_route(*p.value(), hpet.value(), route);
+}
+
+}  // namespace
+
+Status timer_watch_probe(u64 bsp_apic) {
+    if (load_acquire(pmulab_nmi_timer)) return ok_status();
+    u64 hpet = 0;
+    Route r;
+    u64 flags = irq_save();
+    Status s = find_route(bsp_apic, &hpet, &r);
+    irq_restore(flags);
+    return s;
+}
+
+Status timer_watch_begin(u64 bsp_apic, u32 seconds) {
+    if (load_acquire(pmulab_nmi_timer)) return Error::make(Errc::internal, "the BSP's timer watchdog is armed already");
     Watch& w = g_watch;
     w = Watch();
-    w.hpet = hpet.value();
     u64 flags = irq_save();
-    Status s = pick_route(*p.value(), w.hpet, &w.route);
+    Status s = find_route(bsp_apic, &w.hpet, &w.route);
     if (!s.ok()) {
         irq_restore(flags);
         return s;

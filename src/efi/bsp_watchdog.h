@@ -21,6 +21,8 @@ namespace pmulab::efi {
 // timer_watch_end comes first. Errors (Errc::unsupported, nothing armed): no ACPI HPET
 // table, no free HPET timer with an I/O APIC input free for it, an APIC ID above 255.
 Status timer_watch_begin(u64 bsp_apic, u32 seconds);
+// Whether timer_watch_begin could arm a watch for the BSP, with its errors; writes nothing.
+Status timer_watch_probe(u64 bsp_apic);
 // Disarms it, restores the HPET's and the I/O APIC's registers and reads them back (no-op
 // when not armed). Errors (Errc::internal): a register that does not read back as it was.
 Status timer_watch_end();

@@ -77,3 +77,21 @@ def test_qemu_one_cpu_agent_survives_code_that_never_ends():
     finally:
         status = agent.close()
     assert status == 0, (status, agent.console[-10:])
+
+
+# Without an HPET (-machine hpet=off) nothing can stop code on the BSP alone: user code is
+# refused before it runs, with the reason (exit status 3), and built-in kernels, which end
+# by themselves, still measure.
+def test_qemu_one_cpu_without_hpet_refuses_user_code_and_runs_kernels():
+    with tempfile.NamedTemporaryFile("w", suffix=".cfg", delete=False) as f:
+        f.write("run --code ebfe --name spin --timeout 1 --json\nrun --bench nop --json\n")
+    try:
+        r = run_qemu(config=f.name, smp=1, timeout=120, extra=("--qemu-arg=-machine", "--qemu-arg=hpet=off"))
+    finally:
+        os.unlink(f.name)
+    assert r.rc == 3, r
+    assert [e["message"] for e in r.records("error")] == [
+        "\\pmulab\\pmulab.cfg:1: spin on CPU 0: code on the BSP alone cannot be stopped if it never ends "
+        "(no AP to watch it, no timer to route as an NMI), so pmulab does not run it: the firmware describes no "
+        "HPET (no ACPI HPET table)"], r
+    assert [(x["bench"], x["cpu"]) for x in r.records("result")] == [("nop", 0)], r

@@ -72,6 +72,9 @@ struct ReadGroup {
     Vec<MsrValue> start_writes;
     Vec<MsrValue> stop_writes;
     GroupHooks hooks;
+    // The GP counters the group's events take (bit i = PMCi; 0 for a TSC-only group): AMD's
+    // SMI count takes the highest one left free (noise.h smi_counter_for).
+    u32 gp_mask = 0;
 };
 
 // Builds the counter groups for event specs. Today only "tsc" (the time-stamp

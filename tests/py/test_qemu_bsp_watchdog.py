@@ -46,21 +46,19 @@ def test_qemu_one_cpu_code_that_never_ends_is_stopped_and_the_next_run_works():
     assert took < 200, took  # five stops of 1 s and a boot; a hang is run-qemu.sh's 240 s
 
 
-# `jmp $` under the default --timeout (10 s), text output: the record and exit status of the
-# AP watchdog's; pmulab returns to the UEFI shell, whose next pmulab in the same boot stops
-# `jmp $` again and measures (the firmware's timer and interrupt state work afterwards).
+# `jmp $` stopped, then pmulab returns to the UEFI shell, whose next pmulab in the same boot
+# measures (the firmware's timer and interrupt state work afterwards). (run-qemu.sh ends the
+# boot 5 s of wall time after a pmulab exits without --shutdown: one quick pmulab follows.)
 def test_qemu_one_cpu_stop_returns_to_the_shell_and_the_next_pmulab_works():
     with tempfile.TemporaryDirectory() as td:
-        img = shell_image(td, "fs0:\r\n\\pmulab\\app.efi run --code ebfe --name first --json\r\n"
-                              "\\pmulab\\app.efi run --code ebfe --name second --timeout 2 --json\r\n"
-                              "\\pmulab\\app.efi run --code 4801d8 --name third --json \"--shutdown\"\r\n")
+        img = shell_image(td, "fs0:\r\n\\pmulab\\app.efi run --code ebfe --name first --timeout 1 --json\r\n"
+                              "\\pmulab\\app.efi run --code 4801d8 --name second --json \"--shutdown\"\r\n")
         r = run_qemu(smp=1, image=img, timeout=200)
-    assert r.rc == 0, r  # the last pmulab's status; the first two exit 2
+    assert r.rc == 0, r  # the last pmulab's status; the first exits 2
     errors = r.records("error")
-    assert len(errors) == 2, r
-    assert _stopped(errors[0]["message"], "first", 10, "offset 0 of the body (copy 1 of 100)"), errors
-    assert _stopped(errors[1]["message"], "second", 2, "offset 0 of the body (copy 1 of 100)"), errors
-    assert [x["bench"] for x in r.records("result")] == ["third"], r
+    assert len(errors) == 1, r
+    assert _stopped(errors[0]["message"], "first", 1, "offset 0 of the body (copy 1 of 100)"), errors
+    assert [x["bench"] for x in r.records("result")] == ["second"], r
 
 
 # The lab agent with one CPU: the same stop, then it measures and shuts down normally.

@@ -154,7 +154,8 @@ const char* freeze_smm_name(FreezeSmm f) {
 
 // AMD: PMCx02B (ls_smi_rx) on the highest GP counter the group leaves free, from 0, with
 // USR and OS (SMIs arrive whatever the CPL); on PerfMonV2 its PerfCntrGlobalCtl bit set too
-// (the group's own GLOBAL_CTL writes keep it: pmu_plan.cpp). The ledger restores all three.
+// (the group's own GLOBAL_CTL writes keep it: pmu_plan.cpp). The ledger restores all three,
+// the global enable last.
 void NoiseGuard::begin_smi_pmc(const NoiseCaps& caps, u32 group_gp, NoiseRecord* rec) {
     int i = smi_counter_for(caps.smi_gp, group_gp);
     if (i < 0) {
@@ -165,20 +166,21 @@ void NoiseGuard::begin_smi_pmc(const NoiseCaps& caps, u32 group_gp, NoiseRecord*
         return;
     }
     u32 ctl = regs::amd::ctl_msr(unsigned(i), caps.smi_ext), ctr = regs::amd::ctr_msr(unsigned(i), caps.smi_ext);
-    Status s = ledger_.save(MsrReg::event_select(ctl).disabled_by(regs::amd::PerfEvtSel::en_field::mask));
-    if (s.ok()) s = ledger_.save(MsrReg::counter(ctr).gated_by(ctl));
-    if (s.ok() && caps.smi_v2) s = ledger_.save(MsrReg::global(msr::AMD_PERF_CNTR_GLOBAL_CTL));
+    constexpr u32 kGlobal = msr::AMD_PERF_CNTR_GLOBAL_CTL;
+    // As the PMU session does (pmu/amd_pmu.cpp): the global enable off while the select and
+    // the counter change, then only this counter's bit; the restore puts it back last.
+    Status s = caps.smi_v2 ? smi_ledger_.save(MsrReg::global(kGlobal).disabled_by(~u64(0))) : ok_status();
+    if (s.ok()) s = smi_ledger_.save(MsrReg::event_select(ctl).disabled_by(regs::amd::PerfEvtSel::en_field::mask));
+    if (s.ok()) s = smi_ledger_.save(MsrReg::counter(ctr).gated_by(ctl));
     if (s.ok()) {
-        ledger_.arm();
-        s = ledger_.write(ctl, 0);
+        smi_ledger_.arm();
+        if (caps.smi_v2) s = smi_ledger_.write(kGlobal, 0);
     }
-    if (s.ok()) s = ledger_.write(ctr, 0);
+    if (s.ok()) s = smi_ledger_.write(ctl, 0);
+    if (s.ok()) s = smi_ledger_.write(ctr, 0);
     if (s.ok())
-        s = ledger_.write(ctl, regs::amd::PerfEvtSel().set_event_select(0x2B).set_usr().set_os().set_en().raw());
-    if (s.ok() && caps.smi_v2) {
-        u64 g = ledger_.saved_value(msr::AMD_PERF_CNTR_GLOBAL_CTL);
-        s = ledger_.write(msr::AMD_PERF_CNTR_GLOBAL_CTL, regs::amd::GlobalCtl(g).set_counter(unsigned(i)).raw());
-    }
+        s = smi_ledger_.write(ctl, regs::amd::PerfEvtSel().set_event_select(0x2B).set_usr().set_os().set_en().raw());
+    if (s.ok() && caps.smi_v2) s = smi_ledger_.write(kGlobal, regs::amd::GlobalCtl().set_counter(unsigned(i)).raw());
     if (!s.ok()) {
         note(rec->smi_note, "PMCx02B (ls_smi_rx) on PMC%d cannot be programmed: %s", i, s.error().msg);
         return;
@@ -196,6 +198,8 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
     rec->caps = &caps;
     ledger_.bind(&hw);
     ledger_.begin();
+    smi_ledger_.bind(&hw);
+    smi_ledger_.begin();
     // DE_CFG[1] first: without it the LFENCE code would not serialise.
     rec->serialize = mode == SerializeMode::cpuid ? SerializeWith::cpuid : SerializeWith::lfence;
     if (mode == SerializeMode::lfence && caps.serialize == SerializeWith::lfence_after_de_cfg) {
@@ -316,7 +320,9 @@ Status NoiseGuard::end(NoiseRecord* rec) {
         else if (r.ok()) rec->smi_delta = u64(u32(r.value() - smi0_));
         else note(rec->note, "the SMI count could not be read at the end: %s", r.error().msg);
     }
-    return ledger_.restore();
+    Status smi = smi_ledger_.restore();
+    Status rest = ledger_.restore();
+    return smi.ok() ? rest : smi;
 }
 
 }  // namespace pmulab

@@ -3,7 +3,8 @@
 // pmulab did against it, read on the measuring CPU around all of the job's runs:
 //   SMIs          MSR_SMI_COUNT (34H, Intel) before and after; on AMD family 17h and later
 //                 PMCx02B (ls_smi_rx, "SMIs received") on the highest GP counter the
-//                 group leaves free, kept counting across the job; a delta > 0 flags the result;
+//                 group leaves free (on PerfMonV2 enabled by each run's own start write);
+//                 a delta > 0 flags the result;
 //   frequency     APERF/MPERF deltas (CPUID.06H:ECX[0]; on AMD the read-only aliases
 //                 C000_00E8H/E7H where CPUID 8000_0007H:EDX[10] EffFreqRO) and the TSC
 //                 delta of the same window: effective frequency = TSC Hz x APERF/MPERF;
@@ -102,7 +103,10 @@ public:
 private:
     Hw* hw_ = nullptr;
     const NoiseCaps* caps_ = nullptr;
-    FixedMsrLedger<5> ledger_;  // DE_CFG, DEBUGCTL; AMD's SMI counter: PERF_CTL, PERF_CTR, GLOBAL_CTL
+    FixedMsrLedger<2> ledger_;  // DE_CFG, DEBUGCTL
+    // AMD's SMI counter (PERF_CTL, PERF_CTR, PerfCntrGlobalCtl): restored first, so that the
+    // PMU registers nest inside DE_CFG and DEBUGCTL as the PMU session's do.
+    FixedMsrLedger<3> smi_ledger_;
     void begin_smi_pmc(const NoiseCaps& caps, u32 group_gp, NoiseRecord* rec);
     u32 smi_msr_ = 0;  // MSR_SMI_COUNT, or AMD's PERF_CTR of the SMI counter
     u64 smi0_ = 0, aperf0_ = 0, mperf0_ = 0, tsc0_ = 0;

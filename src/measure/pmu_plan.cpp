@@ -38,17 +38,16 @@ Status teardown_hook(Hw& hw, void* ctx) {
     return s;
 }
 
-// AMD PerfMonV2: the group's PerfCntrGlobalCtl writes also keep the counter that the noise
-// guard counts SMIs on (PMCx02B, noise.h smi_counter_for) enabled, in the region and between
-// its runs.
+// AMD PerfMonV2: the group's start write of PerfCntrGlobalCtl also enables the counter the
+// noise guard counts SMIs on (PMCx02B, noise.h smi_counter_for), so that it counts in each
+// run's counting window; the stop write still clears the register (0), as the PMU session
+// expects between runs.
 void keep_smi_counter(const PmuInfo& info, ReadGroup* g) {
     int i = smi_counter_for(info.gp_mask, g->gp_mask);
     if (!info.caps.amd_perfmon_v2 || i < 0) return;
-    Vec<MsrValue>* lists[2] = {&g->start_writes, &g->stop_writes};
-    for (Vec<MsrValue>* list : lists)
-        for (MsrValue& w : *list)
-            if (w.msr == msr::AMD_PERF_CNTR_GLOBAL_CTL)
-                w.value = regs::amd::GlobalCtl(w.value).set_counter(unsigned(i)).raw();
+    for (MsrValue& w : g->start_writes)
+        if (w.msr == msr::AMD_PERF_CNTR_GLOBAL_CTL)
+            w.value = regs::amd::GlobalCtl(w.value).set_counter(unsigned(i)).raw();
 }
 
 void label(char* dst, usize cap, StrView s) {

@@ -140,10 +140,19 @@ static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRec
     if (n->serialize != SerializeWith::lfence && caps.serialize_note[0]) w.field("serialize_note", caps.serialize_note);
     w.key("noise").begin_object();
     if (n->smi_known) w.field_u("smi_delta", n->smi_delta);
+    else if (n->smi_note[0]) w.key("smi_delta").null().field("smi_absent", n->smi_note);
     else
         w.key("smi_delta")
             .null()
             .field("smi_absent", caps.smi_absent[0] ? caps.smi_absent : "MSR_SMI_COUNT read failed");
+    if (n->smi_known && n->smi_pmc >= 0) {
+        // AMD (noise.h): which counter counted PMCx02B, and what that took from the events.
+        char ctr[8];
+        format_to(ctr, sizeof ctr, "PMC%d", n->smi_pmc);
+        w.field("smi_counter", ctr)
+            .field("smi_counter_cost", "PMCx02B (ls_smi_rx) on a GP counter this group's events leave free: no event "
+                                       "moved to another run, no instruction added to the measured code");
+    }
     if (n->aperf_known) {
         w.field_u("aperf_delta", n->aperf_delta).field_u("mperf_delta", n->mperf_delta);
         // Effective frequency over the job: MPERF counts at the TSC's fixed rate, APERF at

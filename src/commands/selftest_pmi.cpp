@@ -226,7 +226,7 @@ Status on_cpu(const PmiCtx& c, PmuPlan& plan, const Region& reg, PmiRun* r) {
     NoiseGuard guard;
     // DEBUGCTL as the check found it and left it (the guard's FREEZE_WHILE_SMM is its own).
     const Result<u64> before = c.hw.rdmsr(msr::IA32_DEBUGCTL);
-    Status s = guard.begin(c.hw, caps, SerializeMode::lfence, &rec);
+    Status s = guard.begin(c.hw, caps, SerializeMode::lfence, &rec, plan.groups[0].gp_mask);
     if (!s.ok()) return s;
     s = h.setup(c.hw, h.ctx);
     if (s.ok()) s = interrupt_run(c, st, reg, r);

@@ -1,4 +1,5 @@
 #include "fault.h"
+#include "bsp_watchdog.h"
 #include "efi_platform.h"
 
 namespace pmulab::efi {
@@ -135,14 +136,20 @@ Status EfiHw::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
     if (cpu == self) {
         // The BSP runs with pmulab's IDT loaded for the whole session. A job that runs
         // generated code (code_timeout set) is watched by a halted AP, which sends an NMI
-        // when it overruns (ap_worker.h); with no AP that can watch there is no watchdog.
-        bool watched = false;
-        if (code_timeout() && self == bsp_)
+        // when it overruns (ap_worker.h); with no AP that can watch, by an HPET timer routed
+        // as an NMI (bsp_watchdog.h).
+        bool watched = false, timed = false;
+        if (code_timeout() && self == bsp_) {
             for (u32 w = 0; w < count_ && !watched; ++w)
                 if (w != bsp_ && topo_[w].enabled)
                     watched = workers_.watch_begin(w, topo_[bsp_].apic_id, code_timeout()).ok();
+            // Neither: user code was refused before (MeasurePlatform::can_stop); built-in
+            // kernels end by themselves and run unwatched.
+            if (!watched) timed = timer_watch_begin(topo_[bsp_].apic_id, code_timeout()).ok();
+        }
         fn(ctx);
         if (watched) workers_.watch_end();
+        if (timed) return timer_watch_end();
         return ok_status();
     }
     if (self != bsp_)

@@ -1,6 +1,7 @@
 #include "fault.h"
 
 #include "ap_mailbox.h"
+#include "bsp_watchdog.h"
 #include "efi_defs.h"
 #include "pmu/pmi.h"
 #include "x86/hw.h"
@@ -185,7 +186,7 @@ NmiCounts g_nmi;
 volatile u32 g_in_nmi = 0;
 }  // namespace
 
-extern "C" u32 pmulab_nmi_offer(u64 rip) {
+static u32 nmi_offer_pmi(u64 rip) {
     PmiHandler* h = pmulab_nmi_pmi;
     if (!h) return 0;
     if (g_in_nmi) {  // NMI blocking failed: never run the handler inside itself
@@ -198,6 +199,14 @@ extern "C" u32 pmulab_nmi_offer(u64 rip) {
     if (mine) ++g_nmi.claimed;
     g_in_nmi = 0;
     return mine ? 1 : 0;
+}
+
+// The PMI handler first; then, while the BSP's timer watchdog is armed, the watchdog
+// (bsp_watchdog.h timer_watch_nmi: a PMI and the watchdog's NMI may have merged).
+extern "C" u32 pmulab_nmi_offer(u64 rip) {
+    u32 mine = nmi_offer_pmi(rip);
+    if (load_acquire(pmulab_nmi_timer)) mine |= timer_watch_nmi();
+    return mine;
 }
 
 void nmi_pmi_attach(PmiHandler* h) {

@@ -226,6 +226,10 @@ exc_common:
  *    instructions leave the upper halves alone. A #GP in the handler (a fault-safe RDMSR)
  *    returns through fixup_return, without IRETQ, so NMIs stay blocked until this stub's
  *    IRETQ (SDM Vol. 3A §6.7.1).
+ *    While the BSP's timer watchdog is armed (pmulab_nmi_timer != 0, bsp_watchdog.h: one
+ *    CPU, an HPET timer routed as an NMI), pmulab_nmi_offer is called too, with or without
+ *    a PmiHandler: it offers the NMI to the handler, then to the timer watchdog, which sets
+ *    pmulab_nmi_armed when its time is over (on to 2) and claims its own earlier rounds.
  * 2. pmulab's watchdog (run --timeout, ap_worker.cpp). The CPU that watches a job sets
  *    pmulab_nmi_armed and sends an NMI IPI to the CPU whose job overran. With the flag set,
  *    an NMI whose RIP is inside the running generated code is recorded like a fault
@@ -248,8 +252,10 @@ exc_common:
     .type pmulab_nmi, @function
 pmulab_nmi:
     cmpq $0, pmulab_nmi_pmi(%rip)
+    jne 0f
+    cmpq $0, pmulab_nmi_timer(%rip)   /* the BSP's timer watchdog (bsp_watchdog.h): offered too */
     je 2f
-    push %rax
+0:  push %rax
     push %rcx
     push %rdx
     push %rsi

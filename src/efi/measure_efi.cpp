@@ -1,7 +1,9 @@
 #include "measure_efi.h"
 
 #include "ap_worker.h"
+#include "bsp_watchdog.h"
 #include "efi_defs.h"
+#include "efi_platform.h"
 #include "fault.h"
 #include "local_apic.h"
 #include "base/box.h"
@@ -213,6 +215,16 @@ void EfiMeasure::serialize() {
 // The watchdog of jobs that run generated code: on an AP the BSP's wait (ap_worker.cpp
 // ApWorkers::post) and on the BSP a halted AP (ApWorkers::watch_begin) send an NMI.
 void EfiMeasure::set_job_timeout(u32 seconds) { set_code_timeout(seconds); }
+
+Status EfiMeasure::can_stop(Hw& hw, u32 cpu) {
+    if (!cpus_ || cpu != cpus_->bsp()) return ok_status();
+    for (u32 c = 0; c < hw.cpu_count(); ++c)
+        if (c != cpu && cpus_->enabled(c)) return ok_status();
+    Status s = timer_watch_probe(cpus_->apic_id(cpu));
+    if (s.ok()) return s;
+    return s.error().with_context("code on the BSP alone cannot be stopped if it never ends (no AP to watch it, no "
+                                  "timer to route as an NMI), so pmulab does not run it");
+}
 
 void EfiMeasure::execute(const Region& region, RegionFrame* frame) {
     auto fn = reinterpret_cast<void (*)(void*)>(const_cast<void*>(region.code));

@@ -27,6 +27,8 @@ public:
     Status vector_enter(VectorSaved* saved) override;
     void vector_leave(const VectorSaved& saved) override;
     void set_job_timeout(u32 seconds) override;
+    // The BSP alone (no other enabled CPU to watch it): only where bsp_watchdog.h can arm.
+    Status can_stop(Hw& hw, u32 cpu) override;
     Status guard_pages(const void* p, usize bytes, bool on) override;
     // The PMU's interrupt on the calling CPU (any CPU; no allocation, no boot services):
     // its local APIC's LVT performance-counter entry, xAPIC or x2APIC (local_apic.h), and

@@ -447,6 +447,14 @@ bool run_bench_on_cpu(Job& j, BenchRun& br, usize ci) {
             return true;
         }
     }
+    if (br.b.user) {  // code that may never end: only where the watchdog can stop it
+        Status s = j.mp.can_stop(j.hw, gj.cpu);
+        if (!s.ok()) {
+            j.fail(s.error().with_context("%s on CPU %u", br.name, gj.cpu));
+            j.done += u32(j.groups.size());
+            return true;
+        }
+    }
     for (gj.gi = 0; gj.gi < j.groups.size(); ++gj.gi) {
         j.announce(br.b, gj.cpu, u32(gj.gi));
         ++j.done;

@@ -175,7 +175,7 @@ void worker_on_cpu(WorkerState* c) {
     // The noise guard brackets everything: FREEZE_WHILE_SMM and DE_CFG[1] hold for every
     // run, and the SMI/APERF/MPERF window covers the whole job.
     NoiseGuard guard;
-    Status s = c->caps ? guard.begin(hw, *c->caps, c->mode, c->noise) : ok_status();
+    Status s = c->caps ? guard.begin(hw, *c->caps, c->mode, c->noise, g.gp_mask) : ok_status();
     if (!s.ok()) {
         c->status = s;
         return;

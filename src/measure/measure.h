@@ -90,6 +90,9 @@ struct ReadGroup {
     Vec<MsrValue> start_writes;
     Vec<MsrValue> stop_writes;
     GroupHooks hooks;
+    // The GP counters the group's events take (bit i = PMCi; 0 for a TSC-only group): AMD's
+    // SMI count takes the highest one left free (noise.h smi_counter_for).
+    u32 gp_mask = 0;
 };
 
 // Builds the counter groups for event specs. Today only "tsc" (the time-stamp
@@ -336,6 +339,13 @@ public:
     // is (on UEFI by an NMI from another CPU) and the region ends like a fault with vector
     // 2 (kWatchdogVector). 0 restores the platform's default for other jobs.
     virtual void set_job_timeout(u32 seconds) {}
+    // Whether the watchdog can stop code that never ends on logical processor `cpu`. Errors
+    // say why not (UEFI: the BSP alone, and no HPET timer that can be routed as an NMI):
+    // user code is refused there before it runs; built-in kernels end by themselves.
+    virtual Status can_stop(Hw& hw, u32 cpu) {
+        (void)hw, (void)cpu;
+        return ok_status();
+    }
 
     // --- on the BSP ---
     // Makes the pages of [p, p + bytes) not present while regions run (vector_enter to

@@ -18,10 +18,18 @@ void note(char* dst, const char* fmt, ...) {
     va_end(ap);
 }
 
-void probe_smi(Hw& hw, const CpuIdentity& id, NoiseCaps* c) {
+void probe_smi(Hw& hw, const CpuIdentity& id, const PmuInfo& info, NoiseCaps* c) {
     if (is_amd_family(id.vendor) && id.family >= 0x17) {
-        note(c->smi_absent, "MSR_SMI_COUNT (34H) is Intel's; this AMD core counts SMIs with PMCx02B: measure it "
-                            "beside the events (--events ...,ls_smi_rx)");
+        // PMCx02B, "SMIs received" (Zen PPRs; Linux amdzen1-5 ls_smi_rx) on a free GP counter.
+        if (info.kind == PmuKind::none || !info.gp_mask) {
+            note(c->smi_absent, "AMD counts SMIs with PMCx02B (ls_smi_rx) on a GP counter, and there is none: %s",
+                 info.absent[0] ? info.absent : "no core performance counters");
+            return;
+        }
+        c->smi_pmc = true;
+        c->smi_gp = info.gp_mask;
+        c->smi_ext = info.caps.amd_perfctr_core || info.caps.amd_perfmon_v2;
+        c->smi_v2 = info.caps.amd_perfmon_v2;
         return;
     }
     if (id.vendor != Vendor::intel) {
@@ -122,7 +130,7 @@ void noise_probe(Hw& hw, NoiseCaps* out) {
     if (is_amd_family(d.id.vendor) && amd_reads_de_cfg(d.id.family)) pr.de_cfg.set(hw.rdmsr(msr::AMD_DE_CFG));
     PmuInfo info;
     pmu_decode(pr, &info);
-    probe_smi(hw, d.id, out);
+    probe_smi(hw, d.id, info, out);
     probe_aperf(hw, d.id, out);
     probe_freeze(d.id, pr, out);
     probe_serialize(hw, pr, info, out);
@@ -144,13 +152,54 @@ const char* freeze_smm_name(FreezeSmm f) {
     return "unsupported";
 }
 
-Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, NoiseRecord* rec) {
+// AMD: PMCx02B (ls_smi_rx) on the highest GP counter the group leaves free, from 0, with
+// USR and OS (SMIs arrive whatever the CPL); on PerfMonV2 its PerfCntrGlobalCtl bit set too
+// (the group's own GLOBAL_CTL writes keep it: pmu_plan.cpp). The ledger restores all three,
+// the global enable last.
+void NoiseGuard::begin_smi_pmc(const NoiseCaps& caps, u32 group_gp, NoiseRecord* rec) {
+    int i = smi_counter_for(caps.smi_gp, group_gp);
+    if (i < 0) {
+        note(rec->smi_note,
+             "the group's events take all %u GP counters: none is free for PMCx02B (ls_smi_rx); measure fewer "
+             "events for the SMI count",
+             popcount64(caps.smi_gp));
+        return;
+    }
+    u32 ctl = regs::amd::ctl_msr(unsigned(i), caps.smi_ext), ctr = regs::amd::ctr_msr(unsigned(i), caps.smi_ext);
+    constexpr u32 kGlobal = msr::AMD_PERF_CNTR_GLOBAL_CTL;
+    // As the PMU session does (pmu/amd_pmu.cpp): the global enable off while the select and
+    // the counter change, then only this counter's bit; the restore puts it back last.
+    Status s = caps.smi_v2 ? smi_ledger_.save(MsrReg::global(kGlobal).disabled_by(~u64(0))) : ok_status();
+    if (s.ok()) s = smi_ledger_.save(MsrReg::event_select(ctl).disabled_by(regs::amd::PerfEvtSel::en_field::mask));
+    if (s.ok()) s = smi_ledger_.save(MsrReg::counter(ctr).gated_by(ctl));
+    if (s.ok()) {
+        smi_ledger_.arm();
+        if (caps.smi_v2) s = smi_ledger_.write(kGlobal, 0);
+    }
+    if (s.ok()) s = smi_ledger_.write(ctl, 0);
+    if (s.ok()) s = smi_ledger_.write(ctr, 0);
+    if (s.ok())
+        s = smi_ledger_.write(ctl, regs::amd::PerfEvtSel().set_event_select(0x2B).set_usr().set_os().set_en().raw());
+    if (s.ok() && caps.smi_v2) s = smi_ledger_.write(kGlobal, regs::amd::GlobalCtl().set_counter(unsigned(i)).raw());
+    if (!s.ok()) {
+        note(rec->smi_note, "PMCx02B (ls_smi_rx) on PMC%d cannot be programmed: %s", i, s.error().msg);
+        return;
+    }
+    rec->smi_known = true;
+    rec->smi_pmc = i;
+    smi_msr_ = ctr;
+    smi0_ = 0;
+}
+
+Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, NoiseRecord* rec, u32 group_gp) {
     hw_ = &hw;
     caps_ = &caps;
     *rec = NoiseRecord();
     rec->caps = &caps;
     ledger_.bind(&hw);
     ledger_.begin();
+    smi_ledger_.bind(&hw);
+    smi_ledger_.begin();
     // DE_CFG[1] first: without it the LFENCE code would not serialise.
     rec->serialize = mode == SerializeMode::cpuid ? SerializeWith::cpuid : SerializeWith::lfence;
     if (mode == SerializeMode::lfence && caps.serialize == SerializeWith::lfence_after_de_cfg) {
@@ -193,11 +242,13 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
             note(rec->note, "FREEZE_WHILE_SMM not set: %s", s.error().msg);
         }
     }
+    smi_msr_ = msr::MSR_SMI_COUNT;
     if (caps.smi) {
         Result<u64> r = hw.rdmsr(msr::MSR_SMI_COUNT);
         rec->smi_known = r.ok();
         smi0_ = r.ok() ? r.value() : 0;
     }
+    if (caps.smi_pmc) begin_smi_pmc(caps, group_gp, rec);
     if (caps.aperf_mperf) {
         Result<u64> a = hw.rdmsr(caps.aperf_msr);
         Result<u64> m = hw.rdmsr(caps.mperf_msr);
@@ -262,11 +313,16 @@ Status NoiseGuard::end(NoiseRecord* rec) {
         }
     }
     if (rec->smi_known) {
-        Result<u64> r = hw.rdmsr(msr::MSR_SMI_COUNT);
+        // MSR_SMI_COUNT[31:0], or AMD's PERF_CTR (48 bits, APM §13.2.1) from 0.
+        Result<u64> r = hw.rdmsr(smi_msr_);
         rec->smi_known = r.ok();
-        if (r.ok()) rec->smi_delta = u64(u32(r.value() - smi0_));  // MSR_SMI_COUNT[31:0]
+        if (r.ok() && rec->smi_pmc >= 0) rec->smi_delta = (r.value() - smi0_) & low_mask(regs::amd::kCounterWidth);
+        else if (r.ok()) rec->smi_delta = u64(u32(r.value() - smi0_));
+        else note(rec->note, "the SMI count could not be read at the end: %s", r.error().msg);
     }
-    return ledger_.restore();
+    Status smi = smi_ledger_.restore();
+    Status rest = ledger_.restore();
+    return smi.ok() ? rest : smi;
 }
 
 }  // namespace pmulab

@@ -1,7 +1,10 @@
 // Noise provenance of a measurement (docs/measure.md "Noise provenance", issue 11): for
 // every measured (benchmark, CPU, group) job, what could have disturbed it and what
 // pmulab did against it, read on the measuring CPU around all of the job's runs:
-//   SMIs          MSR_SMI_COUNT (34H, Intel) before and after; a delta > 0 flags the result;
+//   SMIs          MSR_SMI_COUNT (34H, Intel) before and after; on AMD family 17h and later
+//                 PMCx02B (ls_smi_rx, "SMIs received") on the highest GP counter the
+//                 group leaves free (on PerfMonV2 enabled by each run's own start write);
+//                 a delta > 0 flags the result;
 //   frequency     APERF/MPERF deltas (CPUID.06H:ECX[0]; on AMD the read-only aliases
 //                 C000_00E8H/E7H where CPUID 8000_0007H:EDX[10] EffFreqRO) and the TSC
 //                 delta of the same window: effective frequency = TSC Hz x APERF/MPERF;
@@ -26,6 +29,11 @@ inline constexpr usize kNoiseNote = 200;
 struct NoiseCaps {
     bool probed = false;
     bool smi = false;  // MSR_SMI_COUNT readable: Intel, bare metal, RDMSR 34H works
+    // AMD family 17h on: PMCx02B on a free GP counter (smi_counter_for) instead. smi_gp: the
+    // GP counters there are (bit i = PMCi); ext: PERF_CTL/CTR at C001_0200H + 2i; v2:
+    // PerfCntrGlobalCtl gates the counter too.
+    bool smi_pmc = false, smi_ext = false, smi_v2 = false;
+    u32 smi_gp = 0;
     bool aperf_mperf = false;
     u32 aperf_msr = 0, mperf_msr = 0;
     bool freeze = false;                              // FREEZE_WHILE_SMM enumerated
@@ -44,6 +52,16 @@ void noise_probe(Hw& hw, NoiseCaps* out);
 // dispatch-serialising there, else LFENCE.
 SerializeMode effective_serialize(SerializeMode requested, const NoiseCaps& caps);
 
+// The GP counter AMD's SMI count takes beside a group that uses `group_gp` of the counters
+// `avail` (bit i = PMCi): the highest free one, or -1 when the group uses them all.
+constexpr int smi_counter_for(u32 avail, u32 group_gp) {
+    for (int i = 31; i >= 0; --i)
+        if (((avail >> i) & 1) && !((group_gp >> i) & 1)) return i;
+    return -1;
+}
+static_assert(smi_counter_for(0x3F, 0x03) == 5 && smi_counter_for(0x3F, 0x21) == 4 &&
+              smi_counter_for(0x3F, 0x3F) == -1);
+
 // What became of FREEZE_WHILE_SMM in a job.
 enum class FreezeSmm : u8 {
     unsupported,  // not enumerated (NoiseCaps::freeze_absent says why)
@@ -58,6 +76,8 @@ struct NoiseRecord {
     const NoiseCaps* caps = nullptr;
     bool smi_known = false;
     u64 smi_delta = 0;
+    int smi_pmc = -1;                // AMD: the GP counter that counted PMCx02B (-1: MSR_SMI_COUNT, or none)
+    char smi_note[kNoiseNote] = {};  // AMD: why no counter was free for PMCx02B
     bool aperf_known = false;
     u64 aperf_delta = 0, mperf_delta = 0;
     u64 tsc_delta = 0;  // TSC ticks over the same window as the deltas above
@@ -74,14 +94,21 @@ public:
     // Sets FREEZE_WHILE_SMM and DE_CFG[1] as the caps and mode say, then reads the start
     // values. Fails only when LFENCE was chosen on the strength of DE_CFG[1] and the bit
     // cannot be set now (nothing stays changed then).
-    Status begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, NoiseRecord* rec);
+    // `group_gp`: the GP counters the group takes (ReadGroup::gp_mask): AMD's SMI count takes
+    // a free one.
+    Status begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, NoiseRecord* rec, u32 group_gp = 0);
     // Reads the end values into rec and restores DEBUGCTL and DE_CFG exactly.
     Status end(NoiseRecord* rec);
 
 private:
     Hw* hw_ = nullptr;
     const NoiseCaps* caps_ = nullptr;
-    FixedMsrLedger<2> ledger_;
+    FixedMsrLedger<2> ledger_;  // DE_CFG, DEBUGCTL
+    // AMD's SMI counter (PERF_CTL, PERF_CTR, PerfCntrGlobalCtl): restored first, so that the
+    // PMU registers nest inside DE_CFG and DEBUGCTL as the PMU session's do.
+    FixedMsrLedger<3> smi_ledger_;
+    void begin_smi_pmc(const NoiseCaps& caps, u32 group_gp, NoiseRecord* rec);
+    u32 smi_msr_ = 0;  // MSR_SMI_COUNT, or AMD's PERF_CTR of the SMI counter
     u64 smi0_ = 0, aperf0_ = 0, mperf0_ = 0, tsc0_ = 0;
 };
 

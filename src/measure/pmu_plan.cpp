@@ -1,6 +1,9 @@
 // PMU event groups for the measurement engine (see pmu_plan.h).
 #include "measure/pmu_plan.h"
 
+#include "measure/noise.h"
+#include "x86/amd_regs.h"
+
 namespace pmulab {
 
 namespace {
@@ -33,6 +36,18 @@ Status teardown_hook(Hw& hw, void* ctx) {
     st->restore.gp_counters_inexact |= rep.gp_counters_inexact;
     st->restore.status_bits_lost |= rep.status_bits_lost;
     return s;
+}
+
+// AMD PerfMonV2: the group's start write of PerfCntrGlobalCtl also enables the counter the
+// noise guard counts SMIs on (PMCx02B, noise.h smi_counter_for), so that it counts in each
+// run's counting window; the stop write still clears the register (0), as the PMU session
+// expects between runs.
+void keep_smi_counter(const PmuInfo& info, ReadGroup* g) {
+    int i = smi_counter_for(info.gp_mask, g->gp_mask);
+    if (!info.caps.amd_perfmon_v2 || i < 0) return;
+    for (MsrValue& w : g->start_writes)
+        if (w.msr == msr::AMD_PERF_CNTR_GLOBAL_CTL)
+            w.value = regs::amd::GlobalCtl(w.value).set_counter(unsigned(i)).raw();
 }
 
 void label(char* dst, usize cap, StrView s) {
@@ -108,6 +123,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
             if (opts.preset_below_top && k < sizeof st->presets / sizeof st->presets[0])
                 st->presets[k] = (u64(0) - opts.preset_below_top) & regs::counter_mask(a.width);
         }
+        g.gp_mask = cg.gp_mask;
         if (!counters || !b) continue;  // a TSC-only group needs no PMU access
         PmuWriteList on, off;
         planner.control_writes(out->events.data(), cg, &on, &off);
@@ -120,6 +136,7 @@ Status plan_pmu_groups(const PmuInfo& info, const Vec<Event>& events, const Vec<
             g.start_writes.push(MsrValue{on.w[i].msr, v});
         }
         for (unsigned i = 0; i < off.count; ++i) g.stop_writes.push(MsrValue{off.w[i].msr, off.w[i].value});
+        keep_smi_counter(info, &g);
         g.hooks.setup = setup_hook;
         g.hooks.teardown = teardown_hook;
         g.hooks.ctx = st;

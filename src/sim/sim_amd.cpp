@@ -205,6 +205,8 @@ const RetireEvent kAmdEvents[] = {
     {0x064, 0xF0, kZen, kModelled, from_l2},  // dc_hit_in_l2
     {0x064, 0xF6, kZen, kModelled, from_l2},  // ic_dc_hit_in_l2
     {0x064, 0xFF, kZen, kModelled, l1_miss},  // all
+    // ls_smi_rx: SMIs received, counted by SimCpu::smi (none come from retiring code).
+    {0x02B, 0x00, kZen, kExact, [](const Retired&) { return u64(0); }},
 };
 
 }  // namespace

@@ -325,13 +325,16 @@ public:
     // batches, retire(), the next one of the measured body) first runs `extra`
     // cycles of SMM code retiring one instruction per cycle. The PMU counts them unless
     // IA32_DEBUGCTL.FREEZE_WHILE_SMM (bit 14, where IA32_PERF_CAPABILITIES[12]) is set
-    // (SDM Vol. 3B §20.8 "Freezing ... while in SMM"); MSR_SMI_COUNT counts each SMI;
+    // (SDM Vol. 3B §20.8 "Freezing ... while in SMM"); MSR_SMI_COUNT counts each SMI, and so
+    // does AMD's PMCx02B (ls_smi_rx) from family 17h;
     // APERF/MPERF advance (the core is in C0). The TSC does not advance (the model's time
     // is the measured instruction stream).
     void set_smi(u64 every, u64 extra) {
         smi_every_ = every;
         smi_extra_ = extra;
     }
+    // The SMIs so far, whatever the vendor (the tests' oracle of MSR_SMI_COUNT and PMCx02B).
+    u64 smis() const { return smis_; }
     // A coarse reference clock: REF_TSC (fixed counter 2, event 3C.01) advances by `step`
     // TSC ticks once per reference-clock tick (e.g. 100 for a 2.4 GHz TSC and a 24 MHz
     // crystal), `phase` ticks into the first period, as real parts do (perfmon: "the
@@ -456,6 +459,7 @@ private:
     u64 ref_scale_num_ = 1, ref_scale_den_ = 1, ref_scale_acc_ = 0;
     u64 smi_every_ = 0, smi_extra_ = 0, runs_ = 0;
     u64 smi_count_ = 0;  // MSR_SMI_COUNT
+    u64 smis_ = 0;       // every SMI
     u64 debugctl_ = 0;   // IA32_DEBUGCTL
     u32 lvt_perf_ = kLvtMasked;
     bool nmi_pending_ = false;

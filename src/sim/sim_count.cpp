@@ -37,7 +37,9 @@ void SimCpu::run(u64 cycles, std::initializer_list<Occurrence> each) { run(cycle
 // counters are then frozen in SMM; APERF/MPERF still advance).
 void SimCpu::smi() {
     const PmuLayout& L = pmu();
+    ++smis_;
     if (L.smi_count) ++smi_count_;
+    if (L.amd_smi_event) event(0x2B, 0x00, 1);  // PMCx02B: counted when the SMI arrives
     if (L.freeze_while_smm && ((debugctl_ >> 14) & 1)) {
         if (L.amd_efffreq || L.efffreq) {
             aperf_ += smi_extra_;

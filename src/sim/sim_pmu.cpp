@@ -37,6 +37,7 @@ void derive_amd(const CpuidSnapshot& s, const CpuidRegs& l1, PmuLayout* L) {
     L->amd_irperf_erratum1054 = L->amd_irperf && family == 0x17 && model <= 0x2f;
     L->amd_efffreq = s.get(0).eax >= 6 && (s.get(6).ecx & 1);
     L->amd_de_cfg = family >= 0x10;
+    L->amd_smi_event = family >= 0x17;
     L->amd_efffreq_ro = emax >= 0x80000007 && ((s.get(0x80000007).edx >> 10) & 1);
 }
 

@@ -154,7 +154,9 @@ struct PmuLayout {
     bool debugctl = false;
     bool freeze_while_smm = false;
     bool smi_count = false;  // MSR_SMI_COUNT (34H): Intel architectural PMU v3 and later (Nehalem on)
-    bool efffreq = false;    // IA32_MPERF/APERF (E7H/E8H) on Intel: CPUID.06H:ECX[0]
+    // PMCx02B (LsSmiRx, "SMIs received"; Zen PPRs, Linux amdzen1-5 ls_smi_rx): AMD family 17h on.
+    bool amd_smi_event = false;
+    bool efffreq = false;  // IA32_MPERF/APERF (E7H/E8H) on Intel: CPUID.06H:ECX[0]
 
     bool gp(u32 i) const { return i < 32 && ((gp_mask >> i) & 1); }
     bool fixed(u32 i) const { return i < 16 && ((fixed_mask >> i) & 1); }

@@ -196,21 +196,61 @@ TEST(RunNoise, AbsentFieldsSayWhy) {
     EXPECT_EQ(r["serialize"].s(), "lfence");
 }
 
-// AMD has no MSR_SMI_COUNT: on Zen the record names PMCx02B (ls_smi_rx), which counts them,
-// and measuring it beside the events gives the SMIs of the job (issue 26 item 7).
-TEST(RunNoise, AmdSmiAbsentNamesPmcx02bWhichCountsThem) {
+// AMD has no MSR_SMI_COUNT: on Zen the noise guard counts PMCx02B (ls_smi_rx) on the highest
+// GP counter the group leaves free (issue 26 item 7). Simulated Zen 4 (PerfMonV2, 6 counters)
+// with an SMI every 40th run: the group takes PMC0 (ex_ret_ops), so PMC5 counts the SMIs,
+// every one of the job's (the simulator's own count is the oracle), enabled in each run by
+// the region's own PerfCntrGlobalCtl start write (bit 5 with the group's bit 0: 21H), and PERF_CTL5,
+// PERF_CTR5 and GLOBAL_CTL are put back exactly.
+TEST(RunNoise, AmdZen4CountsSmisWithPmcx02bOnAFreeCounter) {
+    constexpr u32 kCtl5 = 0xC001020A, kCtr5 = 0xC001020B, kGlobalCtl = 0xC0000301;
+    SimMachine m = amd_zen4(1);
+    m.cpu(0).poke(kCtl5, 0x4300C2);  // the firmware's (or an OS's) own use of PMC5: kept
+    m.cpu(0).poke(kCtr5, 1234);
+    m.cpu(0).set_smi(40, 700);
+    SimPlatform p(m);
+    u64 before = m.cpu(0).smis(), global = m.cpu(0).peek(kGlobalCtl);
+    Cmd c = run_line(p, "run --json --bench add_indep --events ex_ret_ops --reps 11 --warmup 1 --unroll 10");
+    ASSERT_EQ(c.status, 0) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 1u) << c.out;
+    const pmutest::Json& n = r[0]["noise"];
+    EXPECT_EQ(r[0]["counter"].s(), "PMC0");
+    EXPECT_EQ(n["smi_counter"].s(), "PMC5") << c.out;
+    EXPECT_EQ(n["smi_counter_cost"].s(), "PMCx02B (ls_smi_rx) on a GP counter this group's events leave free: no "
+                                         "event moved to another run, no instruction added to the measured code");
+    EXPECT_FALSE(n.has("smi_absent"));
+    EXPECT_EQ(n["smi_delta"].u(), m.cpu(0).smis() - before) << c.out;
+    EXPECT_EQ(n["smi_delta"].u(), 4u) << c.out;
+    EXPECT_TRUE(r[0]["smi_moved"].b);
+    // Stopped, zeroed, PMCx02B with USR, OS and EN (43002BH); at the end EN cleared first
+    // (the ledger's disable pass), then the firmware's value back.
+    EXPECT_EQ(writes_to(m.cpu(0), kCtl5), (std::vector<u64>{0, 0x43002B, 0x03002B, 0x4300C2})) << c.out;
+    EXPECT_EQ(m.cpu(0).peek(kCtl5), 0x4300C2u);
+    EXPECT_EQ(m.cpu(0).peek(kCtr5), 1234u);
+    EXPECT_EQ(m.cpu(0).peek(kGlobalCtl), global);  // 3FH, its reset value
+    std::vector<u64> g = writes_to(m.cpu(0), kGlobalCtl);
+    EXPECT_NE(std::find(g.begin(), g.end(), 0x21u), g.end()) << "the region's start write keeps PMC5 on";
+    // 20H only from the guard (its begin) and the session's restore of what it found: each
+    // run's stop write clears the register, as the session expects between runs.
+    EXPECT_EQ(std::count(g.begin(), g.end(), 0x20u), 2) << c.out;
+}
+
+// A group that takes all six counters leaves none for PMCx02B: the record says so (null,
+// with the reason) and nothing is written to a counter for it.
+TEST(RunNoise, AmdZen4SmiCountAbsentWhenTheGroupTakesEveryCounter) {
     SimMachine m = amd_zen4(1);
     SimPlatform p(m);
-    Cmd c = run_line(p, "run --json --bench nop --events ls_smi_rx --reps 3 --warmup 1");
+    Cmd c = run_line(
+        p, "run --json --bench nop --events ex_no_retire.not_complete,ex_ret_ops,ex_ret_ucode_ops,de_src_op_disp.all,"
+           "resyncs_or_nc_redirects,ls_smi_rx --reps 3 --warmup 1");
     ASSERT_EQ(c.status, 0) << c.out;
-    std::vector<pmutest::Json> rs = results(c);
-    ASSERT_FALSE(rs.empty()) << c.out;
-    EXPECT_EQ(rs[0]["noise"]["smi_absent"].s(),
-              "MSR_SMI_COUNT (34H) is Intel's; this AMD core counts SMIs with PMCx02B: measure it beside the events "
-              "(--events ...,ls_smi_rx)");
-    const pmutest::Json* smi = nullptr;
-    for (const pmutest::Json& r : rs)
-        if (r["event"].s() == "ls_smi_rx") smi = &r;
-    ASSERT_NE(smi, nullptr) << c.out;
-    EXPECT_EQ((*smi)["counter"].s().rfind("PMC", 0), 0u) << c.out;
+    std::vector<pmutest::Json> r = results(c);
+    ASSERT_EQ(r.size(), 6u) << c.out;
+    const pmutest::Json& n = r[0]["noise"];
+    EXPECT_TRUE(n["smi_delta"].is_null());
+    EXPECT_EQ(n["smi_absent"].s(), "the group's events take all 6 GP counters: none is free for PMCx02B (ls_smi_rx); "
+                                   "measure fewer events for the SMI count");
+    EXPECT_FALSE(n.has("smi_counter"));
+    EXPECT_TRUE(r[0]["smi_moved"].is_null());
 }

@@ -181,7 +181,7 @@ Status cmd_report(Out& out, Args& args) {
     }
     StrBuf b;
     b.printf("\nREPORT: %s (", v);
-    b.printf("census %u CPUs; ", recs.cpus);
+    b.printf("census %u CPU%s; ", recs.cpus, recs.cpus == 1 ? "" : "s");
     put_tally(b, "selftest", selftest);
     put_tally(b, "; exact counts", exact);
     b.put(")\n");
@@ -189,7 +189,8 @@ Status cmd_report(Out& out, Args& args) {
     if (summary_path.size())
         b.printf("This summary is %s, the records %s: send the folder with them (docs/report.md).\n",
                  summary_path.c_str(), sink->last_path());
-    else b.put("No results files here (pmulab-sim writes them with --results DIR).\n");
+    else if (p.simulated()) b.put("No results files were written (pmulab-sim writes them with --results DIR).\n");
+    else b.put("No results files were written: the warning above says why; the summary is this text only.\n");
     t.text_buf(b);
     t.simulated_mark();
 

@@ -45,7 +45,7 @@ def test_report_passes_every_exact_check_on_simulated_intel_amd_and_netburst():
         for name, why in skips.items():
             assert f"SKIP: {name} [CPU 0] ({why})" in r.out, (model, r.out)
         tail = [l for l in r.out.splitlines() if l.startswith("REPORT: ")]
-        assert len(tail) == 1 and tail[0].startswith("REPORT: PASS (census 1 CPUs; selftest "), (model, tail)
+        assert len(tail) == 1 and tail[0].startswith("REPORT: PASS (census 1 CPU; selftest "), (model, tail)
         assert ", 0 failures, " in tail[0].split("selftest ")[1], (model, tail)
         assert f"exact counts 6 tests, 0 failures, {len(skips)} skipped)" in tail[0], (model, tail)
     # The exact values, as the simulator counts them (Skylake): 8 per add_indep, 1 per JMP.
@@ -91,7 +91,7 @@ def test_report_without_a_pmu_skips_every_exact_check_with_the_reason_and_exits_
            "no PerfMonV2) and CPUID.0AH:EAX[7:0] = 0 (a hypervisor without PMU passthrough))")
     for name in EXACT:
         assert f"SKIP: {name} {why}" in r.out, name
-    assert "REPORT: SKIP (census 1 CPUs; " in r.out, r
+    assert "REPORT: SKIP (census 1 CPU; " in r.out, r
     assert "No exact count could be checked here: the reasons are on the SKIP lines above." in r.out, r
 
 

@@ -263,7 +263,9 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
             if (i) cmdline.put(' ');
             cmdline.put(StrView(argv[i]));
         }
-        Value meta = build_meta_record(trace ? trace->untraced() : p, cmdline.c_str());
+        // With --json --trace-msr the meta record's own probes stay out of the trace, so that
+        // it is the first line; in text mode they are traced as before (the BSP's probe).
+        Value meta = build_meta_record(trace && meta_out ? trace->untraced() : p, cmdline.c_str());
         if (meta_out) p.write_record(meta);
         if (sink && sink->begin(c->options->command, out)) {
             sink->record(meta);

@@ -3,6 +3,7 @@
 #include "x86/cache_geometry.h"
 
 #include "app/out.h"
+#include "app/provenance.h"
 #include "pmu/pmu.h"
 #include "base/json.h"
 #include "x86/msr_addr.h"
@@ -197,6 +198,8 @@ Value build_meta_record(Platform& p, const char* command_line) {
         hypervisor_signature(hw.cpuid(0x40000000u, 0), sig);
         w.field("hypervisor_vendor", sig);
     }
+    // Where the numbers come from: hardware, a virtual machine (TCG, -icount), simulated.
+    provenance_json(w, provenance(p));
     w.field_u("cpus", hw.cpu_count());
     cache_geometry_json(w, decode_cache_geometry(probe.cpuid));  // the calling CPU's (docs/cache.md)
     memory_map_json(w, p.measure());                             // the firmware's free memory now

@@ -24,6 +24,14 @@ public:
     virtual void end() = 0;
     // Where the last files went, e.g. "\pmulab\results\0003-info.jsonl" (empty if none).
     virtual const char* last_path() const = 0;
+    // A text file beside the command's records, NNNN-<what>.<ext> with the number of its
+    // .jsonl (the report's "summary.txt": docs/report.md), written whole and flushed; only
+    // between a successful begin() and end(). False when there is none (after a warning
+    // through `out` when writing failed).
+    virtual bool write_text(const char* ext, StrView text) {
+        (void)ext, (void)text;
+        return false;
+    }
 
 protected:
     ~RecordSink() = default;

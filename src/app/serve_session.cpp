@@ -1,4 +1,5 @@
 #include "app/serve_session.h"
+#include "app/provenance.h"
 
 #include "app/command_line.h"
 #include "app/out.h"
@@ -327,6 +328,7 @@ int ServeSession::serve(ServeRunFn run, void* ctx) {
     // pmulab-sim: marked as the meta record marks it, so that no host mistakes the
     // answers for a measurement.
     if (inner_.simulated()) w.field_b("simulated", true).field("simulated_machine", inner_.simulated());
+    provenance_json(w, provenance(inner_));  // hardware, a virtual machine (TCG, -icount), simulated
     w.end_object();
     hello.put('\n');
     send(hello.view());

@@ -23,6 +23,9 @@ public:
     void set_out(Out* out) { out_ = out; }
     // Prints whatever is still buffered (at the end of the command).
     void flush() { trace_.flush(); }
+    // The platform it traces: what pmulab does on its own behalf (the meta record) is not
+    // the command's, and stays out of the trace.
+    Platform& untraced() { return inner(); }
 
     Hw& hw() override { return trace_; }
     MeasurePlatform* measure() override;

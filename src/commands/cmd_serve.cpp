@@ -103,8 +103,9 @@ namespace {
 int run_line(void*, Platform& p, int argc, const char* const* argv) {
     GlobalOptions g;
     // The session appended --json: the results files (serve --results) name the
-    // request's own command line, as a campaign line's files name the line.
-    return app_run(p, argc, argv, &g, nullptr, argc > 0 ? argc - 1 : argc);
+    // request's own command line, as a campaign line's files name the line. The hello
+    // says where the numbers come from; answers hold the command's records only.
+    return app_run(p, argc, argv, &g, nullptr, argc > 0 ? argc - 1 : argc, false);
 }
 
 Status parse_serve_args(Args& args, ServeArgs* a) {

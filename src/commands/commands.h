@@ -21,9 +21,12 @@ namespace pmulab {
 // Returns an ExitStatus; sets *opts to the global options seen.
 // `origin` (e.g. "\pmulab\pmulab.cfg:3") prefixes every error and warning.
 // meta_argc: how many words of argv the results files' meta record names as the command
-// line (all of them when negative); the agent appends --json to a request's words.
+// line (all of them when negative); the agent appends --json to a request's words, and
+// pmulab-sim its own --json and --trace-msr.
+// meta_stdout: with --json the meta record is the first line on stdout (false: the agent,
+// whose hello carries the same provenance and whose answers hold the command's records).
 int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin = nullptr,
-            int meta_argc = -1);
+            int meta_argc = -1, bool meta_stdout = true);
 
 // Checks a command line without running it: the command exists (global options
 // are skipped). Used to reject a bad campaign before any of it runs.
@@ -87,6 +90,11 @@ Status cmd_selftest(Out& out, Args& args);
 extern const CommandOptions kRunCommand;  // run_options.cpp
 extern const CommandOptions kBenchCommand;
 extern const CommandOptions kSelftestCommand;
+// `pmulab info` (dispatch.cpp): the census. `pmulab report` (cmd_report.cpp): census,
+// selftest and the exact-count checks in one run, with a summary file (docs/report.md).
+Status cmd_info(Out& out, Args& args);
+Status cmd_report(Out& out, Args& args);
+extern const CommandOptions kReportCommand;
 
 // `pmulab serve` (cmd_serve.cpp): the agent a host drives (app/serve_session.h).
 Status cmd_serve(Out& out, Args& args);

@@ -33,6 +33,8 @@ const char kHelpTemplate[] =
     "  events               the events each CPU can count [--cpu N|all|bsp]; --check SPEC,...\n"
     "                       shows where a set of events goes (counters, runs)\n"
     "  selftest             PASS/FAIL/SKIP checks of the measurement harness [--cpu N|all|bsp]\n"
+    "  report               the first run on a new machine: census, selftest, exact counts,\n"
+    "                       one summary to send (docs/report.md) [--cpu N|all|bsp]\n"
     "  serve                answer requests from a host over the serial port (docs/agent.md)\n"
     "  serve --tcp PORT     the same over TCP (no authentication: a lab network only)\n"
     "  version              print the version\n"
@@ -62,6 +64,8 @@ const CommandOptions kInfoCommand = {
 const CommandOptions kVersionCommand = {.command = "version", .help = "usage: pmulab version\n"};
 const CommandOptions kHelpCommand = {.command = "help", .help = "usage: pmulab help [COMMAND]\n", .positionals = 1};
 
+}  // namespace
+
 Status cmd_info(Out& out, Args& args) {
     ParsedOptions parsed;
     PMULAB_TRY(parse_options(kInfoCommand, args, &parsed));
@@ -88,6 +92,8 @@ Status cmd_info(Out& out, Args& args) {
     return ok_status();
 }
 
+namespace {
+
 Status cmd_version(Out& out, Args& args) {
     ParsedOptions parsed;
     PMULAB_TRY(parse_options(kVersionCommand, args, &parsed));
@@ -112,9 +118,10 @@ struct Command {
 Status cmd_help(Out& out, Args& args);
 
 const Command kCommands[] = {
-    {cmd_info, &kInfoCommand, true},    {cmd_msr, &kMsrCommand, true},          {cmd_run, &kRunCommand, true},
-    {cmd_bench, &kBenchCommand, false}, {cmd_events, &kEventsCommand, false},   {cmd_selftest, &kSelftestCommand, true},
-    {cmd_serve, &kServeCommand, false}, {cmd_version, &kVersionCommand, false}, {cmd_help, &kHelpCommand, false},
+    {cmd_info, &kInfoCommand, true},     {cmd_msr, &kMsrCommand, true},        {cmd_run, &kRunCommand, true},
+    {cmd_bench, &kBenchCommand, false},  {cmd_events, &kEventsCommand, false}, {cmd_selftest, &kSelftestCommand, true},
+    {cmd_report, &kReportCommand, true}, {cmd_serve, &kServeCommand, false},   {cmd_version, &kVersionCommand, false},
+    {cmd_help, &kHelpCommand, false},
 };
 
 const Command* find_command(const char* name) {
@@ -194,10 +201,11 @@ Status app_check(int argc, const char* const* argv) {
 
 namespace {
 int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest, const GlobalOptions& g, int argc,
-                const char* const* argv, const char* origin);
+                const char* const* argv, const char* origin, bool meta_stdout);
 }  // namespace
 
-int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin, int meta_argc) {
+int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts, const char* origin, int meta_argc,
+            bool meta_stdout) {
     // Pull the global options out wherever they stand.
     Vec<const char*> rest;
     GlobalOptions g;
@@ -218,15 +226,15 @@ int app_run(Platform& p, int argc, const char* const* argv, GlobalOptions* opts,
     if (opts) *opts = g;
     if (g.trace_msr) {
         TracePlatform tp(p);
-        return run_command(tp, &tp, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin);
+        return run_command(tp, &tp, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin, meta_stdout);
     }
-    return run_command(p, nullptr, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin);
+    return run_command(p, nullptr, rest, g, meta_argc < 0 ? argc : meta_argc, argv, origin, meta_stdout);
 }
 
 namespace {
 
 int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest, const GlobalOptions& g, int argc,
-                const char* const* argv, const char* origin) {
+                const char* const* argv, const char* origin, bool meta_stdout) {
     Out out(p, g.json);
     out.set_lava(g.lava);
     if (trace) trace->set_out(&out);
@@ -244,14 +252,23 @@ int run_command(Platform& p, TracePlatform* trace, const Vec<const char*>& rest,
     }
     Args args(int(rest.size()) - (rest.empty() ? 0 : 1), rest.empty() ? nullptr : rest.data() + 1);
     RecordSink* sink = c->writes_results ? p.record_sink() : nullptr;
-    if (sink) {
+    // --json: the meta record (where the numbers come from: hardware, a virtual machine,
+    // TCG and -icount, simulated) is the first line on stdout of every command that reads
+    // or measures hardware (the commands with results files); the agent's answers hold the
+    // command's records only (meta_stdout false: its hello carries the same provenance).
+    const bool meta_out = g.json && meta_stdout && c->writes_results;
+    if (sink || meta_out) {
         StrBuf cmdline;
         for (int i = 0; i < argc; ++i) {
             if (i) cmdline.put(' ');
             cmdline.put(StrView(argv[i]));
         }
-        if (sink->begin(c->options->command, out)) {
-            sink->record(build_meta_record(p, cmdline.c_str()));
+        // With --json --trace-msr the meta record's own probes stay out of the trace, so that
+        // it is the first line; in text mode they are traced as before (the BSP's probe).
+        Value meta = build_meta_record(trace && meta_out ? trace->untraced() : p, cmdline.c_str());
+        if (meta_out) p.write_record(meta);
+        if (sink && sink->begin(c->options->command, out)) {
+            sink->record(meta);
             out.set_sink(sink);
         }
     }

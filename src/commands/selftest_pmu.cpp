@@ -1,5 +1,6 @@
 // `pmulab selftest`: the PMU checks (see cmd_selftest.cpp for the harness checks).
 #include "commands/selftest.h"
+#include "commands/selftest_measure.h"
 #include "measure/pmu_plan.h"
 
 namespace pmulab {
@@ -20,18 +21,6 @@ const char kPmuRef[] = "reference cycles: fixed counter 2 vs the TSC";
 const char kPmuWrap[] = "counter overflow wraps at the enumerated width and sets GLOBAL_STATUS";
 const char kPmuGate[] = "IA32_PERF_GLOBAL_CTRL gates every counter";
 const char kPmuEach[] = "each counter counts individually (instructions retired on every GP counter)";
-
-// Everything one PMU measurement gives, per event in input order.
-struct PmuEventResult {
-    Frac median, min, max;
-    Vec<i64> short_raw, long_raw;
-    bool seen = false;
-};
-struct PmuMeasurement {
-    Vec<PmuEventResult> ev;
-    bool overflow_read = false;
-    OverflowState overflow;
-};
 
 class PmuCapture final : public MeasureSink {
 public:
@@ -68,15 +57,8 @@ private:
     PmuMeasurement* m_;
 };
 
-struct PmuArgs {
-    KernelId kernel = KernelId::add_indep;
-    u64 unroll = 100;
-    u64 loop = 1;
-    u32 warmup = 3;
-    PmuRunOptions opts;
-};
+}  // namespace
 
-// `info`: the PMU of `cpu`, as check_pmu probed it.
 Result<PmuMeasurement> measure_pmu(Hw& hw, MeasurePlatform& mp, u32 cpu, const PmuInfo& info, const char* spec,
                                    const PmuArgs& a) {
     Vec<Event> events;
@@ -87,7 +69,8 @@ Result<PmuMeasurement> measure_pmu(Hw& hw, MeasurePlatform& mp, u32 cpu, const P
     PMULAB_TRY(plan_pmu_groups(info, events, cpus, a.opts, &plan));
     MeasureConfig cfg;
     BenchInstance& b = cfg.benches.emplace();
-    b.kernel = &kernel_info(a.kernel);
+    b.kernel = a.user ? nullptr : &kernel_info(a.kernel);
+    b.user = a.user;
     cfg.cpus.push(cpu);
     cfg.unroll = a.unroll;
     cfg.loop = a.loop;
@@ -110,6 +93,8 @@ Result<PmuMeasurement> measure_pmu(Hw& hw, MeasurePlatform& mp, u32 cpu, const P
         if (!m.ev[i].seen) return Error::make(Errc::internal, "no result for event '%s'", events[i].name);
     return m;
 }
+
+namespace {
 
 // |f - n| <= n / 100.
 // The largest |count| of any run (short and long versions) of the first n events: what
@@ -148,7 +133,8 @@ PmuArgs ref_args(KernelId k) {
     return a;
 }
 
-// Whether a single named event can be counted here (and on which kind of counter).
+}  // namespace
+
 bool countable(const PmuInfo& info, const char* spec, CounterKind want) {
     Vec<Event> ev;
     if (!parse_event_list(StrView(spec), &ev, info.dialect).ok()) return false;
@@ -157,6 +143,8 @@ bool countable(const PmuInfo& info, const char* spec, CounterKind want) {
     const Assignment* as = a.find(0);
     return as && as->kind == want;
 }
+
+namespace {
 
 // The runs of the wrap check, judged robustly: one SMI (or another disturbance) adds
 // counts to a run, so instead of all runs within 1% of each other, the wrapping run (the

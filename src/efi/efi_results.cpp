@@ -155,6 +155,44 @@ void EfiRecordSink::record(const Value& rec) {
     }
 }
 
+bool EfiRecordSink::write_text(const char* ext, StrView text) {
+    // path_ is "\pmulab\results\NNNN-<what>.jsonl": the same base with `ext`.
+    StrView path(path_);
+    const usize dir_len = sizeof kResultsDir;  // the folder and its '\'
+    if (!jsonl_ || path.len <= dir_len + 6) return false;
+    char name[112];
+    format_to(name, sizeof name, "%.*s.%s", int(path.len - dir_len - 6), path_ + dir_len, ext);
+    CHAR16 wname[112];
+    if (!to_char16(StrView(name), wname, 112).ok()) return false;
+    Status err;
+    EFI_FILE_HANDLE dir = open_results_dir(&err);
+    if (!dir) {
+        warn(err.error().msg);
+        return false;
+    }
+    EFI_FILE_HANDLE f = nullptr;
+    EFI_STATUS st = dir->Open(dir, &f, wname, EFI_FILE_MODE_READ | EFI_FILE_MODE_WRITE | EFI_FILE_MODE_CREATE, 0);
+    dir->Close(dir);
+    if (st != EFI_SUCCESS) {
+        char msg[200];
+        format_to(msg, sizeof msg, "cannot create %s\\%s (%s)", kResultsDir, name, status_name(st));
+        warn(msg);
+        return false;
+    }
+    UINTN n = text.len;
+    st = f->Write(f, &n, const_cast<char*>(text.ptr));
+    if (st == EFI_SUCCESS) st = f->Flush(f);
+    f->Close(f);
+    if (st != EFI_SUCCESS || n != text.len) {
+        char msg[200];
+        format_to(msg, sizeof msg, "writing %s\\%s failed (%s)%s", kResultsDir, name, status_name(st),
+                  st == EFI_VOLUME_FULL ? ": the boot volume is full" : "");
+        warn(msg);
+        return false;
+    }
+    return true;
+}
+
 void EfiRecordSink::end() {
     if (jsonl_) {
         if (!failed_) jsonl_->Flush(jsonl_);

@@ -12,6 +12,7 @@ public:
     void record(const Value& rec) override;
     void end() override;
     const char* last_path() const override { return path_; }
+    bool write_text(const char* ext, StrView text) override;
 
 private:
     EFI_FILE_HANDLE open_results_dir(Status* err);

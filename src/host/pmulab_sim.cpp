@@ -46,7 +46,9 @@ constexpr const char kUsage[] =
     "  --cache SPEC              cache model: docs/sim.md (e.g. L1D:32K:8:LRU,L2:256K:4:PLRU)\n"
     "  --seed N                  seed of the RANDOM replacement policy (cache model: docs/sim.md)\n"
     "  --break BEHAVIOUR         a broken simulated PMU, for testing selftest (repeatable):\n"
-    "                            pmi (overflows raise no PMI), freeze (freeze on PMI freezes nothing)\n"
+    "                            pmi (overflows raise no PMI), freeze (freeze on PMI freezes nothing),\n"
+    "                            lbr (the LBR stack records nothing), instructions, branches (every\n"
+    "                            256th one counted twice)\n"
     "  --trace-msr, --json       passed to pmulab (every RDMSR/WRMSR/RDPMC; JSON Lines)\n"
     "  --config CAMPAIGN         run a campaign file (checked first, as pmulab does)\n"
     "  --results DIR             write results files NNNN-<command>.jsonl/.csv into DIR, as pmulab\n"
@@ -90,6 +92,9 @@ const BreakOption kBreakOptions[] = {
     {"pmi", [](sim::SimCpu& c) { c.break_pmi(true); }},        // overflows raise no PMI
     {"freeze", [](sim::SimCpu& c) { c.break_freeze(true); }},  // DEBUGCTL freeze freezes nothing
     {"lbr", [](sim::SimCpu& c) { c.break_lbr(true); }},        // the LBR stack records nothing
+    // Every 256th instruction / branch retired counted twice (the report's exact-count checks).
+    {"instructions", [](sim::SimCpu& c) { c.break_instructions(true); }},
+    {"branches", [](sim::SimCpu& c) { c.break_branches(true); }},
 };
 
 const BreakOption* find_break(const char* name) {
@@ -195,12 +200,15 @@ int parse_args(int argc, char** argv, SimArgs* args) {
 
 // Runs one pmulab command line on the simulated machine.
 int run_words(SimHostPlatform& p, const SimArgs& args, std::vector<std::string> words, const char* origin) {
-    if (args.trace) words.insert(words.begin(), "--trace-msr");
-    if (args.json) words.insert(words.begin(), "--json");
+    // pmulab-sim's own --json and --trace-msr go after the command's words (as the agent
+    // appends --json), so that the meta record names the command line as it was given.
+    const int given = int(words.size());
+    if (args.json) words.push_back("--json");
+    if (args.trace) words.push_back("--trace-msr");
     std::vector<const char*> av;
     for (const std::string& w : words) av.push_back(w.c_str());
     GlobalOptions g;
-    int rc = app_run(p, int(av.size()), av.data(), &g, origin);
+    int rc = app_run(p, int(av.size()), av.data(), &g, origin, given);
     std::fflush(stdout);
     return rc;
 }
@@ -297,17 +305,14 @@ int main(int argc, char** argv) {
     }
     if (args.results) p.set_results_dir(args.results);
 
-    // Marked simulated: a banner in text mode, the meta record first in JSON mode. `serve`
+    // Marked simulated: a banner in text mode, each command's meta record first in JSON mode
+    // (app_run writes it, as on the target). `serve`
     // keeps stdout for the protocol (the hello record first, as the target's agent sends
     // it, with the simulated machine in its "link"): the banner goes to stderr.
     if (is_serve(args.cmd)) {
         std::fprintf(stderr, "pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
                      what.c_str());
-    } else if (args.json) {
-        std::string line;
-        for (const std::string& w : args.cmd) line += (line.empty() ? "" : " ") + w;
-        p.write_record(build_meta_record(p, line.c_str()));
-    } else {
+    } else if (!args.json) {  // JSON mode: each command's meta record comes first (app_run)
         std::printf("pmulab-sim: SIMULATED %s: counts come from the simulator's model, not from hardware\n",
                     what.c_str());
     }

@@ -294,6 +294,10 @@ public:
     void break_pmi(bool on) { model_->break_pmi(on); }
     void break_freeze(bool on) { model_->break_freeze(on); }
     void break_lbr(bool on) { lbr_.set_broken(on); }
+    // A PMU that miscounts, for the report's exact-count checks (docs/report.md): every 256th
+    // instruction / branch retired is counted twice (the executor still runs each once).
+    void break_instructions(bool on) { broken_instructions_ = on; }
+    void break_branches(bool on) { broken_branches_ = on; }
     // The LBR facility this CPU has (sim_lbr.h).
     const LbrLayout& lbr() const { return lbr_.layout(); }
     // How this CPU's simulation produces the event (event select, unit mask) on a GP
@@ -467,6 +471,9 @@ private:
     u64 nmis_ = 0, fixed_pmis_ = 0, core_cycles_ = 0;
     bool in_smi_ = false;
     bool in_retire_ = false;  // run() called by retire()
+    bool broken_instructions_ = false, broken_branches_ = false;
+    u64 instructions_seen_ = 0, branches_seen_ = 0;  // the broken counts' running totals
+    void miscount(Retired* r);                       // applies the broken counts to a batch
     bool smi_due_ = false;
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;

@@ -186,6 +186,11 @@ def test_plots_say_where_the_data_came_from_and_draw_the_spread():
                  "data: simulated: dump x.txt (4 CPUs)"),
                 ("vm", {"hypervisor": True, "hypervisor_vendor": "TCGTCGTCGTCG", "lab": {"icount": 7}},
                  "data: virtual machine (TCGTCGTCGTCG, -icount 7)"),
+                # Without pmulab-lab: the shift pmulab measured (the meta record's icount_shift).
+                ("vm_measured", {"hypervisor": True, "hypervisor_vendor": "TCGTCGTCGTCG", "icount_shift": 5},
+                 "data: virtual machine (TCGTCGTCGTCG, -icount 5)"),
+                ("vm_no_icount", {"hypervisor": True, "hypervisor_vendor": "TCGTCGTCGTCG", "icount_shift": None},
+                 "data: virtual machine (TCGTCGTCGTCG); "),
                 ("hw", {"hypervisor": False, "brand": "Intel(R) Core(TM) i5-6400T"},
                  "data: hardware: Intel(R) Core(TM) i5-6400T")):
             res = os.path.join(td, name + ".jsonl")

@@ -66,4 +66,4 @@ def test_qemu_json_errors_are_json():
     r = run_qemu("info", "--bogus", smp=1, json_mode=True)
     assert r.rc == 2, r
     recs = r.records()
-    assert recs and recs[0]["type"] == "error", r
+    assert [x["type"] for x in recs] == ["meta", "error"], r  # the meta record first (issue #26 item 19)

@@ -13,5 +13,7 @@ def test_qemu_shell_command_line_reaches_pmulab():
         img = shell_image(td, "fs0:\r\n\\pmulab\\app.efi msr read 0x1b --json \"--shutdown\"\r\n")
         r = run_qemu(smp=1, image=img, timeout=90)
         assert r.rc == 0, r
-        assert r.records() == [{"type": "msr", "op": "read", "cpu": 0, "apic_id": 0, "msr": "0x1b",
-                                "value": "0xfee00900"}], r
+        meta, *rest = r.records()  # --json: the meta record first (issue #26 item 19)
+        assert meta["type"] == "meta" and meta["command_line"] == "msr read 0x1b --json --shutdown", meta
+        assert rest == [{"type": "msr", "op": "read", "cpu": 0, "apic_id": 0, "msr": "0x1b",
+                         "value": "0xfee00900"}], r

@@ -50,7 +50,8 @@ def test_qemu_run_text_table_under_icount():
         "     est(min)     est(max)  unit",
         LONG + "      - tsc        TSC         0     0    0 " + VALUES,
     ], r
-    (rec,) = [json.loads(l) for l in lines if l.startswith("{")]
+    meta, rec = [json.loads(l) for l in lines if l.startswith("{")]  # --json: the meta record first
+    assert meta["type"] == "meta" and rec["type"] == "result", (meta, rec)
     for k in ("per_iteration", "min", "median", "avg", "trimmed", "max", "q1", "q3"):
         assert rec[k] == 128, (k, rec)
     assert rec["unit"] == "TSC ticks / iteration" and rec["fraction"] == [128, 1], rec

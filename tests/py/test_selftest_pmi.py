@@ -169,7 +169,8 @@ def test_broken_freeze_fails_the_freeze_check_only():
 def test_break_names_are_checked():
     r = run_tool("pmulab-sim", "--model", "skylake", "--break", "lbrs", "--", "selftest")
     assert r.rc == 2, r
-    assert r.err.strip() == ("pmulab-sim: error: --break: unknown behaviour 'lbrs' (expected pmi, freeze, lbr) "
+    assert r.err.strip() == ("pmulab-sim: error: --break: unknown behaviour 'lbrs' (expected pmi, freeze, lbr, "
+                             "instructions, branches) "
                              "(see pmulab-sim --help)"), r
     assert r.out == "", r
     r = run_tool("pmulab-sim", "--model", "skylake", "--cpus", "0", "--break", "pmi", "--", "info")

@@ -76,7 +76,8 @@ struct Json {
 
 // Parses one JSON text; on error records a test failure naming the position.
 Json parse_json(const std::string& text);
-// One value per non-empty line (JSON Lines).
+// One value per non-empty line (JSON Lines), without the meta record that starts a
+// command's --json output (when the first line is one).
 std::vector<Json> parse_json_lines(const std::string& text);
 
 // A machine from a CPUID dump in tests/data/cpuid.

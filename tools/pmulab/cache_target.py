@@ -166,7 +166,9 @@ class Target:
         """A meta record for plot provenance: simulated or not, the machine."""
         hello = self.agent.hello if self.agent is not None and isinstance(self.agent.hello, dict) else {}
         return {"type": "meta", "simulated": bool(hello.get("simulated")), "simulated_machine": self.machine,
-                "brand": self.cpu.get("brand"), "hypervisor": self.cpu.get("hypervisor")}
+                "brand": self.cpu.get("brand"), "hypervisor": self.cpu.get("hypervisor"),
+                # The agent's hello says where the numbers come from, as a meta record does.
+                "source": hello.get("source"), "tcg": hello.get("tcg"), "icount_shift": hello.get("icount_shift")}
 
     def close(self) -> None:
         if self.agent is not None:

@@ -46,7 +46,10 @@ def pmulab_options(command: str) -> list[Option]:
         for line in text.splitlines():
             if line.strip():
                 rec = json.loads(line)
-                _options[rec["command"]] = rec["options"]
+                # `pmulab help --json` starts with the meta record (where the numbers come
+                # from): only the command records declare options.
+                if rec.get("type") == "command":
+                    _options[rec["command"]] = rec["options"]
     if command not in _options:
         raise OptionsError(f"pmulab has no command '{command}' in its option declarations")
     return _options[command]

@@ -206,7 +206,10 @@ def provenance(recs: list[Record]) -> str:
             what = f"simulated: {r.get('simulated_machine', 'pmulab-sim')}"
         elif r.get("hypervisor"):
             what = f"virtual machine ({r.get('hypervisor_vendor') or 'hypervisor'}"
-            what += f", -icount {lab['icount']})" if lab.get("icount") is not None else ")"
+            # -icount as pmulab-lab booted it, else as pmulab measured it (the meta record's
+            # icount_shift under TCG).
+            icount = lab.get("icount") if lab.get("icount") is not None else r.get("icount_shift")
+            what += f", -icount {icount})" if isinstance(icount, int) and not isinstance(icount, bool) else ")"
         else:
             what = f"hardware: {r.get('brand') or r.get('cpu_vendor') or 'unknown CPU'}"
         if what not in seen:

@@ -78,6 +78,18 @@ void HostRecordSink::record(const Value& rec) {
     write_all(jsonl_, line.view(), path_);  // flushed record by record, as on the target
 }
 
+bool HostRecordSink::write_text(const char* ext, StrView text) {
+    const std::string kJsonl = ".jsonl";
+    if (!jsonl_ || path_.size() <= kJsonl.size()) return false;
+    std::string p = path_.substr(0, path_.size() - kJsonl.size()) + "." + ext;
+    int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0666);
+    std::FILE* f = fd < 0 ? nullptr : ::fdopen(fd, "w");
+    bool ok = f && std::fwrite(text.ptr, 1, text.len, f) == text.len;
+    if (f) ok &= std::fclose(f) == 0;
+    if (!ok) warn("cannot write " + p + ": " + std::strerror(errno));
+    return ok;
+}
+
 void HostRecordSink::end() {
     if (jsonl_) std::fclose(jsonl_);
     jsonl_ = nullptr;

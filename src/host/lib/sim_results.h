@@ -24,6 +24,7 @@ public:
     void record(const Value& rec) override;
     void end() override;
     const char* last_path() const override { return path_.c_str(); }
+    bool write_text(const char* ext, StrView text) override;
 
 private:
     bool open_pair(const char* what);

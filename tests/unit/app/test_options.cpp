@@ -171,7 +171,7 @@ TEST(Options, EveryCommandsDeclarationIsInItsHelp) {
         }
         EXPECT_EQ(std::string(help.c_str()).find('\x01'), std::string::npos) << c->command;
     }
-    EXPECT_EQ(commands, 10u);  // 9 commands and the global options
+    EXPECT_EQ(commands, 11u);  // 10 commands and the global options
     ASSERT_NE(command_options("run"), nullptr);
     const OptionSpec* unroll = find_option(*command_options("run"), StrView("--unroll"));
     ASSERT_NE(unroll, nullptr);

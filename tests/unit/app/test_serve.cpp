@@ -218,7 +218,7 @@ public:
 
 int run_line(void*, Platform& p, int argc, const char* const* argv) {
     GlobalOptions g;
-    return app_run(p, argc, argv, &g);
+    return app_run(p, argc, argv, &g, nullptr, argc > 0 ? argc - 1 : argc, false);  // as cmd_serve.cpp runs a request
 }
 
 struct Session {

@@ -169,11 +169,17 @@ struct Rig {
 
 }  // namespace
 
+// --json output after its first line, which must be the meta record (issue #26 item 19).
+static std::string after_meta(const std::string& out) {
+    EXPECT_EQ(out.rfind("{\"type\":\"meta\",", 0), 0u) << out;
+    return out.substr(out.find('\n') + 1);
+}
+
 TEST(RunCommand, JsonRecordHasEveryField) {
     Rig r;
     ASSERT_EQ(r.run("run --bench nop --events tsc --json --reps 3 --warmup 1"), 0) << r.p.out;
     EXPECT_EQ(
-        r.p.out,
+        after_meta(r.p.out),
         "{\"type\":\"result\",\"cpu\":0,\"apic_id\":0,\"bench\":\"nop\",\"event\":\"tsc\",\"counter\":\"TSC\","
         "\"run\":0,\"runs\":1,\"unroll\":100,\"loop\":1,\"reps\":3,\"warmup\":1,\"basic\":false,\"agg\":\"median\","
         "\"irq\":\"cli\",\"serialize\":\"lfence\",\"noise\":{\"smi_delta\":null,\"smi_absent\":\"not an Intel CPU: "
@@ -236,7 +242,7 @@ TEST(RunCommand, ExitStatuses) {
     EXPECT_EQ(r.p.out.rfind("pmulab: error: ", 0), 0u) << r.p.out;
     EXPECT_NE(r.p.out.find("'cycles'"), std::string::npos) << r.p.out;
     EXPECT_EQ(r.run("run --bench nop --events cycles --json"), 3);
-    EXPECT_EQ(r.p.out.rfind("{\"type\":\"error\",\"code\":\"unsupported\",\"message\":", 0), 0u) << r.p.out;
+    EXPECT_EQ(after_meta(r.p.out).rfind("{\"type\":\"error\",\"code\":\"unsupported\",\"message\":", 0), 0u) << r.p.out;
     EXPECT_EQ(r.run("run --bench nop --cpu 5"), 2);
     EXPECT_EQ(r.p.out, "pmulab: error: --cpu 5: there are only 2 logical processors (0..1)\n");
     EXPECT_EQ(r.run("run --bench nop --unroll 0"), 2);

@@ -2,6 +2,7 @@
 
 #include "ap_worker.h"
 #include "efi_defs.h"
+#include "efi_platform.h"
 #include "fault.h"
 #include "local_apic.h"
 #include "base/box.h"
@@ -362,6 +363,10 @@ Status EfiMeasure::guard_pages(const void* p, usize bytes, bool on) {
         absent_[absent_n_++] = a;
     }
     return ok_status();
+}
+
+SiblingState EfiMeasure::prepare_siblings(Hw& hw, u32 cpu) {
+    return cpus_ ? cpus_->prepare_siblings(cpu) : MeasurePlatform::prepare_siblings(hw, cpu);
 }
 
 }  // namespace pmulab::efi

@@ -63,11 +63,15 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
         smi_due_ = false;
         smi();
     }
+    // A busy SMT sibling takes every other cycle (set_sibling_busy): this thread's cycles
+    // double, its events do not.
+    const u64 turns = sibling_busy_ && !in_smi_ ? 2 : 1;
     if (L.amd_efffreq || L.efffreq) {
-        aperf_ += cycles;
-        mperf_ += cycles;
+        aperf_ += cycles * turns;
+        mperf_ += cycles * turns;
     }
     count_cycles(cycles, each);
+    if (turns == 2) count_cycles(cycles, {});
 }
 
 void SimCpu::count_cycles(u64 cycles, const std::vector<Occurrence>& each) {
@@ -122,7 +126,8 @@ void SimCpu::retire(const Retired& r) {
         Retired batch = r;
         if (batch.branches > batch.instructions) batch.branches = batch.instructions;
         model_->retire(*this, batch);
-        ref_cycles(batch.cycles());  // the TSC runs with the core: one tick per cycle
+        // The TSC runs with the core: one tick per cycle (the sibling's turns included).
+        ref_cycles(batch.cycles() * (sibling_busy_ ? 2 : 1));
     }
     in_retire_ = false;
     if (lbr_pending_.valid) {  // the branch retired with this batch (the executor's last instruction)

@@ -38,6 +38,7 @@ public:
     Status set_lvt_perf(u32 value) override { return exec_.set_lvt_perf(value); }
     Status pmi_attach(PmiHandler* h) override { return exec_.pmi_attach(h); }
     void pmi_detach() override { exec_.pmi_detach(); }
+    SiblingState prepare_siblings(Hw& hw, u32 cpu) override { return exec_.prepare_siblings(hw, cpu); }
 
     void execute(const Region& region, RegionFrame* frame) override {
         EXPECT_TRUE(exec_.masked());

@@ -44,6 +44,19 @@ SimMachine skylake_core_with_two_threads() {
 const char* const kLevel1[4] = {"tma_retiring", "tma_bad_speculation", "tma_frontend_bound", "tma_backend_bound"};
 const std::vector<u64> kAlone[4] = {{1, 2}, {1, 4}, {1, 4}, {0, 1}};
 
+// The four level-1 metrics: the thread's own budget (2, 1, 1, 0 of 4), valid, and the
+// sibling's state.
+void expect_level1_alone(const std::vector<pmutest::Json>& met, const char* sibling) {
+    ASSERT_EQ(met.size(), 4u);
+    for (int i = 0; i < 4; ++i) {
+        const pmutest::Json* j = find(met, "metric", kLevel1[i]);
+        ASSERT_NE(j, nullptr) << kLevel1[i];
+        EXPECT_EQ((*j)["fraction"].u_list(), kAlone[i]) << kLevel1[i];
+        EXPECT_EQ((*j)["sibling"].s(), sibling) << kLevel1[i];
+        EXPECT_TRUE((*j)["valid"].b) << kLevel1[i];
+    }
+}
+
 const pmutest::Json* result_of(const std::vector<pmutest::Json>& res, const char* event) {
     return find(res, "event", event);
 }
@@ -66,14 +79,7 @@ TEST(TopdownSmt, HaltedSiblingPlainFormsAndRecordsSayHalted) {
     EXPECT_EQ(res[0]["runs"].u(), 1u);  // the plain forms: cycles (fixed) and 4 GP events
     EXPECT_EQ(result_of(res, "3C.02"), nullptr);
     std::vector<pmutest::Json> met = of_type(c, "metric");
-    ASSERT_EQ(met.size(), 4u) << c.out;
-    for (int i = 0; i < 4; ++i) {
-        const pmutest::Json* j = find(met, "metric", kLevel1[i]);
-        ASSERT_NE(j, nullptr) << kLevel1[i];
-        EXPECT_EQ((*j)["fraction"].u_list(), kAlone[i]) << kLevel1[i];
-        EXPECT_EQ((*j)["sibling"].s(), "halted");
-        EXPECT_TRUE((*j)["valid"].b);
-    }
+    expect_level1_alone(met, "halted");
     EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(), "[9C.01] / (4 * CPU_CLK_UNHALTED.THREAD)");
 }
 
@@ -107,14 +113,7 @@ TEST(TopdownSmt, BusySiblingSmtFormsGiveTheThreadAlone) {
     EXPECT_EQ((*one)["fraction"].u_list(), (std::vector<u64>{0, 1}));
     ASSERT_NE(result_of(res, "0D.01.AnyT"), nullptr);
     std::vector<pmutest::Json> met = of_type(c, "metric");
-    ASSERT_EQ(met.size(), 4u) << c.out;
-    for (int i = 0; i < 4; ++i) {
-        const pmutest::Json* j = find(met, "metric", kLevel1[i]);
-        ASSERT_NE(j, nullptr) << kLevel1[i];
-        EXPECT_EQ((*j)["fraction"].u_list(), kAlone[i]) << kLevel1[i];
-        EXPECT_EQ((*j)["sibling"].s(), "busy");
-        EXPECT_TRUE((*j)["valid"].b) << kLevel1[i];
-    }
+    expect_level1_alone(met, "busy");
     EXPECT_EQ((*find(met, "metric", "tma_frontend_bound"))["formula"].s(),
               "[9C.01] / (2 * CPU_CLK_UNHALTED.THREAD * (1 + [3C.02] / CPU_CLK_UNHALTED.REF_XCLK))");
     EXPECT_EQ((*find(met, "metric", "tma_bad_speculation"))["formula"].s(),

@@ -51,3 +51,15 @@ def test_cpuid_dump_topology():
     assert "  SMT siblings: 0+1, 2+3, 4+5," in r.out, r
     r = run_tool("pmulab-cpuid", data_path("cpuid", "GenuineIntel00506E3_Skylake_CPUID.txt"))
     assert r.rc == 0 and "SMT siblings" not in r.out, r  # no SMT: the table says all there is
+
+
+def test_sim_machine_from_dump_has_its_topology():
+    # The simulated machine's locations (the dump's "All CPUs" section) and CPUID's decoding
+    # (the records' "topology") agree on the SMT thread of every CPU of Zen 5 with SMT.
+    r = run_tool("pmulab-sim", "--json", "--dump",
+                 data_path("cpuid", "AuthenticAMD0B40F40_K20_GraniteRidge_02_CPUID.txt"), "--", "info")
+    assert r.rc == 0, r
+    cpus = r.records("cpu")
+    assert len(cpus) == 32
+    assert [c["thread"] for c in cpus] == [c["topology"]["thread"] for c in cpus] == [i % 2 for i in range(32)]
+    assert [c["topology"]["core"] for c in cpus] == [i // 2 if i < 16 else 8 + (i - 16) // 2 for i in range(32)], r

@@ -34,17 +34,16 @@ public:
         current_ = saved;
     }
 
-    // Every CPU whose core has another logical processor (same package and core in its
-    // topology) gets a busy SMT sibling (SimCpu::set_sibling_busy), or a halted one again.
-    // Returns how many CPUs have siblings.
-    u32 set_siblings_busy(bool on);
-
     // The k-th WRMSR from now on any CPU faults, once.
     void fail_nth_wrmsr(u64 k, u8 vector = pmulab::kVectorGP);
     // Every CPU's log merged in access order.
     std::vector<LogEntry> log_all() const;
     void clear_logs();
     u64 run_on_cpu_calls() const { return run_calls_; }
+    // Every CPU whose core has another logical processor (same package and core in its
+    // topology) gets a busy SMT sibling (SimCpu::set_sibling_busy), or a halted one again.
+    // Returns how many CPUs have siblings.
+    u32 set_siblings_busy(bool on);
 
     // ---- Hw ----
     CpuidRegs cpuid(u32 leaf, u32 subleaf) override;

@@ -29,6 +29,7 @@ public:
     void set_job_timeout(u32 seconds) override { inner_->set_job_timeout(seconds); }
     Status guard_pages(const void* p, usize bytes, bool on) override { return inner_->guard_pages(p, bytes, on); }
     Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) override { return inner_->run_on_cpu(hw, cpu, fn, ctx); }
+    SiblingState prepare_siblings(Hw& hw, u32 cpu) override { return inner_->prepare_siblings(hw, cpu); }
     Result<u32> lvt_perf() override { return inner_->lvt_perf(); }
     Status set_lvt_perf(u32 value) override { return inner_->set_lvt_perf(value); }
     Result<u32> lvt_ext(unsigned n) override { return inner_->lvt_ext(n); }

@@ -50,6 +50,13 @@ constexpr int hex_digit(char c) {
 
 constexpr u64 low_mask(unsigned bits) { return bits >= 64 ? ~u64{0} : ((u64{1} << bits) - 1); }
 
+// The smallest s with 2^s >= n (0 for n <= 1): the ID bits n things need.
+constexpr u32 ceil_log2(u32 n) {
+    u32 s = 0;
+    while (s < 32 && (u64(1) << s) < n) ++s;
+    return s;
+}
+
 constexpr unsigned popcount64(u64 v) {
     unsigned n = 0;
     for (; v; v &= v - 1) ++n;

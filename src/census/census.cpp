@@ -5,6 +5,7 @@
 #include "base/json.h"
 #include "pmu/pmu.h"
 #include "x86/netburst_regs.h"
+#include "x86/topology.h"
 
 namespace pmulab {
 
@@ -202,22 +203,12 @@ void census_decode(CpuRecord& r) {
     r.dec.pmu.perf_caps_read = caps_read;
     r.dec.pmu.perf_caps = caps;
     if (!r.topology_known) {
-        // x2APIC ID from leaf 0BH when present, else the initial APIC ID.
-        CpuidRegs b, c;
-        bool leaf_b = r.dec.id.max_leaf >= 0xB && r.raw.find(0xB, 0, &b) && (b.ebx & 0xffff);
-        r.topo.apic_id = leaf_b ? b.edx : r.dec.id.initial_apic_id;
-        // Location as the firmware derives it (SDM Vol. 3A, "Hierarchical Mapping of CPUID
-        // Extended Topology Leaf"): sub-leaf 0 is the SMT level (ECX[15:8] = 1), sub-leaf 1
-        // the core level (2); EAX[4:0] of each is the x2APIC ID shift to the next level.
-        if (leaf_b && r.raw.find(0xB, 1, &c) && ((b.ecx >> 8) & 0xff) == 1 && ((c.ecx >> 8) & 0xff) == 2) {
-            u32 smt = b.eax & 0x1f, core = c.eax & 0x1f;
-            if (smt <= core) {
-                u64 id = r.topo.apic_id;
-                r.topo.thread = u32(id & low_mask(smt));
-                r.topo.core = u32((id >> smt) & low_mask(core - smt));
-                r.topo.package = u32(id >> core);
-            }
-        }
+        // The location from CPUID (x86/topology.h: leaves 1FH/0BH, AMD 8000_001EH, 01H/04H).
+        r.topo.apic_id = cpuid_apic_id(r.raw);
+        TopoPlace p = topology_place(decode_topology_levels(r.raw), r.topo.apic_id);
+        r.topo.package = p.package;
+        r.topo.core = p.core;
+        r.topo.thread = p.thread;
     }
 }
 
@@ -433,6 +424,7 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out) {
     put_census_header(out, cpus);
     out.put("\n  CPU   APIC  BSP  PKG  CORE  THR  TYPE  PMU   GP      FIXED\n");
     for (const CpuRecord& r : cpus) put_census_row(out, r);
+    census_topology(cpus, out);
     put_census_pmus(out, cpus);
     put_census_vectors(out, cpus);
     census_caches(cpus, out);
@@ -571,6 +563,7 @@ Value census_record(const CpuRecord& r, const TscFreq* tsc) {
     w.field_b("perf_capabilities_fault", r.perf_caps_fault);
     w.end_object();
     cache_geometry_json(w, decode_cache_geometry(r.raw));
+    census_topology_json(w, r);
     if (tsc) tsc_freq_fields(w, *tsc);
     w.end_object();
     return rec;

@@ -51,6 +51,14 @@ void census_table(const Vec<CpuRecord>& cpus, StrBuf& out);
 // with the CPUs sharing it (x86/cache_geometry.h; docs/cache.md "Cache geometry").
 void census_caches(const Vec<CpuRecord>& cpus, StrBuf& out);
 
+// The topology from CPUID (x86/topology.h) where some core runs several logical processors:
+// packages, cores, logical processors, the SMT siblings, and where the firmware's location
+// disagrees (census_topology.cpp). Nothing without SMT siblings.
+void census_topology(const Vec<CpuRecord>& cpus, StrBuf& out);
+// The record's "topology" object: CPUID's source, x2APIC ID, package/core/thread, layout.
+class JsonWriter;
+void census_topology_json(JsonWriter& w, const CpuRecord& r);
+
 // What to try next where no collected CPU has a PMU and all run under a hypervisor (QEMU
 // TCG, KVM without PMU passthrough): one line after `info`'s report; nothing otherwise.
 void census_next_step(const Vec<CpuRecord>& cpus, StrBuf& out);

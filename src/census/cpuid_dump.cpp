@@ -112,7 +112,10 @@ CpuidRegs missing_query(void* ctx, u32 leaf, u32 sub) {
     auto* q = static_cast<MissingQuery*>(ctx);
     CpuidRegs r;
     bool optional = leaf == 0x80000000 || leaf == 0x40000000 || (leaf == 0xB && sub == 1) || leaf == 0x4 ||
-                    leaf == 0x8000001D;  // the cache leaves: the simulator has per-family defaults
+                    leaf == 0x8000001D ||  // the cache leaves: the simulator has per-family defaults
+                    // topology (x86/topology.h): a missing 1FH reads as absent (0BH is used), a
+                    // missing sub-leaf as its end (AIDA64 omits the invalid last level)
+                    leaf == 0x1F || leaf == 0x8000001E;
     if (!q->s->find(leaf, sub, &r) && !optional && !q->found) {
         q->found = true;
         q->leaf = leaf;

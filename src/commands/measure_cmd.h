@@ -210,8 +210,10 @@ bool wants_metrics(const RunOptions& o);
 Status load_run_metrics(Out& out, RunOptions& o);
 // The event specs a CPU class needs for the selected metrics (';'-separated, appended to
 // *specs), and its TopDown method. *why is set when --topdown is not available there.
+// smt_active: an SMT sibling of these CPUs runs while they measure (the SMT forms,
+// topdown.h TopdownSupport::smt).
 void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdentity& id, TopdownSupport* td,
-                        StrBuf* specs, StrBuf* why);
+                        StrBuf* specs, StrBuf* why, bool smt_active = false);
 // Event names resolved per class of CPUs whose identity picks the same event file
 // (run_events.cpp), with the events --topdown/--metrics need there.
 struct EventsForCpus {
@@ -240,6 +242,7 @@ public:
     struct Item {
         u32 cpu = 0;
         u64 apic_id = 0;
+        SiblingState sibling = SiblingState::none;  // docs/measure.md "SMT siblings"
         const BenchInstance* bench = nullptr;
         char label[48] = {};
         char counter[16] = {};  // the counter that measured it ("FIXED_CTR2", "PMC1")

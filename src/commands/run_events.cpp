@@ -65,7 +65,13 @@ Status resolve_run_events(Out& out, const RunOptions& o, Vec<EventsForCpus>* set
         if (wants_metrics(o)) {
             // What --topdown/--metrics need on this class of CPUs (topdown.h picks the method).
             StrBuf specs, why;
-            metric_event_specs(o, set.probed[0].info, keys[k].id, &set.topdown, &specs, &why);
+            // An SMT sibling that runs (not halted) needs the SMT forms (docs/measure.md "SMT siblings").
+            bool smt = false;
+            for (u32 cpu : set.cpus) {
+                SiblingState st = p.measure() ? p.measure()->prepare_siblings(p.hw(), cpu) : SiblingState::none;
+                smt = smt || st == SiblingState::busy || st == SiblingState::idle;
+            }
+            metric_event_specs(o, set.probed[0].info, keys[k].id, &set.topdown, &specs, &why, smt);
             format_to(set.topdown_why, sizeof set.topdown_why, "%s", why.c_str());
             Vec<Event> extra;
             s = specs.size() ? tables.resolve_list(specs.view(), keys[k].id, &extra, dialect) : ok_status();

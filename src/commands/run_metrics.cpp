@@ -57,8 +57,9 @@ Status load_run_metrics(Out& out, RunOptions& o) {
 }
 
 void metric_event_specs(const RunOptions& o, const PmuInfo& info, const CpuIdentity& id, TopdownSupport* td,
-                        StrBuf* specs, StrBuf* why) {
+                        StrBuf* specs, StrBuf* why, bool smt_active) {
     *td = topdown_support(info, id);
+    td->smt = smt_active && td->method == TopdownMethod::skylake_events;
     bool topdown_wanted = o.topdown_wanted;
     Vec<StrView> inputs;
     // Of a metric's definitions (not TopDown's: those come from the method), the first whose
@@ -161,6 +162,7 @@ void MetricCollector::add(const RunOptions& o, const MeasureResult& r) {
     Item& it = items.emplace();
     it.cpu = r.cpu;
     it.apic_id = r.apic_id;
+    it.sibling = r.sibling;
     it.bench = r.bench;
     str_copy(it.label, sizeof it.label, r.read->event);
     str_copy(it.counter, sizeof it.counter, r.read->counter);
@@ -364,6 +366,7 @@ Value metric_record(const MetricCollector::Item& it, const MetricValue& mv, cons
     Frac t = frac_reduce(tolerance);
     w.key("tolerance").fixed(t.num, t.den, 4);
     if (mv.violation[0]) w.field("violation", mv.violation);
+    w.field("sibling", sibling_state_name(it.sibling));  // docs/measure.md "SMT siblings"
     w.end_object();
     return line;
 }

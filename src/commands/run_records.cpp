@@ -234,6 +234,9 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     }
     w.field("unit", unit_of(*r.read));
     if (r.read->energy) put_energy_json(w, *r.read->energy);
+    // Where it ran and what the core's SMT siblings did (docs/measure.md "SMT siblings").
+    w.field_u("package", r.package).field_u("core", r.core).field_u("thread", r.thread);
+    w.field("sibling", sibling_state_name(r.sibling));
     if (o.raw) {
         for (int which = 0; which < 2; ++which) {
             w.key(which ? "long" : "short").begin_object();

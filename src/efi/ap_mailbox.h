@@ -59,4 +59,23 @@ template <typename T> bool spin_until(const volatile T& word, T want, EFI_EVENT 
     }
 }
 
+// As spin_until without PAUSE: the BSP halts between checks, so that it leaves the core to
+// an SMT sibling that measures (docs/measure.md "SMT siblings"). With `mwait` (CPUID.01H:
+// ECX[3] MONITOR) it waits in MWAIT on the word's line, woken by the AP's write or an
+// interrupt (SDM Vol. 2B MONITOR/MWAIT); else in HLT, woken by the firmware's timer tick.
+// Needs RFLAGS.IF = 1: an interrupt ends either wait, so the timer is checked each time.
+template <typename T> bool halt_until(const volatile T& word, T want, EFI_EVENT timer, bool mwait) {
+    for (;;) {
+        if (load_acquire(word) == want) return true;
+        if (gBS->CheckEvent(timer) == EFI_SUCCESS) return load_acquire(word) == want;
+        if (!mwait) {
+            asm volatile("hlt" ::: "memory");
+            continue;
+        }
+        asm volatile("monitor" ::"a"(&word), "c"(0u), "d"(0u) : "memory");
+        if (load_acquire(word) == want) return true;
+        asm volatile("mwait" ::"a"(0u), "c"(0u) : "memory");
+    }
+}
+
 }  // namespace pmulab::efi

@@ -11,6 +11,20 @@ extern pmulab::u64 pmulab_wake_eoi_mmio;
 
 namespace pmulab::efi {
 
+namespace {
+
+// CPUID.01H:ECX[3] MONITOR (SDM Vol. 2A Table 3-10): MONITOR/MWAIT exist (and
+// IA32_MISC_ENABLE[18] left them enabled). Used on bare metal only (ECX[31] clear): QEMU TCG
+// executes MWAIT as PAUSE, where HLT really halts the vCPU (see docs/measure.md).
+constexpr unsigned kLeaf1EcxMonitor = 3, kLeaf1EcxHypervisor = 31;
+bool mwait_supported() {
+    u32 a = 1, b, c = 0, d;
+    asm volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+    return ((c >> kLeaf1EcxMonitor) & 1) && !((c >> kLeaf1EcxHypervisor) & 1);
+}
+
+}  // namespace
+
 using regs::ApicDelivery;
 using regs::ApicIcr;
 
@@ -77,7 +91,8 @@ Status ApWorkers::post(ApMailbox& m, u32 cmd, CpuFn fn, void* ctx, u64 timeout_1
     u64 allocs_before = ap_guard_begin();
     u64 seq = send(m, cmd, fn, ctx);
     if (beside) beside(bctx);
-    bool finished = spin_until(m.done, seq, timer_);
+    bool finished = quiet_ && quiet_wait() ? halt_until(m.done, seq, timer_, mwait_supported())
+                                           : spin_until(m.done, seq, timer_);
     if (!finished && cmd == kCmdRun) {
         // The watchdog: an NMI ends generated code in flight like a fault (vector 2), and
         // the job reports it and returns (fault_stubs.S pmulab_nmi).
@@ -119,10 +134,20 @@ Status ApWorkers::ready(u32 cpu) {
     return ok_status();
 }
 
-Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx) {
+Status ApWorkers::run(u32 cpu, CpuFn fn, void* ctx, bool quiet) {
     PMULAB_TRY(ready(cpu));
     u32 seconds = code_timeout() ? code_timeout() : kJobTimeoutSeconds;
-    return post(boxes_[cpu], kCmdRun, fn, ctx, u64(seconds) * k100nsPerSecond, "a job");
+    quiet_ = quiet;
+    Status s = post(boxes_[cpu], kCmdRun, fn, ctx, u64(seconds) * k100nsPerSecond, "a job");
+    quiet_ = false;
+    return s;
+}
+
+bool ApWorkers::quiet_wait() const { return read_rflags() & kRflagsIf; }
+
+Result<bool> ApWorkers::park(u32 cpu) {
+    PMULAB_TRY(ready(cpu));
+    return boxes_[cpu].wake_ipi != 0;
 }
 
 Status ApWorkers::run_beside(u32 cpu, CpuFn fn, void* ctx, CpuFn beside, void* bctx) {

@@ -29,8 +29,14 @@ class ApWorkers {
 public:
     // Called once by EfiHw::init (BSP): the processors, their APIC IDs.
     void init(EfiMpServicesProtocol* mp, u32 count, const u64* apic_ids);
-    // Runs fn(ctx) on AP `cpu` and returns when it has run (or timed out).
-    Status run(u32 cpu, CpuFn fn, void* ctx);
+    // Runs fn(ctx) on AP `cpu` and returns when it has run (or timed out). With `quiet` the
+    // BSP halts meanwhile where it can (quiet_wait), else it spins (PAUSE).
+    Status run(u32 cpu, CpuFn fn, void* ctx, bool quiet = false);
+    // Whether the BSP can wait for a job halted (HLT or MWAIT: interrupts enabled), and how.
+    bool quiet_wait() const;
+    // Starts AP `cpu`'s worker (which waits between jobs) if it is not running; true when it
+    // halts there (a worker whose local APIC cannot take the wake IPI polls with PAUSE).
+    Result<bool> park(u32 cpu);
     // Every worker returns to MP Services; waits (bounded) until MP Services saw it.
     void shutdown();
     // The BSP's watchdog (ap_watchdog.cpp): AP `watcher` halts with its local APIC timer
@@ -68,6 +74,7 @@ private:
     u64 timer_hz_ = 0;  // the local APIC timer's rate (divide by 1), from calibrate()
     ApMailbox* watcher_ = nullptr;
     u64 watch_seq_ = 0;
+    bool quiet_ = false;  // the current post() halts the BSP (run's `quiet`)
 };
 
 }  // namespace pmulab::efi

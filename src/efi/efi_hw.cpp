@@ -83,6 +83,9 @@ Status EfiHw::init() {
         }
         if (t.bsp) bsp_ = i;
     }
+    CpuidSnapshot snap;
+    capture_cpuid(*this, &snap);
+    levels_ = decode_topology_levels(snap);
     Vec<u64> apic_ids;
     for (u32 i = 0; i < count_; ++i) apic_ids.push(topo_[i].apic_id);
     workers_.init(mp_, count_, apic_ids.data());
@@ -156,7 +159,26 @@ Status EfiHw::run_on_cpu(u32 cpu, CpuFn fn, void* ctx) {
         return Error::make(Errc::internal, "CPU %u cannot hand a job to CPU %u: only the BSP dispatches", self, cpu);
     if (!topo_[cpu].enabled)
         return Error::make(Errc::unsupported, "logical processor %u is disabled by the firmware", cpu);
-    return workers_.run(cpu, fn, ctx);
+    // The BSP leaves the core to an SMT sibling that works (docs/measure.md "SMT siblings").
+    return workers_.run(cpu, fn, ctx, same_core(levels_, topo_[cpu].apic_id, topo_[bsp_].apic_id));
+}
+
+SiblingState EfiHw::prepare_siblings(u32 cpu) {
+    SmtSiblings sib;
+    if (!find_smt_siblings(*this, cpu, &sib).ok() || !sib.count) return SiblingState::none;
+    SiblingState st = SiblingState::none;
+    for (u32 k = 0; k < sib.count; ++k) {
+        u32 s = sib.cpu[k];
+        SiblingState one = SiblingState::idle;  // the firmware's wait (pmulab could not start its worker)
+        if (s == bsp_) {
+            one = workers_.quiet_wait() ? SiblingState::halted : SiblingState::busy;
+        } else {
+            Result<bool> halts = workers_.park(s);
+            if (halts.ok()) one = halts.value() ? SiblingState::halted : SiblingState::busy;
+        }
+        st = sibling_merge(st, one);
+    }
+    return st;
 }
 
 }  // namespace pmulab::efi

@@ -9,6 +9,7 @@
 #include "efi_serial.h"
 #include "efi_tcp.h"
 #include "commands/commands.h"
+#include "x86/topology.h"
 
 namespace pmulab::efi {
 
@@ -33,6 +34,10 @@ public:
     ApWorkers& workers() { return workers_; }
     bool enabled(u32 cpu) const { return cpu < count_ && topo_[cpu].enabled; }
     u64 apic_id(u32 cpu) const { return cpu < count_ ? topo_[cpu].apic_id : 0; }
+    // The SMT siblings of `cpu` for a measurement there (docs/measure.md "SMT siblings"): each
+    // sibling AP's worker is started, so that it halts between jobs; the BSP, when it is one,
+    // halts while it waits for `cpu`'s jobs (run_on_cpu). What they do meanwhile.
+    SiblingState prepare_siblings(u32 cpu);
 
 private:
     EfiMpServicesProtocol* mp_ = nullptr;
@@ -40,6 +45,7 @@ private:
     u32 count_ = 1;
     u32 bsp_ = 0;
     Vec<CpuTopology> topo_;
+    TopoLevels levels_;  // the x2APIC ID layout (the BSP's CPUID)
 };
 
 // Starts each diagnostic line on the debug port (tools/qemu_run.py DIAG_TAG).

@@ -415,4 +415,8 @@ Status EfiMeasure::guard_pages(const void* p, usize bytes, bool on) {
     return ok_status();
 }
 
+SiblingState EfiMeasure::prepare_siblings(Hw& hw, u32 cpu) {
+    return cpus_ ? cpus_->prepare_siblings(cpu) : MeasurePlatform::prepare_siblings(hw, cpu);
+}
+
 }  // namespace pmulab::efi

@@ -43,6 +43,8 @@ public:
     void pmi_detach() override;
     // selftest's nmi-path check (nmi_probe.cpp): another CPU sends the NMIs.
     Result<u32> run_with_nmis(Hw& hw, u32 cpu, NmiProbe& probe, CpuFn fn, void* ctx) override;
+    // The measured core's SMT siblings halted (EfiHw::prepare_siblings).
+    SiblingState prepare_siblings(Hw& hw, u32 cpu) override;
     // The CPUs' runner (EfiPlatform sets it): run_with_nmis needs two CPUs at once.
     void set_cpus(EfiHw* cpus) { cpus_ = cpus; }
 

@@ -24,7 +24,7 @@ namespace {
 constexpr const char kUsage[] =
     "usage: pmulab-sim (--dump FILE [--format auto|cpuid-r|aida64] | --model NAME) [--cpus LIST]\n"
     "                  [--perf-capabilities VALUE] [--misc-enable VALUE] [--cache SPEC] [--seed N]\n"
-    "                  [--results DIR] [--break BEHAVIOUR] [--trace-msr] [--json]\n"
+    "                  [--results DIR] [--break BEHAVIOUR] [--sibling busy|halted] [--trace-msr] [--json]\n"
     "                  (-- PMULAB COMMAND LINE | --config CAMPAIGN)\n"
     "       pmulab-sim --list-models\n"
     "\n"
@@ -49,6 +49,8 @@ constexpr const char kUsage[] =
     "                            pmi (overflows raise no PMI), freeze (freeze on PMI freezes nothing),\n"
     "                            lbr (the LBR stack records nothing), instructions, branches (every\n"
     "                            256th one counted twice)\n"
+    "  --sibling busy|halted     what the SMT siblings of the measuring CPU do (default halted, as\n"
+    "                            pmulab keeps them on hardware; docs/sim.md \"SMT siblings\")\n"
     "  --trace-msr, --json       passed to pmulab (every RDMSR/WRMSR/RDPMC; JSON Lines)\n"
     "  --config CAMPAIGN         run a campaign file (checked first, as pmulab does)\n"
     "  --results DIR             write results files NNNN-<command>.jsonl/.csv into DIR, as pmulab\n"
@@ -128,6 +130,10 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
             return usage_error(std::string("--break: unknown behaviour '") + v + "' (expected " + names + ")");
         }
         args->breaks.push_back(b);
+    } else if (a == "--sibling") {
+        if (std::strcmp(v, "busy") != 0 && std::strcmp(v, "halted") != 0)
+            return usage_error(std::string("--sibling: '") + v + "' is not busy or halted");
+        o.sibling_busy = std::strcmp(v, "busy") == 0;
     } else if (a == "--results") {
         if (!*v) return usage_error("--results needs a folder");
         args->results = v;
@@ -154,7 +160,7 @@ int set_option(const std::string& a, const char* v, SimArgs* args) {
 
 bool takes_value(const std::string& a) {
     for (const char* o : {"--dump", "--model", "--cpus", "--format", "--config", "--perf-capabilities", "--misc-enable",
-                          "--cache", "--seed", "--results", "--break"})
+                          "--cache", "--seed", "--results", "--break", "--sibling"})
         if (a == o) return true;
     return false;
 }

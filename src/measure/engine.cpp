@@ -344,6 +344,8 @@ struct GroupJob {
     usize ci = 0;  // index into cfg.cpus
     u32 cpu = 0;
     u64 apic = 0;
+    CpuTopology topo;
+    SiblingState sibling = SiblingState::none;
     usize gi = 0;  // index into groups
     const GroupCode* code = nullptr;
     bool noise = false;  // the CPU's noise sources were probed (the record has provenance)
@@ -373,6 +375,10 @@ void summarise_group(Job& j, const BenchRun& br, const GroupJob& gj) {
         MeasureResult res;
         res.cpu = gj.cpu;
         res.apic_id = gj.apic;
+        res.package = gj.topo.package;
+        res.core = gj.topo.core;
+        res.thread = gj.topo.thread;
+        res.sibling = gj.sibling;
         res.bench = &br.b;
         res.run = u32(gj.gi);
         res.runs = u32(j.groups.size());
@@ -437,6 +443,8 @@ bool run_bench_on_cpu(Job& j, BenchRun& br, usize ci) {
     gj.cpu = j.cfg.cpus[ci];
     Result<CpuTopology> topo = j.hw.topology(gj.cpu);
     gj.apic = topo.ok() ? topo.value().apic_id : 0;
+    if (topo.ok()) gj.topo = topo.value();
+    gj.sibling = j.mp.prepare_siblings(j.hw, gj.cpu);
     gj.noise = caps.probed;
     if (br.b.kernel && br.b.kernel->needs != KernelNeeds::nothing) {
         Status s = probe_kernel(j, *br.b.kernel, gj.cpu);

@@ -22,6 +22,7 @@
 #pragma once
 
 #include "x86/hw.h"
+#include "x86/topology.h"
 #include "pmu/pmu.h"
 #include "measure/kernels.h"
 #include "measure/stats.h"
@@ -357,6 +358,14 @@ public:
     // wait differently, e.g. halt the BSP until the AP is done so that the BSP does
     // not compete with the measurement (see measure_efi.cpp).
     virtual Status run_on_cpu(Hw& hw, u32 cpu, CpuFn fn, void* ctx) { return hw.run_on_cpu(cpu, fn, ctx); }
+    // The SMT siblings of `cpu` (docs/measure.md "SMT siblings"): prepares them for jobs on
+    // `cpu` through run_on_cpu and says what they do meanwhile. UEFI keeps them halted
+    // (measure_efi.cpp); the simulator says what its model of them does. This default runs
+    // nothing there: idle where the core has siblings (x86/topology.h), else none.
+    virtual SiblingState prepare_siblings(Hw& hw, u32 cpu) {
+        SmtSiblings s;
+        return find_smt_siblings(hw, cpu, &s).ok() && s.count ? SiblingState::idle : SiblingState::none;
+    }
 
 protected:
     ~MeasurePlatform() = default;
@@ -435,6 +444,10 @@ struct NoiseRecord;  // measure/noise.h
 struct MeasureResult {
     u32 cpu = 0;
     u64 apic_id = 0;
+    // Where the CPU is (Hw::topology) and what its SMT siblings did meanwhile
+    // (MeasurePlatform::prepare_siblings; docs/measure.md "SMT siblings").
+    u32 package = 0, core = 0, thread = 0;
+    SiblingState sibling = SiblingState::none;
     const BenchInstance* bench = nullptr;
     u32 run = 0;   // which group measured this event (0-based)
     u32 runs = 1;  // how many groups (runs of the benchmark) there are

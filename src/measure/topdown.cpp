@@ -118,6 +118,7 @@ TopdownSupport topdown_support(const PmuInfo& info, const CpuIdentity& id) {
         s.method = TopdownMethod::skylake_events;
         s.max_level = 2;  // the frontend split only (topdown_event_specs)
         s.slots_per_cycle = 4;
+        s.anythread = regs::has_anythread(info.caps);
         return s;
     }
     format_to(s.why, sizeof s.why,
@@ -144,6 +145,12 @@ void topdown_event_specs(const TopdownSupport& s, unsigned level, StrBuf* specs,
             // Raw encodings (Skylake's event list): 9C.01 IDQ_UOPS_NOT_DELIVERED.CORE, 0E.01
             // UOPS_ISSUED.ANY, C2.02 UOPS_RETIRED.RETIRE_SLOTS, 0D.01 INT_MISC.RECOVERY_CYCLES.
             specs->put(StrView("CPU_CLK_UNHALTED.THREAD;9C.01;0E.01;C2.02;0D.01"));
+            // The SMT forms (Linux skl-metrics.json TopdownL1_SMT): 3C.02 CPU_CLK_UNHALTED.
+            // ONE_THREAD_ACTIVE and REF_XCLK in one run (their ratio), 0D.01 with AnyThread
+            // INT_MISC.RECOVERY_CYCLES_ANY where the core has AnyThread.
+            if (s.smt)
+                specs->put(StrView(s.anythread ? ";CPU_CLK_UNHALTED.REF_XCLK;3C.02;0D.01.AnyT"
+                                               : ";CPU_CLK_UNHALTED.REF_XCLK;3C.02"));
             // Level 2, the frontend split: IDQ_UOPS_NOT_DELIVERED.CYCLES_0_UOPS_DELIV.CORE, 9C.01
             // with CMASK = 4 (Skylake's event list; Linux skylake/skl-metrics.json
             // tma_fetch_latency = 4 * that / slots): the cycles no uop was delivered.

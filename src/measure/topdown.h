@@ -15,7 +15,8 @@
 //   skylake_events  Skylake-class P cores without PERF_METRICS: Intel's formulas over GP
 //                   events (SLOTS = 4 * cycles, IDQ_UOPS_NOT_DELIVERED.CORE, UOPS_ISSUED.ANY,
 //                   UOPS_RETIRED.RETIRE_SLOTS, INT_MISC.RECOVERY_CYCLES); more events than
-//                   counters are measured in successive runs (multiplexing by rerun).
+//                   counters are measured in successive runs (multiplexing by rerun). Where
+//                   the core's SMT sibling runs meanwhile, the SMT forms (TopdownSupport::smt).
 //   arch_events     cores that enumerate the architectural TopDown events (CPUID.0AH:EBX
 //                   bits 7-11: topdown slots, backend bound, bad speculation, frontend bound,
 //                   retiring) on GP counters.
@@ -69,7 +70,14 @@ struct TopdownSupport {
     TopdownMethod method = TopdownMethod::none;
     unsigned max_level = 0;        // 0 (none), 1 or 2
     unsigned slots_per_cycle = 0;  // issue (dispatch) slots per cycle, where the method fixes it
-    char why[256] = {};            // method none: why, for the user (fits EventsForCpus::topdown_why)
+    // skylake_events with SMT siblings that are not kept halted (docs/measure.md "SMT
+    // siblings"): the SMT forms of Intel's formulas, per logical CPU (Linux skl-metrics.json
+    // TopdownL1_SMT: slots = 4 * CPU_CLK_UNHALTED.THREAD / 2 * (1 + ONE_THREAD_ACTIVE /
+    // REF_XCLK), recovery cycles INT_MISC.RECOVERY_CYCLES_ANY / 2), set by the caller;
+    // anythread: the core has AnyThread (INT_MISC.RECOVERY_CYCLES_ANY can be counted).
+    bool smt = false;
+    bool anythread = false;
+    char why[256] = {};  // method none: why, for the user (fits EventsForCpus::topdown_why)
 };
 // What this CPU offers (its PMU and its identity: the model decides level 2 and
 // Skylake-class formulas).

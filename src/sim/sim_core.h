@@ -89,7 +89,8 @@
 //
 // Not modelled: branch prediction (every misprediction event reads 0), TLBs,
 // TSX bits 32/33 of PERFEVTSEL (they
-// #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, sibling-thread (AnyThread) counting,
+// #GP here), RDPMC metrics-clear (PERF_CAPABILITIES[19]), uncore, the sibling thread's
+// own events in AnyThread counts (a busy sibling only takes turns, set_sibling_busy),
 // unit-mask sub-event OR-ing (unit masks match exactly).
 #pragma once
 
@@ -318,6 +319,20 @@ public:
     u64 topdown_count(unsigned i) const { return model_->topdown_count(i); }
     u64 perf_metrics_value() const { return model_->perf_metrics_value(); }
 
+    // ---- the SMT sibling (docs/sim.md "SMT siblings") ----
+    // The other thread of this core runs a load of its own (busy) or is halted (the default,
+    // as pmulab keeps it on hardware). While it runs, the two threads take turns: every cycle
+    // of run() this thread spends is followed by one in which the sibling owns the core's
+    // slots (this thread unhalted, none of its events but the core cycles; APERF/MPERF and
+    // the TSC advance too), so the same code takes twice the cycles with the same per-thread
+    // events, CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE (3C.02) stops and AnyThread cycle counts
+    // equal this thread's (both threads run throughout).
+    void set_sibling_busy(bool on) {
+        sibling_busy_ = on;
+        model_->set_sibling_busy(on);
+    }
+    bool sibling_busy() const { return sibling_busy_; }
+
     u64 tsc() const { return tsc_; }
     void set_tsc(u64 v) { tsc_ = v; }
     // The RAPL energy counters (sim_rapl.h; poke() presets a status counter).
@@ -470,6 +485,7 @@ private:
     GuestAccess* guest_ = nullptr;
     u64 nmis_ = 0, fixed_pmis_ = 0, core_cycles_ = 0;
     bool in_smi_ = false;
+    bool sibling_busy_ = false;
     bool in_retire_ = false;  // run() called by retire()
     bool broken_instructions_ = false, broken_branches_ = false;
     u64 instructions_seen_ = 0, branches_seen_ = 0;  // the broken counts' running totals

@@ -65,11 +65,15 @@ void SimCpu::run(u64 cycles, const std::vector<Occurrence>& each_in) {
         smi_due_ = false;
         smi();
     }
+    // A busy SMT sibling takes every other cycle (set_sibling_busy): this thread's cycles
+    // double, its events do not.
+    const u64 turns = sibling_busy_ && !in_smi_ ? 2 : 1;
     if (L.amd_efffreq || L.efffreq) {
-        aperf_ += cycles;
-        mperf_ += cycles;
+        aperf_ += cycles * turns;
+        mperf_ += cycles * turns;
     }
     count_cycles(cycles, each);
+    if (turns == 2) count_cycles(cycles, {});
 }
 
 void SimCpu::count_cycles(u64 cycles, const std::vector<Occurrence>& each) {
@@ -154,8 +158,9 @@ void SimCpu::retire(const Retired& r) {
         const u64 cycles = batch.cycles();
         miscount(&batch);
         model_->retire(*this, batch);
+        // The TSC runs with the core: one tick per cycle (the sibling's turns included).
         const u64 t0 = tsc_;
-        ref_cycles(cycles);  // the TSC runs with the core: one tick per cycle
+        ref_cycles(cycles * (sibling_busy_ ? 2 : 1));
         rapl_.retire(t0, tsc_, r.instructions);
     }
     in_retire_ = false;

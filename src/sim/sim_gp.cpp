@@ -72,8 +72,12 @@ void GpPmu::event(u16 event, u16 umask, u64 n) {
 
 void GpPmu::ref_clock(u64 tsc, u64 crystal) {
     event_others(0x3C, 0x01, tsc);  // fixed counter 2 (Intel): TSC ticks
-    for (u32 i = 0; i < 32; ++i)
-        if (layout_.gp(i) && gp_enabled(i) && gp_matches(i, 0x3C, 0x01)) add_gp(i, gp_increment(gp_[i], 1, crystal));
+    const bool alone = layout_.kind == PmuLayout::Kind::intel && !sibling_busy_;
+    for (u32 i = 0; i < 32; ++i) {
+        if (!layout_.gp(i) || !gp_enabled(i)) continue;
+        if (gp_matches(i, 0x3C, 0x01) || (alone && gp_matches(i, 0x3C, 0x02)))
+            add_gp(i, gp_increment(gp_[i], 1, crystal));
+    }
 }
 
 // INT alone arms it, EN or not: where EN is the only enable (Intel v1, AMD without

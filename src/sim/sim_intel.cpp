@@ -309,6 +309,7 @@ const RetireEvent kIntelEvents[] = {
     {0xC0, 0x00, kAll, kExact, nullptr},     // INST_RETIRED.ANY_P, fixed counter 0
     {0x3C, 0x00, kAll, kModelled, nullptr},  // CPU_CLK_UNHALTED.THREAD_P, fixed counter 1
     {0x3C, 0x01, kAll, kModelled, nullptr},  // reference cycles, fixed counter 2 (REF_TSC)
+    {0x3C, 0x02, kSkl, kModelled, nullptr},  // CPU_CLK_UNHALTED.ONE_THREAD_ACTIVE (sim_pmu.h set_sibling_busy)
     {0xA4, 0x01, kAll, kModelled, nullptr},  // TOPDOWN.SLOTS, fixed counter 3
     {0xC4, 0x00, kAll, kExact, [](const Retired& r) { return r.branches; }},  // ALL_BRANCHES
     {0x2E, 0x4F, kAll, kModelled, l2_miss},                                   // LLC references: loads that looked up L3

@@ -90,4 +90,17 @@ Status SimMachine::run_on_cpu(u32 cpu, pmulab::CpuFn fn, void* ctx) {
     return pmulab::ok_status();
 }
 
+u32 SimMachine::set_siblings_busy(bool on) {
+    u32 with = 0;
+    for (SimCpu& c : cpus_) {
+        bool sibling = false;
+        for (const SimCpu& o : cpus_)
+            sibling = sibling || (&o != &c && o.topology().package == c.topology().package &&
+                                  o.topology().core == c.topology().core);
+        c.set_sibling_busy(on && sibling);
+        with += sibling;
+    }
+    return with;
+}
+
 }  // namespace sim

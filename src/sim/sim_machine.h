@@ -45,6 +45,10 @@ public:
     std::vector<LogEntry> log_all() const;
     void clear_logs();
     u64 run_on_cpu_calls() const { return run_calls_; }
+    // Every CPU whose core has another logical processor (same package and core in its
+    // topology) gets a busy SMT sibling (SimCpu::set_sibling_busy), or a halted one again.
+    // Returns how many CPUs have siblings.
+    u32 set_siblings_busy(bool on);
 
     // ---- Hw ----
     CpuidRegs cpuid(u32 leaf, u32 subleaf) override;

@@ -199,6 +199,10 @@ public:
     // ticks: REF_TSC (fixed counter 2) counts the TSC ticks, a GP counter's 3C.01
     // (REF_XCLK, SDM Vol. 3B Table 20-1 "UnHalted Reference Cycles") the crystal ticks.
     virtual void ref_clock(u64 tsc, u64 crystal) { (void)crystal, event(0x3C, 0x01, tsc); }
+    // The SMT sibling runs (SimCpu::set_sibling_busy): Intel's 3C.02 CPU_CLK_UNHALTED.
+    // ONE_THREAD_ACTIVE (crystal ticks while this thread runs and its sibling is halted,
+    // Skylake event list) stops counting.
+    void set_sibling_busy(bool on) { sibling_busy_ = on; }
     // The events a TopDown slot budget issues in each of `cycles` cycles, appended to *out.
     virtual void topdown_events(const TopdownBudget& b, u64 cycles, std::vector<Occurrence>* out) {
         (void)b, (void)cycles, (void)out;
@@ -244,6 +248,7 @@ public:
 protected:
     u32 cpu_;
     PmuLayout layout_;
+    bool sibling_busy_ = false;
     u8 cpl_ = 0;
     u64 pmis_ = 0;
     bool pmi_raised_ = false;

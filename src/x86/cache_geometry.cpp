@@ -11,12 +11,6 @@ constexpr u32 kLeafAmdCache = 0x8000001D;
 constexpr u32 kLeafAmdL1 = 0x80000005;
 constexpr u32 kLeafAmdL2L3 = 0x80000006;
 
-u32 ceil_log2(u32 n) {
-    u32 s = 0;
-    while ((u32(1) << s) < n) ++s;
-    return s;
-}
-
 // One sub-leaf of 04H / 8000_001DH (SDM Vol. 2A leaf 04H; APM E.4.15).
 CacheLevel from_deterministic(const CpuidRegs& r, CacheSource src) {
     regs::CacheLeafEax a(r.eax);

@@ -98,6 +98,10 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         take(0xB, 0);
         take(0xB, 1);
     }
+    // V2 extended topology (x86/topology.h): its levels up to the first invalid one.
+    if (max >= 0x1F)
+        for (u32 sub = 0; sub < 6; ++sub)
+            if (bits(take(0x1F, sub).ecx, 15, 8) == 0) break;
     if (max >= 0x1A) take(0x1A, 0);
     if (max >= 0x1C && arch_lbr) take(0x1C, 0);  // architectural LBR (pmu/lbr.h)
     if (max >= 0x23 && ext23) {
@@ -121,6 +125,7 @@ void capture_cpuid(CpuidQueryFn q, void* ctx, CpuidSnapshot* out) {
         if (emax >= 0x80000008 && amd_like) take(0x80000008, 0);
         if (emax >= 0x8000001B && amd_like) take(0x8000001B, 0);  // IBS features (pmu/ibs.h)
         if (emax >= 0x8000001D && amd_like) take_caches(0x8000001D);
+        if (emax >= 0x8000001E && amd_like) take(0x8000001E, 0);  // topology (x86/topology.h)
         if (emax >= 0x80000022) take(0x80000022, 0);
     }
 }
@@ -141,6 +146,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0xB:
         case 0x1A:
         case 0x1C:
+        case 0x1F:
         case 0x23:
         case 0x40000000:
         case 0x80000000:
@@ -154,6 +160,7 @@ bool cpuid_leaf_is_captured(u32 leaf) {
         case 0x80000008:
         case 0x8000001B:
         case 0x8000001D:
+        case 0x8000001E:
         case 0x80000022: return true;
         default: return false;
     }
@@ -164,6 +171,7 @@ bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf) {
     switch (leaf) {
         case 0x7: return subleaf <= 1;
         case 0xB: return subleaf <= 1;
+        case 0x1F: return subleaf <= 5;
         case 0x23: return subleaf <= 5;
         case 0x4:
         case 0x8000001D: return subleaf < kCacheSubleaves;

@@ -39,11 +39,11 @@ using CpuidQueryFn = CpuidRegs (*)(void* ctx, u32 leaf, u32 subleaf);
 void capture_cpuid(CpuidQueryFn query, void* ctx, CpuidSnapshot* out);
 void capture_cpuid(Hw& hw, CpuidSnapshot* out);
 
-// The leaves capture_cpuid may read (0, 1, 7, 0AH, 0BH, 1AH, 23H, 4000_0000H,
+// The leaves capture_cpuid may read (0, 1, 7, 0AH, 0BH, 1AH, 1FH, 23H, 4000_0000H,
 // 8000_0000H-8000_0004H, 8000_0022H; 04H except on AMD/Hygon; on AMD/Hygon also 06H,
-// 8000_0005H-8000_0008H and 8000_001DH), for readers of offline dumps that keep only
+// 8000_0005H-8000_0008H, 8000_001DH and 8000_001EH), for readers of offline dumps that keep only
 // what the decoder uses. cpuid_subleaf_is_captured also bounds the sub-leaf the
-// same way capture_cpuid does (7: 0-1, 0BH: 0-1, 23H: 0-5, 04H and 8000_001DH: 0-7,
+// same way capture_cpuid does (7: 0-1, 0BH: 0-1, 1FH: 0-5, 23H: 0-5, 04H and 8000_001DH: 0-7,
 // others: 0).
 bool cpuid_leaf_is_captured(u32 leaf);
 bool cpuid_subleaf_is_captured(u32 leaf, u32 subleaf);

@@ -40,6 +40,7 @@ public:
     Status set_lvt_ext(unsigned n, u32 value) override { return exec_.set_lvt_ext(n, value); }
     Status pmi_attach(PmiHandler* h) override { return exec_.pmi_attach(h); }
     void pmi_detach() override { exec_.pmi_detach(); }
+    SiblingState prepare_siblings(Hw& hw, u32 cpu) override { return exec_.prepare_siblings(hw, cpu); }
 
     void execute(const Region& region, RegionFrame* frame) override {
         EXPECT_TRUE(exec_.masked());

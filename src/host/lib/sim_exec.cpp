@@ -214,4 +214,10 @@ void SimExec::execute(const Region& region, RegionFrame* frame) {
     runner_->execute(region, frame, m_.cpu(m_.current_cpu()), *this);
 }
 
+SiblingState SimExec::prepare_siblings(Hw& hw, u32 cpu) {
+    SmtSiblings s;
+    if (!find_smt_siblings(hw, cpu, &s).ok() || !s.count || cpu >= m_.size()) return SiblingState::none;
+    return m_.cpu(cpu).sibling_busy() ? SiblingState::busy : SiblingState::halted;
+}
+
 }  // namespace pmulab

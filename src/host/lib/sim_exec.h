@@ -45,6 +45,9 @@ public:
     Status set_lvt_ext(unsigned n, u32 value) override;
     Status pmi_attach(PmiHandler* h) override;
     void pmi_detach() override;
+    // The simulated SMT siblings (docs/sim.md "SMT siblings"): busy where the machine's model
+    // runs a load there (SimMachine::set_siblings_busy), else halted; none without siblings.
+    SiblingState prepare_siblings(Hw& hw, u32 cpu) override;
 
     // Called with a message when the executor cannot follow the code (pmulab-sim prints it).
     void set_problem_hook(void (*hook)(void* ctx, const char* msg), void* ctx) {

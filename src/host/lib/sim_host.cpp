@@ -107,6 +107,7 @@ Status build_sim_machine(const SimMachineOptions& o, std::unique_ptr<SimMachine>
     }
     // TopDown: the documented default slot budget (sim_topdown.h, docs/metrics.md).
     sim::apply_default_topdown(*base);
+    if (o.sibling_busy) base->set_siblings_busy(true);
     *out = std::move(base);
     return ok_status();
 }

@@ -30,6 +30,8 @@ struct SimMachineOptions {
     std::string cache;
     u64 seed = 0;  // the seed of the RANDOM replacement policy (--seed N)
     bool seed_set = false;
+    // --sibling busy: every CPU with an SMT sibling has a busy one (docs/sim.md "SMT siblings").
+    bool sibling_busy = false;
 };
 
 // Builds the machine. Errors: Errc::io when the dump cannot be read (exit 1), else

@@ -189,7 +189,8 @@ TEST(RunCommand, JsonRecordHasEveryField) {
         "\"freeze_absent\":\"not an Intel CPU: FREEZE_WHILE_SMM is Intel's IA32_DEBUGCTL[14]\"},\"smi_moved\":null,"
         "\"instructions_per_iteration\":1,\"iterations\":100,"
         "\"per_iteration\":128.00,\"fraction\":[128,1],\"min\":128.00,\"median\":128.00,\"avg\":128.00,"
-        "\"trimmed\":128.00,\"max\":128.00,\"q1\":128.00,\"q3\":128.00,\"unit\":\"TSC ticks / iteration\"}\n");
+        "\"trimmed\":128.00,\"max\":128.00,\"q1\":128.00,\"q3\":128.00,\"unit\":\"TSC ticks / iteration\","
+        "\"package\":0,\"core\":0,\"thread\":0,\"sibling\":\"none\"}\n");
 }
 
 TEST(RunCommand, JsonRawSizeAndFractions) {

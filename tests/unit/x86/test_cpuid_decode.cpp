@@ -66,8 +66,8 @@ CpuidRegs snap_query(void* ctx, u32 leaf, u32 sub) {
     auto* q = static_cast<SnapQuery*>(ctx);
     CpuidRegs r;
     // The cache leaves may stop early: dumps often omit the terminating sub-leaf of type 0
-    // (the parser accepts that too, cpuid_dump.cpp missing_query).
-    bool cache_leaf = leaf == 4 || leaf == 0x8000001D;
+    // (the parser accepts that too, cpuid_dump.cpp missing_query); so do the topology leaves.
+    bool cache_leaf = leaf == 4 || leaf == 0x8000001D || leaf == 0x1F || leaf == 0x8000001E;
     if (!q->s->find(leaf, sub, &r) && !cache_leaf) q->missing.push_back({leaf, sub});
     return r;
 }
@@ -451,13 +451,13 @@ TEST(CpuidDecode, CapturedLeafListMatchesCapture) {
     CpuidSnapshot s;
     capture_cpuid(q, &all, &s);
     for (auto& [leaf, sub] : all.read) EXPECT_TRUE(cpuid_subleaf_is_captured(leaf, sub)) << leaf << "." << sub;
-    u32 leaves[] = {0,          1,          7,          0xA,        0xB,        0x1A,       0x1C,      0x23,
-                    0x40000000, 0x80000000, 0x80000001, 0x80000002, 0x80000003, 0x80000004, 0x80000022};
+    u32 leaves[] = {0,    1,          7,          0xA,        0xB,        0x1A,       0x1C,       0x1F,
+                    0x23, 0x40000000, 0x80000000, 0x80000001, 0x80000002, 0x80000003, 0x80000004, 0x80000022};
     for (u32 l : leaves) {
         EXPECT_TRUE(cpuid_leaf_is_captured(l));
         EXPECT_TRUE(s.has(l, 0)) << std::hex << l;
     }
-    EXPECT_EQ(s.count, 26u);  // 15 leaves + 7.1 + 0B.1 + 23H.1-5 + 04H.0-3
+    EXPECT_EQ(s.count, 27u);  // 16 leaves + 7.1 + 0B.1 + 23H.1-5 + 04H.0-3 (1FH.0 is level type 0: the end)
     // Leaf 4 up to the first sub-leaf of cache type 0 (the simulator's cache geometry).
     for (u32 sub = 0; sub < 4; ++sub) EXPECT_TRUE(s.has(4, sub)) << sub;
     EXPECT_FALSE(s.has(4, 4));

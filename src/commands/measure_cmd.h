@@ -118,7 +118,7 @@ struct IbsRun {
 };
 struct RunSampling {
     Vec<Box<SampleGroup>> groups;
-    Vec<Box<IbsRun>> ibs;  // --sample ibs_op/ibs_fetch: one per sampled group
+    Vec<Box<IbsRun>> ibs;          // --sample ibs_op/ibs_fetch: one per sampled group
     Vec<Box<PreciseRun>> precise;  // --precise: each sampled group's PEBS (run_precise.h)
 };
 Status sample_prepare(const RunOptions& o, MeasurePlatform& mp, Vec<Box<PmuPlan>>& plans, RunSampling* out);

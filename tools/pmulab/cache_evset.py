@@ -32,8 +32,8 @@ class LineLayout(Layout):
     """Blocks at explicit R13-relative offsets (block name -> offset)."""
     at: Dict[str, int] = field(default_factory=dict)
 
-    def addresses(self, name: str, override: Optional[int]) -> List[int]:
-        return [self.at[name]]
+    def set_addresses(self, name: str, override: Optional[int]) -> List[Tuple[int, int]]:
+        return [(self.sets[0], self.at[name])]
 
     @property
     def size(self) -> int:
@@ -119,7 +119,7 @@ class Evset:
         assert self.t.agent is not None
         try:
             for i, ans in self.t.agent.batch(lines):
-                r = self.t._result(ans, seqs[i], 3, 1, size)
+                r = self.t._result(ans, seqs[i], 3, lay.sets[:1], size)  # one line per block
                 if self.track_r14:
                     self.t.slices._note_r14(ans.results)
                 for rec in ans.results:

@@ -38,9 +38,9 @@ class SliceLayout(Layout):
     offsets: Dict[int, List[int]] = field(default_factory=dict)
     top: int = 0  # the end of the candidate lines looked up (the area they need)
 
-    def addresses(self, name: str, override: Optional[int]) -> List[int]:
+    def set_addresses(self, name: str, override: Optional[int]) -> List[Tuple[int, int]]:
         way = self.ids.setdefault(name, len(self.ids))
-        return [self.offsets[s][way] for s in ([override] if override is not None else self.sets)]
+        return [(s, self.offsets[s][way]) for s in ([override] if override is not None else self.sets)]
 
     @property
     def size(self) -> int:

@@ -167,20 +167,26 @@ void move_prec_dist(const PebsCaps& caps, Event* e) {
 }
 
 Status refuse(const PebsCaps& caps, u32 cpu, const Event& e) {
-    if (e.kind == EventKind::fixed && caps.gen == PebsCaps::Gen::icelake && e.fixed_counter == 3)
+    const bool icl = caps.gen == PebsCaps::Gen::icelake;
+    if (e.kind == EventKind::fixed && icl && e.fixed_counter == 3)
         return Error::make(Errc::unsupported,
                            "CPU %u (%s): pmulab does not arm fixed counter 3 ('%s', TOPDOWN.SLOTS) for PEBS: it "
                            "counts issue slots and feeds PERF_METRICS; fixed counter 0 (instructions, "
                            "INST_RETIRED.PREC_DIST) is the fixed counter PEBS takes here",
                            cpu, caps.model, e.name);
+    if (e.kind == EventKind::fixed && icl)
+        return Error::make(Errc::unsupported,
+                           "CPU %u (%s): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.PREC_DIST); "
+                           "'%s' is fixed counter %d",
+                           cpu, caps.model, e.name, int(e.fixed_counter));
     StrBuf names;
+    if (icl) names.printf("%s, ", kPebsFixed0.name);
     put_names(names, table_of(caps));
     return Error::make(Errc::unsupported,
                        "CPU %u (%s): PEBS cannot take '%s' (event 0x%02X, umask 0x%02X%s) on this model; its PEBS "
-                       "events: %s%s",
+                       "events: %s",
                        cpu, caps.model, e.name, unsigned(e.event_select), unsigned(e.umask),
-                       e.kind == EventKind::fixed ? ", a fixed counter's" : "", names.c_str(),
-                       caps.gen == PebsCaps::Gen::icelake ? ", and fixed counter 0 (instructions)" : "");
+                       e.kind == EventKind::fixed ? ", a fixed counter's" : "", names.c_str());
 }
 
 }  // namespace

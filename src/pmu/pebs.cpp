@@ -158,10 +158,14 @@ const PebsEvent* pebs_event_of(const PebsCaps& caps, const Event& e) {
 namespace {
 
 // Ice Lake: INST_RETIRED.PREC_DIST's encodings (C0H/01H, and 00H/01H from 2021's event
-// lists) name fixed counter 0, as Linux's constraints place them.
+// lists) name fixed counter 0, as Linux's constraints place them. One with a modifier
+// the fixed counter lacks (CMASK, INV, EDGE, AnyThread, UMASK2, .CTR=n, an MSR) stays
+// where it is, and is refused: nothing is dropped silently.
 void move_prec_dist(const PebsCaps& caps, Event* e) {
     const bool prec = (e->event_select == 0xC0 || e->event_select == 0x00) && e->umask == 0x01;
-    if (caps.gen != PebsCaps::Gen::icelake || e->kind != EventKind::programmable || !prec) return;
+    const bool plain = !e->cmask && !e->inv && !e->edge && !e->intel.any && !e->intel.umask2 && !e->intel.eq &&
+                       e->pinned_counter < 0 && !e->intel.aux_count;
+    if (caps.gen != PebsCaps::Gen::icelake || e->kind != EventKind::programmable || !prec || !plain) return;
     e->kind = EventKind::fixed;
     e->fixed_counter = 0;
 }

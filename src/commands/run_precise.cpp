@@ -83,8 +83,9 @@ Status prepare_group(const PebsCaps& caps, MeasurePlatform& mp, PmuPlan& pl, Sam
     bool data_la[PmiSetup::kMax] = {}, latency[PmiSetup::kMax] = {};
     for (unsigned i = 0; i < sg.setup.count; ++i) {
         const Event& e = pl.events[sg.event_of_slot[sg.setup.counters[i].slot]];
-        const PebsEvent* pe = pebs_event(caps, e.event_select, e.umask);
-        if (!pe || sg.setup.counters[i].kind != CounterKind::gp)
+        const PebsEvent* pe = pebs_event_of(caps, e);
+        const CounterKind k = sg.setup.counters[i].kind;
+        if (!pe || (k != CounterKind::gp && k != CounterKind::fixed))
             return Error::make(Errc::internal, "--precise: '%s' was not marked for PEBS", e.name);
         data_la[i] = pe->data_la, latency[i] = pe->latency;
     }

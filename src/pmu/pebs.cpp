@@ -16,8 +16,9 @@ namespace {
 // Lake) and intel_icl_pebs_event_constraints (Ice Lake, Tiger Lake, Rocket Lake), their
 // listed events only (Skylake's catch-all "allow all events as PEBS with no flags" is left
 // out: pmulab takes the events whose records the SDM describes). Ice Lake's
-// INST_RETIRED.PREC_DIST and SLOTS are fixed counters 0 and 3, which pmulab does not arm
-// for PEBS. The memory events both have, then each model's own before and after them.
+// INST_RETIRED.PREC_DIST is fixed counter 0 (kPebsFixed0); SLOTS, fixed counter 3, Linux
+// lists too, pmulab does not arm. The memory events both have, then each model's own
+// before and after them.
 const PebsEvent kMemEvents[] = {
     {0xD0, 0x11, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_LOADS"},
     {0xD0, 0x12, 0xF, true, false, "MEM_INST_RETIRED.STLB_MISS_STORES"},
@@ -35,6 +36,12 @@ const PebsEvent kSkylakeHead[] = {
     {0xCD, 0x01, 0xF, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
     {0xD0, 0x22, 0xF, true, false, "MEM_INST_RETIRED.LOCK_STORES"},
 };
+}  // namespace
+
+const PebsEvent kPebsFixed0 = {0xC0, 0x00, 0, false, false, "INST_RETIRED.PREC_DIST (fixed counter 0)"};
+
+namespace {
+
 const PebsEvent kIceLakeHead[] = {
     {0xCD, 0x01, 0xFF, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
 };
@@ -142,16 +149,60 @@ const PebsEvent* pebs_event(const PebsCaps& caps, u16 event, u8 umask) {
     return caps.gen == PebsCaps::Gen::none ? nullptr : find(table_of(caps), event, umask);
 }
 
-Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
-    const PebsEvent* pe = e->kind == EventKind::programmable ? pebs_event(caps, e->event_select, e->umask) : nullptr;
-    if (!pe) {
-        StrBuf names;
-        put_names(names, table_of(caps));
+const PebsEvent* pebs_event_of(const PebsCaps& caps, const Event& e) {
+    if (e.kind == EventKind::programmable) return pebs_event(caps, e.event_select, e.umask);
+    const bool fixed0 = e.kind == EventKind::fixed && e.fixed_counter == 0;
+    return fixed0 && caps.gen == PebsCaps::Gen::icelake && caps.format == 4 ? &kPebsFixed0 : nullptr;
+}
+
+namespace {
+
+// Ice Lake: INST_RETIRED.PREC_DIST's encodings (C0H/01H, and 00H/01H from 2021's event
+// lists) name fixed counter 0, as Linux's constraints place them. One with a modifier
+// the fixed counter lacks (CMASK, INV, EDGE, AnyThread, UMASK2, .CTR=n, an MSR) stays
+// where it is, and is refused: nothing is dropped silently.
+void move_prec_dist(const PebsCaps& caps, Event* e) {
+    const bool prec = (e->event_select == 0xC0 || e->event_select == 0x00) && e->umask == 0x01;
+    const bool plain = !e->cmask && !e->inv && !e->edge && !e->intel.any && !e->intel.umask2 && !e->intel.eq &&
+                       e->pinned_counter < 0 && !e->intel.aux_count;
+    if (caps.gen != PebsCaps::Gen::icelake || e->kind != EventKind::programmable || !prec || !plain) return;
+    e->kind = EventKind::fixed;
+    e->fixed_counter = 0;
+}
+
+Status refuse(const PebsCaps& caps, u32 cpu, const Event& e) {
+    const bool icl = caps.gen == PebsCaps::Gen::icelake;
+    if (e.kind == EventKind::fixed && icl && e.fixed_counter == 3)
         return Error::make(Errc::unsupported,
-                           "CPU %u (%s): PEBS cannot take '%s' (event 0x%02X, umask 0x%02X%s) on this model; its PEBS "
-                           "events: %s",
-                           cpu, caps.model, e->name, unsigned(e->event_select), unsigned(e->umask),
-                           e->kind == EventKind::fixed ? ", a fixed counter's" : "", names.c_str());
+                           "CPU %u (%s): pmulab does not arm fixed counter 3 ('%s', TOPDOWN.SLOTS) for PEBS: it "
+                           "counts issue slots and feeds PERF_METRICS; fixed counter 0 (instructions, "
+                           "INST_RETIRED.PREC_DIST) is the fixed counter PEBS takes here",
+                           cpu, caps.model, e.name);
+    if (e.kind == EventKind::fixed && icl)
+        return Error::make(Errc::unsupported,
+                           "CPU %u (%s): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.PREC_DIST); "
+                           "'%s' is fixed counter %d",
+                           cpu, caps.model, e.name, int(e.fixed_counter));
+    StrBuf names;
+    if (icl) names.printf("%s, ", kPebsFixed0.name);
+    put_names(names, table_of(caps));
+    return Error::make(Errc::unsupported,
+                       "CPU %u (%s): PEBS cannot take '%s' (event 0x%02X, umask 0x%02X%s) on this model; its PEBS "
+                       "events: %s",
+                       cpu, caps.model, e.name, unsigned(e.event_select), unsigned(e.umask),
+                       e.kind == EventKind::fixed ? ", a fixed counter's" : "", names.c_str());
+}
+
+}  // namespace
+
+Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
+    move_prec_dist(caps, e);
+    const PebsEvent* pe = pebs_event_of(caps, *e);
+    if (!pe) return refuse(caps, cpu, *e);
+    if (e->kind == EventKind::fixed) {
+        e->pmi = false;            // FIXED_CTR_CTRL's PMI bit clear: the buffer's threshold interrupts
+        e->gp_equivalent = false;  // on fixed counter 0, whose PEBS bit is 32
+        return ok_status();
     }
     if (pe->latency) {
         bool thr = false;
@@ -176,10 +227,11 @@ void PebsSource::init(const PebsCaps& caps, PmiSetup* setup, const bool* data_la
     status_bits_ = 0;
     for (unsigned i = 0; i < setup->count && i < PmiSetup::kMax; ++i) {
         PmiCounter& c = setup->counters[i];
-        if (c.kind != CounterKind::gp) continue;
+        if (c.kind != CounterKind::gp && c.kind != CounterKind::fixed) continue;
         c.precise = true;
         Counter& k = counters_[n_++];
         k.index = c.index, k.slot = c.slot, k.reload = c.reload;
+        k.fixed = c.kind == CounterKind::fixed;
         k.data_la = data_la[i], k.latency = latency[i];
         status_bits_ |= c.status_bit;
     }
@@ -225,8 +277,10 @@ Status PebsSource::on_setup(Hw& hw) {
     bool mem = false;
     for (unsigned i = 0; i < n_; ++i) {
         const Counter& c = counters_[i];
-        if (c.index < 8) ds.pebs_reset[c.index] = c.reload;
-        en.set_pmc(c.index);
+        u64* reset = c.fixed ? ds.fixed_reset : ds.pebs_reset;  // format 4's slots (pebs_event_of)
+        if (c.index < 8) reset[c.index] = c.reload;
+        if (c.fixed) en.set_fixed(c.index);
+        else en.set_pmc(c.index);
         if (c.latency && caps_.version < 5) en.set_ll(c.index);
         mem |= c.data_la || c.latency;
     }
@@ -251,7 +305,7 @@ Status PebsSource::on_teardown(Hw& hw) {
 
 const PebsSource::Counter* PebsSource::counter_of(u64 applicable) const {
     for (unsigned i = 0; i < n_; ++i)
-        if ((applicable >> counters_[i].index) & 1) return &counters_[i];
+        if ((applicable >> (counters_[i].index + (counters_[i].fixed ? 32 : 0))) & 1) return &counters_[i];
     return nullptr;
 }
 

@@ -10,6 +10,9 @@
 //             non-large PEBS), each PEBS counter's reset value = its reload
 //             (2^width - period); DS_AREA, DATA_CFG (memory info) and PEBS_ENABLE (the
 //             counters, and LL_EN for load latency before perfmon v5) written;
+//             Ice Lake's fixed counter 0 (INST_RETIRED.PREC_DIST, adaptive PEBS): its
+//             reset value in the DS area's fixed slot (80H), PEBS_ENABLE bit 32, the
+//             records' applicable-counters bit 32; its FIXED_CTR_CTRL PMI bit is clear;
 //   the PMI   (the threshold reached: GLOBAL_STATUS bit 62) PmiHandler::on_nmi drains the
 //             buffer (PreciseSource::drain): each record's eventing IP, data linear
 //             address and load latency to PmiSink::precise; the index back to the base;
@@ -53,10 +56,19 @@ struct PebsEvent {
 inline constexpr u16 kAnyUmask = 0xFFFF;
 // The model's entry for (event, umask), null when PEBS cannot take it.
 const PebsEvent* pebs_event(const PebsCaps& caps, u16 event, u8 umask);
+// Ice Lake's fixed-counter PEBS (Linux intel_icl_pebs_event_constraints: 0x01c0 and
+// 0x0100 on fixed counter 0): INST_RETIRED.PREC_DIST, taken by `instructions` (fixed
+// counter 0) and by the raw encodings C0.01 / 00.01, which pebs_mark moves to fixed
+// counter 0. SLOTS (fixed counter 3) is refused.
+extern const PebsEvent kPebsFixed0;
+// The entry of `e` (a programmable event's from the table, fixed counter 0's on Ice Lake),
+// null when PEBS cannot take it.
+const PebsEvent* pebs_event_of(const PebsCaps& caps, const Event& e);
 // Checks one sampled event for --precise on `cpu` and marks it (Event::pmi cleared: PEBS
-// counters interrupt through the buffer threshold, as Linux clears EVENTSEL.INT;
-// allowed_gp narrowed to the table's counters). Errc::unsupported naming the event and
-// the model; a load-latency event without its threshold (MSR_3F6H=v) is invalid_argument.
+// counters interrupt through the buffer threshold, as Linux clears EVENTSEL.INT and the
+// FIXED_CTR_CTRL PMI bit; allowed_gp narrowed to the table's counters; Ice Lake's
+// PREC_DIST put on fixed counter 0). Errc::unsupported naming the event and the model; a
+// load-latency event without its threshold (MSR_3F6H=v) is invalid_argument.
 Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e);
 
 // The PEBS records of one sampled group, drained in its PMIs.
@@ -77,7 +89,8 @@ public:
 
 private:
     struct Counter {
-        u8 index = 0;  // PMCi
+        u8 index = 0;  // PMCi, or fixed counter i
+        bool fixed = false;
         u32 slot = 0;
         u64 reload = 0;
         bool data_la = false, latency = false;

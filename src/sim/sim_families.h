@@ -129,6 +129,8 @@ private:
     bool metrics_counting() const;
     u8 write_perf_metrics(u64 v);
     bool pebs_overflow(u32 i) override;
+    bool pebs_fixed_overflow(u32 i);  // fixed counter i with PEBS (sim_pebs.h)
+    void pebs_record(u32 b, u16 event, u16 umask, u64* ctr, u32 width);
     // MEM_TRANS_RETIRED.LOAD_LATENCY (CDH/01H): the loads above the threshold (sim_pebs.h).
     void count_load_latency(SimCpu& cpu, const Retired& r);
 

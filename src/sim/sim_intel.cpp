@@ -257,14 +257,14 @@ void IntelPmu::add_fixed(u32 i, u64 inc) {
     u64 old = fixed_ctr_[i];
     bool ovf = inc > mask - old;
     fixed_ctr_[i] = (old + inc) & mask;
-    if (!ovf) return;
+    if (!ovf || pebs_fixed_overflow(i)) return;
     global_status_ |= bit(32 + i);
     if (i == 3 && metrics_counting()) global_status_ |= bit(48);  // PERF_METRICS_OVF
     if (i < 8 && (fixed_ctrl_ >> (4 * i + 3)) & 1) raise_pmi();
 }
 
 bool IntelPmu::pmi_armed() const {
-    if (gp_pmi_armed() || pebs_.armed(layout_.gp_mask)) return true;
+    if (gp_pmi_armed() || pebs_.armed()) return true;
     for (u32 i = 0; i < 8; ++i)
         if (layout_.fixed(i) && ((fixed_ctrl_ >> (4 * i)) & 3) && ((fixed_ctrl_ >> (4 * i + 3)) & 1)) return true;
     return false;
@@ -338,20 +338,31 @@ const RetireEvent kIntelEvents[] = {
 }  // namespace
 
 // PEBS (sim_pebs.h): the record of the instruction retire() counts, the counter reloaded
-// from the DS area, OvfBuffer and a PMI at the interrupt threshold.
-bool IntelPmu::pebs_overflow(u32 i) {
-    if (!pebs_.enabled(i)) return false;
-    const u64 ctl = gp_[i].ctl;
-    const PebsUnit::Context& c = pebs_ctx_;
+// from the DS area, OvfBuffer and a PMI at the interrupt threshold. `b`: the counter's
+// applicable/status bit (i for PMCi, 32 + i for fixed counter i).
+void IntelPmu::pebs_record(u32 b, u16 event, u16 umask, u64* ctr, u32 width) {
     u64 reset = 0;
     bool threshold = false;
-    if (pebs_.assist(i, u16(ctl & 0xff), u16((ctl >> 8) & 0xff), c, &reset, &threshold))
-        gp_[i].ctr = reset & width_mask(layout_.gp_width);
-    global_status_ |= bit(i);
+    if (pebs_.assist(b, event, umask, pebs_ctx_, &reset, &threshold)) *ctr = reset & width_mask(width);
+    global_status_ |= bit(b);
     if (threshold) {
         global_status_ |= kStatusOvfBuf;
         raise_pmi();
     }
+}
+
+bool IntelPmu::pebs_overflow(u32 i) {
+    if (!pebs_.enabled(i)) return false;
+    const u64 ctl = gp_[i].ctl;
+    pebs_record(i, u16(ctl & 0xff), u16((ctl >> 8) & 0xff), &gp_[i].ctr, layout_.gp_width);
+    return true;
+}
+
+// Fixed counter i with PEBS (adaptive PEBS, IA32_PEBS_ENABLE bit 32+i). Fixed counter 0
+// counts INST_RETIRED (C0H/00H): its record names no data address.
+bool IntelPmu::pebs_fixed_overflow(u32 i) {
+    if (!pebs_.fixed_enabled(i)) return false;
+    pebs_record(32 + i, i == 0 ? 0xC0 : 0, 0, &fixed_ctr_[i], layout_.fixed_width);
     return true;
 }
 

@@ -16,9 +16,10 @@ constexpr u32 kDsArea = 0x600, kPebsEnable = 0x3F1, kDataCfg = 0x3F2, kLdLat = 0
 
 // The 64-bit DS save area (SDM Vol. 3B §20.6.2.1, "IA-32e mode DS save area"): BTS's four
 // fields, then PEBS's: buffer base, index, absolute maximum, interrupt threshold, and the
-// reset value of GP counter i at 0x40 + 8i.
+// reset value of GP counter i at 0x40 + 8i; in format 4 fixed counter j's at 0x80 + 8j
+// (eight GP slots, then the fixed ones; §20.9 fixed-counter PEBS).
 constexpr u64 kDsPebsBase = 0x20, kDsPebsIndex = 0x28, kDsPebsMax = 0x30, kDsPebsThreshold = 0x38;
-constexpr u64 kDsReset0 = 0x40;
+constexpr u64 kDsReset0 = 0x40, kDsFixedReset0 = 0x80;
 
 // Record format 3 (SDM Vol. 3B §20.6.2.2, Skylake's "PEBS record format 3", 200 bytes).
 constexpr u64 kF3Flags = 0x0, kF3Ip = 0x8, kF3Gprs = 0x10, kF3Status = 0x90, kF3Dla = 0x98, kF3Lat = 0xA8;
@@ -53,6 +54,7 @@ PebsUnit::PebsUnit(const PmuLayout& L, const CpuidSnapshot& s, IntelEvents event
     adaptive_ = fmt >= 4 && ((L.perf_caps >> 14) & 1);
     version_ = L.version;
     gp_mask_ = L.gp_mask;
+    fixed_mask_ = L.fixed_mask & 0xFF;
 }
 
 bool PebsUnit::claims(u32 m) const {
@@ -83,8 +85,10 @@ u8 PebsUnit::wrmsr(u32 m, u64 v) {
             return 0;
         }
         case kPebsEnable:
-            // GP counters; before v5 bits 32+i (counters 0-3) are LL_EN (load latency).
-            writable = u64(gp_mask_) | (version_ < 5 ? u64(gp_mask_ & 0xF) << 32 : 0);
+            // GP counters; before v5 bits 32+i (counters 0-3) are LL_EN (load latency), from
+            // v5 with adaptive PEBS the fixed counters' PEBS enables.
+            writable = u64(gp_mask_) | (version_ < 5 ? u64(gp_mask_ & 0xF) << 32 : 0) |
+                       (version_ >= 5 && adaptive_ ? u64(fixed_mask_) << 32 : 0);
             reg = &enable_;
             break;
         case kDataCfg: writable = kCfgMem | kCfgGpr, reg = &data_cfg_; break;
@@ -149,9 +153,9 @@ bool PebsUnit::assist(u32 i, u16 event, u16 umask, const Context& c, u64* reset,
     *threshold = false;
     *reset = 0;
     if (!c.guest || !c.insn || !c.insn->valid || !ds_area_) return false;
-    u64 ds[8 + 8] = {};
+    u64 ds[8 + 8 + 8] = {};
     if (!c.guest->read(ds_area_, ds, sizeof ds)) return false;
-    *reset = i < 8 ? ds[kDsReset0 / 8 + i] : 0;
+    *reset = i < 8 ? ds[kDsReset0 / 8 + i] : i >= 32 && i < 40 ? ds[kDsFixedReset0 / 8 + (i - 32)] : 0;
     u8 rec[kF3Size + kGprSize + kMemSize] = {};
     const u64 size = format_ == 3 ? write_format3(rec, i, event, umask, c) : write_adaptive(rec, i, event, umask, c);
     const u64 index = ds[kDsPebsIndex / 8];

@@ -24,6 +24,11 @@
 //    reset value of that counter and its GLOBAL_STATUS bit set; when the index reaches
 //    the interrupt threshold, GLOBAL_STATUS bit 62 (OvfBuffer) is set and a PMI raised.
 //    A full buffer (index + record > absolute maximum) takes no record.
+//  * Fixed-counter PEBS (adaptive PEBS, perfmon v5: IA32_PEBS_ENABLE bit 32+i for fixed
+//    counter i, SDM Vol. 3B §20.9): the same assist when fixed counter i overflows at an
+//    instruction's retirement (fixed counter 0, INST_RETIRED.PREC_DIST: the record at that
+//    instruction, no skid); applicable counters bit 32+i; the reset value from the DS
+//    area's fixed-counter slots at 80H + 8i (after the eight GP slots of format 4).
 //  * Data addresses: for the DataLA events (D0H-D4H, and CDH load latency) the linear
 //    address of the instruction's first load (its store for a store event), 0 otherwise.
 //  * Load latency: MEM_TRANS_RETIRED.LOAD_LATENCY (CDH/01H) counts the loads whose
@@ -31,7 +36,7 @@
 //    kL1LoadToUse (4 cycles) plus the cost model's stall of the level that served it
 //    (sim_costs.h): L1 4, L2 16, L3 44, memory 204. Records of other events carry
 //    latency 0.
-// Not modelled: fixed-counter PEBS, PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
+// Not modelled: format 5's reset layout, PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
 // the data source encoding, the skid of formats 0-2 (formats 3 and 4 only).
 #pragma once
 
@@ -69,10 +74,13 @@ public:
     void state(PmuState* out) const;
     // A PEBS-enabled counter (IA32_PEBS_ENABLE bit i).
     bool enabled(u32 i) const { return i < 32 && ((enable_ >> i) & 1); }
-    bool armed(u32 gp_mask) const { return (enable_ & gp_mask) != 0; }
+    // Fixed counter i with PEBS (bit 32+i, adaptive PEBS only).
+    bool fixed_enabled(u32 i) const { return adaptive_ && i < 16 && ((enable_ >> (32 + i)) & 1); }
+    bool armed() const { return enable_ & (u64(gp_mask_) | (adaptive_ ? u64(fixed_mask_) << 32 : 0)); }
     u64 ld_lat_threshold() const { return ld_lat_ & 0xFFFF; }
     bool ll_enabled(u32 i) const;
-    // Counter i (counting `event`/`umask`) overflowed on `insn`: its record written. Returns
+    // Counter i (counting `event`/`umask`; i = 32 + j for fixed counter j) overflowed on
+    // `insn`: its record written. Returns
     // false when no record could be taken (no DS area, a full buffer, unmapped memory).
     // *reset gets the DS area's reset value of counter i; *threshold whether the index
     // reached the interrupt threshold.
@@ -91,7 +99,7 @@ private:
     u8 format_ = 0;
     bool adaptive_ = false;
     u8 version_ = 0;
-    u32 gp_mask_ = 0;
+    u32 gp_mask_ = 0, fixed_mask_ = 0;
     u64 ds_area_ = 0, enable_ = 0, data_cfg_ = 0, ld_lat_ = 0;
     u64 records_ = 0;
 };

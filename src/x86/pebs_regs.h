@@ -24,8 +24,11 @@ public:
     PMULAB_REG_FIELD(PebsEnable, ll_bits, 35, 32)  // before v5
     constexpr PebsEnable& set_pmc(unsigned i) { return i < 32 ? set_bit(i, true) : *this; }
     constexpr PebsEnable& set_ll(unsigned i) { return i < 4 ? set_bit(32 + i, true) : *this; }
+    // v5 (adaptive PEBS, SDM Vol. 3B §20.9 fixed-counter PEBS): fixed counter i.
+    constexpr PebsEnable& set_fixed(unsigned i) { return i < 16 ? set_bit(32 + i, true) : *this; }
 };
 static_assert(PebsEnable().set_pmc(1).set_ll(1).raw() == 0x0000000200000002ull);
+static_assert(PebsEnable().set_fixed(0).raw() == 0x0000000100000000ull);
 
 // MSR_PEBS_DATA_CFG (3F2H), adaptive PEBS: the groups after the basic group.
 class PebsDataCfg : public RegValue<PebsDataCfg> {
@@ -47,16 +50,18 @@ public:
 };
 
 // The 64-bit DS save area (SDM Vol. 3B Figure "IA-32e Mode DS Save Area"): BTS's four
-// quadwords, PEBS's four, then the reset value of IA32_PMCi at 40H + 8i. pmulab fills it
-// in memory it owns, per CPU.
+// quadwords, PEBS's four, then the reset value of IA32_PMCi at 40H + 8i; with adaptive
+// PEBS format 4 fixed counter i's at 80H + 8i (after eight GP slots; format 5 has 32 GP
+// slots, fixed at 140H + 8i, as Linux's ds.c). pmulab fills it in memory it owns, per CPU.
 struct DsArea {
     u64 bts_base, bts_index, bts_max, bts_threshold;
     u64 pebs_base, pebs_index, pebs_max, pebs_threshold;
-    u64 pebs_reset[8];  // IA32_PMC0..7; fixed counters' at 80H (not used by pmulab)
-    u64 fixed_reset[8];
+    u64 pebs_reset[8];   // IA32_PMC0..7
+    u64 fixed_reset[8];  // IA32_FIXED_CTR0..7 (format 4)
 };
 static_assert(sizeof(DsArea) == 0xC0 && __builtin_offsetof(DsArea, pebs_index) == 0x28 &&
-              __builtin_offsetof(DsArea, pebs_threshold) == 0x38 && __builtin_offsetof(DsArea, pebs_reset) == 0x40);
+              __builtin_offsetof(DsArea, pebs_threshold) == 0x38 && __builtin_offsetof(DsArea, pebs_reset) == 0x40 &&
+              __builtin_offsetof(DsArea, fixed_reset) == 0x80);
 
 // The record formats (IA32_PERF_CAPABILITIES[11:8]) and their fixed layouts; 4 and 5 are
 // adaptive (a basic group and the groups MSR_PEBS_DATA_CFG chose; the record says its size).

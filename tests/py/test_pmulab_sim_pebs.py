@@ -76,6 +76,26 @@ def test_prec_dist_samples_each_instruction_itself_on_skylake():
     assert all("data" not in x for x in rec["buckets"]), "PREC_DIST is not a memory event"
 
 
+ALU = "add rbx, rcx; imul rsi, rdi; nop"  # offsets 0, 3, 7
+
+
+def test_fixed_counter_0_pebs_samples_the_instruction_that_retired_the_pth_on_icelake():
+    # Ice Lake's INST_RETIRED.PREC_DIST is fixed counter 0 (adaptive PEBS, PEBS_ENABLE bit 32):
+    # `instructions` and C0.01 both go there. Period 1: each instruction exactly its executions.
+    for sample in ("instructions:1", "C0.01:1"):
+        rec = _samples("icelake", ALU, sample, "--precise")
+        assert rec["precise"] is True and rec["period"] == 1, rec
+        assert {o: x["count"] for o, x in _buckets(rec).items()} == {0: COPIES, 3: COPIES, 7: COPIES}, rec
+        assert all("data" not in x for x in rec["buckets"]), "PREC_DIST is not a memory event"
+    # Period 3, three instructions a copy: every record on the instruction that retired the
+    # third, the first of the copy; the counter's own interrupt skids to the next one.
+    rec = _samples("icelake", ALU, "instructions:3", "--precise")
+    assert {o: x["count"] for o, x in _buckets(rec).items()} == {0: COPIES}, rec
+    plain = _samples("icelake", ALU, "instructions:3")
+    assert {o: x["count"] for o, x in _buckets(plain).items()} == {3: COPIES}, plain
+    assert rec["harness"] == plain["harness"] == 28, (rec, plain)
+
+
 def _trace(model, sample):
     r = _sim("--json", "--trace-msr", "--model", model, "--cpus", "0", "--", "run", "--asm", "mov rax, [r14]",
              "--sample", sample, "--precise", "--unroll", "1", "--reps", "1", "--warmup", "0")
@@ -88,6 +108,7 @@ def test_pebs_msrs_are_programmed_and_restored_exactly():
         ("icelake", "D0.81:1", {0x3F1: 0x1, 0x3F2: 0x1}),
         ("icelake", "CD.01.MSR_3F6H=5:1", {0x3F1: 0x1, 0x3F2: 0x1, 0x3F6: 0x5}),
         ("skylake", "CD.01.MSR_3F6H=5:1", {0x3F1: 0x100000001, 0x3F6: 0x5}),  # LL_EN_PMC0 before v5
+        ("icelake", "instructions:1", {0x3F1: 0x100000000, 0x3F2: 0x0}),  # fixed counter 0
     )
     for model, sample, programmed in cases:
         t = _trace(model, sample)
@@ -112,6 +133,11 @@ def test_pebs_msrs_are_programmed_and_restored_exactly():
         # PEBS off before the DS area goes back.
         order = [int(e["msr"], 16) for e in t if e["op"] == "wrmsr" and int(e["msr"], 16) in (0x600, 0x3F1)]
         assert order == [0x600, 0x3F1, 0x3F1, 0x600], (model, order)
+    # Fixed counter 0 with PEBS counts with its FIXED_CTR_CTRL PMI bit (3) clear, then
+    # FIXED_CTR_CTRL goes back to what it was.
+    t = _trace("icelake", "instructions:1")
+    ctrl = [int(e["value"], 16) for e in t if int(e["msr"], 16) == 0x38D and e["result"] == "ok"]
+    assert ctrl == [0x0, 0x3, 0x0], ctrl
 
 
 def _refused(model, *run_args, rc=3):
@@ -126,7 +152,8 @@ def test_bad_input_is_refused_with_the_reason_and_nothing_runs():
     assert _refused("icelake", "--precise", rc=2).startswith("--precise samples the --sample events precisely")
     m = _refused("icelake", "--sample", "C4.00", "--precise")
     assert m.startswith("CPU 0 (06_7EH): PEBS cannot take 'C4.00' (event 0xC4, umask 0x00) on this model; its PEBS "
-                        "events: MEM_TRANS_RETIRED.LOAD_LATENCY, "), m
+                        "events: INST_RETIRED.PREC_DIST (fixed counter 0), MEM_TRANS_RETIRED.LOAD_LATENCY, "), m
+    assert m.endswith(", MEM_LOAD_MISC_RETIRED.*, MEM_INST_RETIRED.*"), m
     m = _refused("skylake", "--sample", "instructions", "--precise")
     assert m.startswith("CPU 0 (06_5EH): PEBS cannot take 'instructions' (event 0xC0, umask 0x00, a fixed "
                         "counter's) on this model; its PEBS events: INST_RETIRED.PREC_DIST, "), m
@@ -145,3 +172,19 @@ def test_bad_input_is_refused_with_the_reason_and_nothing_runs():
     assert m.startswith("CPU 0 (06_2AH): PEBS record format 0 has no eventing IP"), m
     m = _refused("intel_v4", "--sample", "D0.81", "--precise")
     assert m.startswith("CPU 0 (06_7AH): pmulab has no PEBS event table for this model"), m
+
+
+def test_ice_lake_fixed_counters_other_than_0_are_refused():
+    # C0.01 with a modifier fixed counter 0 lacks is not moved there (nothing dropped): refused.
+    expected = {
+        "slots": "CPU 0 (06_7EH): pmulab does not arm fixed counter 3 ('slots', TOPDOWN.SLOTS) for PEBS: it counts "
+                 "issue slots and feeds PERF_METRICS; fixed counter 0 (instructions, INST_RETIRED.PREC_DIST) is the "
+                 "fixed counter PEBS takes here",
+        "cycles": "CPU 0 (06_7EH): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.PREC_DIST); 'cycles' "
+                  "is fixed counter 1",
+        "C0.01.CMSK=2": "CPU 0 (06_7EH): PEBS cannot take 'C0.01.CMSK=2' (event 0xC0, umask 0x01) on this model; "
+                        "its PEBS events: INST_RETIRED.PREC_DIST (fixed counter 0), ",
+    }
+    for sample, want in expected.items():
+        m = _refused("icelake", "--sample", sample, "--precise")
+        assert m == want or (want.endswith(", ") and m.startswith(want)), (sample, m)

@@ -51,3 +51,55 @@ TEST(RunPrecise, SkylakeFormat3SamplesTheLoadsAndRestoresEverything) {
     SimMachine m = intel_skylake(1);
     check_run(m, false);
 }
+
+namespace {
+
+// add rbx, rcx (0); imul rsi, rdi (3); nop (7): three instructions a copy.
+const char kAlu[] = "4801cb480faff790";
+
+// Ice Lake's fixed counter 0 with PEBS (INST_RETIRED.PREC_DIST): `sample` over 2 runs (4
+// and 8 copies); the buckets (offset -> count), and every MSR back as firmware left it.
+std::vector<std::pair<u64, u64>> fixed_pebs_run(const std::string& sample) {
+    SimMachine m = intel_icelake(1);
+    SimCpu& c = m.cpu(0);
+    c.poke(0x600, 0xfeed000);  // IA32_DS_AREA: firmware's
+    c.poke(0x3F1, 0x4);        // IA32_PEBS_ENABLE: PMC2 (not counting)
+    c.poke(0x38D, 0x200);      // IA32_FIXED_CTR_CTRL: fixed counter 2 at CPL 0 (not enabled globally)
+    const PmuState before = c.pmu_state();
+    simm::SimPlatform p(m);
+    simm::Cmd r = simm::run_line(p, std::string("--json run --cpu 0 --code ") + kAlu + " --sample " + sample +
+                                        " --precise --unroll 4 --reps 1 --warmup 0");
+    EXPECT_EQ(r.status, 0) << r.out;
+    EXPECT_EQ(diff_state(before, c.pmu_state()), "") << "PEBS_ENABLE, DS_AREA, FIXED_CTR_CTRL restored exactly";
+    EXPECT_TRUE(c.violations().empty());
+    std::vector<pmutest::Json> s = simm::of_type(r, "samples");
+    std::vector<std::pair<u64, u64>> out;
+    if (s.size() != 1u) return out;
+    EXPECT_TRUE(s[0]["precise"].b) << r.out;
+    const pmutest::Json& b = s[0]["buckets"];
+    for (usize i = 0; i < b.items.size(); ++i) out.emplace_back(b[i]["offset"].u(), b[i]["count"].u());
+    return out;
+}
+
+using Buckets = std::vector<std::pair<u64, u64>>;
+
+}  // namespace
+
+TEST(RunPrecise, IceLakeFixedCounter0PeriodOneGivesEachInstructionItsExecutions) {
+    EXPECT_EQ(fixed_pebs_run("instructions:1"), (Buckets{{0, 12}, {3, 12}, {7, 12}}));
+    // C0.01 (INST_RETIRED.PREC_DIST's encoding) is put on fixed counter 0 too.
+    EXPECT_EQ(fixed_pebs_run("C0.01:1"), (Buckets{{0, 12}, {3, 12}, {7, 12}}));
+}
+
+TEST(RunPrecise, IceLakeFixedCounter0SamplesTheInstructionThatRetiredThePth) {
+    // Period 3, three instructions a copy: every record on the same instruction (no skid).
+    EXPECT_EQ(fixed_pebs_run("instructions:3"), (Buckets{{0, 12}}));
+}
+
+TEST(RunPrecise, IceLakeSlotsIsRefused) {
+    SimMachine m = intel_icelake(1);
+    simm::SimPlatform p(m);
+    simm::Cmd r = simm::run_line(p, std::string("run --cpu 0 --code ") + kAlu + " --sample slots:100 --precise");
+    EXPECT_EQ(r.status, 3) << r.out;
+    EXPECT_NE(r.out.find("does not arm fixed counter 3"), std::string::npos) << r.out;
+}

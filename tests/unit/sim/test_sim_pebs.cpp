@@ -99,7 +99,9 @@ TEST(SimPebs, TheMsrsExistWhereThePartHasPebs) {
     EXPECT_EQ(v3.cpu(0).peek(kMiscEnable) & (u64(1) << 12), u64(1) << 12) << "PEBS unavailable";
     SimCpu& c = icl.cpu(0);
     EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 8), pmulab::kVectorGP) << "8 GP counters: bit 8 is reserved";
-    EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 32), pmulab::kVectorGP) << "v5: no LL_EN (fixed-counter PEBS not modelled)";
+    EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 32), 0) << "v5, adaptive: fixed counter 0's PEBS enable";
+    EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 36), pmulab::kVectorGP) << "4 fixed counters: bit 36 is reserved";
+    EXPECT_EQ(wr(c, kPebsEnable, 0), 0);
     EXPECT_EQ(wr(c, kDataCfg, 4), pmulab::kVectorGP) << "XMM group not modelled";
     EXPECT_EQ(wr(c, kDsArea, u64(1) << 60), pmulab::kVectorGP) << "non-canonical";
     EXPECT_EQ(wr(skl.cpu(0), kPebsEnable, (u64(1) << 35) | 8), 0) << "Skylake (v4): LL_EN_PMC3";
@@ -174,4 +176,42 @@ TEST(SimPebs, AFullBufferTakesNoRecord) {
     c.retire(load_at(0x4000, 0x7000, 0));
     EXPECT_EQ(g.q(FakeGuest::kBase + 0x28), FakeGuest::kBase + 0x1000) << "the index stays";
     EXPECT_FALSE(c.take_nmi());
+}
+
+// One non-memory instruction at `rip` (4 bytes).
+static Retired alu_at(u64 rip) {
+    Retired r{.instructions = 1};
+    r.last = RetiredInsn{rip, rip + 4, 0, 0, 0, true, false, false};
+    return r;
+}
+
+TEST(SimPebs, FixedCounter0RecordAtTheEventingInstructionReloadsFromItsFixedSlot) {
+    Rig r(intel_icelake(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
+    c.set_lvt_perf(SimCpu::kLvtDeliveryNmi);
+    lay_ds(g, 0x20, 1, 0);
+    g.set_q(FakeGuest::kBase + 0x80, kTop48 - 5);  // fixed counter 0's reset value (format 4: 80H)
+    ASSERT_EQ(wr(c, reg::FIXED_CTR0, kTop48 - 2), 0);
+    ASSERT_EQ(wr(c, kDsArea, FakeGuest::kBase), 0);
+    ASSERT_EQ(wr(c, reg::FIXED_CTR_CTRL, 0x1), 0);  // OS, PMI bit clear (PEBS interrupts)
+    ASSERT_EQ(wr(c, kDataCfg, 0), 0);
+    ASSERT_EQ(wr(c, kPebsEnable, u64(1) << 32), 0);
+    ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, u64(1) << 32), 0);
+    EXPECT_TRUE(c.needs_each_instruction()) << "PEBS_ENABLE bit 32 arms it";
+    c.retire(alu_at(0x4000));
+    EXPECT_FALSE(c.take_nmi());
+    c.retire(alu_at(0x4004));  // the second instruction overflows fixed counter 0
+    EXPECT_TRUE(c.take_nmi()) << "the index reached the threshold";
+    const u64 rec = FakeGuest::kBase + 0x1000;
+    EXPECT_EQ(g.q(rec) >> 48, 0x20u) << "the basic group only";
+    EXPECT_EQ(g.q(rec + 0x8), 0x4004u) << "the eventing IP: the instruction that overflowed it";
+    EXPECT_EQ(g.q(rec + 0x10), u64(1) << 32) << "applicable counters: fixed counter 0";
+    EXPECT_EQ(g.q(FakeGuest::kBase + 0x28), rec + 0x20);
+    EXPECT_EQ(c.peek(reg::FIXED_CTR0), kTop48 - 5) << "reloaded from the DS area's fixed slot";
+    EXPECT_EQ(c.peek(reg::GLOBAL_STATUS) & ((u64(1) << 62) | (u64(1) << 32)), (u64(1) << 62) | (u64(1) << 32));
+    for (u64 rip = 0x4008; rip < 0x4008 + 4 * 4; rip += 4) c.retire(alu_at(rip));
+    EXPECT_EQ(g.q(FakeGuest::kBase + 0x28), rec + 0x20) << "5 more to the next overflow";
+    c.retire(alu_at(0x4018));
+    EXPECT_EQ(g.q(rec + 0x20 + 0x8), 0x4018u) << "the fifth after the reload";
 }

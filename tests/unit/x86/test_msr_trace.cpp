@@ -323,25 +323,20 @@ TEST(MsrTraceNames, LbrMsrs) {
     TraceNames intel, amd;
     intel.vendor = Vendor::intel;
     amd.vendor = Vendor::amd;
-    auto name = [](const TraceNames& n, u32 m) {
-        StrBuf b;
-        trace_reg_name(n, TraceOp::rdmsr, m, b);
-        return std::string(b.c_str());
-    };
-    EXPECT_EQ(name(intel, 0x1C8), "MSR_LBR_SELECT");
-    EXPECT_EQ(name(intel, 0x1C9), "MSR_LASTBRANCH_TOS");
-    EXPECT_EQ(name(intel, 0x680), "MSR_LASTBRANCH_0_FROM_IP");
-    EXPECT_EQ(name(intel, 0x6DF), "MSR_LASTBRANCH_31_TO_IP");
-    EXPECT_EQ(name(intel, 0xDC5), "MSR_LBR_INFO_5");
-    EXPECT_EQ(name(intel, 0x14CE), "IA32_LBR_CTL");
-    EXPECT_EQ(name(intel, 0x14CF), "IA32_LBR_DEPTH");
-    EXPECT_EQ(name(intel, 0x1601), "IA32_LBR_1_TO_IP");
-    EXPECT_EQ(name(intel, 0x121F), "IA32_LBR_31_INFO");
-    EXPECT_EQ(name(amd, 0xC000010E), "LBR_SELECT");
-    EXPECT_EQ(name(amd, 0xC000010F), "DBG_EXTN_CFG");
-    EXPECT_EQ(name(amd, 0xC0010300), "LBR_FROM_0");
-    EXPECT_EQ(name(amd, 0xC0010303), "LBR_TO_1");
-    EXPECT_EQ(name(amd, 0x1C8), "MSR 0x1c8");  // Intel's address: nothing on AMD
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1C8), "MSR_LBR_SELECT");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1C9), "MSR_LASTBRANCH_TOS");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x680), "MSR_LASTBRANCH_0_FROM_IP");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x6DF), "MSR_LASTBRANCH_31_TO_IP");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0xDC5), "MSR_LBR_INFO_5");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x14CE), "IA32_LBR_CTL");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x14CF), "IA32_LBR_DEPTH");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1601), "IA32_LBR_1_TO_IP");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x121F), "IA32_LBR_31_INFO");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC000010E), "LBR_SELECT");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC000010F), "DBG_EXTN_CFG");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0010300), "LBR_FROM_0");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0010303), "LBR_TO_1");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0x1C8), "MSR 0x1c8");  // Intel's address: nothing on AMD
 }
 
 // The IBS MSRs by name on AMD (run --sample ibs_op), nothing on Intel.
@@ -349,19 +344,14 @@ TEST(MsrTraceNames, IbsMsrs) {
     TraceNames intel, amd;
     intel.vendor = Vendor::intel;
     amd.vendor = Vendor::amd;
-    auto name = [](const TraceNames& n, u32 m) {
-        StrBuf b;
-        trace_reg_name(n, TraceOp::rdmsr, m, b);
-        return std::string(b.c_str());
-    };
-    EXPECT_EQ(name(amd, 0xC0011030), "IbsFetchCtl");
-    EXPECT_EQ(name(amd, 0xC0011031), "IbsFetchLinAd");
-    EXPECT_EQ(name(amd, 0xC0011033), "IbsOpCtl");
-    EXPECT_EQ(name(amd, 0xC0011034), "IbsOpRip");
-    EXPECT_EQ(name(amd, 0xC0011035), "IbsOpData");
-    EXPECT_EQ(name(amd, 0xC0011037), "IbsOpData3");
-    EXPECT_EQ(name(amd, 0xC0011038), "IbsDcLinAd");
-    EXPECT_EQ(name(amd, 0xC0011039), "IbsDcPhysAd");
-    EXPECT_EQ(name(amd, 0xC001103A), "IBS_CTL");
-    EXPECT_EQ(name(intel, 0xC0011033), "MSR 0xc0011033");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011030), "IbsFetchCtl");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011031), "IbsFetchLinAd");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011033), "IbsOpCtl");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011034), "IbsOpRip");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011035), "IbsOpData");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011037), "IbsOpData3");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011038), "IbsDcLinAd");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC0011039), "IbsDcPhysAd");
+    EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC001103A), "IBS_CTL");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0xC0011033), "MSR 0xc0011033");
 }

@@ -231,25 +231,36 @@ template <typename Fn> void each_bucket(const SampleCounts& c, Fn fn) {
             if ((*v[k])[i]) fn(Bucket{kName[k], kBlock[k], i, (*v[k])[i]});
 }
 
-Status samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, Value* rec) {
+// Each nonzero bucket's precise data, in each_bucket's order (BSP: allocates). On an
+// error, the buckets from the failing one on have none.
+Status precise_buckets(const SampleCounts& c, const MeasureResult& r, Vec<PreciseBucket>* out) {
+    Status st = ok_status();
+    each_bucket(c, [&](const Bucket& b) {
+        if (st.ok()) st = precise_bucket(c, b.which, b.offset, r, &out->emplace());
+    });
+    if (!st.ok()) out->pop();
+    return st;
+}
+
+// pbs: the buckets' precise data (precise_buckets; null when not precise).
+void samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, const Vec<PreciseBucket>* pbs,
+                  Value* rec) {
     JsonWriter w(*rec);
     w.begin_object().field("type", "samples").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
     w.field("event", sp.event).field_u("period", sp.period).field_u("samples", c.samples);
     if (sp.precise) w.field_b("precise", true);
     if (sp.source) w.field("source", sp.source);
-    Status st = ok_status();
+    usize k = 0;
     w.key("buckets").begin_array();
     each_bucket(c, [&](const Bucket& b) {
         w.begin_object().field("block", b.block).field_u("offset", b.offset).field_u("count", b.count);
-        PreciseBucket pb;
-        if (sp.precise && st.ok()) st = precise_bucket(c, b.which, b.offset, r, &pb);
-        if (sp.precise && st.ok()) precise_bucket_json(w, pb);
+        if (pbs && k < pbs->size()) precise_bucket_json(w, (*pbs)[k]);
+        ++k;
         w.end_object();
     });
     w.end_array().field_u("harness", c.harness);
     if (sp.precise && c.log_dropped) w.field_u("precise_unlogged", c.log_dropped);
     w.end_object();
-    return st;
 }
 
 void put_share(StrBuf& t, u64 count, u64 total) {
@@ -257,17 +268,19 @@ void put_share(StrBuf& t, u64 count, u64 total) {
     t.printf("%3llu.%02llu%%", (unsigned long long)(bp / 100), (unsigned long long)(bp % 100));
 }
 
-void samples_text(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, StrBuf* t) {
+void samples_text(const MeasureResult& r, const SampleSpec& sp, const SampleCounts& c, const Vec<PreciseBucket>* pbs,
+                  StrBuf* t) {
     t->printf("samples of %.*s every %llu on CPU %u, %s: %llu samples, %llu in the harness\n", int(sp.event.len),
               sp.event.ptr, (unsigned long long)sp.period, r.cpu, bench_name(*r.bench), (unsigned long long)c.samples,
               (unsigned long long)c.harness);
     if (!c.samples) return;
     t->printf("  %-10s %8s %10s %8s\n", "block", "offset", "samples", "share");
+    usize k = 0;
     each_bucket(c, [&](const Bucket& b) {
         t->printf("  %-10s %8llu %10llu  ", b.block, (unsigned long long)b.offset, (unsigned long long)b.count);
         put_share(*t, b.count, c.samples);
-        PreciseBucket pb;
-        if (sp.precise && precise_bucket(c, b.which, b.offset, r, &pb).ok()) precise_bucket_text(*t, pb);
+        if (pbs && k < pbs->size()) precise_bucket_text(*t, (*pbs)[k]);
+        ++k;
         t->put('\n');
     });
     t->printf("  %-10s %8s %10llu  ", "harness", "-", (unsigned long long)c.harness);
@@ -284,12 +297,17 @@ bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureR
             const u32 ev = g->event_of_slot[slot];
             if (ev >= o.samples.size()) return false;
             SampleCounts& c = g->counts[slot];
+            const SampleSpec& sp = o.samples[ev];
+            Vec<PreciseBucket> pbs;
+            if (sp.precise) {
+                Status st = precise_buckets(c, r, &pbs);
+                if (!st.ok()) out.error(st.error());
+            }
             Value rec;
-            Status st = samples_json(r, o.samples[ev], c, &rec);
-            if (!st.ok()) out.error(st.error());
+            samples_json(r, sp, c, sp.precise ? &pbs : nullptr, &rec);
             out.record(rec);
             StrBuf t;
-            samples_text(r, o.samples[ev], c, &t);
+            samples_text(r, sp, c, sp.precise ? &pbs : nullptr, &t);
             out.text_buf(t);
             c.clear();
             return true;

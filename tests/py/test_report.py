@@ -199,3 +199,30 @@ def test_the_python_readers_take_the_meta_record():
         p = subprocess.run(["/usr/bin/python3", "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["data: virtual machine (TCGTCGTCGTCG, -icount 7)", "['--cpu']"], p.stdout
+
+
+# ---- the silicon kit (docs/silicon.md): what a lent real-CPU machine boots ----
+
+def test_silicon_campaign_is_valid_and_every_command_runs_on_simulated_intel_and_amd():
+    cfg = os.path.join(ROOT, "tools", "silicon", "campaign.cfg")
+    assert run_tool("pmulab-check", cfg).rc == 0
+    for model in ("skylake", "zen4"):
+        r = _sim("--json", "--model", model, "--cpus", "0,1", "--config", cfg)
+        assert r.rc == 0, (model, r)
+        recs = r.records()
+        assert not [x for x in recs if x["type"] == "error"], (model, r.out[-2000:])
+        cmds = [x["command_line"] for x in recs if x["type"] == "meta"]
+        assert cmds[0] == "report" and len(cmds) == 5, cmds
+        assert [x for x in recs if x["type"] == "report"][0]["verdict"] == "PASS", model
+        # The exact count the campaign exists for: add_indep is 8 instructions per copy.
+        exact = [x for x in recs if x["type"] == "result" and x.get("bench") == "add_indep"
+                 and x.get("event") == "instructions" and x.get("unroll") == 1000]
+        assert exact and all(x["median"] == 8 for x in exact), (model, exact[:1])
+        assert [x for x in recs if x["type"] == "samples"], model
+
+
+def test_silicon_probe_compiles():
+    src = os.path.join(ROOT, "tools", "silicon", "probe.c")
+    r = subprocess.run(["clang", "-std=gnu11", "-Wall", "-Werror", "-fsyntax-only", src],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr

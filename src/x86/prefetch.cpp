@@ -47,16 +47,15 @@ constexpr PrefetchBit kCrestmontBits[] = {{E::mlc_streamer_off_field::lo, "l2_hw
                                           {E::code_stream_off_field::lo, "l2_code_stream"}};
 // Darkmont: Crestmont's and bit 12, the dynamic prefetch control (§2.5), which would
 // otherwise rewrite the settings pmulab puts in 1320H/1321H.
-constexpr PrefetchBit kDarkmontBits[] = {{E::mlc_streamer_off_field::lo, "l2_hw"},
-                                         {E::adjacent_line_off_field::lo, "l2_adjacent_line"},
-                                         {E::l1_nlp_off_field::lo, "dcu"},
-                                         {E::l1_ipp_off_field::lo, "dcu_ip"},
-                                         {E::l1_npp_off_field::lo, "dcu_next_page"},
-                                         {E::amp_off_field::lo, "l2_amp"},
-                                         {E::llc_page_off_field::lo, "llc_page"},
-                                         {E::aop_off_field::lo, "aop"},
-                                         {E::code_stream_off_field::lo, "l2_code_stream"},
-                                         {E::dynamic_control_off_field::lo, "dynamic_prefetch_control"}};
+template <usize N> struct BitTable { PrefetchBit bits[N]; };
+template <usize N> constexpr BitTable<N + 1> with_bit(const PrefetchBit (&head)[N], PrefetchBit last) {
+    BitTable<N + 1> t{};
+    for (usize i = 0; i < N; ++i) t.bits[i] = head[i];
+    t.bits[N] = last;
+    return t;
+}
+constexpr BitTable<10> kDarkmont = with_bit(kCrestmontBits,
+                                            {E::dynamic_control_off_field::lo, "dynamic_prefetch_control"});
 constexpr PrefetchBit kLlcStreamBits[] = {{EcorePrefetch1320::llc_stream_off_field::lo, "llc_stream"}};
 constexpr PrefetchBit kL2NextLineBits[] = {{EcorePrefetch1321::l2_nlp_off_field::lo, "l2_next_line"}};
 constexpr PrefetchBit kAmdBits[] = {{AmdPrefetchControl::l1_stream_off_field::lo, "l1_stream"},
@@ -69,15 +68,17 @@ constexpr PrefetchBit kAmdBits[] = {{AmdPrefetchControl::l1_stream_off_field::lo
 // Intel's 2014 disclosure article: Nehalem, Westmere, Sandy Bridge, Ivy Bridge, Haswell, Broadwell.
 constexpr u8 kArticleModels[] = {0x1A, 0x1E, 0x1F, 0x2E, 0x25, 0x2C, 0x2F, 0x2A, 0x2D, 0x3A,
                                  0x3E, 0x3C, 0x3F, 0x45, 0x46, 0x3D, 0x47, 0x4F, 0x56};
-// SDM Vol. 4 Table 2-20 (Sandy Bridge; 2016 Vol. 3C Table 35-18, p. 35-149) has 1A4H bits 0-3;
-// the later big cores' sections list Table 2-20 among theirs (2016 Vol. 3C §35.15: Skylake
-// 06_4EH/06_5EH "supports the MSR interfaces listed in Table 35-18, ..."). Per row
-// (docs/cache.md): Skylake 4E 5E, Skylake/Cascade/Cooper Lake-SP 55, Kaby/Coffee/Comet Lake
-// 8E 9E A5 A6, Cannon Lake 66, Ice Lake 7D 7E 6A 6C, Tiger Lake 8C 8D, Rocket Lake A7,
-// Sapphire/Emerald/Granite Rapids 8F CF AD AE: each section's table list in the current
-// SDM Vol. 4 §2.16-§2.17 (Ice Lake on: not re-read here, docs/cache.md says so).
-constexpr u8 kSdmCoreModels[] = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E,
-                                 0x6A, 0x6C, 0x8C, 0x8D, 0xA7, 0x8F, 0xCF, 0xAD, 0xAE};
+// SDM Vol. 4 Table 2-20 (Sandy Bridge; 2016 Vol. 3C Table 35-18, p. 35-149) has 1A4H bits
+// 0-3, and the later big cores' sections list it among their tables. One source per row:
+// Skylake 06_4EH/06_5EH: 2016 Vol. 3C §35.15 "supports the MSR interfaces listed in Table
+// 35-18, ..." (read).
+constexpr u8 kSkylakeClientModels[] = {0x4E, 0x5E};
+// The sections of SDM Vol. 4 §2.16-§2.17 (their table lists; not re-read in the session
+// that split this table, docs/cache.md says so): Skylake/Cascade/Cooper Lake-SP 55,
+// Kaby/Coffee/Comet Lake 8E 9E A5 A6, Cannon Lake 66, Ice Lake 7D 7E 6A 6C, Tiger Lake 8C 8D,
+// Rocket Lake A7, Sapphire/Emerald/Granite Rapids 8F CF AD AE.
+constexpr u8 kSdmCoreModels[] = {0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66, 0x7D, 0x7E, 0x6A,
+                                 0x6C, 0x8C, 0x8D, 0xA7, 0x8F, 0xCF, 0xAD, 0xAE};
 // Hybrid parts: P cores 1A4H bits 0-3 (Table 2-20, as above), E cores per 357930 by their
 // microarchitecture (357930 §1.1's table: Gracemont in Alder/Raptor Lake, Crestmont in
 // Meteor Lake and Arrow Lake-U, Skymont in Arrow Lake and Lunar Lake). Without E cores
@@ -141,7 +142,8 @@ PrefetchControl intel_control(const CpuIdentity& id) {
     u32 m = id.model;
     constexpr u32 k1A4 = regs::kMsrMiscFeatureControl;
     if (in(kArticleModels, m)) return control_of(one(k1A4, kIntelBits, "nehalem-broadwell"));
-    if (in(kSdmCoreModels, m)) return control_of(one(k1A4, kIntelBits, "skylake-and-later"));
+    if (in(kSkylakeClientModels, m) || in(kSdmCoreModels, m))
+        return control_of(one(k1A4, kIntelBits, "skylake-and-later"));
     bool grt = in(kHybridGracemontModels, m), cmt = in(kHybridCrestmontModels, m), skt = in(kHybridSkymontModels, m);
     if (grt || cmt || skt) {
         PrefetchSet p = one(k1A4, kIntelBits, "skylake-and-later");
@@ -155,7 +157,7 @@ PrefetchControl intel_control(const CpuIdentity& id) {
     if (in(kPhiModels, m)) return control_of(one(k1A4, kPhiBits, "xeon-phi"));
     if (in(kGracemontModels, m)) return control_of(ecore(kGracemontBits, "gracemont"));
     if (in(kCrestmontModels, m)) return control_of(ecore(kCrestmontBits, "crestmont"));
-    if (in(kDarkmontModels, m)) return control_of(ecore(kDarkmontBits, "darkmont"));
+    if (in(kDarkmontModels, m)) return control_of(ecore(kDarkmont.bits, "darkmont"));
     PrefetchControl none;
     none.why_not = in(kAtomNoneModels, m)
                        ? "Intel documents no prefetcher control for Silvermont, Airmont or Tremont (the SDM's "

@@ -129,6 +129,23 @@ static u64 scale_by_ratio(u64 x, u64 num, u64 den) {
 
 // How the job serialised and its noise provenance (measure/noise.h, docs/measure.md
 // "Noise provenance"): every field is there, null with a reason when it cannot be known.
+// --prefetchers off: what was off on this result's CPU, through which MSRs (docs/cache.md
+// "Hardware prefetchers"): the first MSR as prefetch_msr/prefetch_bits, every one in
+// prefetch_msrs (hybrid E cores and E-core-only parts write three).
+static void put_prefetch_json(JsonWriter& w, const MeasureConfig& c, const MeasureResult& r) {
+    const PrefetchPlan& p = c.prefetch[r.prefetch_plan < 2 ? r.prefetch_plan : 0];
+    if (!p.count) return;
+    w.field("prefetchers_off", p.names).field("prefetch_family", p.family);
+    w.field_hex("prefetch_msr", p.msr[0]).field_hex("prefetch_bits", p.bits[0]);
+    w.key("prefetch_msrs").begin_object();
+    for (u8 i = 0; i < p.count; ++i) {
+        char msr[16];
+        format_to(msr, sizeof msr, "0x%x", p.msr[i]);
+        w.field_hex(msr, p.bits[i]);
+    }
+    w.end_object();
+}
+
 static void put_noise_json(JsonWriter& w, const MeasureConfig& c, const NoiseRecord* n, u64 tsc_hz) {
     if (!n) {
         w.field("serialize", serialize_name(c.serialize));
@@ -203,11 +220,7 @@ void result_json(const RunOptions& o, const MeasureResult& r, Value* line) {
     w.field("event", r.read->event).field("counter", r.read->counter);
     if (r.read->kind != CounterAccess::rdtsc)
         w.field("counter_method", r.read->kind == CounterAccess::rdpmc ? "rdpmc" : "rdmsr");
-    // --prefetchers off: what was off, through which MSR (docs/cache.md "Hardware prefetchers").
-    if (c.prefetch_msr)
-        w.field("prefetchers_off", c.prefetch_names)
-            .field_hex("prefetch_msr", c.prefetch_msr)
-            .field_hex("prefetch_bits", c.prefetch_bits);
+    put_prefetch_json(w, c, r);
     w.field_u("run", r.run).field_u("runs", r.runs);
     w.field_u("unroll", c.unroll).field_u("loop", c.loop);
     w.field_u("reps", c.reps).field_u("warmup", c.warmup);

@@ -348,7 +348,8 @@ struct GroupJob {
     SiblingState sibling = SiblingState::none;
     usize gi = 0;  // index into groups
     const GroupCode* code = nullptr;
-    bool noise = false;  // the CPU's noise sources were probed (the record has provenance)
+    bool noise = false;    // the CPU's noise sources were probed (the record has provenance)
+    u8 prefetch_plan = 0;  // --prefetchers off: the plan the worker took (WorkerState)
 };
 
 // Both versions' statistics of one read, and the per-iteration difference.
@@ -397,6 +398,7 @@ void summarise_group(Job& j, const BenchRun& br, const GroupJob& gj) {
             res.area_size[a] = kDataAreaRegs[a] == kR14 ? j.cfg.r14_size : kScratchBytes;
         }
         res.noise = gj.noise ? j.noise.get() : nullptr;
+        res.prefetch_plan = gj.prefetch_plan;
         res.region = &gj.code->regions[1];
         res.short_raw = j.column[0].data();
         res.long_raw = j.column[1].data();
@@ -428,7 +430,9 @@ void run_group_on_cpu(Job& j, const BenchRun& br, const GroupJob& gj, SerializeM
         j.fail(rs.error().with_context("%s on CPU %u (run %u)", br.name, gj.cpu, unsigned(gj.gi)));
         return;
     }
-    summarise_group(j, br, gj);
+    GroupJob done = gj;
+    done.prefetch_plan = w.prefetch_plan;
+    summarise_group(j, br, done);
 }
 
 // Every group of a benchmark on one CPU; false when its code could not be generated

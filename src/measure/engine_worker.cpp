@@ -181,7 +181,7 @@ void worker_on_cpu(WorkerState* c) {
         return;
     }
     PrefetchGuard prefetch;  // --prefetchers off: inside the noise guard, restored before it
-    s = prefetch.begin(hw, *c->cfg);
+    s = prefetch.begin(hw, *c->cfg, &c->prefetch_plan);
     if (!s.ok()) {
         if (c->caps) (void)guard.end(c->noise);
         c->status = s;

@@ -23,6 +23,7 @@ struct WorkerState {
     const NoiseCaps* caps = nullptr;   // null: not probed (no provenance, no guard)
     SerializeMode mode = SerializeMode::lfence;
     NoiseRecord* noise = nullptr;
+    u8 prefetch_plan = 0;  // out: the MeasureConfig::prefetch this CPU took (PrefetchGuard)
     Status status;
 };
 

@@ -406,6 +406,17 @@ inline constexpr u32 kTimeoutMax = 86400;
 // The fault vector a region reports when the watchdog stopped it (the NMI's).
 inline constexpr u64 kWatchdogVector = 2;
 
+// --prefetchers off on one core type (MeasureConfig::prefetch; x86/prefetch.h): the MSRs
+// written in this order, the bits set in each, and the records' list of what is off.
+struct PrefetchPlan {
+    static constexpr usize kMsrs = 3;
+    u32 msr[kMsrs] = {};
+    u64 bits[kMsrs] = {};
+    u8 count = 0;
+    char family[24] = {};  // "skylake-and-later", "gracemont", ...
+    char names[192] = {};  // "l2_hw,l2_adjacent_line,dcu,dcu_ip" (the records' list)
+};
+
 struct MeasureConfig {
     Vec<BenchInstance> benches;
     Vec<u32> cpus;
@@ -424,12 +435,11 @@ struct MeasureConfig {
     bool drain_frontend = false;
     u64 r14_size = kScratchBytes;  // --r14-size (user code)
     u64 r14_align = 4096;          // --r14-align: R14's area starts at a multiple of it
-    // --prefetchers off (x86/prefetch.h): these bits of this MSR set on the measuring CPU
-    // for each job, the MSR restored exactly afterwards; msr 0: prefetchers as they are.
+    // --prefetchers off (x86/prefetch.h): prefetch[0]'s bits set on the measuring CPU for
+    // each job (prefetch[1]'s on a hybrid part's E cores), each MSR restored exactly
+    // afterwards; prefetch[0].count 0: prefetchers as they are.
     bool prefetchers_off = false;
-    u32 prefetch_msr = 0;
-    u64 prefetch_bits = 0;
-    char prefetch_names[96] = {};     // "l2_hw,l2_adjacent_line,dcu,dcu_ip" (the records' list)
+    PrefetchPlan prefetch[2];
     bool no_mem = false;              // --no-mem
     u32 timeout_s = kTimeoutDefault;  // --timeout: seconds a job may take (watchdog)
 };
@@ -466,6 +476,8 @@ struct MeasureResult {
     // The job's noise provenance (SMIs, APERF/MPERF, FREEZE_WHILE_SMM, how it serialised);
     // null when the CPU could not be probed.
     const NoiseRecord* noise = nullptr;
+    // --prefetchers off: which of MeasureConfig::prefetch this CPU took (1: a hybrid E core).
+    u8 prefetch_plan = 0;
     // The long version's region: the one the last run of the job executed (run --lbr maps
     // addresses into the user's code with it).
     const Region* region = nullptr;

@@ -5,6 +5,7 @@
 #include "x86/amd_regs.h"
 #include "x86/intel_regs.h"
 #include "x86/prefetch.h"
+#include "x86/prefetch_regs.h"
 
 namespace pmulab {
 
@@ -260,41 +261,79 @@ Status NoiseGuard::begin(Hw& hw, const NoiseCaps& caps, SerializeMode mode, Nois
     return ok_status();
 }
 
+namespace {
+
+void plan_of(const PrefetchSet& set, PrefetchPlan* plan) {
+    *plan = PrefetchPlan();
+    StrBuf names;
+    for (usize i = 0; i < set.count && i < PrefetchPlan::kMsrs; ++i) {
+        const PrefetchMsr& m = set.msrs[i];
+        plan->msr[i] = m.msr;
+        plan->bits[i] = m.off_mask();
+        for (usize b = 0; b < m.count; ++b) names.printf("%s%s", names.size() ? "," : "", m.bits[b].name);
+    }
+    plan->count = u8(set.count);
+    format_to(plan->family, sizeof plan->family, "%s", set.family);
+    format_to(plan->names, sizeof plan->names, "%s", names.c_str());
+}
+
+// The measuring CPU's plan: the E cores' where the part is hybrid and this CPU says it is
+// one (CPUID.1AH:EAX[31:24] = 20H, SDM Vol. 2A CPUID "Hybrid Information Sub-leaf").
+u8 plan_index(Hw& hw, const MeasureConfig& cfg) {
+    if (!cfg.prefetch[1].count || hw.cpuid(0, 0).eax < 0x1A) return 0;
+    return u8(hw.cpuid(0x1A, 0).eax >> 24) == kCoreTypeAtom ? 1 : 0;
+}
+
+}  // namespace
+
 Status choose_prefetch_control(Hw& hw, MeasureConfig* cfg) {
     CpuidSnapshot snap;
     capture_cpuid(hw, &snap);
     CpuIdentity id = decode_cpuid(snap).id;
     PrefetchControl pc = prefetch_control(id);
-    if (!pc.msr)
+    if (!pc.ok())
         return Error::make(Errc::unsupported, "--prefetchers off: %s (%s family 0x%x model 0x%x); nothing was run",
                            pc.why_not, id.vendor_string, id.family, id.model);
-    cfg->prefetch_msr = pc.msr;
-    cfg->prefetch_bits = pc.off_mask();
-    StrBuf names;
-    for (usize i = 0; i < pc.count; ++i) names.printf("%s%s", i ? "," : "", pc.bits[i].name);
-    format_to(cfg->prefetch_names, sizeof cfg->prefetch_names, "%s", names.c_str());
+    plan_of(pc.set, &cfg->prefetch[0]);
+    plan_of(pc.atom, &cfg->prefetch[1]);
     return ok_status();
 }
 
-Status PrefetchGuard::begin(Hw& hw, const MeasureConfig& cfg) {
-    if (!cfg.prefetch_msr) return ok_status();
+Status PrefetchGuard::begin(Hw& hw, const MeasureConfig& cfg, u8* plan_taken) {
+    if (!cfg.prefetch[0].count) return ok_status();
+    u8 which = plan_index(hw, cfg);
+    *plan_taken = which;
+    const PrefetchPlan& p = cfg.prefetch[which];
     ledger_.bind(&hw);
     ledger_.begin();
-    Status s = ledger_.save(MsrReg::control(cfg.prefetch_msr));
-    if (!s.ok())
-        return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be read: %s", cfg.prefetch_msr,
-                           s.error().msg);
+    for (u8 i = 0; i < p.count; ++i) {
+        // 1A4H is put back last (global phase): on Darkmont its bit 12 holds the dynamic
+        // prefetch control off until 1320H/1321H are back (357930 §2.5).
+        bool last = p.msr[i] == regs::kMsrMiscFeatureControl && p.count > 1;
+        Status s = ledger_.save(last ? MsrReg::global(p.msr[i]) : MsrReg::control(p.msr[i]));
+        if (!s.ok()) {
+            (void)ledger_.restore();
+            return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be read: %s", p.msr[i],
+                               s.error().msg);
+        }
+    }
     ledger_.arm();
-    u64 now = ledger_.saved_value(cfg.prefetch_msr);
-    if ((now & cfg.prefetch_bits) != cfg.prefetch_bits) s = ledger_.write(cfg.prefetch_msr, now | cfg.prefetch_bits);
-    Result<u64> back = s.ok() ? hw.rdmsr(cfg.prefetch_msr) : Result<u64>(s.error());
-    if (back.ok() && (back.value() & cfg.prefetch_bits) == cfg.prefetch_bits) return ok_status();
+    for (u8 i = 0; i < p.count; ++i) {
+        u64 now = ledger_.saved_value(p.msr[i]);
+        Status s = (now & p.bits[i]) != p.bits[i] ? ledger_.write(p.msr[i], now | p.bits[i]) : ok_status();
+        Result<u64> back = s.ok() ? hw.rdmsr(p.msr[i]) : Result<u64>(s.error());
+        if (!back.ok() || (back.value() & p.bits[i]) != p.bits[i]) return fail(p.msr[i], p.bits[i], back);
+    }
+    return ok_status();
+}
+
+Status PrefetchGuard::fail(u32 msr, u64 bits, const Result<u64>& back) {
     (void)ledger_.restore();
     if (!back.ok())
-        return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be written: %s", cfg.prefetch_msr,
+        return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x cannot be written: %s", msr,
                            back.error().msg);
     return Error::make(Errc::unsupported, "--prefetchers off: MSR 0x%x reads back 0x%llx, not with bits 0x%llx set",
-                       cfg.prefetch_msr, (unsigned long long)back.value(), (unsigned long long)cfg.prefetch_bits);
+                       msr, (unsigned long long)back.value(), (unsigned long long)bits);
 }
 
 Status PrefetchGuard::end() { return ledger_.restore(); }

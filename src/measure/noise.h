@@ -112,20 +112,23 @@ private:
     u64 smi0_ = 0, aperf0_ = 0, mperf0_ = 0, tsc0_ = 0;
 };
 
-// --prefetchers off around one job on the measuring CPU (MeasureConfig::prefetch_msr,
-// x86/prefetch.h): sets the disable bits, checks that they stick, and restores the MSR
-// exactly (MsrLedger). Nothing to do when prefetch_msr is 0.
 // --prefetchers off: the control of the calling CPU's model (the BSP's; x86/prefetch.h)
-// into cfg, or an error (unsupported) with the reason where none is documented.
+// into cfg->prefetch (on hybrid parts one plan per core type), or an error (unsupported)
+// with the reason where none is documented.
 Status choose_prefetch_control(Hw& hw, MeasureConfig* cfg);
 
+// --prefetchers off around one job on the measuring CPU (MeasureConfig::prefetch): picks
+// the plan of this CPU's core type (CPUID.1AH:EAX[31:24] on hybrid parts), sets its
+// disable bits MSR by MSR in the plan's order, checks that they stick, and restores every
+// MSR exactly (MsrLedger; 1A4H last). Nothing to do when the plan is empty.
 class PrefetchGuard {
 public:
-    Status begin(Hw& hw, const MeasureConfig& cfg);
+    Status begin(Hw& hw, const MeasureConfig& cfg, u8* plan_taken);
     Status end();
 
 private:
-    FixedMsrLedger<1> ledger_;
+    Status fail(u32 msr, u64 bits, const Result<u64>& back);
+    FixedMsrLedger<PrefetchPlan::kMsrs> ledger_;
 };
 
 }  // namespace pmulab

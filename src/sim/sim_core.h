@@ -419,16 +419,20 @@ private:
         mperf,
         aperf_ro,
         mperf_ro,
-        lbr,       // the LBR stack's MSRs (sim_lbr.h)
-        prefetch,  // the prefetcher control MSR (prefetch_bits)
-        uncore,    // the package's C-Box counters (sim_uncore.h)
-        ibs,       // the IBS MSRs (sim_ibs.h)
-        rapl,      // the RAPL energy MSRs (sim_rapl.h)
+        lbr,             // the LBR stack's MSRs (sim_lbr.h)
+        prefetch,        // the prefetcher control MSR (prefetch_bits)
+        ecore_prefetch,  // the E cores' 1320H-1327H (ecore_prefetch_bits)
+        uncore,          // the package's C-Box counters (sim_uncore.h)
+        ibs,             // the IBS MSRs (sim_ibs.h)
+        rapl,            // the RAPL energy MSRs (sim_rapl.h)
         extra,
     };
     // The writable bits of the hardware prefetcher control at `msr` on this model (1A4H on
     // Intel Nehalem..Broadwell, C000_0108H on AMD 19h/1Ah), 0 where it does not exist.
     u64 prefetch_bits(u32 msr) const;
+    // The writable bits of E-core prefetcher MSR `msr` (1320H-1327H, Intel 357930 §4), 0
+    // where it does not exist (P cores, other CPUs).
+    u64 ecore_prefetch_bits(u32 msr) const;
     struct Extra {
         u64 value = 0;
         bool writable = true;
@@ -494,6 +498,9 @@ private:
     u64 pkrs_ = 0;
     u64 misc_enable_ = 0;
     u64 prefetch_ctl_ = 0;  // MSR 1A4H / C000_0108H where prefetch_bits says it exists
+    // 1320H-1327H at reset: the L2 next-line prefetcher off (1321H[40]; 357930 §1.3.4: "by
+    // default, turned off"), the rest 0. Per logical processor (real ones: per module of four).
+    u64 ecore_prefetch_[8] = {0, u64(1) << 40, 0, 0, 0, 0, 0, 0};
     u64 aperf_ = 0, mperf_ = 0;
     std::map<u32, Extra> extra_;
     TopdownBudget td_base_, td_body_;

@@ -125,13 +125,13 @@ namespace {
 // The writable bits of MISC_FEATURE_CONTROL (1A4H) per family 6 model, 0 where the MSR does
 // not exist. Intel's 2014 prefetcher disclosure (Nehalem..Broadwell: bits 0-3); SDM Vol. 4
 // Table 2-20 for the later big cores; Table 2-12 for Goldmont (bits 0 and 2); the Xeon Phi
-// table (bits 0 DCU and 1 L2); Intel 357930 §4.1 for E cores (Gracemont 0, 2, 3, 5;
-// Crestmont and later 0-8).
+// table (bits 0 DCU and 1 L2); Intel 357930 §2.1/§4.1 for E cores (Gracemont 0, 2-5;
+// Crestmont and Skymont 0-8; Darkmont, Clearwater Forest 06_DDH, also 12).
 u64 intel_prefetch_bits(const CpuidSnapshot& s, u32 model) {
     switch (sim_atom_core(s)) {
-        case SimAtom::gracemont: return 0x2D;
+        case SimAtom::gracemont: return 0x3D;
         case SimAtom::crestmont:
-        case SimAtom::skymont: return 0x1FF;
+        case SimAtom::skymont: return model == 0xDD ? 0x11FF : 0x1FF;
         case SimAtom::none: break;
     }
     // Bits 0-3: Nehalem, Westmere, Sandy/Ivy Bridge, Haswell, Broadwell; Skylake..Comet Lake,
@@ -148,6 +148,25 @@ u64 intel_prefetch_bits(const CpuidSnapshot& s, u32 model) {
 }
 
 }  // namespace
+
+// The E cores' L2 prefetcher MSRs 1320H-1327H (357930 §4.2-§4.9): the bits some E core
+// generation documents, per register; the rest are reserved (#GP). P cores have none.
+constexpr u64 kEcorePrefetchWritable[8] = {
+    ~(bit(5) | bit(28) | bit(29) | bit(52) | bit(63)),                   // 1320H
+    bit(0) | (0x3FFFFFull << 11) | bit(36) | (0x7Full << 40) | bit(63),  // 1321H: 0, 32:11, 36, 46:40, 63
+    0xFFFull | (0x1FFFFFFFFFull << 14) | (0x7ull << 59),                 // 1322H: 11:0, 50:14, 61:59
+    (0x3ull << 34) | (0x1Full << 37) | (0x1Full << 44),                  // 1323H: 35:34, 41:37, 48:44
+    0xFFull << 54,                                                       // 1324H: 61:54
+    0x7FFull | (0x3Full << 14) | (0xFFFFFFFull << 32),                   // 1325H: 10:0, 19:14, 59:32
+    0x3Full << 56,                                                       // 1326H: 61:56
+    0x7FFFFFFull,                                                        // 1327H: 26:0
+};
+
+u64 SimCpu::ecore_prefetch_bits(u32 m) const {
+    if (m < reg::ECORE_PREFETCH_FIRST || m > reg::ECORE_PREFETCH_LAST) return 0;
+    if (!pmu().vendor_intel || sim_atom_core(spec_.cpuid) == SimAtom::none) return 0;
+    return kEcorePrefetchWritable[m - reg::ECORE_PREFETCH_FIRST];
+}
 
 u64 SimCpu::prefetch_bits(u32 m) const {
     if (m != reg::MISC_FEATURE_CONTROL && m != reg::AMD_PREFETCH_CONTROL) return 0;
@@ -172,6 +191,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (m == reg::PKRS) return Reg::pkrs;
     if (m == reg::MISC_ENABLE && L.vendor_intel) return Reg::misc_enable;
     if (prefetch_bits(m)) return Reg::prefetch;
+    if (ecore_prefetch_bits(m)) return Reg::ecore_prefetch;
     if (shared_->uncore && shared_->uncore->claims(m)) return Reg::uncore;
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
@@ -199,6 +219,7 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
         case Reg::pkrs: return pkrs_;
         case Reg::misc_enable: return misc_enable_;
         case Reg::prefetch: return prefetch_ctl_;
+        case Reg::ecore_prefetch: return ecore_prefetch_[msr - reg::ECORE_PREFETCH_FIRST];
         case Reg::debugctl: return debugctl_;
         case Reg::smi_count: return smi_count_;
         case Reg::aperf:
@@ -245,6 +266,10 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
             if (v & ~prefetch_bits(msr)) return kVectorGP;  // the other bits are reserved
             prefetch_ctl_ = v;
             return 0;
+        case Reg::ecore_prefetch:
+            if (v & ~ecore_prefetch_bits(msr)) return kVectorGP;  // reserved bits
+            ecore_prefetch_[msr - reg::ECORE_PREFETCH_FIRST] = v;
+            return 0;
         case Reg::debugctl: {
             // SDM Vol. 3B §18.4.1 (IA32_DEBUGCTL): LBR 0, BTF 1, TR 6, BTS 7, BTINT 8,
             // BTS_OFF_OS 9, BTS_OFF_USR 10, FREEZE_LBRS_ON_PMI 11, FREEZE_PERFMON_ON_PMI 12,
@@ -276,6 +301,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::pkrs: pkrs_ = v; return true;
         case Reg::misc_enable: misc_enable_ = v; return true;
         case Reg::prefetch: prefetch_ctl_ = v; return true;
+        case Reg::ecore_prefetch: ecore_prefetch_[msr - reg::ECORE_PREFETCH_FIRST] = v; return true;
         case Reg::aperf:
         case Reg::aperf_ro: aperf_ = v; return true;
         case Reg::mperf:

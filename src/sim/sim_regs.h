@@ -36,6 +36,8 @@ inline constexpr u32 AMD_IRPERF = 0xC00000E9;  // IRPerfCount, 48 bits
 // sources: sim_cpu.cpp intel_prefetch_bits), AMD PrefetchControl (the family 19h/1Ah PPRs:
 // bits 0-3 and 5).
 inline constexpr u32 MISC_FEATURE_CONTROL = 0x1A4, AMD_PREFETCH_CONTROL = 0xC0000108;
+// The E cores' L2 prefetcher configuration (Intel 357930 §4.2-§4.9).
+inline constexpr u32 ECORE_PREFETCH_FIRST = 0x1320, ECORE_PREFETCH_LAST = 0x1327;
 }  // namespace reg
 
 // PERFEVTSEL fields (Intel SDM Figure 20-1/20-6; AMD PERF_CTL has the same low 32 bits).

@@ -7,6 +7,7 @@
 #include "x86/netburst_regs.h"
 #include "x86/uncore_regs.h"
 #include "x86/pebs_regs.h"
+#include "x86/prefetch_regs.h"
 
 namespace pmulab {
 
@@ -23,6 +24,21 @@ TraceNames trace_names(const CpuDecoded& d) {
 }
 
 namespace {
+
+// The prefetcher controls of run --prefetchers off (x86/prefetch_regs.h): SDM Vol. 4's
+// MSR_MISC_FEATURE_CONTROL, the E cores' 1320H-1327H (357930 §4.2-§4.9 names them by
+// address), AMD's PrefetchControl (the family 19h/1Ah PPRs).
+const char* prefetch_name(const TraceNames& n, u32 m) {
+    static constexpr const char* kEcore[] = {"ECORE_PREFETCH_1320H", "ECORE_PREFETCH_1321H", "ECORE_PREFETCH_1322H",
+                                             "ECORE_PREFETCH_1323H", "ECORE_PREFETCH_1324H", "ECORE_PREFETCH_1325H",
+                                             "ECORE_PREFETCH_1326H", "ECORE_PREFETCH_1327H"};
+    if (is_amd_family(n.vendor)) return m == regs::kMsrAmdPrefetchControl ? "PrefetchControl" : nullptr;
+    if (n.pmu.netburst) return nullptr;
+    if (m == regs::kMsrMiscFeatureControl) return "MSR_MISC_FEATURE_CONTROL";
+    if (m >= regs::kMsrEcorePrefetchFirst && m <= regs::kMsrEcorePrefetchLast)
+        return kEcore[m - regs::kMsrEcorePrefetchFirst];
+    return nullptr;
+}
 
 // Names outside the architectural PMU tables (SDM Vol. 4 Table 2-2; APM Vol. 2 §13.2; PPRs).
 const char* other_name(const TraceNames& n, u32 m) {
@@ -50,7 +66,7 @@ const char* other_name(const TraceNames& n, u32 m) {
         case msr::AMD_IRPERF_COUNT: return "IRPerfCount";
         case msr::AMD_MPERF_RO: return "MPERF_RO";
         case msr::AMD_APERF_RO: return "APERF_RO";
-        default: return nullptr;
+        default: return prefetch_name(n, m);
     }
 }
 

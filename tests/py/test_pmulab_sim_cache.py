@@ -11,8 +11,9 @@ TOOL = "pmulab-sim"
 
 
 def _run(model, *extra, args=("--prefetchers", "off")):
+    cpu = () if "--cpu" in args else ("--cpu", "0")
     r = run_tool(TOOL, "--model", model, "--trace-msr", "--json", *extra, "--", "run", *args, "--code", "90",
-                 "--events", "tsc", "--reps", "2", "--warmup", "0", "--cpu", "0", timeout=120)
+                 "--events", "tsc", "--reps", "2", "--warmup", "0", *cpu, timeout=120)
     recs = [json.loads(l) for l in r.out.splitlines() if l.startswith("{")]
     return r, recs
 
@@ -47,6 +48,39 @@ def test_prefetchers_off_on_skylake_model():
     assert _writes(recs, "0x1a4") == ["0xf", "0x0"], recs
     res = [x for x in recs if x["type"] == "result"]
     assert res and all(x["prefetchers_off"] == "l2_hw,l2_adjacent_line,dcu,dcu_ip" for x in res), res
+
+
+def _trace(recs, cpu):
+    """The prefetcher MSRs' accesses of one CPU, in order: (op, msr, value)."""
+    return [(x["op"], x["msr"], x["value"]) for x in recs if x["type"] == "msr_trace" and x["cpu"] == cpu
+            and (x["msr"] == "0x1a4" or x["msr"].startswith("0x132"))]
+
+
+def test_prefetchers_off_per_core_type_on_the_hybrid_models():
+    # P cores: 1A4H bits 0-3. Gracemont E cores (Intel 357930 §2.1): 1A4H bits 0, 2-5, the
+    # LLC streamer (1320H[43]) and the L2 next-line prefetcher (1321H[40], off at reset: read,
+    # not written). Every MSR back as it was, 1A4H last.
+    e_names = "l2_hw,dcu,dcu_ip,dcu_next_page,l2_amp,llc_stream,l2_next_line"
+    for model, p, e in (("hybrid", "0", "4"), ("alder_lake", "0", "4")):
+        r, recs = _run(model, args=("--prefetchers", "off", "--cpu", f"{p},{e}"))
+        assert r.rc == 0, (model, r)
+        res = {x["cpu"]: x for x in recs if x["type"] == "result"}
+        assert res[int(p)]["prefetchers_off"] == "l2_hw,l2_adjacent_line,dcu,dcu_ip", (model, res)
+        assert res[int(p)]["prefetch_msrs"] == {"0x1a4": "0xf"}, (model, res)
+        assert res[int(e)]["prefetchers_off"] == e_names and res[int(e)]["prefetch_family"] == "gracemont", res
+        assert res[int(e)]["prefetch_msrs"] == {"0x1a4": "0x3d", "0x1320": "0x80000000000",
+                                                "0x1321": "0x10000000000"}, (model, res)
+        assert _trace(recs, int(p)) == [("rdmsr", "0x1a4", "0x0"), ("wrmsr", "0x1a4", "0xf"),
+                                        ("rdmsr", "0x1a4", "0xf"), ("wrmsr", "0x1a4", "0x0")], (model, recs)
+        assert _trace(recs, int(e)) == [
+            ("rdmsr", "0x1a4", "0x0"), ("rdmsr", "0x1320", "0x0"), ("rdmsr", "0x1321", "0x10000000000"),
+            ("wrmsr", "0x1a4", "0x3d"), ("rdmsr", "0x1a4", "0x3d"),
+            ("wrmsr", "0x1320", "0x80000000000"), ("rdmsr", "0x1320", "0x80000000000"),
+            ("rdmsr", "0x1321", "0x10000000000"),
+            ("wrmsr", "0x1320", "0x0"), ("wrmsr", "0x1a4", "0x0")], (model, recs)
+        names = {x["msr"]: x["register"] for x in recs if x["type"] == "msr_trace"}
+        assert names["0x1a4"] == "MSR_MISC_FEATURE_CONTROL" and names["0x1320"] == "ECORE_PREFETCH_1320H"
+        assert names["0x1321"] == "ECORE_PREFETCH_1321H", names
 
 
 def test_prefetchers_left_alone_by_default():

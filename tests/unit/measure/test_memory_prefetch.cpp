@@ -63,22 +63,24 @@ TEST(ExperimentMemory, FullMapKeepsTheLargestRegions) {
 
 TEST(PrefetchTable, DocumentedModelsOnly) {
     PrefetchControl yonah = prefetch_control(intel(0x0E));  // Core Duo: no documented control
-    EXPECT_EQ(yonah.msr, 0u);
+    EXPECT_FALSE(yonah.ok());
     EXPECT_NE(std::string(yonah.why_not).find("not in pmulab's prefetcher table"), std::string::npos);
     PrefetchControl hsw = prefetch_control(intel(0x3C));
-    EXPECT_EQ(hsw.msr, 0x1A4u);
-    EXPECT_EQ(hsw.off_mask(), 0xFull);
-    EXPECT_STREQ(hsw.bits[3].name, "dcu_ip");
+    ASSERT_EQ(hsw.set.count, 1u);
+    EXPECT_FALSE(hsw.hybrid());
+    EXPECT_EQ(hsw.set.msrs[0].msr, 0x1A4u);
+    EXPECT_EQ(hsw.set.msrs[0].off_mask(), 0xFull);
+    EXPECT_STREQ(hsw.set.msrs[0].bits[3].name, "dcu_ip");
     PrefetchControl conroe = prefetch_control(intel(0x0F));
-    EXPECT_EQ(conroe.msr, 0x1A0u);  // IA32_MISC_ENABLE
-    EXPECT_EQ(conroe.off_mask(), (1ull << 9) | (1ull << 19) | (1ull << 37) | (1ull << 39));
+    EXPECT_EQ(conroe.set.msrs[0].msr, 0x1A0u);  // IA32_MISC_ENABLE
+    EXPECT_EQ(conroe.set.msrs[0].off_mask(), (1ull << 9) | (1ull << 19) | (1ull << 37) | (1ull << 39));
     CpuIdentity zen;
     zen.vendor = Vendor::amd;
     zen.family = 0x1A;
-    EXPECT_EQ(prefetch_control(zen).msr, 0xC0000108u);
-    EXPECT_EQ(prefetch_control(zen).off_mask(), 0x2Full);
+    EXPECT_EQ(prefetch_control(zen).set.msrs[0].msr, 0xC0000108u);
+    EXPECT_EQ(prefetch_control(zen).set.msrs[0].off_mask(), 0x2Full);
     zen.family = 0x17;
-    EXPECT_EQ(prefetch_control(zen).msr, 0u);
+    EXPECT_FALSE(prefetch_control(zen).ok());
     zen.family = 0xF;  // QEMU TCG's qemu64/max model
     EXPECT_NE(std::string(prefetch_control(zen).why_not).find("families 19h and 1Ah"), std::string::npos);
 }

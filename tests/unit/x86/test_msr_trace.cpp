@@ -73,14 +73,16 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
     };
     static const u32 ranges[][2] = {{0, 0x400},
                                     {0x6E0, 0x6F0},
+                                    {0x1320, 0x1328},
                                     {0xC0000000, 0xC0000100},
                                     {0xC0010000, 0xC0010020},
                                     {0xC0010200, 0xC0010240},
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS and PEBS MSR names
-    EXPECT_EQ(h, 0x5D3543EEB61529E4ull);
+    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS and PEBS MSR names,
+    // the prefetcher controls (MSR_MISC_FEATURE_CONTROL, ECORE_PREFETCH_1320H-1327H)
+    EXPECT_EQ(h, 0xAF5C426B89E36096ull);
 }
 
 struct Sink final : TraceSink {
@@ -103,11 +105,17 @@ TEST(MsrTrace, NamesRegistersOfEveryVendor) {
     EXPECT_EQ(name(intel, TraceOp::rdpmc, 0x40000001), "FIXED_CTR1");
     EXPECT_EQ(name(intel, TraceOp::rdpmc, 2), "PMC2");
     EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x12345), "MSR 0x12345");
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x1A4), "MSR_MISC_FEATURE_CONTROL");  // --prefetchers off
+    EXPECT_EQ(name(intel, TraceOp::wrmsr, 0x1320), "ECORE_PREFETCH_1320H");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1327), "ECORE_PREFETCH_1327H");
+    EXPECT_EQ(name(intel, TraceOp::rdmsr, 0x1328), "MSR 0x1328");
     TraceNames amd = names_for(Vendor::amd, 0);
     EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010204), "PERF_CTL2");
     EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010205), "PERF_CTR2");
     EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0010001), "PerfEvtSel1");
     EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0000301), "PerfCntrGlobalCtl");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0xC0000108), "PrefetchControl");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0x1A4), "MSR 0x1a4");
     EXPECT_EQ(name(amd, TraceOp::rdpmc, 3), "PERF_CTR3");
     TraceNames p4 = names_for(Vendor::intel, 0, true);
     EXPECT_EQ(name(p4, TraceOp::wrmsr, 0x36C), "MSR_IQ_CCCR0");

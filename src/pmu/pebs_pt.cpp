@@ -248,7 +248,8 @@ Status PebsPt::on_setup(Hw& hw, regs::pebs::DsArea* ds, u64* en) {
         if ((want.pmc_bits() >> i) & 1) msrs[n] = MSR_RELOAD_PMC0 + i, reload[n++] = ds->pebs_reset[i];
     for (unsigned i = 0; i < 4; ++i)
         if ((want.ll_bits() >> i) & 1) msrs[n] = MSR_RELOAD_FIXED_CTR0 + i, reload[n++] = ds->fixed_reset[i];
-    for (unsigned k = 0; k < n; ++k) {
+    saved_msr_[0] = IA32_RTIT_CTL, saved_[0] = ctl.value(), nsaved_ = 1;
+    for (unsigned k = 1; k < n; ++k) {
         Result<u64> v = hw.rdmsr(msrs[k]);
         if (!v.ok()) return v.error().with_context("PEBS via PT: saving the trace MSRs");
         saved_msr_[nsaved_] = msrs[k];

@@ -349,13 +349,17 @@ SimMachine amd_k10(u32 n) {
 
 namespace {
 
-SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
+IntelCpuidSpec topdown_spec(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a) {
     IntelCpuidSpec sp;
     sp.max_leaf = 0x20;
     sp.signature = signature;
     sp.brand = brand;
     sp.leaf_0a = {eax_0a, 0, 0, edx_0a};
-    return intel_machine(sp, {1, n, 1}, caps);
+    return sp;
+}
+
+SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
+    return intel_machine(topdown_spec(signature, brand, eax_0a, edx_0a), {1, n, 1}, caps);
 }
 
 }  // namespace
@@ -367,11 +371,7 @@ SimMachine intel_icelake(u32 n) {
 }
 
 SimMachine intel_icelake_pt(u32 n) {
-    IntelCpuidSpec sp;
-    sp.max_leaf = 0x20;
-    sp.signature = 0x000706E5;
-    sp.brand = "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz";
-    sp.leaf_0a = {0x08300805, 0, 0, 0x00008604};
+    IntelCpuidSpec sp = topdown_spec(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604);
     sp.pt = true;
     // 14H.0: one more subleaf; EBX CR3 filtering, configurable PSB/CYC, IP filtering, MTC,
     // PTWRITE, power events; ECX ToPA, multi-entry ToPA, single-range output. 14H.1: two

@@ -246,7 +246,7 @@ Status PebsPt::on_setup(Hw& hw, regs::pebs::DsArea* ds, u64* en) {
     unsigned n = 4;
     for (unsigned i = 0; i < 8; ++i)
         if ((want.pmc_bits() >> i) & 1) msrs[n] = MSR_RELOAD_PMC0 + i, reload[n++] = ds->pebs_reset[i];
-    for (unsigned i = 0; i < 4; ++i)
+    for (unsigned i = 0; i < 4; ++i)  // bits 32+i: fixed counter i (v5; PEBS via PT needs adaptive PEBS)
         if ((want.ll_bits() >> i) & 1) msrs[n] = MSR_RELOAD_FIXED_CTR0 + i, reload[n++] = ds->fixed_reset[i];
     saved_msr_[0] = IA32_RTIT_CTL, saved_[0] = ctl.value(), nsaved_ = 1;
     for (unsigned k = 1; k < n; ++k) {

@@ -26,6 +26,7 @@ struct SampleSpec {
     // Sampled precisely (PEBS with --precise, IBS): the record says "precise": true and
     // gives each bucket's data addresses and latencies (run_sample_precise.h).
     bool precise = false;
+    bool pebs_pt = false;  // --pebs-output pt: the record says "pebs_output": "pt" (pmu/pebs_pt.h)
     // AMD IBS (ibs_op, ibs_op_cycles, ibs_fetch; run_ibs.cpp): not a PMU event; the record's
     // "source" names it.
     IbsKind ibs = IbsKind::none;
@@ -74,6 +75,7 @@ struct RunOptions {
     StrBuf samples_joined;
     Vec<SampleSpec> samples;
     bool precise = false;       // --precise: the sampled events through PEBS (run_precise.cpp)
+    bool pebs_pt = false;       // --pebs-output pt: PEBS records through Intel PT (pmu/pebs_pt.h)
     bool lbr = false;           // --lbr (run_lbr.cpp)
     bool cbox_lookups = false;  // --cbox-lookups (run_cbox.cpp)
     // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given

@@ -169,6 +169,11 @@ const OptionSpec kRunOptionTable[] = {
      .help = "sample the --sample events precisely: Intel PEBS records (the eventing\n"
              "instruction, data addresses, load latencies; docs/sampling.md)", .section = 1,
      .apply = RUN_SET(o.precise = true)},
+    {.name = "--pebs-output", .metavar = "ds|pt", .value = OptValue::choice,
+     .help = "where --precise's PEBS records go: ds (default) the DS area's buffer,\n"
+             "pt the Intel PT trace pmulab programs (IA32_PERF_CAPABILITIES[16];\n"
+             "docs/sampling.md \"PEBS output to Intel PT\")",
+     .choices = "ds|pt", .section = 1, .apply = RUN_SET(o.pebs_pt = h.num == 1)},
     {.name = "--events-file", .metavar = "P", .value = OptValue::path,
      .help = "more events from file P on the boot volume, one spec per line, '#'\n"
              "comments (nanoBench configurations work as they are); after --events", .section = 1,

@@ -9,15 +9,20 @@ namespace pmulab {
 PreciseRun::~PreciseRun() {
     for (void* p : pages)
         if (mp && p) mp->free_pages(p, PebsSource::kBytesPerCpu);
+    for (void* p : pt_pages)
+        if (mp && p) mp->free_pages(p, PebsPt::kOutputBytes);
 }
 
 Status finish_precise(RunOptions* o) {
+    if (o->pebs_pt && !o->precise)
+        return Error::make(Errc::invalid_argument,
+                           "--pebs-output pt says where --precise's PEBS records go: give --precise with it");
     if (!o->precise) return ok_status();
     if (o->samples.empty())
         return Error::make(Errc::invalid_argument,
                            "--precise samples the --sample events precisely: give one, e.g. --sample "
                            "MEM_INST_RETIRED.ALL_LOADS:1009 --precise (on Intel: D0.81)");
-    for (SampleSpec& s : o->samples) s.precise = true;
+    for (SampleSpec& s : o->samples) s.precise = true, s.pebs_pt = o->pebs_pt;
     return ok_status();
 }
 
@@ -78,8 +83,22 @@ PmuPlan* plan_of(Vec<Box<PmuPlan>>& plans, const ReadGroup* g) {
     return nullptr;
 }
 
+// --pebs-output pt: a trace output page per measuring CPU (single-range output: aligned to
+// its size, which a page is).
+Status prepare_pt(MeasurePlatform& mp, const PmuPlan& pl, PreciseRun* run) {
+    for (u32 cpu : pl.cpus) {
+        Result<void*> mem = mp.alloc_pages(PebsPt::kOutputBytes, false);
+        if (!mem.ok()) return mem.error().with_context("--pebs-output pt: the Intel PT output of CPU %u", cpu);
+        run->pt_pages.push(mem.value());
+        PMULAB_TRY(run->pt.add_cpu(cpu, mem.value()));
+    }
+    run->source.set_pt(&run->pt);
+    return ok_status();
+}
+
 // One sampled group's PEBS: its counters marked precise, a DS area per measuring CPU.
-Status prepare_group(const PebsCaps& caps, MeasurePlatform& mp, PmuPlan& pl, SampleGroup& sg, PreciseRun* run) {
+Status prepare_group(const PebsCaps& caps, MeasurePlatform& mp, PmuPlan& pl, SampleGroup& sg, bool pt,
+                     PreciseRun* run) {
     bool data_la[PmiSetup::kMax] = {}, latency[PmiSetup::kMax] = {};
     for (unsigned i = 0; i < sg.setup.count; ++i) {
         const Event& e = pl.events[sg.event_of_slot[sg.setup.counters[i].slot]];
@@ -97,6 +116,7 @@ Status prepare_group(const PebsCaps& caps, MeasurePlatform& mp, PmuPlan& pl, Sam
         run->pages.push(mem.value());
         PMULAB_TRY(run->source.add_cpu(cpu, mem.value()));
     }
+    if (pt) PMULAB_TRY(prepare_pt(mp, pl, run));
     sg.precise_source = &run->source;
     ReadGroup& g = *const_cast<ReadGroup*>(sg.group);
     run->inner = g.hooks;
@@ -120,7 +140,8 @@ Status precise_prepare(const RunOptions& o, Hw& hw, MeasurePlatform& mp, Vec<Box
         here.info = pl->info;
         PebsCaps caps;
         PMULAB_TRY(pebs_decode(here, &caps));
-        PMULAB_TRY(prepare_group(caps, mp, *pl, *sg, s->precise.push(make_box<PreciseRun>()).get()));
+        if (o.pebs_pt) PMULAB_TRY(pebs_pt_check(hw, caps, pl->info, here.cpu));
+        PMULAB_TRY(prepare_group(caps, mp, *pl, *sg, o.pebs_pt, s->precise.push(make_box<PreciseRun>()).get()));
     }
     return ok_status();
 }

@@ -7,6 +7,7 @@
 #include "measure/measure.h"
 #include "measure/sampling.h"
 #include "pmu/pebs.h"
+#include "pmu/pebs_pt.h"
 
 namespace pmulab {
 
@@ -17,6 +18,8 @@ struct PreciseRun {
     GroupHooks inner;
     MeasurePlatform* mp = nullptr;
     Vec<void*> pages;
+    PebsPt pt;            // --pebs-output pt: the trace of each CPU (pmu/pebs_pt.h)
+    Vec<void*> pt_pages;  // its output pages (PebsPt::kOutputBytes each)
     PreciseRun() = default;
     PreciseRun(const PreciseRun&) = delete;
     PreciseRun& operator=(const PreciseRun&) = delete;

@@ -249,6 +249,7 @@ void samples_json(const MeasureResult& r, const SampleSpec& sp, const SampleCoun
     w.begin_object().field("type", "samples").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
     w.field("event", sp.event).field_u("period", sp.period).field_u("samples", c.samples);
     if (sp.precise) w.field_b("precise", true);
+    if (sp.pebs_pt) w.field("pebs_output", "pt");
     if (sp.source) w.field("source", sp.source);
     usize k = 0;
     w.key("buckets").begin_array();

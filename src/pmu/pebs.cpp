@@ -3,6 +3,7 @@
 #include "pmu/pebs.h"
 
 #include "base/fmt.h"
+#include "pmu/pebs_pt.h"
 #include "x86/intel_regs.h"
 #include "x86/msr_addr.h"
 
@@ -286,7 +287,9 @@ Status PebsSource::on_setup(Hw& hw) {
     }
     PMULAB_TRY(hw.wrmsr(IA32_DS_AREA, u64(reinterpret_cast<uintptr_t>(here_->ds))));
     if (caps_.adaptive) PMULAB_TRY(hw.wrmsr(MSR_PEBS_DATA_CFG, PebsDataCfg().set_mem_info(mem).raw()));
-    return hw.wrmsr(msr::IA32_PEBS_ENABLE, en.raw());
+    u64 raw = en.raw();
+    if (pt_) PMULAB_TRY(pt_->on_setup(hw, &ds, &raw));  // the trace on; raw gains the PT output
+    return hw.wrmsr(msr::IA32_PEBS_ENABLE, raw);
 }
 
 Status PebsSource::on_teardown(Hw& hw) {
@@ -298,6 +301,10 @@ Status PebsSource::on_teardown(Hw& hw) {
         Status w = hw.wrmsr(kOrder[k], saved_[kSlot[k]]);
         if (s.ok() && !w.ok()) s = w;
         saved_ok_[kSlot[k]] = false;
+    }
+    if (pt_) {
+        Status p = pt_->on_teardown(hw);  // after PEBS_ENABLE: no record goes to a stopped trace
+        if (s.ok() && !p.ok()) s = p;
     }
     here_ = nullptr;
     return s;
@@ -340,11 +347,12 @@ bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicabl
 }
 
 bool PebsSource::drain(Hw& hw, u64 status, PmiSink& sink, u64* ack) {
-    (void)hw;
     if (!here_) return false;
     DsArea& ds = *here_->ds;
     const u8* base = reinterpret_cast<const u8*>(uintptr_t(ds.pebs_base));
-    const u64 used = ds.pebs_index > ds.pebs_base ? ds.pebs_index - ds.pebs_base : 0;
+    const u64 used = pt_ ? pt_->collect(hw, here_->buffer, 4096)  // decoded into the unused DS buffer
+                     : ds.pebs_index > ds.pebs_base ? ds.pebs_index - ds.pebs_base
+                                                    : 0;
     bool any = false;
     for (u64 at = 0; at < used;) {
         PreciseSample s;

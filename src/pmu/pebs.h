@@ -28,6 +28,8 @@
 
 namespace pmulab {
 
+class PebsPt;  // pebs_pt.h: PEBS output to Intel PT
+
 // The PEBS of one class of CPUs, decoded from its probe (no hardware access).
 struct PebsCaps {
     enum class Gen : u8 { none, skylake, icelake };  // whose PEBS event table applies
@@ -86,6 +88,8 @@ public:
     bool drain(Hw& hw, u64 status, PmiSink& sink, u64* ack) override;
     u64 records() const { return records_; }  // drained since on_setup
     u64 record_bytes() const { return record_bytes_; }
+    // --pebs-output pt (pebs_pt.h): the records go through `pt`'s trace, not the DS buffer.
+    void set_pt(PebsPt* pt) { pt_ = pt; }
 
 private:
     struct Counter {
@@ -114,6 +118,7 @@ private:
     u64 saved_[3] = {};    // DS_AREA, PEBS_ENABLE, DATA_CFG
     bool saved_ok_[3] = {};
     u64 records_ = 0;
+    PebsPt* pt_ = nullptr;
 };
 
 }  // namespace pmulab

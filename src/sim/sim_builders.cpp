@@ -70,11 +70,12 @@ CpuidSnapshot intel_snapshot(const IntelCpuidSpec& sp, u32 apic, const TopoSpec&
     u32 ecx1 = (0x0000e3bd & ~(1u << 15)) | (sp.pdcm ? 1u << 15 : 0) | (sp.hypervisor ? 1u << 31 : 0);
     s.set(1, 0, {sp.signature, ebx1, ecx1, 0xbfebfbff});
     if (sp.max_leaf >= 7) {
-        s.set(7, 0, {sp.leaf_23 ? 1u : 0u, 0, 0, sp.hybrid ? 1u << 15 : 0u});
+        s.set(7, 0, {sp.leaf_23 ? 1u : 0u, sp.pt ? 1u << 25 : 0u, 0, sp.hybrid ? 1u << 15 : 0u});
         if (sp.leaf_23) s.set(7, 1, {1u << 8, 0, 0, 0});
     }
     if (sp.max_leaf >= 6 && sp.leaf_06_ecx) s.set(6, 0, {0, 0, sp.leaf_06_ecx, 0});
     if (sp.max_leaf >= 0xA) s.set(0xA, 0, sp.leaf_0a);
+    if (sp.max_leaf >= 0x14 && sp.pt) s.set(0x14, 0, sp.leaf_14[0]), s.set(0x14, 1, sp.leaf_14[1]);
     if (sp.max_leaf >= 0x15 && !(sp.leaf_15 == CpuidRegs{})) s.set(0x15, 0, sp.leaf_15);
     if (sp.max_leaf >= 0x16 && !(sp.leaf_16 == CpuidRegs{})) s.set(0x16, 0, sp.leaf_16);
     if (sp.max_leaf >= 0xB) set_leaf_0b(s, apic, t);
@@ -348,13 +349,17 @@ SimMachine amd_k10(u32 n) {
 
 namespace {
 
-SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
+IntelCpuidSpec topdown_spec(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a) {
     IntelCpuidSpec sp;
     sp.max_leaf = 0x20;
     sp.signature = signature;
     sp.brand = brand;
     sp.leaf_0a = {eax_0a, 0, 0, edx_0a};
-    return intel_machine(sp, {1, n, 1}, caps);
+    return sp;
+}
+
+SimMachine topdown_part(u32 signature, const char* brand, u32 eax_0a, u32 edx_0a, u64 caps, u32 n) {
+    return intel_machine(topdown_spec(signature, brand, eax_0a, edx_0a), {1, n, 1}, caps);
 }
 
 }  // namespace
@@ -363,6 +368,17 @@ SimMachine intel_icelake(u32 n) {
     // v5, 8 GP x 48, 4 fixed x 48 (EDX[4:0] = 4), AnyThread deprecated.
     return topdown_part(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604,
                         kIceLakeClientPerfCaps, n);
+}
+
+SimMachine intel_icelake_pt(u32 n) {
+    IntelCpuidSpec sp = topdown_spec(0x000706E5, "Intel(R) Core(TM) i7-1065G7 CPU @ 1.30GHz", 0x08300805, 0x00008604);
+    sp.pt = true;
+    // 14H.0: one more subleaf; EBX CR3 filtering, configurable PSB/CYC, IP filtering, MTC,
+    // PTWRITE, power events; ECX ToPA, multi-entry ToPA, single-range output. 14H.1: two
+    // address ranges, MTC periods 0-9 (EAX[31:16]); CycThresh 0-12, PSB frequencies 0-5.
+    sp.leaf_14[0] = {1, 0x3F, 0x7, 0};
+    sp.leaf_14[1] = {0x03FF0002, 0x003F1FFF, 0, 0};
+    return intel_machine(sp, {1, n, 1}, kIceLakeClientPerfCaps | (1ull << 16));
 }
 
 SimMachine intel_icelake_server(u32 n) {

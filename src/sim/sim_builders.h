@@ -28,6 +28,9 @@ struct IntelCpuidSpec {
     // 15H (TSC/crystal ratio EBX/EAX, crystal Hz in ECX), 16H (base MHz in EAX).
     u32 leaf_06_ecx = 0;
     CpuidRegs leaf_15, leaf_16;
+    // Intel PT (sim_pt.h): CPUID.(07H,0):EBX[25] and leaf 14H's subleaves 0 and 1.
+    bool pt = false;
+    CpuidRegs leaf_14[2];
 };
 
 // Where each logical processor sits; APIC ID = pkg:core:thread packed in the
@@ -93,6 +96,9 @@ inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
 inline constexpr u64 kIceLakeClientPerfCaps = 0xF4C5;
 SimMachine intel_icelake(u32 ncpus = 2);
 SimMachine intel_icelake_server(u32 ncpus = 2);  // 06_6AH (Ice Lake-SP), as the client's PMU
+// As intel_icelake, with Intel PT (leaf 14H: single-range and ToPA output) and
+// PERF_CAPABILITIES[16] (PEBS output to Intel PT, sim_pt.h).
+SimMachine intel_icelake_pt(u32 ncpus = 2);
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);
 SimMachine intel_alder_lake();

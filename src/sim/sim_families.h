@@ -5,6 +5,7 @@
 
 #include "sim/sim_internal.h"
 #include "sim/sim_pebs.h"
+#include "sim/sim_pt.h"
 #include "sim/sim_topdown.h"
 
 namespace sim {
@@ -78,7 +79,9 @@ protected:
 class IntelPmu final : public GpPmu {
 public:
     IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid);
-    bool exists(u32 msr) const override { return classify(msr).reg != Reg::none || pebs_.claims(msr); }
+    bool exists(u32 msr) const override {
+        return classify(msr).reg != Reg::none || pebs_.claims(msr) || pt_.claims(msr);
+    }
     u8 rdmsr(u32 msr, u64* out) const override;
     u8 wrmsr(u32 msr, u64 value) override;
     bool poke(u32 msr, u64 value) override;
@@ -142,6 +145,7 @@ private:
     u64 td_[8] = {};              // PERF_METRICS categories (sim_topdown.h)
     PebsUnit pebs_;               // sim_pebs.h
     PebsUnit::Context pebs_ctx_;  // the instruction retire() is counting (PEBS records)
+    PtUnit pt_;                   // Intel PT, for PEBS output to PT (sim_pt.h)
 };
 
 // AMD performance counters (APM Vol. 2 §13.2): legacy, PerfCtrExtCore, PerfMonV2, with

@@ -22,7 +22,12 @@ IntelEvents intel_events(const CpuidSnapshot& s) {
 }
 
 IntelPmu::IntelPmu(u32 cpu, const PmuLayout& layout, const CpuidSnapshot& cpuid)
-    : GpPmu(cpu, layout), atom_(sim_atom_core(cpuid)), events_(intel_events(cpuid)), pebs_(layout, cpuid, events_) {
+    : GpPmu(cpu, layout),
+      atom_(sim_atom_core(cpuid)),
+      events_(intel_events(cpuid)),
+      pebs_(layout, cpuid, events_),
+      pt_(layout, cpuid) {
+    pebs_.set_pt_output(pebs_.available() && pt_.pebs_output());
     CpuidRegs l23;
     if (cpuid.find(0x23, 0, &l23) && (l23.ecx & 0xFF)) slots_per_cycle_ = l23.ecx & 0xFF;
 }
@@ -113,6 +118,7 @@ u64 IntelPmu::inuse() const {
 
 u8 IntelPmu::rdmsr(u32 msr, u64* out) const {
     if (pebs_.claims(msr)) return pebs_.rdmsr(msr, out);
+    if (pt_.claims(msr)) return pt_.rdmsr(msr, out);
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -156,6 +162,7 @@ u8 IntelPmu::write_counter(Slot s, u32 msr, u64 v) {
 
 u8 IntelPmu::wrmsr(u32 msr, u64 v) {
     if (pebs_.claims(msr)) return pebs_.wrmsr(msr, v);
+    if (pt_.claims(msr)) return pt_.wrmsr(msr, v);
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -186,6 +193,7 @@ u8 IntelPmu::wrmsr(u32 msr, u64 v) {
 
 bool IntelPmu::poke(u32 msr, u64 v) {
     if (pebs_.claims(msr)) return pebs_.wrmsr(msr, v) == 0;
+    if (pt_.claims(msr)) return pt_.wrmsr(msr, v) == 0;
     Slot s = classify(msr);
     switch (s.reg) {
         case Reg::pmc:
@@ -235,6 +243,7 @@ void IntelPmu::state(PmuState* st) const {
     if (L.version >= 4) (*st)[reg::GLOBAL_INUSE] = inuse();
     if (L.perf_metrics) (*st)[reg::PERF_METRICS] = perf_metrics_value();
     pebs_.state(st);
+    pt_.state(st);
 }
 
 // ---- counting ----
@@ -381,6 +390,7 @@ void IntelPmu::retire(SimCpu& cpu, const Retired& r) {
     pebs_ctx_.insn = r.last.valid ? &r.last : nullptr;
     pebs_ctx_.guest = cpu.guest();
     pebs_ctx_.tsc = cpu.tsc();
+    pebs_ctx_.pt = &pt_;
     // Core cycles (CPU_CLK_UNHALTED.THREAD_P 3CH/00H, fixed counter 1) come with every
     // cycle of run() and stall(); INST_RETIRED (C0H/00H, fixed counter 0) with the
     // instruction cycles only, one per cycle. TOPDOWN.SLOTS (A4H/01H, fixed counter 3):

@@ -88,6 +88,12 @@ const NamedModel kModels[] = {
      [] {
          return with_tsc_leaf15(intel_icelake(), {2, 156, 19200000, 0});
      }},
+    {"icelake_pt",
+     "as icelake, with Intel PT (CPUID 14H) and PEBS output to PT (IA32_PERF_CAPABILITIES[16]): "
+     "--precise --pebs-output pt",
+     [] {
+         return with_tsc_leaf15(intel_icelake_pt(), {2, 156, 19200000, 0});
+     }},
     {"icelake_server",
      "Intel Ice Lake server (06_6AH): as icelake, TSC 2.0 GHz (CPUID.15H), RAPL with a 2^-16 J DRAM unit",
      [] {

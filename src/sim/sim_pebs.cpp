@@ -90,6 +90,8 @@ u8 PebsUnit::wrmsr(u32 m, u64 v) {
             writable = u64(gp_mask_) | (version_ < 5 ? u64(gp_mask_ & 0xF) << 32 : 0) |
                        (version_ >= 5 && adaptive_ ? u64(fixed_mask_) << 32 : 0);
             reg = &enable_;
+            if (pt_output_) writable |= u64(7) << 60;                 // PMI_AFTER_EACH_RECORD, PEBS_OUTPUT
+            if (((v >> 61) & 3) > 1 && pt_output_) return kVectorGP;  // output 10B/11B: reserved
             break;
         case kDataCfg: writable = kCfgMem | kCfgGpr, reg = &data_cfg_; break;
         case kLdLat: writable = 0xFFFF, reg = &ld_lat_; break;
@@ -152,6 +154,7 @@ u64 PebsUnit::write_adaptive(u8* rec, u32 i, u16 event, u16 umask, const Context
 bool PebsUnit::assist(u32 i, u16 event, u16 umask, const Context& c, u64* reset, bool* threshold) {
     *threshold = false;
     *reset = 0;
+    if (output_pt()) return assist_pt(i, event, umask, c, reset, threshold);  // sim_pt.cpp
     if (!c.guest || !c.insn || !c.insn->valid || !ds_area_) return false;
     u64 ds[8 + 8 + 8] = {};
     if (!c.guest->read(ds_area_, ds, sizeof ds)) return false;

@@ -38,11 +38,14 @@
 //    latency 0.
 // Not modelled: format 5's reset layout, PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
 // the data source encoding, the skid of formats 0-2 (formats 3 and 4 only).
+// (Except PEBS-via-PT, which sim_pt.h models.)
 #pragma once
 
 #include "sim/sim_pmu.h"
 
 namespace sim {
+
+class PtUnit;  // sim_pt.h: PEBS output to Intel PT
 
 // The executor's guest memory and registers (the simulated CPU's view of its memory).
 class GuestAccess {
@@ -89,11 +92,19 @@ public:
         GuestAccess* guest = nullptr;
         u64 tsc = 0;
         u64 status = 0;  // GLOBAL_STATUS before (applicable counters: its counter bits)
+        // The core's Intel PT (PEBS output to PT, sim_pt.h).
+        PtUnit* pt = nullptr;
     };
     bool assist(u32 i, u16 event, u16 umask, const Context& c, u64* reset, bool* threshold);
     u64 records() const { return records_; }
+    // PEBS output to Intel PT (sim_pt.h): IA32_PEBS_ENABLE[62:60] writable (output 01B = PT,
+    // 1xB reserved) where PERF_CAPABILITIES[16] says so.
+    void set_pt_output(bool avail) { pt_output_ = avail; }
+    bool output_pt() const { return pt_output_ && ((enable_ >> 61) & 3) == 1; }
 
 private:
+    bool assist_pt(u32 i, u16 event, u16 umask, const Context& c, u64* reset, bool* threshold);  // sim_pt.cpp
+    bool pt_output_ = false;
     u64 write_format3(u8* rec, u32 i, u16 event, u16 umask, const Context& c) const;
     u64 write_adaptive(u8* rec, u32 i, u16 event, u16 umask, const Context& c) const;
     u8 format_ = 0;

@@ -8,6 +8,7 @@
 #include "x86/uncore_regs.h"
 #include "x86/pebs_regs.h"
 #include "x86/prefetch_regs.h"
+#include "x86/pt_regs.h"
 
 namespace pmulab {
 
@@ -83,6 +84,21 @@ bool uncore_name(const TraceNames& n, u32 m, StrBuf& out) {
         else if (off >= 6 && off < 8) out.printf("MSR_UNC_CBO_%u_PERFCTR%u", box, off - 6);
         else return false;
     } else return false;
+    return true;
+}
+
+// Intel PT's output MSRs and PEBS-via-PT's reload MSRs (x86/pt_regs.h).
+bool pt_name(const TraceNames& n, u32 m, StrBuf& out) {
+    using namespace regs::pt;
+    if (n.vendor != Vendor::intel || n.pmu.netburst) return false;
+    if (m == IA32_RTIT_CTL) out.put("IA32_RTIT_CTL");
+    else if (m == IA32_RTIT_STATUS) out.put("IA32_RTIT_STATUS");
+    else if (m == IA32_RTIT_OUTPUT_BASE) out.put("IA32_RTIT_OUTPUT_BASE");
+    else if (m == IA32_RTIT_OUTPUT_MASK_PTRS) out.put("IA32_RTIT_OUTPUT_MASK_PTRS");
+    else if (m >= MSR_RELOAD_PMC0 && m < MSR_RELOAD_PMC0 + 8) out.printf("MSR_RELOAD_PMC%u", m - MSR_RELOAD_PMC0);
+    else if (m >= MSR_RELOAD_FIXED_CTR0 && m < MSR_RELOAD_FIXED_CTR0 + 4)
+        out.printf("MSR_RELOAD_FIXED_CTR%u", m - MSR_RELOAD_FIXED_CTR0);
+    else return false;
     return true;
 }
 
@@ -232,6 +248,7 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
     if (amd_name(addr, out)) return;
     if (lbr_name(n, addr, out)) return;
     if (uncore_name(n, addr, out)) return;
+    if (pt_name(n, addr, out)) return;
     const char* o = other_name(n, addr);
     if (o) {
         out.put(o);

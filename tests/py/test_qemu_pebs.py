@@ -24,3 +24,20 @@ def test_qemu_precise_says_why_pebs_is_unavailable():
     assert r.rc == 2, r
     (err,) = r.records("error")
     assert err["message"].startswith("--precise samples the --sample events precisely: give one"), err
+
+
+def test_qemu_pebs_output_pt_says_why_it_is_unavailable():
+    # TCG has no PEBS (and no Intel PT): --pebs-output pt is refused with the PEBS reason first.
+    r = run_qemu("run", "--code", "498b06", "--sample", "D0.81:1009", "--precise", "--pebs-output", "pt", smp=1,
+                 json_mode=True, cpu="Skylake-Client", timeout=120)
+    assert r.rc == 3, r
+    (err,) = r.records("error")
+    assert err["message"] == ("CPU 0: no PEBS: no architectural performance monitoring: CPUID.0AH:EAX[7:0] = 0 (a "
+                              "hypervisor without PMU passthrough)"), err
+    assert r.records("samples") == [] and r.records("result") == [], r
+    # Without --precise: a usage error, nothing run.
+    r = run_qemu("run", "--code", "498b06", "--sample", "D0.81:1009", "--pebs-output", "pt", smp=1, json_mode=True,
+                 timeout=120)
+    assert r.rc == 2, r
+    (err,) = r.records("error")
+    assert err["message"] == "--pebs-output pt says where --precise's PEBS records go: give --precise with it", err

@@ -363,3 +363,17 @@ TEST(MsrTraceNames, IbsMsrs) {
     EXPECT_EQ(name(amd, TraceOp::rdmsr, 0xC001103A), "IBS_CTL");
     EXPECT_EQ(name(intel, TraceOp::rdmsr, 0xC0011033), "MSR 0xc0011033");
 }
+
+TEST(MsrTraceNames, IntelPtAndPebsReloadMsrs) {
+    TraceNames icl = names_for(Vendor::intel, 5), amd = names_for(Vendor::amd);
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x570), "IA32_RTIT_CTL");
+    EXPECT_EQ(name(icl, TraceOp::rdmsr, 0x571), "IA32_RTIT_STATUS");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x560), "IA32_RTIT_OUTPUT_BASE");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x561), "IA32_RTIT_OUTPUT_MASK_PTRS");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x14C1), "MSR_RELOAD_PMC0");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x14C8), "MSR_RELOAD_PMC7");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x14C9), "MSR 0x14c9");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x1309), "MSR_RELOAD_FIXED_CTR0");
+    EXPECT_EQ(name(icl, TraceOp::wrmsr, 0x130C), "MSR_RELOAD_FIXED_CTR3");
+    EXPECT_EQ(name(amd, TraceOp::wrmsr, 0x570), "MSR 0x570");
+}

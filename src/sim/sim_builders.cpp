@@ -373,7 +373,7 @@ SimMachine intel_icelake_server(u32 n) {
 }
 
 SimMachine intel_sapphire_rapids(u32 n) {
-    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kIceLakePerfCaps, n);
+    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kGoldenCovePerfCaps, n);
 }
 
 SimMachine intel_skylake(u32 n) {
@@ -393,7 +393,8 @@ SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
 
 SimMachine intel_alder_lake() {
     SimMachine m = intel_hybrid();
-    for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores
+    for (u32 i = 0; i < m.size(); ++i)  // P cores 0-3, E cores 4-7: PEBS format 5 on both
+        m.cpu(i).set_perf_capabilities(i < 4 ? kGoldenCovePerfCaps : kGracemontPerfCaps);
     return m;
 }
 

@@ -392,10 +392,16 @@ SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
 }
 
 SimMachine intel_alder_lake() {
+    // P cores 0-3, E cores 4-7: PEBS format 5 on both. Built from the specs so that every
+    // CPU's PMU (its PEBS included) is made with its own PERF_CAPABILITIES.
     SimMachine m = intel_hybrid();
-    for (u32 i = 0; i < m.size(); ++i)  // P cores 0-3, E cores 4-7: PEBS format 5 on both
-        m.cpu(i).set_perf_capabilities(i < 4 ? kGoldenCovePerfCaps : kGracemontPerfCaps);
-    return m;
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < m.size(); ++i) {
+        CpuSpec s = m.cpu(i).spec();
+        s.perf_capabilities = i < 4 ? kGoldenCovePerfCaps : kGracemontPerfCaps;
+        specs.push_back(s);
+    }
+    return SimMachine(specs);
 }
 
 // ---------------------------------------------------------------------------

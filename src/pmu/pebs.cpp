@@ -316,8 +316,8 @@ Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
         if (!thr)
             return Error::make(Errc::invalid_argument,
                                "'%s' (%s) counts the loads slower than MSR_PEBS_LD_LAT_THRESHOLD: give the threshold "
-                               "in core cycles with the event, e.g. CD.01.MSR_3F6H=3",
-                               e->name, pe->name);
+                               "in core cycles with the event, e.g. %02X.%02X.MSR_3F6H=3",
+                               e->name, pe->name, unsigned(pe->event), unsigned(pe->umask));
     }
     e->pmi = false;  // the buffer's threshold interrupts, not the counter (Linux clears EVENTSEL.INT)
     e->allowed_gp &= pe->counters;

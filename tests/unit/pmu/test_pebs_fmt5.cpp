@@ -140,7 +140,8 @@ TEST(PebsFormat5, GoldenCoveTableAndPdistCounters) {
     EXPECT_EQ(pebs_event(caps, 0xC0, 0x00)->counters, 0xFEu);
     EXPECT_EQ(pebs_event(caps, 0xCD, 0x01)->counters, 0xFEu);
     EXPECT_EQ(pebs_event(caps, 0xD0, 0x81)->counters, 0xFu);
-    EXPECT_EQ(pebs_event(caps, 0xD0, 0x22), pebs_event(caps, 0xD0, 0x01)) << "MEM_INST_RETIRED.* (no LOCK_STORES entry)";
+    EXPECT_EQ(pebs_event(caps, 0xD0, 0x22), pebs_event(caps, 0xD0, 0x01))
+        << "MEM_INST_RETIRED.* (no LOCK_STORES entry)";
     EXPECT_FALSE(pebs_event(caps, 0xD0, 0x22)->data_la);
     EXPECT_EQ(pebs_event(caps, 0xC4, 0x00), nullptr);
     // 00.01 (INST_RETIRED.PREC_DIST) goes to fixed counter 0; C0.01 stays a GP event there.

@@ -44,7 +44,8 @@ struct PebsCaps {
 // Errc::unsupported with the reason where pmulab cannot use PEBS on this CPU: not Intel
 // (AMD: "use --sample ibs_op"), no DS (CPUID.01H:EDX[21]), no IA32_PERF_CAPABILITIES,
 // record format 0 or 1 (no eventing IP: the IP after the instruction, which Linux fixes up
-// with the LBR; pmulab refuses rather than guess), or a model without a PEBS event table.
+// with the LBR; pmulab refuses rather than guess), a format newer than 6, or a model
+// without a PEBS event table (the core type, CPUID.1AH, picks it on hybrid parts).
 Status pebs_decode(const ProbedCpu& pc, PebsCaps* out);
 
 // One PEBS-capable event of a model (Linux arch/x86/events/intel/ds.c,

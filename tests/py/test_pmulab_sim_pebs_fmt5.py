@@ -144,3 +144,29 @@ def test_each_core_type_refuses_what_its_table_lacks():
     m = _refused(*E_CORE, "--sample", "D0.05", "--precise", rc=2)
     assert m == ("'D0.05' (MEM_UOPS_RETIRED.LOAD_LATENCY) counts the loads slower than MSR_PEBS_LD_LAT_THRESHOLD: "
                  "give the threshold in core cycles with the event, e.g. D0.05.MSR_3F6H=3"), m
+
+
+def test_the_hybrid_dump_gives_each_core_type_its_table():
+    # Arrow Lake-H (CPUID.1AH: CPUs 0-1 P cores, Lion Cove; 2-9 E cores, Skymont) with a
+    # format-5 PERF_CAPABILITIES: INST_RETIRED.ANY_P is Gracemont's, not Lion Cove's.
+    dump = ("--dump", "tests/data/cpuid/GenuineIntel00C0652_ArrowLakeH_04_CPUID.txt", "--perf-capabilities", "0xF5C5")
+
+    def run(cpu, sample):
+        return _sim("--json", *dump, "--", "run", "--cpu", cpu, "--asm", ALU, "--sample", sample, "--precise", *SHAPE)
+
+    r = run("2", "C0.00:1")
+    assert r.rc == 0, r
+    (rec,) = r.records("samples")
+    assert rec["cpu"] == 2 and _counts(rec) == {0: COPIES, 3: COPIES, 7: COPIES}, rec
+    r = run("0", "C0.00:1")
+    assert r.rc == 3 and r.records("samples") == [], r
+    (err,) = r.records("error")
+    assert err["message"].startswith("CPU 0 (06_C5H P core): PEBS cannot take 'C0.00' (event 0xC0, umask 0x00) on "
+                                     "this model; its PEBS events: INST_RETIRED.PREC_DIST (fixed counter 0), "
+                                     "TOPDOWN.SLOTS (fixed counter 3), MEM_INST_RETIRED."), err
+    # Every CPU, P and E: fixed counter 0 from each one's 140H slot, one record a copy.
+    r = run("all", "instructions:3")
+    assert r.rc == 0, r
+    recs = r.records("samples")
+    assert sorted(x["cpu"] for x in recs) == list(range(16)), recs
+    assert all(_counts(x) == {0: COPIES} for x in recs), recs

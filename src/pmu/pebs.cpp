@@ -81,17 +81,16 @@ struct Table {
     usize n[3];
     u32 fixed;  // fixed counters PEBS takes (bit i = fixed counter i)
 };
-constexpr usize kMem = sizeof kMemEvents / sizeof kMemEvents[0];
-constexpr usize kIclTail = sizeof kIceLakeTail / sizeof kIceLakeTail[0];
-constexpr Table kSkylake = {{kSkylakeHead, kMemEvents, nullptr}, {3, kMem, 0}, 0};
-constexpr Table kIceLake = {{kIceLakeHead, kMemEvents, kIceLakeTail}, {1, kMem, kIclTail}, 0x9};
-constexpr Table kGoldenCove = {{kGoldenCoveHead, kMemEvents, kIceLakeTail}, {2, kMem, kIclTail}, 0x9};
-constexpr Table kLionCove = {{nullptr, kMemEvents, kIceLakeTail}, {0, kMem, kIclTail}, 0x9};
-constexpr Table kGracemontTable = {{kGracemont, nullptr, nullptr},
-                                   {sizeof kGracemont / sizeof kGracemont[0], 0, 0},
-                                   0x1};
-static_assert(sizeof kSkylakeHead / sizeof kSkylakeHead[0] == 3 && sizeof kIceLakeHead / sizeof kIceLakeHead[0] == 1 &&
-              sizeof kGoldenCoveHead / sizeof kGoldenCoveHead[0] == 2);
+template <usize N> constexpr usize count(const PebsEvent (&)[N]) { return N; }
+constexpr Table kSkylake = {{kSkylakeHead, kMemEvents, nullptr}, {count(kSkylakeHead), count(kMemEvents), 0}, 0};
+constexpr Table kIceLake = {{kIceLakeHead, kMemEvents, kIceLakeTail},
+                            {count(kIceLakeHead), count(kMemEvents), count(kIceLakeTail)},
+                            0x9};
+constexpr Table kGoldenCove = {{kGoldenCoveHead, kMemEvents, kIceLakeTail},
+                               {count(kGoldenCoveHead), count(kMemEvents), count(kIceLakeTail)},
+                               0x9};
+constexpr Table kLionCove = {{nullptr, kMemEvents, kIceLakeTail}, {0, count(kMemEvents), count(kIceLakeTail)}, 0x9};
+constexpr Table kGracemontTable = {{kGracemont, nullptr, nullptr}, {count(kGracemont), 0, 0}, 0x1};
 
 const Table& table_of(const PebsCaps& caps) {
     switch (caps.gen) {

@@ -3,6 +3,8 @@
 // back to what firmware left there, non-zero values included.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "support/sim_cmd.h"
 
 using namespace pmulab;
@@ -133,4 +135,32 @@ TEST(RunPrecise, AlderLakeECoreHasGracemontsTable) {
     EXPECT_NE(r.out.find("CPU 4 (06_97H E core): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.ANY)"),
               std::string::npos)
         << r.out;
+}
+
+TEST(RunPrecise, Format5TraceShowsTheFirmwareValuesWrittenBack) {
+    // --trace-msr on sapphire_rapids: the first read of each PEBS MSR is firmware's non-zero
+    // value and the last write puts exactly that back.
+    SimMachine m = intel_sapphire_rapids(1);
+    SimCpu& c = m.cpu(0);
+    c.poke(0x600, 0xfeed000);
+    c.poke(0x3F1, 0x4);
+    c.poke(0x3F2, 0x2);
+    simm::SimPlatform p(m);
+    simm::Cmd r = simm::run_line(p, std::string("--json --trace-msr run --cpu 0 --code ") + kAlu +
+                                        " --sample slots:4 --precise --unroll 4 --reps 1 --warmup 0");
+    ASSERT_EQ(r.status, 0) << r.out;
+    std::map<std::string, std::vector<std::string>> reads, writes;
+    for (const pmutest::Json& e : simm::of_type(r, "msr_trace")) {
+        if (e["generated_code"].b || e["result"].s() != "ok" || e["op"].s() == "rdpmc") continue;
+        (e["op"].s() == "rdmsr" ? reads : writes)[e["msr"].s()].push_back(e["value"].s());
+    }
+    const std::pair<const char*, const char*> firmware[] = {{"0x600", "0xfeed000"}, {"0x3f1", "0x4"}, {"0x3f2", "0x2"}};
+    for (const auto& [msr, value] : firmware) {
+        ASSERT_FALSE(reads[msr].empty()) << msr << r.out;
+        EXPECT_EQ(reads[msr].front(), value) << msr;
+        ASSERT_GE(writes[msr].size(), 2u) << msr;
+        EXPECT_EQ(writes[msr].back(), value) << msr << " written back";
+    }
+    EXPECT_EQ(writes["0x3f1"].front(), "0x800000000") << "SLOTS: PEBS_ENABLE bit 35";
+    EXPECT_EQ(writes["0x3f2"].front(), "0x0");
 }

@@ -40,6 +40,8 @@ const PebsEvent kSkylakeHead[] = {
 }  // namespace
 
 const PebsEvent kPebsFixed0 = {0xC0, 0x00, 0, false, false, "INST_RETIRED.PREC_DIST (fixed counter 0)"};
+const PebsEvent kPebsSlots = {0xA4, 0x01, 0, false, false, "TOPDOWN.SLOTS (fixed counter 3)"};
+const PebsEvent kPebsFixed0Any = {0xC0, 0x00, 0, false, false, "INST_RETIRED.ANY (fixed counter 0)"};
 
 namespace {
 
@@ -50,27 +52,86 @@ const PebsEvent kIceLakeTail[] = {
     {0xD4, kAnyUmask, 0xF, true, false, "MEM_LOAD_MISC_RETIRED.*"},
     {0xD0, kAnyUmask, 0xF, false, false, "MEM_INST_RETIRED.*"},
 };
+// intel_glc_pebs_event_constraints (Sapphire Rapids, Emerald Rapids, Granite Rapids; the
+// P cores of Alder Lake, Raptor Lake, Meteor Lake): INST_RETIRED.* and load latency on
+// PMC1-7, GP counter 0 left to the precise distribution (PDist) Linux gives `:ppp`
+// events there. MEM_TRANS_RETIRED.STORE_SAMPLE (0x2cd, PMC0, PEBS_ENABLE bit 63) is not
+// armed. Then the memory events and Ice Lake's tail.
+const PebsEvent kGoldenCoveHead[] = {
+    {0xC0, kAnyUmask, 0xFE, false, false, "INST_RETIRED.*"},
+    {0xCD, 0x01, 0xFE, true, true, "MEM_TRANS_RETIRED.LOAD_LATENCY"},
+};
+// intel_lnc_pebs_event_constraints (Lunar Lake, Arrow Lake P cores): the memory events
+// and Ice Lake's tail only (Linux takes the rest from the main table).
+// intel_grt_pebs_event_constraints (Gracemont, Crestmont, Skymont E cores; Atom-only
+// parts): Linux allows every event (PMU_FL_PEBS_ALL) and lists the load latency on PMC0-1;
+// pmulab takes the latency event and the retired instructions, branches and memory
+// operations whose records the SDM describes.
+const PebsEvent kGracemont[] = {
+    {0xD0, 0x05, 0x3, true, true, "MEM_UOPS_RETIRED.LOAD_LATENCY"},
+    {0xC0, 0x00, 0xFF, false, false, "INST_RETIRED.ANY_P"},
+    {0xC4, kAnyUmask, 0xFF, false, false, "BR_INST_RETIRED.*"},
+    {0xC5, kAnyUmask, 0xFF, false, false, "BR_MISP_RETIRED.*"},
+    {0xD0, 0x81, 0xFF, true, false, "MEM_UOPS_RETIRED.ALL_LOADS"},
+    {0xD0, 0x82, 0xFF, true, false, "MEM_UOPS_RETIRED.ALL_STORES"},
+    {0xD1, kAnyUmask, 0xFF, true, false, "MEM_LOAD_UOPS_RETIRED.*"},
+};
 
 struct Table {
     const PebsEvent* part[3];
     usize n[3];
+    u32 fixed;  // fixed counters PEBS takes (bit i = fixed counter i)
 };
-template <usize A> constexpr Table table(const PebsEvent (&head)[A], const PebsEvent* tail = nullptr, usize ntail = 0) {
-    return Table{{head, kMemEvents, tail}, {A, sizeof kMemEvents / sizeof kMemEvents[0], ntail}};
+template <usize N> constexpr usize count(const PebsEvent (&)[N]) { return N; }
+constexpr Table kSkylake = {{kSkylakeHead, kMemEvents, nullptr}, {count(kSkylakeHead), count(kMemEvents), 0}, 0};
+constexpr Table kIceLake = {{kIceLakeHead, kMemEvents, kIceLakeTail},
+                            {count(kIceLakeHead), count(kMemEvents), count(kIceLakeTail)},
+                            0x9};
+constexpr Table kGoldenCove = {{kGoldenCoveHead, kMemEvents, kIceLakeTail},
+                               {count(kGoldenCoveHead), count(kMemEvents), count(kIceLakeTail)},
+                               0x9};
+constexpr Table kLionCove = {{nullptr, kMemEvents, kIceLakeTail}, {0, count(kMemEvents), count(kIceLakeTail)}, 0x9};
+constexpr Table kGracemontTable = {{kGracemont, nullptr, nullptr}, {count(kGracemont), 0, 0}, 0x1};
+
+const Table& table_of(const PebsCaps& caps) {
+    switch (caps.gen) {
+        case PebsCaps::Gen::icelake: return kIceLake;
+        case PebsCaps::Gen::golden_cove: return kGoldenCove;
+        case PebsCaps::Gen::lion_cove: return kLionCove;
+        case PebsCaps::Gen::gracemont: return kGracemontTable;
+        default: return kSkylake;
+    }
 }
-constexpr Table kSkylake = table(kSkylakeHead);
-constexpr Table kIceLake = table(kIceLakeHead, kIceLakeTail, sizeof kIceLakeTail / sizeof kIceLakeTail[0]);
 
-const Table& table_of(const PebsCaps& caps) { return caps.gen == PebsCaps::Gen::icelake ? kIceLake : kSkylake; }
-
-// Display models (family 6) of each table (Linux intel_pmu_init's cases).
+// Display models (family 6) of each table (Linux intel_pmu_init's cases). On the hybrid
+// parts the core type (CPUID.1AH:EAX[31:24]) picks the E cores' table.
 const u32 kSkylakeModels[] = {0x4E, 0x5E, 0x55, 0x8E, 0x9E, 0xA5, 0xA6, 0x66};
 const u32 kIceLakeModels[] = {0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7};
+// Sapphire/Emerald/Granite Rapids; Alder Lake, Raptor Lake, Meteor Lake, Arrow Lake-U.
+const u32 kGoldenCoveModels[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xB5};
+const u32 kLionCoveModels[] = {0xBD, 0xC5, 0xC6};   // Lunar Lake, Arrow Lake
+const u32 kGracemontModels[] = {0xBE, 0xAF, 0xB6};  // Alder Lake-N, Sierra Forest, Grand Ridge
 
 template <usize N> bool listed(const u32 (&models)[N], u32 m) {
     for (u32 x : models)
         if (x == m) return true;
     return false;
+}
+
+PebsCaps::Gen gen_of(u32 family, u32 model, u8 core_type) {
+    if (family != 6) return PebsCaps::Gen::none;
+    if (listed(kSkylakeModels, model)) return PebsCaps::Gen::skylake;
+    if (listed(kIceLakeModels, model)) return PebsCaps::Gen::icelake;
+    if (listed(kGracemontModels, model)) return PebsCaps::Gen::gracemont;
+    const bool big = listed(kGoldenCoveModels, model), lnc = listed(kLionCoveModels, model);
+    if ((big || lnc) && core_type == kCoreTypeAtom) return PebsCaps::Gen::gracemont;  // the hybrid parts' E cores
+    if (big) return PebsCaps::Gen::golden_cove;
+    return lnc ? PebsCaps::Gen::lion_cove : PebsCaps::Gen::none;
+}
+
+const char* gen_name(PebsCaps::Gen g) {
+    static const char* const kNames[] = {"no", "Skylake", "Ice Lake", "Golden Cove", "Lion Cove", "Gracemont"};
+    return kNames[unsigned(g)];
 }
 
 const PebsEvent* find(const Table& t, u16 event, u8 umask) {
@@ -82,10 +143,38 @@ const PebsEvent* find(const Table& t, u16 event, u8 umask) {
     return nullptr;
 }
 
+// The length of `name`'s prefix up to and including its first '.', 0 without one.
+usize prefix_len(const char* name) {
+    for (usize i = 0; name[i]; ++i)
+        if (name[i] == '.') return i + 1;
+    return 0;
+}
+
+// The table's names, those after a name with the same prefix shortened to their unit
+// mask ("MEM_INST_RETIRED.ALL_LOADS/ALL_STORES"), so a refusal's list fits its message.
 void put_names(StrBuf& b, const Table& t) {
-    bool first = true;
+    const char* prev = nullptr;
     for (unsigned k = 0; k < 3; ++k)
-        for (usize i = 0; i < t.n[k]; ++i, first = false) b.printf("%s%s", first ? "" : ", ", t.part[k][i].name);
+        for (usize i = 0; i < t.n[k]; ++i) {
+            const char* name = t.part[k][i].name;
+            const usize p = prefix_len(name);
+            const bool same = prev && p && p == prefix_len(prev) && StrView(prev, p).eq(StrView(name, p)) &&
+                              name[p] != '*' && prev[p] != '*';
+            if (same) b.printf("/%s", name + p);
+            else b.printf("%s%s", prev ? ", " : "", name);
+            prev = name;
+        }
+}
+
+// The DS area's reset value of GP counter i or fixed counter i (DsArea: format 4 and
+// before, fixed at 80H; DsArea5: format 5 on, fixed at 140H); null where it has none.
+u64* reset_slot(DsArea* ds, unsigned format, bool fixed, unsigned i) {
+    if (i >= (fixed ? ds_fixed_slots(format) : ds_gp_slots(format))) return nullptr;
+    if (format >= 5) {
+        DsArea5* d5 = reinterpret_cast<DsArea5*>(ds);
+        return fixed ? &d5->fixed_reset[i] : &d5->pebs_reset[i];
+    }
+    return fixed ? &ds->fixed_reset[i] : &ds->pebs_reset[i];
 }
 
 u64 read8(const u8* p) {
@@ -100,8 +189,11 @@ Status pebs_decode(const ProbedCpu& pc, PebsCaps* out) {
     *out = PebsCaps();
     const PmuInfo& info = pc.info;
     CpuDecoded d = decode_cpuid(pc.probe.cpuid);
+    const u8 core_type = info.core_type != kCoreTypeNone ? info.core_type : d.id.core_type;
     StrBuf sig;
     put_signature(sig, d.id);
+    if (core_type == kCoreTypeAtom) sig.printf(" E core");
+    if (core_type == kCoreTypeCore) sig.printf(" P core");
     str_copy(out->model, sizeof out->model, sig.c_str());
     if (is_amd_family(info.vendor))
         return Error::make(Errc::unsupported,
@@ -130,19 +222,22 @@ Status pebs_decode(const ProbedCpu& pc, PebsCaps* out) {
                            "the instruction; Linux fixes it up with the LBR, pmulab does not guess): --precise needs "
                            "format 2 or later (Haswell on)",
                            pc.cpu, out->model, out->format);
-    if (d.id.family == 6 && listed(kSkylakeModels, d.id.model)) out->gen = PebsCaps::Gen::skylake;
-    if (d.id.family == 6 && listed(kIceLakeModels, d.id.model)) out->gen = PebsCaps::Gen::icelake;
+    if (out->format > 6)
+        return Error::make(Errc::unsupported,
+                           "CPU %u (%s): PEBS record format %u is newer than pmulab knows (formats 2-6, SDM Vol. 3B "
+                           "§20.6.2.2): its DS area and records are not described to it",
+                           pc.cpu, out->model, out->format);
+    out->gen = gen_of(d.id.family, d.id.model, core_type);
     if (out->gen == PebsCaps::Gen::none)
         return Error::make(Errc::unsupported,
-                           "CPU %u (%s): pmulab has no PEBS event table for this model (it has Skylake's and Ice "
-                           "Lake's, from Linux's arch/x86/events/intel/ds.c)",
+                           "CPU %u (%s): pmulab has no PEBS event table for this model (it has Skylake's, Ice Lake's, "
+                           "Golden Cove's, Lion Cove's and Gracemont's, from Linux's arch/x86/events/intel/ds.c)",
                            pc.cpu, out->model);
-    if (out->gen == PebsCaps::Gen::icelake && !out->adaptive)
-        return Error::make(
-            Errc::unsupported,
-            "CPU %u (%s): an Ice Lake-class core whose IA32_PERF_CAPABILITIES says PEBS format %u without "
-            "adaptive PEBS (bit 14): not what the SDM describes for it",
-            pc.cpu, out->model, out->format);
+    if (out->gen != PebsCaps::Gen::skylake && !out->adaptive)
+        return Error::make(Errc::unsupported,
+                           "CPU %u (%s): a core with %s's PEBS event table whose IA32_PERF_CAPABILITIES says PEBS "
+                           "format %u without adaptive PEBS (bit 14): not what the SDM describes for it",
+                           pc.cpu, out->model, gen_name(out->gen), out->format);
     return ok_status();
 }
 
@@ -152,41 +247,51 @@ const PebsEvent* pebs_event(const PebsCaps& caps, u16 event, u8 umask) {
 
 const PebsEvent* pebs_event_of(const PebsCaps& caps, const Event& e) {
     if (e.kind == EventKind::programmable) return pebs_event(caps, e.event_select, e.umask);
-    const bool fixed0 = e.kind == EventKind::fixed && e.fixed_counter == 0;
-    return fixed0 && caps.gen == PebsCaps::Gen::icelake && caps.format == 4 ? &kPebsFixed0 : nullptr;
+    if (e.kind != EventKind::fixed || caps.gen == PebsCaps::Gen::none || !caps.adaptive || e.fixed_counter < 0 ||
+        e.fixed_counter >= int(ds_fixed_slots(caps.format)) || !((table_of(caps).fixed >> e.fixed_counter) & 1))
+        return nullptr;
+    if (e.fixed_counter == 3) return &kPebsSlots;
+    return caps.gen == PebsCaps::Gen::gracemont ? &kPebsFixed0Any : &kPebsFixed0;
 }
 
 namespace {
 
-// Ice Lake: INST_RETIRED.PREC_DIST's encodings (C0H/01H, and 00H/01H from 2021's event
-// lists) name fixed counter 0, as Linux's constraints place them. One with a modifier
-// the fixed counter lacks (CMASK, INV, EDGE, AnyThread, UMASK2, .CTR=n, an MSR) stays
-// where it is, and is refused: nothing is dropped silently.
+// INST_RETIRED.PREC_DIST's encodings name fixed counter 0, as Linux's constraints place
+// them: 00H/01H (Ice Lake's 2021 event lists, Golden Cove, Lion Cove) and on Ice Lake also
+// C0H/01H (on Golden Cove C0H is INST_RETIRED.* on PMC1-7). One with a modifier the fixed
+// counter lacks (CMASK, INV, EDGE, AnyThread, UMASK2, .CTR=n, an MSR) stays where it is,
+// and is refused: nothing is dropped silently.
 void move_prec_dist(const PebsCaps& caps, Event* e) {
-    const bool prec = (e->event_select == 0xC0 || e->event_select == 0x00) && e->umask == 0x01;
+    const bool icl = caps.gen == PebsCaps::Gen::icelake;
+    const bool big = icl || caps.gen == PebsCaps::Gen::golden_cove || caps.gen == PebsCaps::Gen::lion_cove;
+    const bool prec = ((icl && e->event_select == 0xC0) || e->event_select == 0x00) && e->umask == 0x01;
     const bool plain = !e->cmask && !e->inv && !e->edge && !e->intel.any && !e->intel.umask2 && !e->intel.eq &&
                        e->pinned_counter < 0 && !e->intel.aux_count;
-    if (caps.gen != PebsCaps::Gen::icelake || e->kind != EventKind::programmable || !prec || !plain) return;
+    if (!big || e->kind != EventKind::programmable || !prec || !plain) return;
     e->kind = EventKind::fixed;
     e->fixed_counter = 0;
 }
 
+// The fixed counters PEBS takes on this model, for messages.
+void put_fixed(StrBuf& b, const PebsCaps& caps) {
+    const u32 fixed = table_of(caps).fixed;
+    const char* f0 = caps.gen == PebsCaps::Gen::gracemont ? "INST_RETIRED.ANY" : "INST_RETIRED.PREC_DIST";
+    if (fixed == 0x1) b.printf("fixed counter 0 only (instructions, %s)", f0);
+    else b.printf("fixed counters 0 and 3 only (instructions, %s; slots, TOPDOWN.SLOTS)", f0);
+}
+
 Status refuse(const PebsCaps& caps, u32 cpu, const Event& e) {
-    const bool icl = caps.gen == PebsCaps::Gen::icelake;
-    if (e.kind == EventKind::fixed && icl && e.fixed_counter == 3)
-        return Error::make(Errc::unsupported,
-                           "CPU %u (%s): pmulab does not arm fixed counter 3 ('%s', TOPDOWN.SLOTS) for PEBS: it "
-                           "counts issue slots and feeds PERF_METRICS; fixed counter 0 (instructions, "
-                           "INST_RETIRED.PREC_DIST) is the fixed counter PEBS takes here",
-                           cpu, caps.model, e.name);
-    if (e.kind == EventKind::fixed && icl)
-        return Error::make(Errc::unsupported,
-                           "CPU %u (%s): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.PREC_DIST); "
-                           "'%s' is fixed counter %d",
-                           cpu, caps.model, e.name, int(e.fixed_counter));
+    const Table& t = table_of(caps);
+    StrBuf fixed;
+    put_fixed(fixed, caps);
+    if (e.kind == EventKind::fixed && t.fixed && caps.gen != PebsCaps::Gen::none)
+        return Error::make(Errc::unsupported, "CPU %u (%s): PEBS takes %s; '%s' is fixed counter %d", cpu, caps.model,
+                           fixed.c_str(), e.name, int(e.fixed_counter));
     StrBuf names;
-    if (icl) names.printf("%s, ", kPebsFixed0.name);
-    put_names(names, table_of(caps));
+    if (t.fixed & 1)
+        names.printf("%s, ", caps.gen == PebsCaps::Gen::gracemont ? kPebsFixed0Any.name : kPebsFixed0.name);
+    if (t.fixed & 8) names.printf("%s, ", kPebsSlots.name);
+    put_names(names, t);
     return Error::make(Errc::unsupported,
                        "CPU %u (%s): PEBS cannot take '%s' (event 0x%02X, umask 0x%02X%s) on this model; its PEBS "
                        "events: %s",
@@ -202,7 +307,7 @@ Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
     if (!pe) return refuse(caps, cpu, *e);
     if (e->kind == EventKind::fixed) {
         e->pmi = false;            // FIXED_CTR_CTRL's PMI bit clear: the buffer's threshold interrupts
-        e->gp_equivalent = false;  // on fixed counter 0, whose PEBS bit is 32
+        e->gp_equivalent = false;  // on fixed counter i, whose PEBS bit is 32 + i
         return ok_status();
     }
     if (pe->latency) {
@@ -211,8 +316,8 @@ Status pebs_mark(const PebsCaps& caps, u32 cpu, Event* e) {
         if (!thr)
             return Error::make(Errc::invalid_argument,
                                "'%s' (%s) counts the loads slower than MSR_PEBS_LD_LAT_THRESHOLD: give the threshold "
-                               "in core cycles with the event, e.g. CD.01.MSR_3F6H=3",
-                               e->name, pe->name);
+                               "in core cycles with the event, e.g. %02X.%02X.MSR_3F6H=3",
+                               e->name, pe->name, unsigned(pe->event), unsigned(pe->umask));
     }
     e->pmi = false;  // the buffer's threshold interrupts, not the counter (Linux clears EVENTSEL.INT)
     e->allowed_gp &= pe->counters;
@@ -269,7 +374,8 @@ Status PebsSource::on_setup(Hw& hw) {
         saved_ok_[k] = true;
     }
     DsArea& ds = *here_->ds;
-    ds = DsArea();
+    if (caps_.format >= 5) *reinterpret_cast<DsArea5*>(here_->ds) = DsArea5();
+    else ds = DsArea();
     const u64 base = u64(reinterpret_cast<uintptr_t>(here_->buffer));
     ds.pebs_base = ds.pebs_index = base;
     ds.pebs_max = base + (4096 / record_bytes_) * record_bytes_;
@@ -278,8 +384,11 @@ Status PebsSource::on_setup(Hw& hw) {
     bool mem = false;
     for (unsigned i = 0; i < n_; ++i) {
         const Counter& c = counters_[i];
-        u64* reset = c.fixed ? ds.fixed_reset : ds.pebs_reset;  // format 4's slots (pebs_event_of)
-        if (c.index < 8) reset[c.index] = c.reload;
+        u64* reset = reset_slot(here_->ds, caps_.format, c.fixed, c.index);
+        if (!reset)
+            return Error::make(Errc::internal, "PEBS: the format-%u DS area has no reset slot for %s counter %u",
+                               unsigned(caps_.format), c.fixed ? "fixed" : "GP", unsigned(c.index));
+        *reset = c.reload;
         if (c.fixed) en.set_fixed(c.index);
         else en.set_pmc(c.index);
         if (c.latency && caps_.version < 5) en.set_ll(c.index);

@@ -10,9 +10,10 @@
 //             non-large PEBS), each PEBS counter's reset value = its reload
 //             (2^width - period); DS_AREA, DATA_CFG (memory info) and PEBS_ENABLE (the
 //             counters, and LL_EN for load latency before perfmon v5) written;
-//             Ice Lake's fixed counter 0 (INST_RETIRED.PREC_DIST, adaptive PEBS): its
-//             reset value in the DS area's fixed slot (80H), PEBS_ENABLE bit 32, the
-//             records' applicable-counters bit 32; its FIXED_CTR_CTRL PMI bit is clear;
+//             fixed counter i (0: INST_RETIRED.PREC_DIST, 3: SLOTS; adaptive PEBS): its
+//             reset value in the DS area's fixed slot (80H + 8i in format 4, 140H + 8i
+//             from format 5: DsArea5), PEBS_ENABLE bit 32+i, the records' applicable-
+//             counters bit 32+i; its FIXED_CTR_CTRL PMI bit is clear;
 //   the PMI   (the threshold reached: GLOBAL_STATUS bit 62) PmiHandler::on_nmi drains the
 //             buffer (PreciseSource::drain): each record's eventing IP, data linear
 //             address and load latency to PmiSink::precise; the index back to the base;
@@ -32,17 +33,21 @@ class PebsPt;  // pebs_pt.h: PEBS output to Intel PT
 
 // The PEBS of one class of CPUs, decoded from its probe (no hardware access).
 struct PebsCaps {
-    enum class Gen : u8 { none, skylake, icelake };  // whose PEBS event table applies
-    u8 format = 0;                                   // IA32_PERF_CAPABILITIES[11:8]
-    bool adaptive = false;                           // [14] PEBS baseline (format >= 4): MSR_PEBS_DATA_CFG
-    u8 version = 0;                                  // architectural perfmon version (LL_EN bits before v5)
+    // Whose PEBS event table applies: Skylake's, Ice Lake's, Golden Cove's (Sapphire
+    // Rapids, Alder Lake/Raptor Lake/Meteor Lake P cores), Lion Cove's (Lunar Lake, Arrow
+    // Lake P cores) or Gracemont's (the E cores from Alder Lake on, Atom-only parts).
+    enum class Gen : u8 { none, skylake, icelake, golden_cove, lion_cove, gracemont };
+    u8 format = 0;          // IA32_PERF_CAPABILITIES[11:8]
+    bool adaptive = false;  // [14] PEBS baseline (format >= 4): MSR_PEBS_DATA_CFG
+    u8 version = 0;         // architectural perfmon version (LL_EN bits before v5)
     Gen gen = Gen::none;
     char model[24] = {};  // "06_7EH (Ice Lake)" for messages
 };
 // Errc::unsupported with the reason where pmulab cannot use PEBS on this CPU: not Intel
 // (AMD: "use --sample ibs_op"), no DS (CPUID.01H:EDX[21]), no IA32_PERF_CAPABILITIES,
 // record format 0 or 1 (no eventing IP: the IP after the instruction, which Linux fixes up
-// with the LBR; pmulab refuses rather than guess), or a model without a PEBS event table.
+// with the LBR; pmulab refuses rather than guess), a format newer than 6, or a model
+// without a PEBS event table (the core type, CPUID.1AH, picks it on hybrid parts).
 Status pebs_decode(const ProbedCpu& pc, PebsCaps* out);
 
 // One PEBS-capable event of a model (Linux arch/x86/events/intel/ds.c,
@@ -58,13 +63,17 @@ struct PebsEvent {
 inline constexpr u16 kAnyUmask = 0xFFFF;
 // The model's entry for (event, umask), null when PEBS cannot take it.
 const PebsEvent* pebs_event(const PebsCaps& caps, u16 event, u8 umask);
-// Ice Lake's fixed-counter PEBS (Linux intel_icl_pebs_event_constraints: 0x01c0 and
-// 0x0100 on fixed counter 0): INST_RETIRED.PREC_DIST, taken by `instructions` (fixed
-// counter 0) and by the raw encodings C0.01 / 00.01, which pebs_mark moves to fixed
-// counter 0. SLOTS (fixed counter 3) is refused.
+// Fixed-counter PEBS (adaptive PEBS, formats 4 on). Ice Lake, Golden Cove and Lion Cove
+// (Linux's tables: 0x0100, and on Ice Lake 0x01c0, on fixed counter 0; 0x0400 on fixed
+// counter 3): INST_RETIRED.PREC_DIST, taken by `instructions` (fixed counter 0) and by
+// the raw encodings pebs_mark moves there (00.01; C0.01 on Ice Lake only), and SLOTS
+// (TOPDOWN.SLOTS, `slots`, fixed counter 3). Gracemont (Linux's PMU_FL_PEBS_ALL): fixed
+// counter 0, INST_RETIRED.ANY.
 extern const PebsEvent kPebsFixed0;
-// The entry of `e` (a programmable event's from the table, fixed counter 0's on Ice Lake),
-// null when PEBS cannot take it.
+extern const PebsEvent kPebsSlots;
+extern const PebsEvent kPebsFixed0Any;
+// The entry of `e` (a programmable event's from the table, a fixed counter's where the
+// model's table has it), null when PEBS cannot take it.
 const PebsEvent* pebs_event_of(const PebsCaps& caps, const Event& e);
 // Checks one sampled event for --precise on `cpu` and marks it (Event::pmi cleared: PEBS
 // counters interrupt through the buffer threshold, as Linux clears EVENTSEL.INT and the

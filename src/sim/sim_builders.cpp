@@ -389,7 +389,7 @@ SimMachine intel_icelake_server(u32 n) {
 }
 
 SimMachine intel_sapphire_rapids(u32 n) {
-    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kIceLakePerfCaps, n);
+    return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kGoldenCovePerfCaps, n);
 }
 
 SimMachine intel_skylake(u32 n) {
@@ -408,9 +408,16 @@ SimMachine with_tsc_leaf15(const SimMachine& m, const CpuidRegs& l15) {
 }
 
 SimMachine intel_alder_lake() {
+    // P cores 0-3, E cores 4-7: PEBS format 5 on both. Built from the specs so that every
+    // CPU's PMU (its PEBS included) is made with its own PERF_CAPABILITIES.
     SimMachine m = intel_hybrid();
-    for (u32 i = 0; i < 4; ++i) m.cpu(i).set_perf_capabilities(kIceLakePerfCaps);  // the P cores
-    return m;
+    std::vector<CpuSpec> specs;
+    for (u32 i = 0; i < m.size(); ++i) {
+        CpuSpec s = m.cpu(i).spec();
+        s.perf_capabilities = i < 4 ? kGoldenCovePerfCaps : kGracemontPerfCaps;
+        specs.push_back(s);
+    }
+    return SimMachine(specs);
 }
 
 // ---------------------------------------------------------------------------

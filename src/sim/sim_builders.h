@@ -94,6 +94,11 @@ inline constexpr u64 kIceLakePerfCaps = 0x33c5 | (1ull << 15);
 // Ice Lake client's own: PEBS record format 4 ([11:8]) and PEBS baseline ([14], adaptive
 // PEBS, sim_pebs.h) besides the above.
 inline constexpr u64 kIceLakeClientPerfCaps = 0xF4C5;
+// Sapphire Rapids and Alder Lake's P cores: PEBS record format 5 ([11:8], the DS area's
+// fixed-counter reset slots at 140H, sim_pebs.h), PEBS baseline [14] and PERF_METRICS [15];
+// Alder Lake's Gracemont E cores the same without PERF_METRICS.
+inline constexpr u64 kGoldenCovePerfCaps = 0xF5C5;
+inline constexpr u64 kGracemontPerfCaps = 0x75C5;
 SimMachine intel_icelake(u32 ncpus = 2);
 SimMachine intel_icelake_server(u32 ncpus = 2);  // 06_6AH (Ice Lake-SP), as the client's PMU
 // As intel_icelake, with Intel PT (leaf 14H: single-range and ToPA output) and

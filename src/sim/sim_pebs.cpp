@@ -5,6 +5,7 @@
 
 #include "sim/sim_costs.h"
 #include "sim/sim_internal.h"
+#include "sim/sim_topdown.h"
 
 namespace sim {
 
@@ -20,6 +21,11 @@ constexpr u32 kDsArea = 0x600, kPebsEnable = 0x3F1, kDataCfg = 0x3F2, kLdLat = 0
 // (eight GP slots, then the fixed ones; §20.9 fixed-counter PEBS).
 constexpr u64 kDsPebsBase = 0x20, kDsPebsIndex = 0x28, kDsPebsMax = 0x30, kDsPebsThreshold = 0x38;
 constexpr u64 kDsReset0 = 0x40, kDsFixedReset0 = 0x80;
+// Record format 5 (SDM Vol. 3B §20.6.2.1, the DS save area of format 5): the counter-reset
+// array has 32 GP slots (0x40 + 8i, i < 32), then the fixed counters' at 0x140 + 8j (j < 16);
+// the records are format 4's.
+constexpr u64 kDs5FixedReset0 = 0x140, kDs5Bytes = 0x1C0;
+constexpr unsigned kDsWords = kDs5Bytes / 8;
 
 // Record format 3 (SDM Vol. 3B §20.6.2.2, Skylake's "PEBS record format 3", 200 bytes).
 constexpr u64 kF3Flags = 0x0, kF3Ip = 0x8, kF3Gprs = 0x10, kF3Status = 0x90, kF3Dla = 0x98, kF3Lat = 0xA8;
@@ -48,8 +54,11 @@ PebsUnit::PebsUnit(const PmuLayout& L, const CpuidSnapshot& s, IntelEvents event
     CpuidRegs l1;
     const bool ds = s.find(1, 0, &l1) && ((l1.edx >> 21) & 1);
     const u8 fmt = u8((L.perf_caps >> 8) & 0xF);
-    if (!ds || !L.pdcm || L.version < 2 || (fmt != 3 && fmt != 4)) return;
-    if (events == IntelEvents::architectural) return;  // Atom-family and older cores: not modelled
+    if (!ds || !L.pdcm || L.version < 2 || fmt < 3 || fmt > 5) return;
+    // Atom-family and older cores: not modelled, except the E cores of format 5 (Gracemont
+    // and later: adaptive PEBS like the P cores, their own counters).
+    const bool e_core = fmt == 5 && sim_atom_core(s) != SimAtom::none;
+    if (events == IntelEvents::architectural && !e_core) return;
     format_ = fmt;
     adaptive_ = fmt >= 4 && ((L.perf_caps >> 14) & 1);
     version_ = L.version;
@@ -151,14 +160,25 @@ u64 PebsUnit::write_adaptive(u8* rec, u32 i, u16 event, u16 umask, const Context
     return at;
 }
 
+// The DS area's reset value of counter i (i < 32: PMCi; 32 + j: fixed counter j): format
+// 4 and before eight GP slots and (format 4) fixed at 0x80; format 5 32 GP slots, fixed
+// at 0x140.
+u64 PebsUnit::reset_value(const u64* ds, u32 i) const {
+    const u32 gp_slots = format_ >= 5 ? 32 : 8, fixed_slots = format_ >= 5 ? 16 : format_ == 4 ? 8 : 0;
+    const u64 fixed0 = format_ >= 5 ? kDs5FixedReset0 : kDsFixedReset0;
+    if (i < gp_slots) return ds[kDsReset0 / 8 + i];
+    if (i >= 32 && i - 32 < fixed_slots) return ds[fixed0 / 8 + (i - 32)];
+    return 0;
+}
+
 bool PebsUnit::assist(u32 i, u16 event, u16 umask, const Context& c, u64* reset, bool* threshold) {
     *threshold = false;
     *reset = 0;
     if (output_pt()) return assist_pt(i, event, umask, c, reset, threshold);  // sim_pt.cpp
     if (!c.guest || !c.insn || !c.insn->valid || !ds_area_) return false;
-    u64 ds[8 + 8 + 8] = {};
-    if (!c.guest->read(ds_area_, ds, sizeof ds)) return false;
-    *reset = i < 8 ? ds[kDsReset0 / 8 + i] : i >= 32 && i < 40 ? ds[kDsFixedReset0 / 8 + (i - 32)] : 0;
+    u64 ds[kDsWords] = {};
+    if (!c.guest->read(ds_area_, ds, format_ >= 5 ? kDs5Bytes : 0xC0)) return false;
+    *reset = reset_value(ds, i);
     u8 rec[kF3Size + kGprSize + kMemSize] = {};
     const u64 size = format_ == 3 ? write_format3(rec, i, event, umask, c) : write_adaptive(rec, i, event, umask, c);
     const u64 index = ds[kDsPebsIndex / 8];

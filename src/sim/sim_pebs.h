@@ -8,10 +8,11 @@
 //    bit i per GP counter; before perfmon v5 bits 32+i are the load-latency enables
 //    LL_EN), MSR_PEBS_DATA_CFG (3F2H, adaptive PEBS: PERF_CAPABILITIES[14]; bit 0 memory
 //    info, bit 1 GPRs, others #GP) and MSR_PEBS_LD_LAT_THRESHOLD (3F6H, bits 15:0).
-//    They exist where PEBS does: PERF_CAPABILITIES[11:8] (the record format) is 3 or 4
-//    (Skylake-class and Ice Lake-class records) and CPUID.01H:EDX[21]; IA32_MISC_ENABLE
-//    [12] (PEBS unavailable) is clear there. Only on the Skylake- and Ice Lake-class big
-//    cores whose events the simulator models (intel_events), not on Atom-family cores.
+//    They exist where PEBS does: PERF_CAPABILITIES[11:8] (the record format) is 3, 4 or 5
+//    (Skylake-class, Ice Lake-class and Sapphire Rapids/Alder Lake-class records) and
+//    CPUID.01H:EDX[21]; IA32_MISC_ENABLE[12] (PEBS unavailable) is clear there. Only on
+//    the big cores whose events the simulator models (intel_events) and, with format 5,
+//    on the Gracemont-class E cores (their architectural events), not on older Atoms.
 //  * The assist: a GP counter whose IA32_PEBS_ENABLE bit is set and that overflows on a
 //    retired instruction (the executor's per-instruction mode; its PERFEVTSEL INT bit is
 //    not needed, pmi_armed() says so) writes one record at the DS area's PEBS index,
@@ -29,6 +30,10 @@
 //    instruction's retirement (fixed counter 0, INST_RETIRED.PREC_DIST: the record at that
 //    instruction, no skid); applicable counters bit 32+i; the reset value from the DS
 //    area's fixed-counter slots at 80H + 8i (after the eight GP slots of format 4).
+//    Fixed counter 3 (TOPDOWN.SLOTS) takes PEBS the same way: its record is at the
+//    instruction whose slots made it overflow.
+//  * Format 5 (SDM Vol. 3B §20.6.2.1): the records are format 4's; the DS area's reset
+//    array has 32 GP slots, so fixed counter j's reset value is read at 140H + 8j.
 //  * Data addresses: for the DataLA events (D0H-D4H, and CDH load latency) the linear
 //    address of the instruction's first load (its store for a store event), 0 otherwise.
 //  * Load latency: MEM_TRANS_RETIRED.LOAD_LATENCY (CDH/01H) counts the loads whose
@@ -36,7 +41,7 @@
 //    kL1LoadToUse (4 cycles) plus the cost model's stall of the level that served it
 //    (sim_costs.h): L1 4, L2 16, L3 44, memory 204. Records of other events carry
 //    latency 0.
-// Not modelled: format 5's reset layout, PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
+// Not modelled: PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
 // the data source encoding, the skid of formats 0-2 (formats 3 and 4 only).
 // (Except PEBS-via-PT, which sim_pt.h models.)
 #pragma once
@@ -66,8 +71,8 @@ u32 pebs_load_latency(unsigned level);
 class PebsUnit {
 public:
     PebsUnit() = default;
-    // PEBS where the core is a Skylake- or Ice Lake-class big core (intel_events) with
-    // format 3 or 4 and DS.
+    // PEBS where the core is a Skylake-, Ice Lake- or Golden Cove-class big core
+    // (intel_events) with format 3, 4 or 5, or a format-5 E core, and DS.
     PebsUnit(const PmuLayout& L, const CpuidSnapshot& s, IntelEvents events);
     bool available() const { return format_ != 0; }
     u8 format() const { return format_; }
@@ -107,6 +112,7 @@ private:
     bool pt_output_ = false;
     u64 write_format3(u8* rec, u32 i, u16 event, u16 umask, const Context& c) const;
     u64 write_adaptive(u8* rec, u32 i, u16 event, u16 umask, const Context& c) const;
+    u64 reset_value(const u64* ds, u32 i) const;
     u8 format_ = 0;
     bool adaptive_ = false;
     u8 version_ = 0;

@@ -29,6 +29,9 @@ public:
 };
 static_assert(PebsEnable().set_pmc(1).set_ll(1).raw() == 0x0000000200000002ull);
 static_assert(PebsEnable().set_fixed(0).raw() == 0x0000000100000000ull);
+// Format 5 on: every enumerated GP counter has its bit (bit 9: PMC9 of Lion Cove's ten),
+// and SLOTS, fixed counter 3, bit 35.
+static_assert(PebsEnable().set_pmc(9).set_fixed(3).raw() == 0x0000000800000200ull);
 
 // MSR_PEBS_DATA_CFG (3F2H), adaptive PEBS: the groups after the basic group.
 class PebsDataCfg : public RegValue<PebsDataCfg> {
@@ -62,6 +65,29 @@ struct DsArea {
 static_assert(sizeof(DsArea) == 0xC0 && __builtin_offsetof(DsArea, pebs_index) == 0x28 &&
               __builtin_offsetof(DsArea, pebs_threshold) == 0x38 && __builtin_offsetof(DsArea, pebs_reset) == 0x40 &&
               __builtin_offsetof(DsArea, fixed_reset) == 0x80);
+// Format 5 on (Sapphire Rapids, Alder Lake and later; SDM Vol. 3B §20.6.2.1 and Linux's
+// struct debug_store): the counter-reset array holds 32 GP slots, so fixed counter i's
+// reset value is at 140H + 8i (index 32 + i); the header is format 4's.
+struct DsArea5 {
+    u64 bts_base, bts_index, bts_max, bts_threshold;
+    u64 pebs_base, pebs_index, pebs_max, pebs_threshold;
+    u64 pebs_reset[32];   // IA32_PMC0..31
+    u64 fixed_reset[16];  // IA32_FIXED_CTR0..15
+};
+static_assert(sizeof(DsArea5) == 0x1C0 && __builtin_offsetof(DsArea5, pebs_reset) == 0x40 &&
+              __builtin_offsetof(DsArea5, fixed_reset) == 0x140);
+// The GP and fixed counters whose reset value the DS area of `format` has a slot for.
+constexpr unsigned ds_gp_slots(unsigned format) { return format >= 5 ? 32 : 8; }
+constexpr unsigned ds_fixed_slots(unsigned format) { return format >= 5 ? 16 : format == 4 ? 8 : 0; }
+// The byte offset in the DS area of the reset value of GP counter i, or (fixed) fixed
+// counter i: 40H + 8i; fixed: 80H + 8i (format 4), 140H + 8i (format 5 on).
+constexpr u64 ds_reset_offset(unsigned format, bool fixed, unsigned i) {
+    return 0x40 + 8 * ((fixed ? ds_gp_slots(format) : 0) + i);
+}
+// The DS area's size in bytes (header and reset slots) for `format`.
+constexpr u64 ds_area_bytes(unsigned format) { return format >= 5 ? sizeof(DsArea5) : sizeof(DsArea); }
+static_assert(ds_reset_offset(4, true, 0) == 0x80 && ds_reset_offset(5, true, 0) == 0x140 &&
+              ds_reset_offset(5, true, 3) == 0x158 && ds_reset_offset(5, false, 9) == 0x88);
 
 // The record formats (IA32_PERF_CAPABILITIES[11:8]) and their fixed layouts; 4 and 5 are
 // adaptive (a basic group and the groups MSR_PEBS_DATA_CFG chose; the record says its size).
@@ -71,7 +97,10 @@ static_assert(sizeof(DsArea) == 0xC0 && __builtin_offsetof(DsArea, pebs_index) =
 //   2  Haswell, Broadwell: + the eventing IP, TSX info                           C0H
 //   3  Skylake .. Comet Lake: + the TSC                                          C8H
 //   4  Ice Lake on: adaptive (basic group 20H, memory info 20H, GPRs 90H, ...)
-//   5  Sapphire Rapids / Alder Lake on: as 4, counters 0-31 and fixed 0-15 applicable
+//   5  Sapphire Rapids / Alder Lake on: as 4 (the same groups); the DS area's reset
+//      array has 32 GP slots, fixed counters' at 140H (DsArea5)
+//   6  Lunar Lake / Arrow Lake P cores: as 5, plus a counters-snapshot group pmulab does
+//      not ask for (DATA_CFG bits it leaves 0), so its records are format 5's
 inline constexpr u64 kRecordSize[4] = {0x90, 0xB0, 0xC0, 0xC8};
 // Fixed-layout records (formats 0-3): offsets.
 inline constexpr u64 kRecFlags = 0x0, kRecIp = 0x8, kRecGprs = 0x10, kRecStatus = 0x90, kRecDla = 0x98;

@@ -152,7 +152,8 @@ def test_bad_input_is_refused_with_the_reason_and_nothing_runs():
     assert _refused("icelake", "--precise", rc=2).startswith("--precise samples the --sample events precisely")
     m = _refused("icelake", "--sample", "C4.00", "--precise")
     assert m.startswith("CPU 0 (06_7EH): PEBS cannot take 'C4.00' (event 0xC4, umask 0x00) on this model; its PEBS "
-                        "events: INST_RETIRED.PREC_DIST (fixed counter 0), MEM_TRANS_RETIRED.LOAD_LATENCY, "), m
+                        "events: INST_RETIRED.PREC_DIST (fixed counter 0), TOPDOWN.SLOTS (fixed counter 3), "
+                        "MEM_TRANS_RETIRED.LOAD_LATENCY, "), m
     assert m.endswith(", MEM_LOAD_MISC_RETIRED.*, MEM_INST_RETIRED.*"), m
     m = _refused("skylake", "--sample", "instructions", "--precise")
     assert m.startswith("CPU 0 (06_5EH): PEBS cannot take 'instructions' (event 0xC0, umask 0x00, a fixed "
@@ -174,14 +175,12 @@ def test_bad_input_is_refused_with_the_reason_and_nothing_runs():
     assert m.startswith("CPU 0 (06_7AH): pmulab has no PEBS event table for this model"), m
 
 
-def test_ice_lake_fixed_counters_other_than_0_are_refused():
-    # C0.01 with a modifier fixed counter 0 lacks is not moved there (nothing dropped): refused.
+def test_ice_lake_fixed_counters_other_than_0_and_3_are_refused():
+    # SLOTS (fixed counter 3) takes PEBS (test_pmulab_sim_pebs_fmt5.py); C0.01 with a modifier
+    # fixed counter 0 lacks is not moved there (nothing dropped): refused.
     expected = {
-        "slots": "CPU 0 (06_7EH): pmulab does not arm fixed counter 3 ('slots', TOPDOWN.SLOTS) for PEBS: it counts "
-                 "issue slots and feeds PERF_METRICS; fixed counter 0 (instructions, INST_RETIRED.PREC_DIST) is the "
-                 "fixed counter PEBS takes here",
-        "cycles": "CPU 0 (06_7EH): PEBS takes fixed counter 0 only (instructions, INST_RETIRED.PREC_DIST); 'cycles' "
-                  "is fixed counter 1",
+        "cycles": "CPU 0 (06_7EH): PEBS takes fixed counters 0 and 3 only (instructions, INST_RETIRED.PREC_DIST; "
+                  "slots, TOPDOWN.SLOTS); 'cycles' is fixed counter 1",
         "C0.01.CMSK=2": "CPU 0 (06_7EH): PEBS cannot take 'C0.01.CMSK=2' (event 0xC0, umask 0x01) on this model; "
                         "its PEBS events: INST_RETIRED.PREC_DIST (fixed counter 0), ",
     }

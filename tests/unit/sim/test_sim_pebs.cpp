@@ -215,3 +215,58 @@ TEST(SimPebs, FixedCounter0RecordAtTheEventingInstructionReloadsFromItsFixedSlot
     c.retire(alu_at(0x4018));
     EXPECT_EQ(g.q(rec + 0x20 + 0x8), 0x4018u) << "the fifth after the reload";
 }
+
+TEST(SimPebs, Format5ReadsTheFixedResetAt140H) {
+    Rig r(intel_sapphire_rapids(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
+    EXPECT_TRUE(c.msr_exists(kDataCfg)) << "format 5: adaptive PEBS";
+    lay_ds(g, 0x20, 8, 0);
+    g.set_q(FakeGuest::kBase + 0x80, kTop48 - 7);   // format 4's fixed slot: PMC8's here, not read
+    g.set_q(FakeGuest::kBase + 0x140, kTop48 - 2);  // fixed counter 0 (index 32)
+    g.set_q(FakeGuest::kBase + 0x158, kTop48 - 9);  // fixed counter 3 (SLOTS)
+    ASSERT_EQ(wr(c, reg::FIXED_CTR0, kTop48 - 1), 0);
+    ASSERT_EQ(wr(c, kDsArea, FakeGuest::kBase), 0);
+    ASSERT_EQ(wr(c, reg::FIXED_CTR_CTRL, 0x1), 0);
+    ASSERT_EQ(wr(c, kPebsEnable, u64(1) << 32), 0);
+    ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, u64(1) << 32), 0);
+    c.retire(alu_at(0x4000));
+    EXPECT_EQ(c.peek(reg::FIXED_CTR0), kTop48 - 2) << "reloaded from 140H";
+    EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 35), 0) << "SLOTS' PEBS enable";
+    EXPECT_EQ(wr(c, kPebsEnable, u64(1) << 36), pmulab::kVectorGP) << "4 fixed counters";
+}
+
+TEST(SimPebs, SlotsRecordOnFixedCounter3) {
+    Rig r(intel_sapphire_rapids(1));
+    SimCpu& c = r.c;
+    FakeGuest& g = r.g;
+    c.set_lvt_perf(SimCpu::kLvtDeliveryNmi);
+    lay_ds(g, 0x20, 1, 0);
+    g.set_q(FakeGuest::kBase + 0x158, kTop48 - 4);  // fixed counter 3's reset value (140H + 3 * 8)
+    ASSERT_EQ(wr(c, reg::FIXED_CTR0 + 3, kTop48 - 6), 0);
+    ASSERT_EQ(wr(c, kDsArea, FakeGuest::kBase), 0);
+    ASSERT_EQ(wr(c, reg::FIXED_CTR_CTRL, 0x1000), 0);  // fixed counter 3 at CPL 0, PMI bit clear
+    ASSERT_EQ(wr(c, kDataCfg, 0), 0);
+    ASSERT_EQ(wr(c, kPebsEnable, u64(1) << 35), 0);
+    ASSERT_EQ(wr(c, reg::GLOBAL_CTRL, u64(1) << 35), 0);
+    c.retire(alu_at(0x4000));  // 4 slots: 2 left
+    EXPECT_FALSE(c.take_nmi());
+    c.retire(alu_at(0x4004));  // overflows at this instruction
+    EXPECT_TRUE(c.take_nmi());
+    const u64 rec = FakeGuest::kBase + 0x1000;
+    EXPECT_EQ(g.q(rec + 0x8), 0x4004u) << "the eventing IP";
+    EXPECT_EQ(g.q(rec + 0x10), u64(1) << 35) << "applicable counters: fixed counter 3";
+    EXPECT_EQ(c.peek(reg::FIXED_CTR0 + 3), kTop48 - 4) << "reloaded from 158H";
+}
+
+TEST(SimPebs, AlderLakeECoresHaveFormat5) {
+    SimMachine m = intel_alder_lake();
+    SimCpu& e = m.cpu(4);
+    for (u32 msr : {kDsArea, kPebsEnable, kDataCfg, kLdLat}) EXPECT_TRUE(e.msr_exists(msr)) << msr;
+    EXPECT_EQ(wr(e, kPebsEnable, 0x3F), 0) << "six GP counters";
+    EXPECT_EQ(wr(e, kPebsEnable, u64(1) << 6), pmulab::kVectorGP);
+    EXPECT_EQ(wr(e, kPebsEnable, u64(1) << 34), 0) << "fixed counter 2";
+    EXPECT_EQ(wr(e, kPebsEnable, u64(1) << 35), pmulab::kVectorGP) << "three fixed counters: no SLOTS";
+    SimMachine hybrid = intel_hybrid();
+    EXPECT_FALSE(hybrid.cpu(4).msr_exists(kPebsEnable)) << "format 3 on an E core: not modelled";
+}

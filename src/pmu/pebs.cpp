@@ -166,17 +166,6 @@ void put_names(StrBuf& b, const Table& t) {
         }
 }
 
-// The DS area's reset value of GP counter i or fixed counter i (DsArea: format 4 and
-// before, fixed at 80H; DsArea5: format 5 on, fixed at 140H); null where it has none.
-u64* reset_slot(DsArea* ds, unsigned format, bool fixed, unsigned i) {
-    if (i >= (fixed ? ds_fixed_slots(format) : ds_gp_slots(format))) return nullptr;
-    if (format >= 5) {
-        DsArea5* d5 = reinterpret_cast<DsArea5*>(ds);
-        return fixed ? &d5->fixed_reset[i] : &d5->pebs_reset[i];
-    }
-    return fixed ? &ds->fixed_reset[i] : &ds->pebs_reset[i];
-}
-
 u64 read8(const u8* p) {
     u64 v = 0;
     for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
@@ -397,7 +386,7 @@ Status PebsSource::on_setup(Hw& hw) {
     PMULAB_TRY(hw.wrmsr(IA32_DS_AREA, u64(reinterpret_cast<uintptr_t>(here_->ds))));
     if (caps_.adaptive) PMULAB_TRY(hw.wrmsr(MSR_PEBS_DATA_CFG, PebsDataCfg().set_mem_info(mem).raw()));
     u64 raw = en.raw();
-    if (pt_) PMULAB_TRY(pt_->on_setup(hw, &ds, &raw));  // the trace on; raw gains the PT output
+    if (pt_) PMULAB_TRY(pt_->on_setup(hw, &ds, caps_.format, &raw));  // the trace on; raw gains the PT output
     return hw.wrmsr(msr::IA32_PEBS_ENABLE, raw);
 }
 

@@ -66,6 +66,12 @@ void PtWriter::bip(u8 id, u64 value, bool size4) {
 
 namespace {
 
+// The reset value the DS area holds for a counter (0 where the format has no slot).
+u64 reset_value(regs::pebs::DsArea* ds, unsigned format, bool fixed, unsigned i) {
+    const u64* slot = regs::pebs::reset_slot(ds, format, fixed, i);
+    return slot ? *slot : 0;
+}
+
 u64 read_le(const u8* p, unsigned n) {
     u64 v = 0;
     for (unsigned i = n; i-- > 0;) v = (v << 8) | p[i];
@@ -224,7 +230,7 @@ Status PebsPt::add_cpu(u32 cpu, void* page) {
     return ok_status();
 }
 
-Status PebsPt::on_setup(Hw& hw, regs::pebs::DsArea* ds, u64* en) {
+Status PebsPt::on_setup(Hw& hw, regs::pebs::DsArea* ds, unsigned format, u64* en) {
     here_ = nullptr;
     nsaved_ = 0;
     stats_ = PtDecodeStats();
@@ -245,9 +251,10 @@ Status PebsPt::on_setup(Hw& hw, regs::pebs::DsArea* ds, u64* en) {
     u64 reload[kSaved] = {};
     unsigned n = 4;
     for (unsigned i = 0; i < 8; ++i)
-        if ((want.pmc_bits() >> i) & 1) msrs[n] = MSR_RELOAD_PMC0 + i, reload[n++] = ds->pebs_reset[i];
+        if ((want.pmc_bits() >> i) & 1) msrs[n] = MSR_RELOAD_PMC0 + i, reload[n++] = reset_value(ds, format, false, i);
     for (unsigned i = 0; i < 4; ++i)  // bits 32+i: fixed counter i (v5; PEBS via PT needs adaptive PEBS)
-        if ((want.ll_bits() >> i) & 1) msrs[n] = MSR_RELOAD_FIXED_CTR0 + i, reload[n++] = ds->fixed_reset[i];
+        if ((want.ll_bits() >> i) & 1)
+            msrs[n] = MSR_RELOAD_FIXED_CTR0 + i, reload[n++] = reset_value(ds, format, true, i);
     saved_msr_[0] = IA32_RTIT_CTL, saved_[0] = ctl.value(), nsaved_ = 1;
     for (unsigned k = 1; k < n; ++k) {
         Result<u64> v = hw.rdmsr(msrs[k]);

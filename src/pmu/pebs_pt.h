@@ -79,8 +79,9 @@ public:
     static constexpr usize kMaxCpus = 256;
     static constexpr usize kOutputBytes = 4096;  // one page, aligned to its size
     Status add_cpu(u32 cpu, void* page);
-    // On the measuring CPU, PEBS_ENABLE not yet written: *en gains the PT output fields.
-    Status on_setup(Hw& hw, regs::pebs::DsArea* ds, u64* en);
+    // On the measuring CPU, PEBS_ENABLE not yet written: *en gains the PT output fields;
+    // the reload MSRs take the reset values of ds, laid out as record `format` has it.
+    Status on_setup(Hw& hw, regs::pebs::DsArea* ds, unsigned format, u64* en);
     // In the PMI: the records since the last one into out (allocation-free); their bytes.
     u64 collect(Hw& hw, u8* out, usize cap);
     Status on_teardown(Hw& hw);

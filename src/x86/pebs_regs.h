@@ -88,6 +88,16 @@ constexpr u64 ds_reset_offset(unsigned format, bool fixed, unsigned i) {
 constexpr u64 ds_area_bytes(unsigned format) { return format >= 5 ? sizeof(DsArea5) : sizeof(DsArea); }
 static_assert(ds_reset_offset(4, true, 0) == 0x80 && ds_reset_offset(5, true, 0) == 0x140 &&
               ds_reset_offset(5, true, 3) == 0x158 && ds_reset_offset(5, false, 9) == 0x88);
+// The DS area's reset value of GP counter i or fixed counter i (DsArea: format 4 and
+// before, fixed at 80H; DsArea5: format 5 on, fixed at 140H); null where it has none.
+inline u64* reset_slot(DsArea* ds, unsigned format, bool fixed, unsigned i) {
+    if (i >= (fixed ? ds_fixed_slots(format) : ds_gp_slots(format))) return nullptr;
+    if (format >= 5) {
+        DsArea5* d5 = reinterpret_cast<DsArea5*>(ds);
+        return fixed ? &d5->fixed_reset[i] : &d5->pebs_reset[i];
+    }
+    return fixed ? &ds->fixed_reset[i] : &ds->pebs_reset[i];
+}
 
 // The record formats (IA32_PERF_CAPABILITIES[11:8]) and their fixed layouts; 4 and 5 are
 // adaptive (a basic group and the groups MSR_PEBS_DATA_CFG chose; the record says its size).

@@ -181,7 +181,7 @@ TEST(PebsPtTrace, SetupProgramsTheTraceAndTeardownRestoresEveryMsr) {
     ds.pebs_max = 0x9F00, ds.pebs_threshold = 0x9100;
     ds.pebs_reset[1] = 0xFFFFFFFFFF00ull;
     u64 en = regs::pebs::PebsEnable().set_pmc(1).raw();
-    ASSERT_TRUE(pt.on_setup(m, &ds, &en).ok());
+    ASSERT_TRUE(pt.on_setup(m, &ds, 4, &en).ok());
     EXPECT_EQ(en, 0x3000000000000002ull) << "output = PT, a PMI after each record";
     EXPECT_EQ(ds.pebs_max, 0x9000u) << "the DS buffer has no room";
     EXPECT_EQ(c.peek(IA32_RTIT_CTL), 0xDu) << "TraceEn, OS, User; single-range; no branches";
@@ -197,12 +197,34 @@ TEST(PebsPtTrace, SetupProgramsTheTraceAndTeardownRestoresEveryMsr) {
     // Someone traces already: refused, nothing written.
     c.poke(IA32_RTIT_CTL, 0x2005);
     en = regs::pebs::PebsEnable().set_pmc(1).raw();
-    Status s = pt.on_setup(m, &ds, &en);
+    Status s = pt.on_setup(m, &ds, 4, &en);
     EXPECT_EQ(s.error().code, Errc::unsupported);
     EXPECT_NE(std::strstr(s.error().msg, "already tracing"), nullptr) << s.error().msg;
     EXPECT_EQ(en, 2u);
     EXPECT_EQ(c.peek(IA32_RTIT_OUTPUT_BASE), 0x12340000u);
     EXPECT_TRUE(pt.on_teardown(m).ok()) << "nothing saved: nothing to write";
     EXPECT_EQ(c.peek(IA32_RTIT_CTL), 0x2005u);
+    std::free(page);
+}
+
+// Format 5 keeps fixed counter i's reset value at 140H + 8i (DsArea5), not at 80H: the
+// reload MSR of a PEBS-via-PT fixed counter takes it from there (found at the merge of
+// format 5 with PEBS via PT, which had read format 4's slot).
+TEST(PebsPtTrace, Format5FixedCounterReloadComesFromThe140HSlot) {
+    sim::SimMachine m = sim::intel_icelake_pt(1);
+    sim::SimCpu& c = m.cpu(0);
+    void* page = std::aligned_alloc(4096, 4096);
+    PebsPt pt;
+    ASSERT_TRUE(pt.add_cpu(0, page).ok());
+    regs::pebs::DsArea5 ds5{};
+    ds5.pebs_base = ds5.pebs_index = 0x9000;
+    ds5.pebs_max = 0x9F00, ds5.pebs_threshold = 0x9100;
+    ds5.pebs_reset[8] = 0x1111;  // where format 4's fixed counter 0 would be (80H)
+    ds5.fixed_reset[0] = 0xFFFFFFFFFFF0ull;
+    auto* ds = reinterpret_cast<regs::pebs::DsArea*>(&ds5);
+    u64 en = regs::pebs::PebsEnable().set_fixed(0).raw();
+    ASSERT_TRUE(pt.on_setup(m, ds, 5, &en).ok());
+    EXPECT_EQ(c.peek(MSR_RELOAD_FIXED_CTR0), 0xFFFFFFFFFFF0ull) << "the 140H slot, not 80H";
+    ASSERT_TRUE(pt.on_teardown(m).ok());
     std::free(page);
 }

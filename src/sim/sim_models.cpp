@@ -161,6 +161,7 @@ SimMachine keep_cpus(const SimMachine& base, const std::vector<u32>& keep, bool 
     const SimCpu& first = base.cpu(keep[0]);
     u64 misc = first.msr_exists(reg::MISC_ENABLE) ? first.peek(reg::MISC_ENABLE) : 0;
     SimMachine m(specs);
+    if (const SimAmdL3* l3 = base.amd_l3()) m.enable_amd_l3(l3->f17());  // the named AMD models' L3 PMU
     // NetBurst: performance monitoring available (IA32_MISC_ENABLE[7]), as the Prescott
     // dump records it.
     for (u32 i = 0; i < m.size(); ++i) {

@@ -79,8 +79,9 @@ TEST(MsrTraceNames, EveryFieldTextStaysTheSame) {
                                     {0xC0011000, 0xC0011040}};
     for (const auto& r : ranges)
         for (u32 m = r[0]; m < r[1]; ++m) each(m);
-    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS and PEBS MSR names
-    EXPECT_EQ(h, 0x5D3543EEB61529E4ull);
+    // GLOBAL_STATUS flags, FREEZE_LBRS_ON_PMI, LBR MSR names, MSR_UNC_CBO_CONFIG (396H), IBS and PEBS MSR names,
+    // AMD's L3 PMU (ChL3PmcCfg/ChL3Pmc, C001_0230H..023BH)
+    EXPECT_EQ(h, 0xF49CC8E7EAB9D08Cull);
 }
 
 struct Sink final : TraceSink {

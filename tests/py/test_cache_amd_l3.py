@@ -6,15 +6,14 @@ each member in the target's slice by the simulator's hash; bad input is exit 2 o
 
 import json
 import os
-import random
 import subprocess
-import zlib
 from typing import List
 
 import pytest
 
 from pmulab_test import BUILD, ROOT
-from test_cache_tool import FAST, cache, random_sequence, reference_hits
+from test_cache_slices import check_seq_in_slice
+from test_cache_tool import FAST, cache
 
 CACHESIM = f"{ROOT}/build/host/pmulab-cachesim"
 SIM = os.path.join(BUILD, "host", "pmulab-sim")
@@ -64,22 +63,10 @@ def test_run_cbox_lookups_names_the_slice_of_the_sims_hash(model: str, slices: i
 @pytest.mark.parametrize("model,slice_no", [("zen3", 0), ("zen3", 5), ("zen1", 3)])
 def test_seq_slice_equals_the_reference_in_one_set_of_one_slice(model: str, slice_no: int) -> None:
     # 8 MiB 8-way FIFO L3 in the model's slices (8: 2048 sets each; 4: 4096); set 1000.
-    spec = "L1D:32K:8:LRU,L2:256K:4:LRU,L3:8M:8:FIFO"
-    rng = random.Random(zlib.crc32(f"amd slice {model} {slice_no}".encode()))
-    seqs = [random_sequence(rng, rng.randrange(5, 40), 11) for _ in range(10)]
-    seqs = [s if "?" in s else s + " B0?" for s in seqs]
-    seqs += [" ".join(f"B{i}" for i in range(8)) + " B0?", " ".join(f"B{i}" for i in range(9)) + " B0? B1?"]
-    r = cache("seq", "--sim-model", model, "--sim-cache", spec, "--level", "3", "--slice", str(slice_no), "--sets",
-              "1000", *FAST, "--json", "-v", *seqs)
-    assert r.returncode == 0, r
-    per = 16384 // (8 if model != "zen1" else 4)
-    assert f"pmulab-cache: L3 slice {slice_no} of {8 if model != 'zen1' else 4}: {per} sets per slice; " in r.stderr
-    got = [json.loads(line) for line in r.stdout.splitlines()]
-    assert len(got) == len(seqs)
-    for seq, rec in zip(seqs, got):
-        hits, misses = reference_hits(seq, "FIFO", 8, [1000])
-        assert rec == {"seq": seq, "level": 3, "hits": hits, "misses": misses}, seq
-    assert got[-2]["hits"] == 1 and got[-1] == {"seq": seqs[-1], "level": 3, "hits": 0, "misses": 2}
+    slices = 4 if model == "zen1" else 8
+    log = check_seq_in_slice(["--sim-model", model], "L1D:32K:8:LRU,L2:256K:4:LRU,L3:8M:8:FIFO", slice_no,
+                             f"amd slice {model} {slice_no}", count=10)
+    assert f"pmulab-cache: L3 slice {slice_no} of {slices}: {16384 // slices} sets per slice; " in log, log
 
 
 def test_evset_on_zen3_is_16_lines_of_the_targets_slice_and_set() -> None:

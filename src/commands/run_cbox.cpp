@@ -44,7 +44,10 @@ void cbox_region_hook(const Region& rg, void* ctx) {
     r->counting = false;
     r->region = 0;
     for (u32 i = 0; i < r->seen_count; ++i)
-        if (r->seen[i] == &rg) r->counting = true, r->region = i;
+        if (r->seen[i] == &rg) {
+            r->counting = true;
+            r->region = i;
+        }
     if (!r->counting && r->seen_count < CboxRun::kRegions) r->seen[r->seen_count++] = &rg;
 }
 

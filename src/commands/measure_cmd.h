@@ -9,6 +9,7 @@
 #include "measure/metrics.h"
 #include "measure/pmu_plan.h"
 #include "measure/sampling.h"
+#include "pmu/amd_l3.h"
 #include "pmu/cbox.h"
 #include "pmu/ibs.h"
 #include "commands/run_precise.h"
@@ -196,7 +197,13 @@ struct CboxRun {
     static constexpr u32 kRegions = 4;
     const Region* seen[kRegions] = {};  // regions run before in this job
     u32 seen_count = 0;
+    // On AMD the L3 PMU (pmu/amd_l3.h) instead: slices counted in rounds, each region's
+    // counted runs going through them; slice_runs: the runs each slice was counted in.
+    bool amd = false;
+    AmdL3Pmu l3;
+    u32 slice_runs[msr::kMaxCboxes] = {}, region = 0, region_runs[kRegions] = {};
 };
+static_assert(regs::kAmdL3MaxSlices <= msr::kMaxCboxes);
 // The BSP's C-Boxes: Errc::unsupported with the reason where there are none (exit 3).
 Status prepare_run_cbox(Hw& hw, CboxRun* run);
 // Chains the C-Box hooks around the group's (the first group of a run).

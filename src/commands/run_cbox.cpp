@@ -3,13 +3,18 @@
 // group's own program the C-Boxes once per job on the measuring CPU, read them around
 // every run (the first run of each region of a job, which brings the harness's own lines
 // in, is not counted) and put them back exactly; then one {"type":"cbox_lookups"} record per (CPU,
-// benchmark): the lookups per C-Box and the slice, the box with the most.
+// benchmark): the lookups per C-Box and the slice, the box with the most. On AMD the L3
+// PMU (pmu/amd_l3.h) is the unit: one counter per slice of the measuring CPU's L3 complex,
+// in rounds where the slices outnumber the counters (each region's counted runs go through
+// the rounds); the same record with "unit":"l3", the complex, and the runs per slice.
 #include "base/json.h"
 #include "commands/measure_cmd.h"
 
 namespace pmulab {
 
 namespace {
+
+u32 cbox_units(const CboxRun& r) { return r.amd ? r.l3.boxes() : r.pmu.boxes(); }
 
 Status cbox_setup_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
@@ -18,15 +23,18 @@ Status cbox_setup_hook(Hw& hw, void* ctx) {
     r->have = false;
     r->seen_count = 0;
     for (u64& s : r->sum) s = 0;
-    Status s = r->pmu.begin(hw);
-    if (!s.ok()) (void)r->pmu.end();
+    for (u32& n : r->slice_runs) n = 0;
+    for (u32& n : r->region_runs) n = 0;
+    Status s = r->amd ? r->l3.begin(hw) : r->pmu.begin(hw);
+    if (!s.ok()) (void)(r->amd ? r->l3.end() : r->pmu.end());
     return s;
 }
 
 Status cbox_start_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
+    if (r->amd) PMULAB_TRY(r->l3.select_round(hw, r->region_runs[r->region] % r->l3.rounds()));
     if (r->inner.start) PMULAB_TRY(r->inner.start(hw, r->inner.ctx));
-    return r->pmu.read(hw, r->start);
+    return r->amd ? r->l3.read(hw, r->start) : r->pmu.read(hw, r->start);
 }
 
 // Before every run: whether its region ran before in this job (its first run is not counted).
@@ -34,7 +42,12 @@ void cbox_region_hook(const Region& rg, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
     if (r->inner.region) r->inner.region(rg, r->inner.ctx);
     r->counting = false;
-    for (u32 i = 0; i < r->seen_count; ++i) r->counting = r->counting || r->seen[i] == &rg;
+    r->region = 0;
+    for (u32 i = 0; i < r->seen_count; ++i)
+        if (r->seen[i] == &rg) {
+            r->counting = true;
+            r->region = i;
+        }
     if (!r->counting && r->seen_count < CboxRun::kRegions) r->seen[r->seen_count++] = &rg;
 }
 
@@ -42,9 +55,15 @@ void cbox_region_hook(const Region& rg, void* ctx) {
 Status cbox_stop_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
     u64 now[msr::kMaxCboxes] = {};
-    PMULAB_TRY(r->pmu.read(hw, now));
+    PMULAB_TRY(r->amd ? r->l3.read(hw, now) : r->pmu.read(hw, now));
     if (r->counting) {
-        for (u32 b = 0; b < r->pmu.boxes(); ++b) r->sum[b] += (now[b] - r->start[b]) & low_mask(regs::kCboCounterBits);
+        const unsigned bits = r->amd ? regs::kAmdL3CounterBits : regs::kCboCounterBits;
+        for (u32 b = 0; b < cbox_units(*r); ++b) {
+            if (r->amd && !r->l3.counted(b)) continue;
+            r->sum[b] += (now[b] - r->start[b]) & low_mask(bits);
+            ++r->slice_runs[b];
+        }
+        if (r->amd) ++r->region_runs[r->region];
         ++r->runs;
         r->have = true;
     }
@@ -54,7 +73,7 @@ Status cbox_stop_hook(Hw& hw, void* ctx) {
 
 Status cbox_teardown_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
-    Status s = r->pmu.end();
+    Status s = r->amd ? r->l3.end() : r->pmu.end();
     if (r->inner.teardown) {
         Status t = r->inner.teardown(hw, r->inner.ctx);
         if (s.ok()) s = t;
@@ -69,7 +88,9 @@ Status prepare_run_cbox(Hw& hw, CboxRun* run) {
     // Alder Lake), so the BSP's word holds for every CPU.
     CpuidSnapshot snap;
     capture_cpuid(hw, &snap);
-    Status s = run->pmu.detect(hw, decode_cpuid(snap).id);
+    CpuIdentity id = decode_cpuid(snap).id;
+    run->amd = id.vendor == Vendor::amd;
+    Status s = run->amd ? run->l3.detect(hw, id) : run->pmu.detect(hw, id);
     if (!s.ok()) return s.error().with_context("run --cbox-lookups");
     return ok_status();
 }
@@ -79,19 +100,44 @@ void attach_run_cbox(CboxRun* run, ReadGroup* g) {
     chain_group_hooks(g, h, &run->inner, &run->first_read);
 }
 
+namespace {
+
+// The slice counted most per run (the rounds count slices in different numbers of runs);
+// false when nothing was counted or a slice was never counted.
+bool best_slice(const CboxRun& run, u32* best) {
+    u32 n = cbox_units(run);
+    *best = 0;
+    bool all = true;
+    for (u32 b = 0; b < n; ++b) {
+        all = all && run.slice_runs[b] > 0;
+        if (run.sum[b] * run.slice_runs[*best] > run.sum[*best] * run.slice_runs[b]) *best = b;
+    }
+    return run.have && all && run.sum[*best] > 0;
+}
+
+// AMD's fields: the unit, the L3 complex and where its numbers come from, the runs per slice.
+void amd_l3_fields(JsonWriter& w, const CboxRun& run) {
+    w.field("unit", "l3").field_u("complex", run.l3.complex()).field("complex_from", run.l3.complex_from());
+    w.field("slices_from", run.l3.slices_from()).field_u("rounds", run.l3.rounds());
+    w.key("slice_runs").begin_array();
+    for (u32 b = 0; b < run.l3.boxes(); ++b) w.num(u64(run.slice_runs[b]));
+    w.end_array();
+}
+
+}  // namespace
+
 void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     if (r.read != run.first_read) return;
-    u32 n = run.pmu.boxes(), best = 0;
+    u32 n = cbox_units(run), best = 0;
     u64 total = 0;
-    for (u32 b = 0; b < n; ++b) {
-        total += run.sum[b];
-        if (run.sum[b] > run.sum[best]) best = b;
-    }
-    bool found = run.have && run.sum[best] > 0;
+    for (u32 b = 0; b < n; ++b) total += run.sum[b];
+    bool found = best_slice(run, &best);
     Value rec;
     JsonWriter w(rec);
     w.begin_object().field("type", "cbox_lookups").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
-    w.field("event", "UNC_CBO_CACHE_LOOKUP.ANY").field_u("boxes", n).field_u("runs", run.runs);
+    w.field("event", run.amd ? "L3PMCx04.FF (L3 Lookup State, all)" : "UNC_CBO_CACHE_LOOKUP.ANY");
+    w.field_u("boxes", n).field_u("runs", run.runs);
+    if (run.amd) amd_l3_fields(w, run);
     w.key("lookups").begin_array();
     for (u32 b = 0; b < n; ++b) w.num(run.sum[b]);
     w.end_array();
@@ -101,7 +147,9 @@ void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     out.record(rec);
     if (out.json()) return;
     StrBuf t;
-    t.printf("C-Box lookups of %s on CPU %u:", bench_name(*r.bench), r.cpu);
+    if (run.amd)
+        t.printf("L3 PMU lookups of %s on CPU %u (L3 complex %u):", bench_name(*r.bench), r.cpu, run.l3.complex());
+    else t.printf("C-Box lookups of %s on CPU %u:", bench_name(*r.bench), r.cpu);
     for (u32 b = 0; b < n; ++b) t.printf(" %llu", (unsigned long long)run.sum[b]);
     if (found)
         t.printf(" -> slice %u (%llu of %llu)\n", best, (unsigned long long)run.sum[best], (unsigned long long)total);

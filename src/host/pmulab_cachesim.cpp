@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/sim_amd_l3.h"
 #include "sim/sim_cache.h"
 #include "sim_host.h"
 
@@ -97,7 +98,8 @@ int parse_args(int argc, char** argv, Args* a) {
 
 // The configuration: defaults from the machine (if any), then --cache and --seed.
 int build_config(const Args& a, sim::CacheConfig* out) {
-    CpuidSnapshot snap;  // empty: the generic default
+    CpuidSnapshot snap;                 // empty: the generic default
+    std::unique_ptr<sim::SimAmdL3> l3;  // an AMD model's L3 PMU: its L3 is the complex's
     if (!a.machine.dump.empty() || !a.machine.model.empty()) {
         std::unique_ptr<sim::SimMachine> m;
         std::string what;
@@ -110,10 +112,16 @@ int build_config(const Args& a, sim::CacheConfig* out) {
             return usage_error("--cpu " + std::to_string(a.cpu) + ": the machine has CPUs 0-" +
                                std::to_string(m->size() - 1));
         snap = m->cpu(u32(a.cpu)).snapshot();
+        if (m->amd_l3()) l3 = std::make_unique<sim::SimAmdL3>(m->amd_l3()->f17());
     }
     sim::CacheConfig c = sim::default_cache_config(snap);
+    if (l3) sim::amd_l3_defaults(&c, *l3);
     if (!a.cache.empty()) {
         Result<sim::CacheConfig> r = sim::parse_cache_spec(a.cache, c);
+        if (r.ok() && l3) {
+            Status s = sim::amd_l3_check(&r.value(), *l3);
+            if (!s.ok()) return usage_error(s.error().msg);
+        }
         if (!r.ok()) return usage_error(r.error().msg);
         c = *r;
     }

@@ -312,12 +312,17 @@ AmdLeaves zen(u32 signature, u32 ext1_ecx, const char* brand, u32 emax) {
 SimMachine amd_zen1(u32 n) {
     // Family 17h model 01h (Ryzen 7 1800X): PerfCtrExtCore, IRPerfCount enumerated
     // (erratum 1054).
-    return amd_machine(n, zen(0x00800F11, 0x35C233FF, "AMD Ryzen 7 1800X Eight-Core Processor", 0x8000001F));
+    // PerfCtrExtLLC (8000_0001H:ECX[28]): the L3 PMU with family 17h's slice fields.
+    SimMachine m = amd_machine(n, zen(0x00800F11, 0x35C233FF, "AMD Ryzen 7 1800X Eight-Core Processor", 0x8000001F));
+    m.enable_amd_l3(true);
+    return m;
 }
 
 SimMachine amd_zen3(u32 n) {
     // Family 19h model 21h (Ryzen 5000): maximum extended leaf 8000_0020H, so no PerfMonV2.
-    return amd_machine(n, zen(0x00A20F10, 0x75C237FF, "AMD Ryzen 7 5800X 8-Core Processor", 0x80000020));
+    SimMachine m = amd_machine(n, zen(0x00A20F10, 0x75C237FF, "AMD Ryzen 7 5800X 8-Core Processor", 0x80000020));
+    m.enable_amd_l3(false);  // PerfCtrExtLLC: family 19h's slice fields
+    return m;
 }
 
 SimMachine amd_zen4(u32 n) {
@@ -332,7 +337,9 @@ SimMachine amd_zen4(u32 n) {
     // OpSam, RdWrOpCnt, OpCnt, BrnTrgt, OpCntExt, RipInvalidChk, OpBrnFuse, FetchCtlExtd and
     // the Zen 4 extensions (bit 11).
     a.ibs = 0xBFF;
-    return amd_machine(n, a);
+    SimMachine m = amd_machine(n, a);
+    m.enable_amd_l3(false);  // PerfCtrExtLLC: family 19h's slice fields
+    return m;
 }
 
 SimMachine amd_k10(u32 n) {

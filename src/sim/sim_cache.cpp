@@ -482,7 +482,8 @@ struct CacheHierarchy::Level {
         chunks.resize((sets + kChunkSets - 1) / kChunkSets);
     }
     u64 set_index(u64 line_no) const {
-        if (slices > 1) return llc_slice(line_no << line_shift, slices) * per_slice + line_no % per_slice;
+        if (slices > 1)
+            return slice_of_hash(line_no << line_shift, slices, spec.hash) * per_slice + line_no % per_slice;
         return (sets & (sets - 1)) == 0 ? line_no & (sets - 1) : line_no % sets;
     }
     u64* set_of(u64 line_no) {
@@ -532,7 +533,7 @@ unsigned CacheHierarchy::access(u64 phys_addr, bool write) {
 
 u32 CacheHierarchy::slice_of(u64 phys_addr) const {
     for (const auto& l : levels_)
-        if (l->slices > 1) return llc_slice(phys_addr, l->slices);
+        if (l->slices > 1) return slice_of_hash(phys_addr, l->slices, l->spec.hash);
     return 0;
 }
 
@@ -540,7 +541,7 @@ bool CacheHierarchy::share_last_level(const CacheHierarchy& other) {
     if (levels_.size() < 3 || other.levels_.size() < 3) return false;
     const CacheLevelSpec &a = levels_[2]->spec, &b = other.levels_[2]->spec;
     if (a.slices < 2 || a.size_bytes != b.size_bytes || a.ways != b.ways || a.line != b.line || a.policy != b.policy ||
-        a.slices != b.slices)
+        a.slices != b.slices || a.hash != b.hash)
         return false;
     levels_[2] = other.levels_[2];
     return true;

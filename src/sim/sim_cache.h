@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "sim/sim_slice.h"
 #include "x86/cpuid.h"
 
 namespace sim {
@@ -43,8 +44,9 @@ struct CacheLevelSpec {
     u64 size_bytes = 0;
     u32 ways = 0;
     u32 line = 64;
-    std::string policy;  // a cacheSim.py policy name (cache_policy_names()) or RANDOM
-    u32 slices = 1;      // L3 only: 1, 2, 4 or 8 (sim_slice.h)
+    std::string policy;                        // a cacheSim.py policy name (cache_policy_names()) or RANDOM
+    u32 slices = 1;                            // L3 only: 1, 2, 4 or 8 (sim_slice.h)
+    SliceHash hash = SliceHash::intel_client;  // the slice hash of a sliced L3 (sim_slice.h)
     u64 sets() const { return size_bytes / (u64(ways) * line); }
     u64 sets_per_slice() const { return sets() / slices; }
 };

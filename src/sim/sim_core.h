@@ -423,6 +423,7 @@ private:
         prefetch,        // the prefetcher control MSR (prefetch_bits)
         ecore_prefetch,  // the E cores' 1320H-1327H (ecore_prefetch_bits)
         uncore,          // the package's C-Box counters (sim_uncore.h)
+        amd_l3,          // the L3 complex's PMU (sim_amd_l3.h)
         ibs,             // the IBS MSRs (sim_ibs.h)
         rapl,            // the RAPL energy MSRs (sim_rapl.h)
         extra,

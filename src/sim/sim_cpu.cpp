@@ -193,6 +193,7 @@ SimCpu::Reg SimCpu::classify(u32 m) const {
     if (prefetch_bits(m)) return Reg::prefetch;
     if (ecore_prefetch_bits(m)) return Reg::ecore_prefetch;
     if (shared_->uncore && shared_->uncore->claims(m)) return Reg::uncore;
+    if (shared_->amd_l3 && shared_->amd_l3->claims(m)) return Reg::amd_l3;
     if (m == reg::DEBUGCTL && L.debugctl) return Reg::debugctl;
     if (m == reg::SMI_COUNT && L.smi_count) return Reg::smi_count;
     if (lbr_.claims(m)) return Reg::lbr;
@@ -232,6 +233,11 @@ u64 SimCpu::read_reg(Reg r, u32 msr) const {
             shared_->uncore->rdmsr(msr, &v);
             return v;
         }
+        case Reg::amd_l3: {
+            u64 v = 0;
+            shared_->amd_l3->rdmsr(msr, &v);
+            return v;
+        }
         case Reg::rapl: return rapl_.read(msr, tsc_);
         case Reg::lbr: {
             u64 v = 0;
@@ -261,6 +267,7 @@ u8 SimCpu::write_reg(Reg r, u32 msr, u64 v) {
         case Reg::mperf: mperf_ = v; return 0;
         case Reg::lbr: return lbr_.wrmsr(msr, v);
         case Reg::uncore: return shared_->uncore->wrmsr(msr, v);
+        case Reg::amd_l3: return shared_->amd_l3->wrmsr(msr, v);
         case Reg::ibs: return ibs_.wrmsr(msr, v);
         case Reg::prefetch:
             if (v & ~prefetch_bits(msr)) return kVectorGP;  // the other bits are reserved
@@ -312,6 +319,7 @@ bool SimCpu::poke_reg(Reg r, u32 msr, u64 v) {
         case Reg::extra: extra_.at(msr).value = v; return true;
         case Reg::lbr: return lbr_.wrmsr(msr, v) == 0;
         case Reg::uncore: return shared_->uncore->wrmsr(msr, v) == 0;
+        case Reg::amd_l3: return shared_->amd_l3->wrmsr(msr, v) == 0;
         case Reg::ibs: ibs_.poke(msr, v); return true;
         case Reg::rapl: rapl_.preset(msr, v, tsc_); return true;
         case Reg::bios_sign:

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "sim/sim_cpu.h"
+#include "sim/sim_amd_l3.h"
 #include "sim/sim_uncore.h"
 
 namespace sim {
@@ -17,6 +18,7 @@ struct Shared {
     u64 nth_wrmsr = 0;  // machine-wide countdown, 0 = off
     u8 nth_vector = 0;
     std::unique_ptr<SimUncore> uncore;  // the package's C-Boxes (client Intel parts), or null
+    std::unique_ptr<SimAmdL3> amd_l3;   // the L3 complex's PMU (the named AMD models), or null
 };
 
 using pmulab::kVectorGP;

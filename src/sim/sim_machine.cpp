@@ -28,6 +28,10 @@ SimMachine::SimMachine(const std::vector<CpuSpec>& cpus) : shared_(std::make_sha
 
 SimUncore* SimMachine::uncore() { return shared_->uncore.get(); }
 
+void SimMachine::enable_amd_l3(bool f17) { shared_->amd_l3 = std::make_unique<SimAmdL3>(f17); }
+
+SimAmdL3* SimMachine::amd_l3() const { return shared_->amd_l3.get(); }
+
 void SimMachine::set_bsp(u32 i) {
     for (u32 k = 0; k < size(); ++k) cpus_[k].topology().bsp = k == i;
     bsp_ = current_ = i;

@@ -11,6 +11,7 @@
 namespace sim {
 
 class SimUncore;
+class SimAmdL3;
 
 class SimMachine final : public pmulab::Hw {
 public:
@@ -38,6 +39,10 @@ public:
 
     // The package's C-Box counters (sim_uncore.h): client Intel parts only, else null.
     SimUncore* uncore();
+    // The L3 complex's PMU (sim_amd_l3.h), shared by every CPU: the named AMD models
+    // (zen1, zen3, zen4) enable it; null elsewhere (dumps).
+    void enable_amd_l3(bool f17);
+    SimAmdL3* amd_l3() const;
 
     // The k-th WRMSR from now on any CPU faults, once.
     void fail_nth_wrmsr(u64 k, u8 vector = pmulab::kVectorGP);

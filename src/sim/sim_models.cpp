@@ -104,9 +104,11 @@ const NamedModel kModels[] = {
     {"alder_lake", "hybrid with PERF_METRICS on the P cores (Gracemont E cores)", [] { return intel_alder_lake(); }},
     {"qemu_tcg", "QEMU TCG, qemu64 model: no PMU, RDPMC #UD, unknown MSRs read 0", [] { return qemu_tcg(); }},
     {"qemu_tcg_intel", "QEMU TCG, Skylake-Client model: CPUID.0AH = 0", [] { return qemu_tcg_intel(); }},
-    {"zen1", "AMD Zen 1 (17h/01h): PerfCtrExtCore, IRPerfCount erratum 1054", [] { return amd_zen1(); }},
-    {"zen3", "AMD Zen 3 (19h/21h): PerfCtrExtCore, 6 counters, no PerfMonV2", [] { return amd_zen3(); }},
-    {"zen4", "AMD Zen 4 (19h/61h): PerfMonV2, 6 core counters", [] { return amd_zen4(); }},
+    {"zen1", "AMD Zen 1 (17h/01h): PerfCtrExtCore, IRPerfCount erratum 1054, L3 PMU (4 slices)",
+     [] { return amd_zen1(); }},
+    {"zen3", "AMD Zen 3 (19h/21h): PerfCtrExtCore, 6 counters, no PerfMonV2, L3 PMU (8 slices)",
+     [] { return amd_zen3(); }},
+    {"zen4", "AMD Zen 4 (19h/61h): PerfMonV2, 6 core counters, L3 PMU (8 slices)", [] { return amd_zen4(); }},
     {"k10", "AMD family 10h: 4 legacy counters", [] { return amd_k10(); }},
     {"prescott", "Intel Pentium 4 Prescott (NetBurst ESCR/CCCR), 1 CPU", [] { return netburst_p4(1); }},
     {"prescott_ht", "Prescott with Hyper-Threading: 2 threads sharing one ESCR/CCCR file",
@@ -167,6 +169,7 @@ SimMachine keep_cpus(const SimMachine& base, const std::vector<u32>& keep, bool 
     const SimCpu& first = base.cpu(keep[0]);
     u64 misc = first.msr_exists(reg::MISC_ENABLE) ? first.peek(reg::MISC_ENABLE) : 0;
     SimMachine m(specs);
+    if (const SimAmdL3* l3 = base.amd_l3()) m.enable_amd_l3(l3->f17());  // the named AMD models' L3 PMU
     // NetBurst: performance monitoring available (IA32_MISC_ENABLE[7]), as the Prescott
     // dump records it.
     for (u32 i = 0; i < m.size(); ++i) {

@@ -39,6 +39,16 @@ u32 llc_slice(u64 phys, u32 slices) {
     return out;
 }
 
+u32 amd_standin_slice(u64 phys, u32 slices) {
+    u32 fold = 0;
+    for (u32 b = 6; b < 48; b += 3) fold ^= u32(phys >> b) & 7;
+    return slices > 1 ? fold & (slices - 1) : 0;
+}
+
+u32 slice_of_hash(u64 phys, u32 slices, SliceHash hash) {
+    return hash == SliceHash::amd_standin ? amd_standin_slice(phys, slices) : llc_slice(phys, slices);
+}
+
 bool uncore_global_at_e01(const pmulab::CpuidSnapshot& cpuid) {
     u32 family = 0, model = display_model(cpuid, &family);
     return is_intel(cpuid) && family == 6 && in(kSklClient, model);

@@ -28,6 +28,19 @@ inline constexpr u64 kSliceHashMasks[3] = {
     0x3CCCC93100ull,
 };
 
+// Which hash a sliced L3 uses: Intel's client complex addressing (above), or the stand-in
+// of the simulated AMD parts (amd_standin_slice).
+enum class SliceHash : pmulab::u8 { intel_client, amd_standin };
+
+// The simulated AMD L3's slice of `phys` among `slices` (2, 4 or 8): AMD does not disclose
+// its slice hash, so the simulator uses its own: the XOR of the physical address's 3-bit
+// groups from bit 6 (bits 6-8, 9-11, ..., 45-47), its low log2(slices) bits. Every
+// address bit from 6 to 47 moves the slice, as in the XOR hashes reverse-engineered on
+// Intel parts; it is no claim about AMD's.
+u32 amd_standin_slice(u64 phys, u32 slices);
+// The slice by `hash`.
+u32 slice_of_hash(u64 phys, u32 slices, SliceHash hash);
+
 // 1, 2, 4 or 8: the slice counts the hash covers.
 bool slice_count_ok(u32 slices);
 // The slice of `phys` among `slices` (slice_count_ok); 0 when slices is 1.

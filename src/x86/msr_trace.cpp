@@ -1,5 +1,6 @@
 #include "x86/msr_trace.h"
 
+#include "x86/amd_l3_regs.h"
 #include "x86/amd_regs.h"
 #include "x86/ibs_regs.h"
 #include "x86/intel_regs.h"
@@ -168,6 +169,16 @@ bool amd_name(u32 m, StrBuf& out) {
     return false;
 }
 
+// AMD's L3 PMU (x86/amd_l3_regs.h): ChL3PmcCfg n = C001_0230H + 2n, ChL3Pmc n = + 1.
+bool amd_l3_name(const TraceNames& n, u32 m, StrBuf& out) {
+    if (!is_amd_family(n.vendor) || m < msr::AMD_CH_L3_PMC_CFG0 ||
+        m >= msr::AMD_CH_L3_PMC_CFG0 + 2 * msr::kAmdL3Counters)
+        return false;
+    u32 i = (m - msr::AMD_CH_L3_PMC_CFG0) / 2;
+    out.printf("%s%u", (m - msr::AMD_CH_L3_PMC_CFG0) % 2 ? "ChL3Pmc" : "ChL3PmcCfg", i);
+    return true;
+}
+
 bool is_amd_ctl(u32 m) {
     using namespace regs::amd;
     if (m >= msr::AMD_PERF_EVT_SEL0 && m < msr::AMD_PERF_EVT_SEL0 + kLegacyCounters) return true;
@@ -246,6 +257,7 @@ void trace_reg_name(const TraceNames& n, TraceOp op, u32 addr, StrBuf& out) {
     }
     if (n.pmu.netburst && netburst_name(addr, out)) return;
     if (amd_name(addr, out)) return;
+    if (amd_l3_name(n, addr, out)) return;
     if (lbr_name(n, addr, out)) return;
     if (uncore_name(n, addr, out)) return;
     if (pt_name(n, addr, out)) return;

@@ -15,6 +15,10 @@ Where the target has no C-Boxes, `--slice N` groups the candidate lines of the s
 eviction sets (cache_evset.py: lines that evict each other share a slice) and takes the
 N-th group in the order found (group 0 holds the set's first line): the hash's slice
 numbers are not known then. A target whose L3 is not sliced at all has one group.
+
+On AMD the same record comes from the L3 PMU (src/pmu/amd_l3.h, `"unit":"l3"`): the slices
+of the measuring CPU's L3 complex, counted in rounds where they outnumber its 6 counters
+(8 slices per CCD from family 19h on); the lookups then repeat once per round (--reps).
 """
 
 from __future__ import annotations
@@ -65,6 +69,8 @@ class Slices:
     def __init__(self, target: Target) -> None:
         self.t = target
         self.boxes: Optional[int] = None  # None: not probed; 0: no C-Box lookups
+        self.rounds = 1                    # the target's rounds over the slices (AMD's L3 PMU)
+        self.unit = "cbox"                 # "l3": AMD's L3 PMU
         self.why = ""
         self.r14: Optional[int] = None     # the area's start when the lookups ran
         self.size = 0
@@ -72,7 +78,7 @@ class Slices:
     def _argv(self, codes: Sequence[Tuple[int, bytes]], init: bytes, size: int
               ) -> Tuple[List[str], Dict[str, bytes]]:
         argv = ["run", "--events", "tsc", "--cbox-lookups", "--basic", "--unroll", str(LOOKUP_COPIES),
-                "--loop", "1", "--reps", "1", "--warmup", "1", "--r14-size", str(size), "--init", init.hex(),
+                "--loop", "1", "--reps", str(self.rounds), "--warmup", "1", "--r14-size", str(size), "--init", init.hex(),
                 *self.t._cpu()]
         for off, body in codes:
             argv += ["--code", body.hex(), "--name", f"{off:#x}"]
@@ -91,6 +97,8 @@ class Slices:
             recs = ans.of_type("cbox_lookups")
             if ans.status == 0 and recs:
                 self.boxes = int(recs[0]["boxes"])
+                self.rounds = int(recs[0].get("rounds", 1))
+                self.unit = str(recs[0].get("unit", "cbox"))
             else:
                 self.boxes = 0
                 self.why = "; ".join(str(r.get("message")) for r in ans.errors) or f"status {ans.status}"
@@ -162,7 +170,8 @@ class SliceTarget(Target):
             return False
         boxes = self.slices.probe()
         if want is not None and boxes >= 2 and not 0 <= want < boxes:
-            raise Usage(f"--slice {want}: the L3 has slices 0-{boxes - 1} (one per C-Box)")
+            per = "of the L3 complex, AMD's L3 PMU" if self.slices.unit == "l3" else "one per C-Box"
+            raise Usage(f"--slice {want}: the L3 has slices 0-{boxes - 1} ({per})")
         return boxes >= 2 or want is not None  # without C-Boxes: by eviction sets
 
     def prepare(self, level: int, sets: List[int], seqs: Sequence[Sequence[Element]],

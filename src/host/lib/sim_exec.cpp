@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "pmu/pmi.h"
+#include "sim/sim_amd_l3.h"
 #include "sim/sim_cache.h"
 #include "sim/sim_regs.h"
 #include "sim/sim_uncore.h"
@@ -13,13 +14,17 @@ namespace pmulab {
 namespace {
 
 // The memory hierarchy (sim_cache.h) as the executor sees it; an access that reaches the
-// L3 is a lookup in its slice's C-Box (sim_uncore.h), where the machine has C-Boxes.
+// L3 is a lookup in its slice's C-Box (sim_uncore.h), where the machine has C-Boxes, or in
+// the L3 PMU of an AMD model (sim_amd_l3.h), by this CPU's core and thread.
 class CacheModel final : public SimDataCache {
 public:
     CacheModel(const sim::CacheConfig& c, sim::SimUncore* uncore) : h_(c), uncore_(uncore) {}
+    void set_amd_l3(sim::SimAmdL3* l3, u32 core, u32 thread) { l3_ = l3, core_ = core, thread_ = thread; }
     unsigned access(u64 addr, bool write) override {
         unsigned level = h_.access(addr, write);
-        if (uncore_ && h_.memory_level() == 3 && level >= 2) uncore_->llc_lookup(h_.slice_of(addr), level == 2, write);
+        bool l3 = h_.memory_level() == 3 && level >= 2;
+        if (uncore_ && l3) uncore_->llc_lookup(h_.slice_of(addr), level == 2, write);
+        if (l3_ && l3) l3_->lookup(h_.slice_of(addr), core_, thread_, level == 2);
         return level;
     }
     void flush_line(u64 addr) override { h_.flush_line(addr); }
@@ -32,13 +37,19 @@ public:
 private:
     sim::CacheHierarchy h_;
     sim::SimUncore* uncore_;
+    sim::SimAmdL3* l3_ = nullptr;
+    u32 core_ = 0, thread_ = 0;
 };
 
-// CPU `cpu`'s hierarchy under `spec` ("" = its defaults).
-Result<sim::CacheConfig> cache_config(const std::string& spec, const sim::SimCpu& cpu) {
+// CPU `cpu`'s hierarchy under `spec` ("" = its defaults); an AMD model's L3 is its L3 PMU's
+// complex (sim_amd_l3.h).
+Result<sim::CacheConfig> cache_config(const std::string& spec, const sim::SimCpu& cpu, const sim::SimAmdL3* l3) {
     sim::CacheConfig d = sim::default_cache_config(cpu.snapshot());
+    if (l3) sim::amd_l3_defaults(&d, *l3);
     if (spec.empty()) return d;
-    return sim::parse_cache_spec(spec, d);
+    Result<sim::CacheConfig> c = sim::parse_cache_spec(spec, d);
+    if (c.ok() && l3) PMULAB_TRY(sim::amd_l3_check(&c.value(), *l3));
+    return c;
 }
 
 }  // namespace
@@ -101,22 +112,24 @@ void SimExec::pmi_detach() {
 }
 
 Status SimExec::set_cache(const std::string& spec, u64 seed) {
+    sim::SimAmdL3* l3 = m_.amd_l3();
     for (u32 i = 0; i < m_.size(); ++i) {
-        Result<sim::CacheConfig> c = cache_config(spec, m_.cpu(i));
+        Result<sim::CacheConfig> c = cache_config(spec, m_.cpu(i), l3);
         if (!c.ok()) return c.error().with_context("CPU %u", unsigned(i));
     }
     sim::SimUncore* uncore = m_.uncore();
     // The C-Boxes follow the BSP's L3 slices (1 when --cache leaves none: nothing counts).
-    Result<sim::CacheConfig> bsp = cache_config(spec, m_.cpu(m_.bsp()));
+    Result<sim::CacheConfig> bsp = cache_config(spec, m_.cpu(m_.bsp()), l3);
     if (uncore && bsp.ok()) uncore->set_boxes(bsp.value().levels.size() == 3 ? bsp.value().levels[2].slices : 1);
     // A sliced L3 (a client part's) is shared by every CPU whose L3 is configured alike:
     // the first CPU's model made keeps it for the others (the runner makes them lazily).
     auto first = std::make_shared<std::vector<CacheModel*>>();
-    runner_->set_data_cache([spec, seed, uncore, first](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
-        Result<sim::CacheConfig> c = cache_config(spec, cpu);
+    runner_->set_data_cache([spec, seed, uncore, l3, first](const sim::SimCpu& cpu) -> std::unique_ptr<SimDataCache> {
+        Result<sim::CacheConfig> c = cache_config(spec, cpu, l3);
         if (!c.ok() || c.value().levels.empty()) return nullptr;
         c.value().seed = seed;
         auto m = std::make_unique<CacheModel>(c.value(), uncore);
+        if (l3) m->set_amd_l3(l3, cpu.topology().core, cpu.topology().thread);
         bool shared = false;
         for (CacheModel* o : *first) shared = shared || m->hierarchy().share_last_level(o->hierarchy());
         if (!shared) first->push_back(m.get());

@@ -76,6 +76,22 @@ def test_ibs_op_says_l1_for_the_hit_and_dram_for_the_flushed_line():
     assert "  body             12          6   13.04% r14+64 (6)  latency 200/200.0/200  source DRAM 6\n" in r.out
 
 
+def test_l2_and_l3_sources_follow_the_cache_models_conflicts():
+    # A direct-mapped 4 KiB L1D: [r14] and [r14+4096] evict each other there and are both
+    # served by L2 (4 + 12 cycles), after their first, cold accesses from memory.
+    rec = _record("--model", "icelake", "--cpus", "0", "--cache", "L1D:4K:1:LRU", "--", "run", "--asm",
+                  "mov rax, [r14]; mov rcx, [r14+4096]", "--sample", "CD.01.MSR_3F6H=3:1", "--precise", *PEBS_SHAPE)
+    for b in _buckets(rec).values():
+        assert b["data_source"] == {"L2": 59, "DRAM": 1}, b
+        assert b["latency"] == {"n": 60, "min": 16, "median": 16.0, "max": 204}, b
+    # Zen 4 with a direct-mapped L2 of 8 KiB as well: [r14] and [r14+8192] also evict each
+    # other from L2 and meet in L3; [r14+4096] has an L2 set to itself.
+    b = _buckets(_record("--model", "zen4", "--cpus", "0", "--cache", "L1D:4K:1:LRU,L2:8K:1:LRU", "--", "run",
+                         "--asm", "mov rax, [r14]; mov rcx, [r14+4096]; mov rdx, [r14+8192]", "--sample", "ibs_op:16",
+                         *IBS_SHAPE))
+    assert {o: x["data_source"] for o, x in b.items()} == {0: {"L3": 6}, 3: {"L2": 6}, 10: {"L3": 6}}, b
+
+
 def test_ibs_l3_miss_only_keeps_only_the_missing_loads_samples():
     full = _buckets(_record("--model", "zen4", "--cpus", "0", "--", "run", "--asm", IBS_ASM, "--sample", "ibs_op:16",
                             *IBS_SHAPE))

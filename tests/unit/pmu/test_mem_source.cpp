@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "base/json.h"
-#include "commands/run_sample_precise.h"
 #include "pmu/ibs.h"
 #include "pmu/mem_source.h"
 #include "sim/sim_cpu.h"
@@ -188,41 +186,4 @@ TEST(MemSource, IbsOpRandomStartIsKeptAndSeeded) {
     EXPECT_LT(a, 128u);
     EXPECT_LT(b, 128u);
     EXPECT_NE(a, b);
-}
-
-// Per bucket: the sources counted in mem_source_name order, STLB misses and locked
-// accesses when any; samples without a source counted in no source.
-TEST(MemSource, BucketCountsSourcesStlbMissesAndLocks) {
-    u8 code[64] = {};
-    Region r;
-    r.code = code;
-    r.size = r.code_size = 64;
-    r.body_offset = 0, r.body_len = 8, r.copies = 1;
-    const u64 base = u64(reinterpret_cast<uintptr_t>(code));
-    SampleCounts c;
-    c.size(8, 0, 0);
-    auto add = [&](u64 at, u64 dse) {
-        PreciseSample s;
-        s.rip = base + at;
-        s.source = pebs_mem_source(dse);
-        c.add_precise(&r, s);
-    };
-    add(2, 0xA), add(2, 0x1), add(2, 0x1A), add(2, 0x21), add(2, 0x1);
-    PreciseSample none;  // no data source (not a load-latency record)
-    none.rip = base + 2;
-    c.add_precise(&r, none);
-    PreciseBucket b;
-    ASSERT_TRUE(precise_bucket(c, CodeBlock::body, 2, MeasureResult(), &b).ok());
-    EXPECT_EQ(b.with_source, 5u);
-    Value v;
-    JsonWriter w(v);
-    w.begin_object();
-    precise_bucket_json(w, b);
-    w.end_object();
-    StrBuf out;
-    json_write(out, v);
-    EXPECT_STREQ(out.c_str(), "{\"data_source\":{\"L1\":3,\"DRAM\":2},\"stlb_miss\":1,\"locked\":1}");
-    StrBuf t;
-    precise_bucket_text(t, b);
-    EXPECT_STREQ(t.c_str(), "  source L1 3, DRAM 2, stlb_miss 1, locked 1");
 }

@@ -77,6 +77,7 @@ struct RunOptions {
     Vec<SampleSpec> samples;
     bool precise = false;       // --precise: the sampled events through PEBS (run_precise.cpp)
     bool pebs_pt = false;       // --pebs-output pt: PEBS records through Intel PT (pmu/pebs_pt.h)
+    IbsControls ibs;            // --ibs-rand, --ibs-l3-miss-only (run_ibs.cpp)
     bool lbr = false;           // --lbr (run_lbr.cpp)
     bool cbox_lookups = false;  // --cbox-lookups (run_cbox.cpp)
     // --cycle-by-cycle [--end-to-end] (run_cbc.cpp, measure/cycle_by_cycle.h); --unroll given
@@ -145,7 +146,11 @@ bool sample_result(RunSampling& s, Out& out, const RunOptions& o, const MeasureR
 // An IBS --sample (the kind set, the period checked for its form): its event in the list
 // is a counter-less placeholder ("tsc NAME") whose read carries the samples record.
 Status ibs_sample_spec(SampleSpec* sp);
-// Each CPU of the set has IBS with the kind, and the period fits (before anything runs).
+// After the samples are parsed: --ibs-rand / --ibs-l3-miss-only without an IBS --sample
+// is invalid_argument.
+Status ibs_finish_controls(const RunOptions& o);
+// Each CPU of the set has IBS with the kind, and the period and the controls fit (before
+// anything runs).
 Status ibs_sample_mark(const RunOptions& o, const EventsForCpus& set);
 // The IBS units of a plan's groups armed: each IBS sample a slot of its group's
 // SampleGroup (made when the group has no sampled counter), its IbsSource the group's

@@ -25,6 +25,15 @@ Status ibs_sample_spec(SampleSpec* sp) {
     return ibs_check_period(sp->ibs, sp->period, sp->event);
 }
 
+Status ibs_finish_controls(const RunOptions& o) {
+    if (!o.ibs.rand && !o.ibs.l3_miss_only) return ok_status();
+    for (const SampleSpec& sp : o.samples)
+        if (sp.ibs != IbsKind::none) return ok_status();
+    return Error::make(Errc::invalid_argument,
+                       "%s is an IBS control: it needs --sample ibs_op, ibs_op_cycles or ibs_fetch (AMD)",
+                       o.ibs.rand ? "--ibs-rand" : "--ibs-l3-miss-only");
+}
+
 Status ibs_sample_mark(const RunOptions& o, const EventsForCpus& set) {
     bool op = false;
     for (const SampleSpec& sp : o.samples) {
@@ -38,6 +47,7 @@ Status ibs_sample_mark(const RunOptions& o, const EventsForCpus& set) {
             IbsInfo info;
             ibs_decode(pc.probe.cpuid, &info);
             Status s = ibs_check(info, sp.ibs, sp.period, sp.event);
+            if (s.ok()) s = ibs_check_controls(info, sp.ibs, o.ibs, sp.event);
             if (!s.ok()) return s.error().with_context("CPU %u", pc.cpu);
         }
     }
@@ -79,6 +89,10 @@ Status ibs_setup(Hw& hw, void* ctx) {
                            "0x%llx: LVTOffsetVal is 0), so its interrupt cannot be delivered",
                            (unsigned long long)ctl.raw());
     r.lvt_offset = u32(ctl.lvt_offset());
+    // IbsOpData2's DataSrc has 5 bits with the Zen 4 extensions (mem_source.h).
+    const CpuidRegs f = hw.cpuid(0x80000000, 0).eax >= regs::ibs::kFeatureLeaf ? hw.cpuid(regs::ibs::kFeatureLeaf, 0)
+                                                                               : CpuidRegs{};
+    r.source.zen4 = regs::ibs::IbsFeatures(f.eax).zen4_ext();
     Result<u32> lvt = r.mp->lvt_ext(r.lvt_offset);
     if (!lvt.ok())
         return lvt.error().with_context("cannot sample with IBS: extended LVT entry %u (IBS_CTL.LVTOffset)",
@@ -192,11 +206,12 @@ Status ibs_sample_prepare(const RunOptions& o, MeasurePlatform& mp, PmuPlan& pla
         sg->period_of_slot[slot] = sp.period;
         sg->event_of_slot[slot] = u32(i);
         if (sp.ibs == IbsKind::fetch) {
-            r->source.fetch_ctl = ibs_fetch_ctl(sp.period);
+            r->source.fetch_ctl = ibs_fetch_ctl(sp.period, o.ibs);
             r->source.fetch_slot = slot;
         } else {
-            r->source.op_ctl = ibs_op_ctl(sp.ibs, sp.period);
+            r->source.op_ctl = ibs_op_ctl(sp.ibs, sp.period, o.ibs);
             r->source.op_slot = slot;
+            r->source.op_rand = o.ibs.rand;
         }
     }
     return ok_status();

@@ -174,6 +174,15 @@ const OptionSpec kRunOptionTable[] = {
              "pt the Intel PT trace pmulab programs (IA32_PERF_CAPABILITIES[16];\n"
              "docs/sampling.md \"PEBS output to Intel PT\")",
      .choices = "ds|pt", .section = 1, .apply = RUN_SET(o.pebs_pt = h.num == 1)},
+    {.name = "--ibs-rand",
+     .help = "with --sample ibs_fetch: IbsRandEn (random low 4 bits of each fetch\n"
+             "period); ibs_op: the random IbsOpCurCnt[6:0] the hardware leaves at each\n"
+             "sample starts the next period, as Linux does (docs/sampling.md)", .section = 1,
+     .apply = RUN_SET(o.ibs.rand = true)},
+    {.name = "--ibs-l3-miss-only",
+     .help = "with --sample ibs_op/ibs_fetch: only ops (fetches) that missed L3\n"
+             "(L3MissOnly; Zen 4 on: CPUID 8000_001BH EAX[11]; docs/sampling.md)", .section = 1,
+     .apply = RUN_SET(o.ibs.l3_miss_only = true)},
     {.name = "--events-file", .metavar = "P", .value = OptValue::path,
      .help = "more events from file P on the boot volume, one spec per line, '#'\n"
              "comments (nanoBench configurations work as they are); after --events", .section = 1,
@@ -274,7 +283,7 @@ const CommandOptions kRunCommand = {
         "                  [--basic] [--irq cli|lvt] [--serialize lfence|cpuid] [--size BYTES[,BYTES...]]\n"
         "                  [--seed N] [--decimals D] [--raw] [--progress] [--lbr] [--cbox-lookups]\n"
         "                  [--topdown [1|2]] [--metrics NAMES] [--metrics-file PATH]\n"
-        "                  [--sample EVENT[:PERIOD] ...]\n"
+        "                  [--sample EVENT[:PERIOD] ...] [--precise] [--ibs-rand] [--ibs-l3-miss-only]\n"
         "                  [--align-offset N] [--initial-warmup N] [--drain-frontend] [--no-mem]\n"
         "                  [--timeout SECONDS] [--code-offset BYTES]\n"
         "\n"
@@ -304,6 +313,7 @@ namespace {
 Status finish_events(RunOptions* o) {
     PMULAB_TRY(finish_samples(o));
     PMULAB_TRY(finish_precise(o));
+    PMULAB_TRY(ibs_finish_controls(*o));  // --ibs-rand, --ibs-l3-miss-only (run_ibs.cpp)
     const char* events = o->events_joined.size() ? o->events_joined.c_str() : "tsc";
     o->events_arg = events;
     PMULAB_TRY(split_list("--events", events, &o->events, true));

@@ -57,6 +57,37 @@ void put_place(StrBuf& t, const PreciseBucket::Place& p) {
     else t.printf("%s+%llu", kDataAreaNames[p.area], (unsigned long long)p.offset);
 }
 
+void count_source(const MemSourceInfo& m, PreciseBucket* out) {
+    if (m.source == MemSource::none || unsigned(m.source) >= kMemSourceCount) return;
+    ++out->source[unsigned(m.source)];
+    ++out->with_source;
+    out->stlb_miss += m.stlb_miss;
+    out->locked += m.locked;
+}
+
+void source_json(JsonWriter& w, const PreciseBucket& b) {
+    if (!b.with_source) return;
+    w.key("data_source").begin_object();
+    for (unsigned i = 0; i < kMemSourceCount; ++i)
+        if (b.source[i]) w.field_u(mem_source_name(MemSource(i)), b.source[i]);
+    w.end_object();
+    if (b.stlb_miss) w.field_u("stlb_miss", b.stlb_miss);
+    if (b.locked) w.field_u("locked", b.locked);
+}
+
+void source_text(StrBuf& t, const PreciseBucket& b) {
+    if (!b.with_source) return;
+    t.put(StrView("  source"));
+    const char* sep = " ";
+    for (unsigned i = 0; i < kMemSourceCount; ++i)
+        if (b.source[i]) {
+            t.printf("%s%s %llu", sep, mem_source_name(MemSource(i)), (unsigned long long)b.source[i]);
+            sep = ", ";
+        }
+    if (b.stlb_miss) t.printf(", stlb_miss %llu", (unsigned long long)b.stlb_miss);
+    if (b.locked) t.printf(", locked %llu", (unsigned long long)b.locked);
+}
+
 }  // namespace
 
 Status precise_bucket(const SampleCounts& c, CodeBlock block, usize offset, const MeasureResult& r,
@@ -72,6 +103,7 @@ Status precise_bucket(const SampleCounts& c, CodeBlock block, usize offset, cons
             k.area = area_of(r, e.data_addr, &k.offset);
         }
         if (e.has_latency) lat.push(i64(e.latency));
+        count_source(e.source, out);
     }
     out->with_data = keys.size();
     sort_keys(keys.data(), keys.size());
@@ -111,6 +143,7 @@ void precise_bucket_json(JsonWriter& w, const PreciseBucket& b) {
         w.key("max").fixed(b.latency.max.num, b.latency.max.den, 0);
         w.end_object();
     }
+    source_json(w, b);
 }
 
 void precise_bucket_text(StrBuf& t, const PreciseBucket& b) {
@@ -129,6 +162,7 @@ void precise_bucket_text(StrBuf& t, const PreciseBucket& b) {
         t.put('/');
         put_frac(t, b.latency.max, 0);
     }
+    source_text(t, b);
 }
 
 }  // namespace pmulab

@@ -45,6 +45,7 @@ constexpr const char kUsage[] =
     "  --misc-enable VALUE       IA32_MISC_ENABLE of every Intel CPU\n"
     "  --cache SPEC              cache model: docs/sim.md (e.g. L1D:32K:8:LRU,L2:256K:4:PLRU)\n"
     "  --seed N                  seed of the RANDOM replacement policy (cache model: docs/sim.md)\n"
+    "                            and of IBS's randomisation (IbsRandEn, IbsOpCurCnt; docs/sim.md)\n"
     "  --break BEHAVIOUR         a broken simulated PMU, for testing selftest (repeatable):\n"
     "                            pmi (overflows raise no PMI), freeze (freeze on PMI freezes nothing),\n"
     "                            lbr (the LBR stack records nothing), instructions, branches (every\n"

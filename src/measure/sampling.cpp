@@ -92,6 +92,7 @@ void SampleCounts::add_precise(const Region* r, const PreciseSample& s) {
     e.latency = s.latency;
     e.has_data = s.has_data;
     e.has_latency = s.has_latency;
+    e.source = s.source;
 }
 
 void SampleGroup::trace_rip(u64 rip) {

@@ -31,6 +31,7 @@ struct PreciseEntry {
     u32 offset = 0;  // in its block
     CodeBlock block = CodeBlock::harness;
     bool has_data = false, has_latency = false;
+    MemSourceInfo source;  // PreciseSample::source
 };
 
 // The sample counts of one sampled event over one (CPU, benchmark) job. The arrays are

@@ -99,15 +99,44 @@ Status ibs_check_period(IbsKind k, u64 period, StrView spec) {
                        k == IbsKind::fetch ? "IbsFetchMaxCnt" : "IbsOpMaxCnt", nearest.c_str());
 }
 
-u64 ibs_op_ctl(IbsKind k, u64 period) {
-    return IbsOpCtl().set_period(period).set_cnt_ctl(k == IbsKind::op).set_en().raw();
+Status ibs_check_controls(const IbsInfo& info, IbsKind k, const IbsControls& c, StrView spec) {
+    const int n = int(spec.len);
+    if (c.l3_miss_only && !info.features.zen4_ext())
+        return Error::make(Errc::unsupported,
+                           "--ibs-l3-miss-only (--sample %.*s): this CPU's IBS has no L3 miss filtering: CPUID "
+                           "Fn8000_001B_EAX[11] (the Zen 4 IBS extensions: L3MissOnly in IbsOpCtl[16] and "
+                           "IbsFetchCtl[59]) is 0 (EAX = 0x%llx)",
+                           n, spec.ptr, (unsigned long long)info.features.raw());
+    if (!c.rand || k == IbsKind::fetch) return ok_status();
+    if (k == IbsKind::op_cycles)
+        return Error::make(Errc::invalid_argument,
+                           "--ibs-rand (--sample %.*s): op randomisation keeps the hardware's random IbsOpCurCnt[6:0] "
+                           "as the next period's start, which Linux does only when counting ops: use ibs_op, or "
+                           "ibs_fetch (IbsRandEn)",
+                           n, spec.ptr);
+    if (!info.features.rd_wr_op_cnt())
+        return Error::make(Errc::unsupported,
+                           "--ibs-rand (--sample %.*s): this CPU's IbsOpCurCnt is not writable (CPUID "
+                           "Fn8000_001B_EAX[3] RdWrOpCnt = 0), so the random start cannot be kept",
+                           n, spec.ptr);
+    return ok_status();
 }
 
-u64 ibs_fetch_ctl(u64 period) { return IbsFetchCtl().set_period(period).set_en().raw(); }
+u64 ibs_op_ctl(IbsKind k, u64 period, const IbsControls& c) {
+    return IbsOpCtl().set_period(period).set_cnt_ctl(k == IbsKind::op).set_l3_miss_only(c.l3_miss_only).set_en().raw();
+}
+
+u64 ibs_fetch_ctl(u64 period, const IbsControls& c) {
+    return IbsFetchCtl().set_period(period).set_rand_en(c.rand).set_l3_miss_only(c.l3_miss_only).set_en().raw();
+}
 
 // ---- in the NMI: allocation-free ----
 
 namespace {
+
+// IbsOpCurCnt's bits the hardware randomises when the op counter rolls over (Linux's
+// IBS_OP_CUR_CNT_RAND).
+constexpr u64 kOpCurCntRand = 0x7F;
 
 u64 read_or_zero(Hw& hw, u32 m) {
     Result<u64> v = hw.rdmsr(m);
@@ -117,7 +146,8 @@ u64 read_or_zero(Hw& hw, u32 m) {
 }  // namespace
 
 bool IbsSource::drain_op(Hw& hw, PmiSink& sink) {
-    if (!op_ctl || !IbsOpCtl(read_or_zero(hw, msr::AMD_IBS_OP_CTL)).val()) return false;
+    const IbsOpCtl ctl(op_ctl ? read_or_zero(hw, msr::AMD_IBS_OP_CTL) : 0);
+    if (!ctl.val()) return false;
     PreciseSample s;
     s.rip = read_or_zero(hw, msr::AMD_IBS_OP_RIP);
     IbsOpData d1(read_or_zero(hw, msr::AMD_IBS_OP_DATA));
@@ -126,6 +156,7 @@ bool IbsSource::drain_op(Hw& hw, PmiSink& sink) {
         s.data_addr = read_or_zero(hw, msr::AMD_IBS_DC_LINAD);
         s.has_data = true;
     }
+    if (d3.ld_op() || d3.st_op()) s.source = ibs_mem_source(read_or_zero(hw, msr::AMD_IBS_OP_DATA2), d3.raw(), zen4);
     // The DC miss latency is a load's (Linux reports it as the sample's weight only for a
     // load that missed).
     if (d3.ld_op() && d3.dc_miss()) {
@@ -137,8 +168,10 @@ bool IbsSource::drain_op(Hw& hw, PmiSink& sink) {
         sink.precise(op_slot, s);
         ++taken;
     }
-    // Re-armed: IbsOpVal clear, the current count 0 (the counter restarts from it).
-    (void)hw.wrmsr(msr::AMD_IBS_OP_CTL, op_ctl);
+    // Re-armed: IbsOpVal clear, the current count 0 (the counter restarts from it), or
+    // with --ibs-rand the random IbsOpCurCnt[6:0] the rollover left (IbsControls).
+    const u64 start = op_rand ? ctl.cur_cnt() & kOpCurCntRand : 0;
+    (void)hw.wrmsr(msr::AMD_IBS_OP_CTL, IbsOpCtl(op_ctl).set_cur_cnt(start).raw());
     return true;
 }
 

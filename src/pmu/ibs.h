@@ -48,9 +48,28 @@ Status ibs_check_period(IbsKind k, u64 period, StrView spec);
 // the CPU's maximum count.
 Status ibs_check(const IbsInfo& info, IbsKind k, u64 period, StrView spec);
 
+// The controls `run --ibs-rand` and `--ibs-l3-miss-only` add (docs/sampling.md "IBS
+// controls"):
+//   rand          fetch: IbsFetchCtl.IbsRandEn (the hardware randomises bits 3:0 of the
+//                 fetch counter each time it starts); ops: Linux's practice (its
+//                 perf_ibs_handle_irq): the hardware randomises IbsOpCurCnt[6:0] when the
+//                 counter rolls over, and the re-arm keeps those bits as the next period's
+//                 start, where IbsOpCurCnt is writable (RdWrOpCnt) and ops are counted
+//                 (IbsOpCntCtl); so a period shortens by 0..15 fetches or 0..127 ops;
+//   l3_miss_only  IbsOpCtl[16] / IbsFetchCtl[59] L3MissOnly (the Zen 4 extensions, CPUID
+//                 Fn8000_001B_EAX[11]): only ops (fetches) that missed L3 are reported.
+struct IbsControls {
+    bool rand = false;
+    bool l3_miss_only = false;
+};
+// The controls against a CPU and kind: Errc::unsupported without L3MissOnly (no Zen 4
+// extensions) or, for ops, without RdWrOpCnt; Errc::invalid_argument for --ibs-rand with
+// ibs_op_cycles (Linux keeps the random bits only when counting ops).
+Status ibs_check_controls(const IbsInfo& info, IbsKind k, const IbsControls& c, StrView spec);
+
 // The control register value that enables sampling of kind k every `period`.
-u64 ibs_op_ctl(IbsKind k, u64 period);
-u64 ibs_fetch_ctl(u64 period);
+u64 ibs_op_ctl(IbsKind k, u64 period, const IbsControls& c = IbsControls());
+u64 ibs_fetch_ctl(u64 period, const IbsControls& c = IbsControls());
 
 // The IBS unit of the measuring CPU as the NMI handler sees it: the armed control values
 // (0: that kind is not sampled) and the sink's slots. Allocation-free.
@@ -58,6 +77,11 @@ class IbsSource final : public PreciseSource {
 public:
     u64 op_ctl = 0, fetch_ctl = 0;
     u32 op_slot = 0, fetch_slot = 0;
+    // The measuring CPU's IBS has the Zen 4 extensions (IbsOpData2's 5-bit DataSrc); set
+    // by the setup hook from CPUID.
+    bool zen4 = false;
+    // --ibs-rand on ops: the re-arm keeps IbsOpCurCnt[6:0] (IbsControls).
+    bool op_rand = false;
     // Samples taken, and those dropped because their RIP was invalid (IbsOpData[38] where
     // RipInvalidChk is enumerated; the bit is reserved, 0, elsewhere).
     u64 taken = 0, rip_invalid = 0;

@@ -416,7 +416,7 @@ const PebsSource::Counter* PebsSource::counter_of(u64 applicable) const {
 
 bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicable, u64* size) const {
     *s = PreciseSample();
-    u64 dla = 0, lat = 0;
+    u64 dla = 0, lat = 0, dse = 0;
     if (!adaptive(caps_.format)) {
         *size = kRecordSize[caps_.format];
         if (room < *size) return false;
@@ -424,6 +424,7 @@ bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicabl
         *applicable = read8(rec + kRecStatus);
         dla = read8(rec + kRecDla);
         lat = read8(rec + kRecLat);
+        dse = read8(rec + kRecDse);
     } else {
         if (room < kBasicBytes) return false;
         BasicFormat f(read8(rec + kBasicFormatSize));
@@ -434,6 +435,7 @@ bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicabl
         if (PebsDataCfg(f.groups()).mem_info() && *size >= kBasicBytes + kMemBytes) {
             dla = read8(rec + kBasicBytes + kMemAddress);
             lat = read8(rec + kBasicBytes + kMemLatency) & 0xFFFFFFFFu;  // [63:32]: instruction latency (format 5)
+            dse = read8(rec + kBasicBytes + kMemAux);
         }
     }
     const Counter* c = counter_of(*applicable);
@@ -441,6 +443,7 @@ bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicabl
     s->data_addr = s->has_data ? dla : 0;
     s->has_latency = c && c->latency;
     s->latency = s->has_latency ? u32(lat) : 0;
+    if (s->has_latency) s->source = pebs_mem_source(dse);  // the load-latency data source
     return true;
 }
 

@@ -26,6 +26,7 @@
 // GLOBAL_*) and by the platform (the LVT entry).
 #pragma once
 
+#include "pmu/mem_source.h"
 #include "pmu/pmu.h"
 
 namespace pmulab {
@@ -38,6 +39,9 @@ struct PreciseSample {
     u32 latency = 0;    // core cycles (PEBS load latency, IBS DC miss latency); has_latency
     bool has_data = false;
     bool has_latency = false;
+    // Where the access was served from (PEBS load latency, IBS ops; mem_source.h): none
+    // when the record does not say.
+    MemSourceInfo source;
 };
 
 // Where samples go (measure/sampling.h). Called from the NMI: no allocation, no output.

@@ -272,6 +272,7 @@ public:
     // Instruction-Based Sampling (sim_ibs.h); the executor reports each instruction before
     // the retire() of its one-instruction batch while IBS counts (needs_each_instruction).
     const IbsUnit& ibs() const { return ibs_; }
+    void seed_ibs(u64 seed) { ibs_.seed(seed); }  // its randomisation (pmulab-sim --seed)
     void op(const OpInfo& o) {
         op_ = o;
         op_pending_ = true;

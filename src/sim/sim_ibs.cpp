@@ -2,6 +2,7 @@
 #include "sim/sim_ibs.h"
 
 #include "sim/sim_internal.h"
+#include "sim/sim_memsrc.h"
 
 namespace sim {
 
@@ -13,7 +14,7 @@ constexpr u32 kFfv = 1u << 0, kFetchSam = 1u << 1, kOpSam = 1u << 2, kOpCnt = 1u
 
 // IbsOpCtl (APM §13.3.2): MaxCnt[15:0] (count bits 19:4), L3MissOnly 16 (Zen 4), En 17,
 // Val 18, CntCtl 19, MaxCnt[26:20] (OpCntExt) 26:20, CurCnt 58:32.
-constexpr u64 kOpEn = bit(17), kOpVal = bit(18), kOpCntCtl = bit(19);
+constexpr u64 kOpL3MissOnly = bit(16), kOpEn = bit(17), kOpVal = bit(18), kOpCntCtl = bit(19);
 constexpr u64 kOpCurShift = 32, kOpCurMask = 0x7FFFFFFull;
 // IbsOpData3: LdOp 0, StOp 1, DcMiss 7, DcLinAddrValid 17, DcPhyAddrValid 18, L2Miss 20,
 // DcMissLat 47:32.
@@ -22,7 +23,9 @@ constexpr u64 kLdOp = bit(0), kStOp = bit(1), kDcMiss = bit(7), kLinValid = bit(
 // IbsFetchCtl (APM §13.3.1): MaxCnt 15:0, Cnt 31:16, Lat 47:32, En 48, Val 49, Comp 50,
 // IcMiss 51, PhyAddrValid 52, RandEn 57, L2Miss 58, L3MissOnly 59 (Zen 4).
 constexpr u64 kFetchEn = bit(48), kFetchVal = bit(49), kFetchComp = bit(50), kIcMiss = bit(51),
-              kFetchPhyValid = bit(52);
+              kFetchPhyValid = bit(52), kFetchRandEn = bit(57), kFetchL3MissOnly = bit(59);
+// The random bits: IbsOpCurCnt[6:0] after a rollover, the fetch counter's 3:0 (RandEn).
+constexpr u64 kOpRandMask = 0x7F, kFetchRandMask = 0xF;
 // IBS_CTL: LVTOffset 3:0, LVTOffsetVal 8.
 constexpr u64 kLvtOffsetVal = bit(8);
 
@@ -58,7 +61,7 @@ u8 IbsUnit::rdmsr(u32 m, u64* v) const {
             break;
         case reg::IBS_OP_RIP: *v = op_rip_; break;
         case reg::IBS_OP_DATA: *v = op_data_; break;
-        case reg::IBS_OP_DATA2: *v = 0; break;
+        case reg::IBS_OP_DATA2: *v = op_data2_; break;
         case reg::IBS_OP_DATA3: *v = op_data3_; break;
         case reg::IBS_DC_LINAD: *v = dc_lin_; break;
         case reg::IBS_DC_PHYSAD: *v = dc_phys_; break;
@@ -87,6 +90,7 @@ u8 IbsUnit::wrmsr(u32 m, u64 v) {
             if (!(features_ & kFetchSam) || (v & ~ok)) return kVectorGP;
             fetch_ctl_ = v;
             fetch_count_ = ((v >> 16) & 0xFFFF) << 4;  // IbsFetchCnt[19:4]
+            if ((v & kFetchEn) && (v & kFetchRandEn)) fetch_count_ |= random() & kFetchRandMask;
             return 0;
         }
         case reg::IBS_CTL: return kVectorGP;  // read-only: firmware sets it (PCI config)
@@ -102,6 +106,7 @@ void IbsUnit::poke(u32 m, u64 v) {
         case reg::IBS_OP_CTL: op_ctl_ = v, op_count_ = (v >> kOpCurShift) & kOpCurMask; break;
         case reg::IBS_OP_RIP: op_rip_ = v; break;
         case reg::IBS_OP_DATA: op_data_ = v; break;
+        case reg::IBS_OP_DATA2: op_data2_ = v; break;
         case reg::IBS_OP_DATA3: op_data3_ = v; break;
         case reg::IBS_DC_LINAD: dc_lin_ = v; break;
         case reg::IBS_DC_PHYSAD: dc_phys_ = v; break;
@@ -117,15 +122,26 @@ bool IbsUnit::counting() const {
     return op || fetch;
 }
 
+u64 IbsUnit::random() {
+    // splitmix64 (Steele, Lea, Flood 2014): one step per random value.
+    u64 z = (rng_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 bool IbsUnit::tag_op(const OpInfo& op, u64 cycles) {
     if (!(op_ctl_ & kOpEn) || (op_ctl_ & kOpVal)) return false;
     const u64 max = ((op_ctl_ & 0xFFFF) << 4) | (((op_ctl_ >> 20) & 0x7F) << 20);
     op_count_ += (op_ctl_ & kOpCntCtl) ? 1 : cycles;
     if (!max || op_count_ < max) return false;
     op_count_ = 0;
+    if ((op_ctl_ & kOpL3MissOnly) && !(op.load && op.served >= 3)) return false;  // discarded
+    op_count_ = random() & kOpRandMask;                                           // IbsOpCurCnt[6:0] after the rollover
     op_rip_ = op.rip;
     op_data_ = (cycles & 0xFFFF) << 16;  // IbsTagToRetCtr: the op's cycles
     op_data3_ = 0;
+    op_data2_ = op.load ? ibs_op_data2(op.served, features_ & kZen4) : 0;
     if (op.load || op.store) {
         op_data3_ |= (op.load ? kLdOp : 0) | (op.store ? kStOp : 0) | kLinValid | kPhyValid;
         dc_lin_ = dc_phys_ = op.data_addr;  // identity-mapped
@@ -146,6 +162,10 @@ bool IbsUnit::tag_fetch(const OpInfo& op) {
     const bool miss = fetched_lines_.insert(op.rip / 64).second;
     if (!max || fetch_count_ < max) return false;
     fetch_count_ = 0;
+    if (fetch_ctl_ & kFetchL3MissOnly) {  // no fetch misses L3 in the model: discarded, restarted
+        if (fetch_ctl_ & kFetchRandEn) fetch_count_ = random() & kFetchRandMask;
+        return false;
+    }
     fetch_lin_ = fetch_phys_ = op.rip;
     const u64 lat = miss ? kFetchMissLatency : kFetchHitLatency;
     fetch_ctl_ &= ~((0xFFFFull << 16) | (0xFFFFull << 32) | kIcMiss);

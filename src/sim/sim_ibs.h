@@ -26,9 +26,21 @@
 //  * IBS_CTL (read-only) names extended LVT entry kLvtOffset with LVTOffsetVal set, as
 //    firmware leaves it; SimCpu delivers the interrupt through that entry (an NMI unless
 //    masked; the entry is not masked by the delivery).
+//  * The data source of a tagged load (sim_memsrc.h): IbsOpData3's DcMiss/L2Miss and
+//    IbsOpData2's DataSrc from the level that served it.
+//  * L3MissOnly (IbsOpCtl[16], IbsFetchCtl[59], with the Zen 4 extensions): a tagged op
+//    that is not a load served by memory (beyond L3 in the cache model) is discarded: no
+//    sample, IbsOpVal stays clear, the counter restarts from 0. Fetches never miss L3 in
+//    the model (an instruction-cache miss is served by L2), so every tagged fetch is
+//    discarded likewise.
+//  * Randomisation, from a generator seeded by seed() (pmulab-sim --seed): when the op
+//    counter rolls over (a sample), IbsOpCurCnt[6:0] reads random (what Linux's ibs.c
+//    says of the hardware; the counter is stopped until software rewrites IbsOpCtl); with
+//    IbsRandEn (IbsFetchCtl[57]) a WRMSR that starts the fetch counter (IbsFetchEn set)
+//    sets its bits 3:0 to random ones, as does the restart after a discarded fetch.
 //  * Reserved bits #GP on WRMSR; IbsBrTarget exists with BrnTrgt, IbsFetchCtlExtd with
-//    FetchCtlExtd. Not modelled: randomisation (IbsRandEn is kept, not applied), L3MissOnly
-//    filtering, TLB bits and latencies, IbsOpData2 (reads 0), branch bits.
+//    FetchCtlExtd. Not modelled: TLB bits and latencies, RmtNode/CacheHitSt (0), branch
+//    bits.
 #pragma once
 
 #include <set>
@@ -76,16 +88,20 @@ public:
     bool retire(const OpInfo& op, u64 cycles);
     u32 lvt_offset() const { return kLvtOffset; }
     u64 samples() const { return samples_; }
+    // The randomisation's generator (the same seed: the same random bits).
+    void seed(u64 s) { rng_ = s; }
     // IbsFetchCtl and IbsOpCtl (SimCpu::pmu_state: what pmulab must restore).
     void state(PmuState* out) const;
 
 private:
     bool tag_op(const OpInfo& op, u64 cycles);
     bool tag_fetch(const OpInfo& op);
+    u64 random();
     u32 features_ = 0;
     u64 op_ctl_ = 0, op_rip_ = 0, op_data_ = 0, op_data3_ = 0, dc_lin_ = 0, dc_phys_ = 0;
     u64 fetch_ctl_ = 0, fetch_lin_ = 0, fetch_phys_ = 0, br_target_ = 0, fetch_extd_ = 0;
     u64 op_count_ = 0, fetch_count_ = 0;
+    u64 op_data2_ = 0, rng_ = 0;
     u64 samples_ = 0;
     std::set<u64> fetched_lines_;
 };

@@ -6,6 +6,7 @@
 #include "sim/sim_costs.h"
 #include "sim/sim_internal.h"
 #include "sim/sim_topdown.h"
+#include "sim/sim_memsrc.h"
 
 namespace sim {
 
@@ -30,6 +31,7 @@ constexpr unsigned kDsWords = kDs5Bytes / 8;
 // Record format 3 (SDM Vol. 3B §20.6.2.2, Skylake's "PEBS record format 3", 200 bytes).
 constexpr u64 kF3Flags = 0x0, kF3Ip = 0x8, kF3Gprs = 0x10, kF3Status = 0x90, kF3Dla = 0x98, kF3Lat = 0xA8;
 constexpr u64 kF3RealIp = 0xB0, kF3Tsc = 0xC0, kF3Size = 0xC8;
+constexpr u64 kF3Dse = 0xA0, kMemAux = 0x8;  // the data source (sim_memsrc.h)
 // Its GPR order: RAX RBX RCX RDX RSI RDI RBP RSP R8..R15, as indices of GuestAccess::gprs.
 constexpr unsigned kF3Order[16] = {0, 3, 1, 2, 6, 7, 5, 4, 8, 9, 10, 11, 12, 13, 14, 15};
 // Adaptive PEBS (format 4, SDM Vol. 3B §20.9.2): the groups and their sizes.
@@ -130,6 +132,7 @@ u64 PebsUnit::write_format3(u8* rec, u32 i, u16 event, u16 umask, const Context&
     const bool st = store_event(event, umask);
     put(rec, kF3Dla, !data_la(event) ? 0 : st ? in.store_addr : in.load_addr);
     put(rec, kF3Lat, load_latency(event, umask) && ll_enabled(i) ? pebs_load_latency(in.served) : 0);
+    put(rec, kF3Dse, load_latency(event, umask) && ll_enabled(i) ? pebs_data_source(in.served) : 0);
     put(rec, kF3RealIp, in.rip);
     put(rec, kF3Tsc, c.tsc);
     return kF3Size;
@@ -142,6 +145,7 @@ u64 PebsUnit::write_adaptive(u8* rec, u32 i, u16 event, u16 umask, const Context
         const bool st = store_event(event, umask);
         put(rec, at, !data_la(event) ? 0 : st ? in.store_addr : in.load_addr);
         put(rec, at + 0x10, load_latency(event, umask) ? pebs_load_latency(in.served) : 0);
+        put(rec, at + kMemAux, load_latency(event, umask) ? pebs_data_source(in.served) : 0);
         at += kMemSize;
     }
     if (data_cfg_ & kCfgGpr) {

@@ -18,9 +18,9 @@
 //    not needed, pmi_armed() says so) writes one record at the DS area's PEBS index,
 //    through the executor's guest memory (GuestAccess): format 3 (200 bytes: RFLAGS, the
 //    IP after the instruction, the 16 GPRs, the applicable counters, the data linear
-//    address, data source 0, the load latency, the eventing IP, TSX 0, the TSC) or format
+//    address, the data source (sim_memsrc.h), the load latency, the eventing IP, TSX 0, the TSC) or format
 //    4's groups (basic: format/size, the eventing IP, applicable counters, TSC; memory
-//    info: address, aux 0, latency, TSX 0; GPRs: RFLAGS, the IP after, RAX..R15). The
+//    info: address, aux (the data source), latency, TSX 0; GPRs: RFLAGS, the IP after, RAX..R15). The
 //    index advances by the record's size; the counter is reloaded from the DS area's
 //    reset value of that counter and its GLOBAL_STATUS bit set; when the index reaches
 //    the interrupt threshold, GLOBAL_STATUS bit 62 (OvfBuffer) is set and a PMI raised.
@@ -41,9 +41,8 @@
 //    kL1LoadToUse (4 cycles) plus the cost model's stall of the level that served it
 //    (sim_costs.h): L1 4, L2 16, L3 44, memory 204. Records of other events carry
 //    latency 0.
-// Not modelled: PEBS-via-PT, XMM/LBR groups (DATA_CFG bits 2-3 #GP),
-// the data source encoding, the skid of formats 0-2 (formats 3 and 4 only).
-// (Except PEBS-via-PT, which sim_pt.h models.)
+// Not modelled: XMM/LBR groups (DATA_CFG bits 2-3 #GP), data sources beyond sim_memsrc.h's,
+// the skid of formats 0-2 (formats 3 to 5 only). PEBS-via-PT is sim_pt.h's.
 #pragma once
 
 #include "sim/sim_pmu.h"

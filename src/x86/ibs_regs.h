@@ -103,6 +103,22 @@ public:
 };
 static_assert(IbsOpData::rip_invalid_field::mask == 1ull << 38 && IbsOpData::brn_ret_field::mask == 1ull << 37);
 
+// IbsOpData2, MSRC001_1036 (APM §13.3.2, Figure 13-15; the family 19h PPR): where a load
+// that missed L2 was served from (the values: mem_source_regs.h).
+class IbsOpData2 : public RegValue<IbsOpData2> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(IbsOpData2, data_src_lo, 2, 0)  // DataSrc
+    PMULAB_REG_FLAG(IbsOpData2, rmt_node, 4)         // served by another node
+    PMULAB_REG_FLAG(IbsOpData2, cache_hit_st, 5)     // the cache line's state (0 M, 1 O)
+    PMULAB_REG_FIELD(IbsOpData2, data_src_hi, 7, 6)  // DataSrc[4:3] (Zen 4 extensions)
+    // The data source: 5 bits with the Zen 4 extensions, else DataSrc[2:0].
+    constexpr unsigned source(bool zen4) const {
+        return unsigned(zen4 ? (data_src_hi() << 3) | data_src_lo() : data_src_lo());
+    }
+};
+static_assert(IbsOpData2(0x43).source(true) == 0xB && IbsOpData2(0x43).source(false) == 3);
+
 // IbsOpData3, MSRC001_1037 (APM §13.3.2, Figure 13-16): the load/store unit's view.
 class IbsOpData3 : public RegValue<IbsOpData3> {
 public:
@@ -111,8 +127,11 @@ public:
     PMULAB_REG_FLAG(IbsOpData3, st_op, 1)  // IbsStOp: a store
     PMULAB_REG_FLAG(IbsOpData3, dc_l1tlb_miss, 2)
     PMULAB_REG_FLAG(IbsOpData3, dc_l2tlb_miss, 3)
-    PMULAB_REG_FLAG(IbsOpData3, dc_miss, 7)     // IbsDcMiss: the data cache missed
-    PMULAB_REG_FLAG(IbsOpData3, dc_mis_acc, 8)  // misaligned
+    PMULAB_REG_FLAG(IbsOpData3, dc_miss, 7)                // IbsDcMiss: the data cache missed
+    PMULAB_REG_FLAG(IbsOpData3, dc_mis_acc, 8)             // misaligned
+    PMULAB_REG_FLAG(IbsOpData3, dc_uc_mem_acc, 14)         // uncacheable memory
+    PMULAB_REG_FLAG(IbsOpData3, dc_locked_op, 15)          // a locked operation
+    PMULAB_REG_FLAG(IbsOpData3, dc_miss_no_mab_alloc, 16)  // the miss found its line in flight (MAB)
     PMULAB_REG_FLAG(IbsOpData3, dc_lin_addr_valid, 17)
     PMULAB_REG_FLAG(IbsOpData3, dc_phy_addr_valid, 18)
     PMULAB_REG_FLAG(IbsOpData3, l2_miss, 20)  // Zen: the access missed L2 too
@@ -122,6 +141,7 @@ public:
 };
 static_assert(IbsOpData3::dc_miss_field::mask == 0x80 && IbsOpData3::dc_lin_addr_valid_field::mask == 1ull << 17);
 static_assert(IbsOpData3::dc_miss_lat_field::mask == 0xFFFFull << 32);
+static_assert(IbsOpData3().set_dc_uc_mem_acc().set_dc_miss_no_mab_alloc().raw() == 0x14000);
 // A load that missed with 40 cycles of latency and a valid linear address.
 static_assert(IbsOpData3().set_ld_op().set_dc_miss().set_dc_lin_addr_valid().set_dc_miss_lat(40).raw() ==
               0x0000002800020081ull);
@@ -142,8 +162,9 @@ public:
     PMULAB_REG_FIELD(IbsFetchCtl, l1tlb_pg_sz, 54, 53)
     PMULAB_REG_FLAG(IbsFetchCtl, l1tlb_miss, 55)
     PMULAB_REG_FLAG(IbsFetchCtl, l2tlb_miss, 56)
-    PMULAB_REG_FLAG(IbsFetchCtl, rand_en, 57)  // IbsRandEn: randomise the low 4 bits
-    PMULAB_REG_FLAG(IbsFetchCtl, l2_miss, 58)  // Zen: IbsFetchL2Miss
+    PMULAB_REG_FLAG(IbsFetchCtl, rand_en, 57)       // IbsRandEn: randomise the low 4 bits
+    PMULAB_REG_FLAG(IbsFetchCtl, l2_miss, 58)       // Zen: IbsFetchL2Miss
+    PMULAB_REG_FLAG(IbsFetchCtl, l3_miss_only, 59)  // Zen 4 (Fn8000_001B_EAX[11]): only L3 misses
 
     constexpr u64 period() const { return max_cnt() << 4; }
     constexpr IbsFetchCtl& set_period(u64 p) { return set_max_cnt((p >> 4) & 0xFFFF); }

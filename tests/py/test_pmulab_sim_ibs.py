@@ -65,10 +65,10 @@ def test_default_period_text_table_and_the_trace_shows_ibs_restored():
     r = _sim(*MACHINES["zen 4"], "--cpus", "0", "--", "run", "--asm", MIX, "--sample", "ibs_op:16", *SHAPE)
     assert r.rc == 0, r
     assert ("  block        offset    samples    share\n"
-            "  body              0          6   13.04% r14+0 (6)\n"
+            "  body              0          6   13.04% r14+0 (6)  source L1 6\n"
             "  body              3          6   13.04%\n"
             "  body              7          6   13.04%\n"
-            "  body             12          6   13.04% r14+64 (6)  latency 200/200.0/200\n"
+            "  body             12          6   13.04% r14+64 (6)  latency 200/200.0/200  source DRAM 6\n"
             "  body             16          6   13.04%\n"
             "  harness           -         16   34.78%\n") in r.out, r.out
     (rec,) = _samples("zen 4", "ibs_op").records("samples")

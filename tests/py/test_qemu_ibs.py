@@ -25,3 +25,19 @@ def test_qemu_ibs_says_why_it_is_unavailable():
     assert r.rc == 2, r
     (err,) = r.records("error")
     assert err["message"].startswith("--sample ibs_op:100: IBS periods are multiples of 16"), err
+
+
+def test_qemu_ibs_controls_are_refused_with_the_reason():
+    # --ibs-rand / --ibs-l3-miss-only (docs/sampling.md "IBS controls") on the target:
+    # without an IBS sample, a usage error (2); with one, TCG's missing IBS (3).
+    r = run_qemu("run", "--code", "4801d8", "--ibs-l3-miss-only", json_mode=True, timeout=120)
+    assert r.rc == 2, r
+    (err,) = r.records("error")
+    assert err["message"] == ("--ibs-l3-miss-only is an IBS control: it needs --sample ibs_op, ibs_op_cycles or "
+                              "ibs_fetch (AMD)"), err
+    r = run_qemu("run", "--code", "4801d8", "--sample", "ibs_op:16", "--ibs-rand", "--ibs-l3-miss-only",
+                 json_mode=True, timeout=120)
+    assert r.rc == 3, r
+    (err,) = r.records("error")
+    assert err["message"] == "CPU 0: --sample ibs_op: this AMD CPU has no IBS: CPUID Fn8000_0001_ECX[10] (IBS) is 0"
+    assert r.records("samples") == [] and r.records("result") == [], r

@@ -104,6 +104,7 @@ Status build_sim_machine(const SimMachineOptions& o, std::unique_ptr<SimMachine>
         if (o.have_misc_enable && c.msr_exists(sim::reg::MISC_ENABLE)) c.poke(sim::reg::MISC_ENABLE, o.misc_enable);
         // Time passes between two RDTSCs outside measured code too (the selftest's timing checks).
         c.set_rdtsc_step(3);
+        c.seed_ibs(o.seed ^ (u64(i) << 32));  // IBS's randomisation (sim_ibs.h): one stream per CPU
     }
     // TopDown: the documented default slot budget (sim_topdown.h, docs/metrics.md).
     sim::apply_default_topdown(*base);

@@ -28,7 +28,7 @@ struct SimMachineOptions {
     // The cache model (docs/sim.md): "L1D:32K:8:LRU,L2:256K:4:PLRU,..." (empty: the
     // defaults of the machine); checked here only for being non-empty when given.
     std::string cache;
-    u64 seed = 0;  // the seed of the RANDOM replacement policy (--seed N)
+    u64 seed = 0;  // the seed of the RANDOM replacement policy and IBS's randomisation (--seed N)
     bool seed_set = false;
     // --sibling busy: every CPU with an SMT sibling has a busy one (docs/sim.md "SMT siblings").
     bool sibling_busy = false;

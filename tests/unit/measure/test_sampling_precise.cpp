@@ -100,3 +100,27 @@ TEST(SamplePrecise, TheLogIsBoundedAndCountsWhatItDrops) {
     EXPECT_EQ(c.log_n, 0u);
     EXPECT_EQ(c.log_dropped, 0u);
 }
+
+// The data source per bucket (pmu/mem_source.h): the sources counted in mem_source_name
+// order, STLB misses and locked accesses when any; a sample without one counts in none.
+TEST(SamplePrecise, BucketsCountDataSourcesStlbMissesAndLocks) {
+    u8 code[64] = {};
+    const u64 base = u64(reinterpret_cast<uintptr_t>(code));
+    Region r;
+    r.code = code, r.size = r.code_size = 64, r.body_offset = 0, r.body_len = 8, r.copies = 1;
+    SampleCounts c;
+    c.size(8, 0, 0);
+    for (u64 dse : {0xAull, 0x1ull, 0x1Aull, 0x21ull, 0x1ull, ~0ull}) {
+        PreciseSample s;
+        s.rip = base + 2;
+        if (dse != ~0ull) s.source = pebs_mem_source(dse);  // ~0: no source (not load latency)
+        c.add_precise(&r, s);
+    }
+    PreciseBucket b;
+    ASSERT_TRUE(precise_bucket(c, CodeBlock::body, 2, MeasureResult(), &b).ok());
+    EXPECT_EQ(b.with_source, 5u);
+    EXPECT_EQ(json_of(b), "{\"data_source\":{\"L1\":3,\"DRAM\":2},\"stlb_miss\":1,\"locked\":1}");
+    StrBuf t;
+    precise_bucket_text(t, b);
+    EXPECT_STREQ(t.c_str(), "  source L1 3, DRAM 2, stlb_miss 1, locked 1");
+}

@@ -20,6 +20,16 @@ constexpr MemSource kPebsTable[16] = {MemSource::unknown,      MemSource::l1,   
                                       MemSource::remote_cache, MemSource::remote_cache, MemSource::io,
                                       MemSource::uncached};
 
+// Gracemont's (Linux ds.c __intel_pmu_pebs_data_source_grt over its base table): 5 an L3
+// hit with a snoop hit, 6 and 7 a snoop HITM, 8 a line forwarded from another core's
+// cache, 9 and B a remote cache, A and C local DRAM, D remote DRAM.
+constexpr MemSource kGracemontTable[16] = {MemSource::unknown,      MemSource::l1,          MemSource::lfb,
+                                           MemSource::l2,           MemSource::l3,          MemSource::l3_snoop,
+                                           MemSource::l3_hitm,      MemSource::l3_hitm,     MemSource::peer_cache,
+                                           MemSource::remote_cache, MemSource::dram,        MemSource::remote_cache,
+                                           MemSource::dram,         MemSource::remote_dram, MemSource::io,
+                                           MemSource::uncached};
+
 // IbsOpData2's DataSrc, with the Zen 4 extensions (32 values) and before them (8).
 MemSource ibs_ext_source(unsigned v) {
     namespace r = regs::ibs;
@@ -52,9 +62,12 @@ MemSource ibs_remote(MemSource s) { return s == MemSource::dram ? MemSource::rem
 
 const char* mem_source_name(MemSource s) { return unsigned(s) < kMemSourceCount ? kNames[unsigned(s)] : "?"; }
 
-MemSourceInfo pebs_mem_source(u64 dse) {
+MemSourceInfo pebs_mem_source(u64 dse, PebsDseTable table) {
     regs::pebs::DataSource d(dse);
-    return MemSourceInfo{kPebsTable[d.source()], d.stlb_miss(), d.locked()};
+    if (table == PebsDseTable::unknown) return MemSourceInfo{MemSource::none, d.stlb_miss(), d.locked()};
+    if (table == PebsDseTable::client) return MemSourceInfo{kPebsTable[d.source()], d.stlb_miss(), d.locked()};
+    regs::pebs::GracemontDataSource g(dse);
+    return MemSourceInfo{kGracemontTable[g.source()], g.stlb_miss(), g.locked()};
 }
 
 u8 pebs_dse_of(MemSource s) {

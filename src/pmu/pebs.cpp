@@ -111,11 +111,25 @@ const u32 kIceLakeModels[] = {0x7D, 0x7E, 0x6A, 0x6C, 0x8C, 0x8D, 0xA7};
 const u32 kGoldenCoveModels[] = {0x8F, 0xCF, 0xAD, 0xAE, 0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xAA, 0xAC, 0xB5};
 const u32 kLionCoveModels[] = {0xBD, 0xC5, 0xC6};   // Lunar Lake, Arrow Lake
 const u32 kGracemontModels[] = {0xBE, 0xAF, 0xB6};  // Alder Lake-N, Sierra Forest, Grand Ridge
+// Whose E cores are Gracemont itself (its data source table): Alder/Raptor Lake, Alder Lake-N.
+const u32 kGracemontCoreModels[] = {0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xBE};
 
 template <usize N> bool listed(const u32 (&models)[N], u32 m) {
     for (u32 x : models)
         if (x == m) return true;
     return false;
+}
+
+// The data source table of a core's records (mem_source.h).
+PebsDseTable dse_table(PebsCaps::Gen gen, u32 model) {
+    switch (gen) {
+        case PebsCaps::Gen::skylake:
+        case PebsCaps::Gen::icelake:
+        case PebsCaps::Gen::golden_cove: return PebsDseTable::client;
+        case PebsCaps::Gen::gracemont:
+            return listed(kGracemontCoreModels, model) ? PebsDseTable::gracemont : PebsDseTable::unknown;
+        default: return PebsDseTable::unknown;
+    }
 }
 
 PebsCaps::Gen gen_of(u32 family, u32 model, u8 core_type) {
@@ -217,6 +231,7 @@ Status pebs_decode(const ProbedCpu& pc, PebsCaps* out) {
                            "§20.6.2.2): its DS area and records are not described to it",
                            pc.cpu, out->model, out->format);
     out->gen = gen_of(d.id.family, d.id.model, core_type);
+    out->dse = dse_table(out->gen, d.id.model);
     if (out->gen == PebsCaps::Gen::none)
         return Error::make(Errc::unsupported,
                            "CPU %u (%s): pmulab has no PEBS event table for this model (it has Skylake's, Ice Lake's, "
@@ -443,7 +458,7 @@ bool PebsSource::parse(const u8* rec, u64 room, PreciseSample* s, u64* applicabl
     s->data_addr = s->has_data ? dla : 0;
     s->has_latency = c && c->latency;
     s->latency = s->has_latency ? u32(lat) : 0;
-    if (s->has_latency) s->source = pebs_mem_source(dse);  // the load-latency data source
+    if (s->has_latency) s->source = pebs_mem_source(dse, caps_.dse);  // the load-latency data source
     return true;
 }
 

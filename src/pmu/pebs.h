@@ -41,7 +41,8 @@ struct PebsCaps {
     bool adaptive = false;  // [14] PEBS baseline (format >= 4): MSR_PEBS_DATA_CFG
     u8 version = 0;         // architectural perfmon version (LL_EN bits before v5)
     Gen gen = Gen::none;
-    char model[24] = {};  // "06_7EH (Ice Lake)" for messages
+    PebsDseTable dse = PebsDseTable::unknown;  // how its load-latency data source reads
+    char model[24] = {};                       // "06_7EH (Ice Lake)" for messages
 };
 // Errc::unsupported with the reason where pmulab cannot use PEBS on this CPU: not Intel
 // (AMD: "use --sample ibs_op"), no DS (CPUID.01H:EDX[21]), no IA32_PERF_CAPABILITIES,

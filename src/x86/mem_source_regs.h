@@ -24,6 +24,16 @@ public:
     PMULAB_REG_FLAG(DataSource, locked, 5)      // a locked access
 };
 static_assert(DataSource().set_source(0xA).set_stlb_miss().raw() == 0x1A && DataSource(0x21).locked());
+// Gracemont's memory auxiliary info (Linux ds.c grt_latency_data's dse union): the same
+// 4-bit source, then the lock and STLB-miss bits the other way round.
+class GracemontDataSource : public RegValue<GracemontDataSource> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(GracemontDataSource, source, 3, 0)  // Gracemont's table's entry
+    PMULAB_REG_FLAG(GracemontDataSource, locked, 4)      // a locked access
+    PMULAB_REG_FLAG(GracemontDataSource, stlb_miss, 5)   // the access missed the STLB
+};
+static_assert(GracemontDataSource(0x18).locked() && !GracemontDataSource(0x18).stlb_miss());
 
 // The Data Source Encoding table's entries (Skylake and Ice Lake client meanings).
 inline constexpr u8 kDseUnknownL3Miss = 0x0;  // an L3 miss of unknown source

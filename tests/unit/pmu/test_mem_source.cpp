@@ -187,3 +187,22 @@ TEST(MemSource, IbsOpRandomStartIsKeptAndSeeded) {
     EXPECT_LT(b, 128u);
     EXPECT_NE(a, b);
 }
+
+// Gracemont's table differs from the client one from 5 on and swaps the lock and STLB
+// bits; Lion Cove's is not known to pmulab, so its records carry no source rather than
+// the client table's guess.
+TEST(MemSource, EachCoreDecodesWithItsOwnTable) {
+    EXPECT_EQ(name(pebs_mem_source(0x6, PebsDseTable::client)), "L3_snoop");
+    EXPECT_EQ(name(pebs_mem_source(0x6, PebsDseTable::gracemont)), "L3_HITM");
+    EXPECT_EQ(name(pebs_mem_source(0x8, PebsDseTable::gracemont)), "peer_cache");
+    EXPECT_EQ(name(pebs_mem_source(0x8, PebsDseTable::client)), "L4");
+    EXPECT_EQ(name(pebs_mem_source(0xC, PebsDseTable::gracemont)), "DRAM");
+    EXPECT_EQ(name(pebs_mem_source(0x1, PebsDseTable::gracemont)), "L1");
+    MemSourceInfo g = pebs_mem_source(0x11, PebsDseTable::gracemont);
+    EXPECT_TRUE(g.locked && !g.stlb_miss) << "Gracemont: bit 4 is the lock";
+    MemSourceInfo c = pebs_mem_source(0x11, PebsDseTable::client);
+    EXPECT_TRUE(c.stlb_miss && !c.locked) << "client: bit 4 is the STLB miss";
+    MemSourceInfo m = pebs_mem_source(0x31, PebsDseTable::unknown);
+    EXPECT_EQ(m.source, MemSource::none);
+    EXPECT_TRUE(m.stlb_miss && m.locked);
+}

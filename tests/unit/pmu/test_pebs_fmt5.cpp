@@ -129,6 +129,21 @@ TEST(PebsFormat5, HybridDumpsPickEachCoreTypesTable) {
     ASSERT_TRUE(caps_of(adl, 0, &a).ok());
     EXPECT_EQ(a.gen, PebsCaps::Gen::golden_cove);
     EXPECT_EQ(a.format, 5u);
+    // The load-latency data source: Golden Cove reads the client table; Arrow Lake's Lion
+    // Cove and Skymont cores use tables pmulab lacks, so their source is left undecoded.
+    EXPECT_EQ(a.dse, PebsDseTable::client);
+    EXPECT_EQ(p.dse, PebsDseTable::unknown);
+    EXPECT_EQ(e.dse, PebsDseTable::unknown);
+}
+
+TEST(PebsFormat5, AlderLakeECoresReadGracemontsDataSourceTable) {
+    SimMachine m = intel_alder_lake();  // CPU 0 a P core, CPU 4 an E core (as above)
+    PebsCaps p, e;
+    ASSERT_TRUE(caps_of(m, 0, &p).ok());
+    ASSERT_TRUE(caps_of(m, 4, &e).ok());
+    ASSERT_EQ(e.gen, PebsCaps::Gen::gracemont);
+    EXPECT_EQ(p.dse, PebsDseTable::client);
+    EXPECT_EQ(e.dse, PebsDseTable::gracemont);
 }
 
 TEST(PebsFormat5, GoldenCoveTableAndPdistCounters) {

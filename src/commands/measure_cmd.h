@@ -188,7 +188,7 @@ struct CboxRun {
     CboxPmu pmu;
     GroupHooks inner;  // the group's own hooks, chained
     const CounterRead* first_read = nullptr;
-    u64 start[msr::kMaxCboxes] = {}, sum[msr::kMaxCboxes] = {};
+    u64 start[msr::kMaxChas] = {}, sum[msr::kMaxChas] = {};
     u32 runs = 0;  // runs counted
     bool have = false, counting = false;
     static constexpr u32 kRegions = 4;

@@ -41,10 +41,10 @@ void cbox_region_hook(const Region& rg, void* ctx) {
 // The counters first thing after the code.
 Status cbox_stop_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
-    u64 now[msr::kMaxCboxes] = {};
+    u64 now[msr::kMaxChas] = {};
     PMULAB_TRY(r->pmu.read(hw, now));
     if (r->counting) {
-        for (u32 b = 0; b < r->pmu.boxes(); ++b) r->sum[b] += (now[b] - r->start[b]) & low_mask(regs::kCboCounterBits);
+        for (u32 b = 0; b < r->pmu.boxes(); ++b) r->sum[b] += (now[b] - r->start[b]) & low_mask(r->pmu.counter_bits());
         ++r->runs;
         r->have = true;
     }
@@ -91,7 +91,7 @@ void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     Value rec;
     JsonWriter w(rec);
     w.begin_object().field("type", "cbox_lookups").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
-    w.field("event", "UNC_CBO_CACHE_LOOKUP.ANY").field_u("boxes", n).field_u("runs", run.runs);
+    w.field("unit", run.pmu.unit()).field("event", run.pmu.event()).field_u("boxes", n).field_u("runs", run.runs);
     w.key("lookups").begin_array();
     for (u32 b = 0; b < n; ++b) w.num(run.sum[b]);
     w.end_array();
@@ -101,7 +101,7 @@ void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     out.record(rec);
     if (out.json()) return;
     StrBuf t;
-    t.printf("C-Box lookups of %s on CPU %u:", bench_name(*r.bench), r.cpu);
+    t.printf("%s lookups of %s on CPU %u:", run.pmu.box_name(), bench_name(*r.bench), r.cpu);
     for (u32 b = 0; b < n; ++b) t.printf(" %llu", (unsigned long long)run.sum[b]);
     if (found)
         t.printf(" -> slice %u (%llu of %llu)\n", best, (unsigned long long)run.sum[best], (unsigned long long)total);

@@ -8,26 +8,21 @@ unknown server part is exit 3 with the reason."""
 
 import json
 import random
-import subprocess
 import zlib
 from typing import List
 
 import pytest
 
-from pmulab_test import ROOT, data_path, run_tool
+from pmulab_test import data_path, run_tool
+from test_cache_slices import sim_slices as cache_slices_sim
 from test_cache_tool import FAST, cache, random_sequence, reference_hits
 
-CACHESIM = f"{ROOT}/build/host/pmulab-cachesim"
 MODEL = "skylake_server"
 WAY = 2048 * 64  # one slice's way: 2048 sets of 64-byte lines
 
 
-def sim_slices(addrs: List[int], spec: str = "") -> List[int]:
-    """The simulator's own slice of each address (pmulab-cachesim's `S ADDR`)."""
-    args = [CACHESIM, "--model", MODEL] + (["--cache", spec] if spec else [])
-    out = subprocess.run(args, input="".join(f"S {a:#x}\n" for a in addrs), stdout=subprocess.PIPE, text=True,
-                         check=True).stdout
-    return [int(x) for x in out.split()]
+def sim_slices(addrs: List[int]) -> List[int]:
+    return cache_slices_sim("", "", addrs, model=MODEL)
 
 
 def lookup_code(off: int) -> str:
@@ -37,13 +32,13 @@ def lookup_code(off: int) -> str:
 
 
 def test_run_cbox_lookups_names_the_simulators_cha() -> None:
-    offs = [0x40, 0x1000040, 0x2345680]
+    offs = [0x40, 0x1000040, 0x1345680]
     argv = ["--model", MODEL, "--json", "--", "run", "--cpu", "0", "--events", "tsc", "--cbox-lookups", "--basic",
             "--unroll", "4", "--reps", "2", "--warmup", "1", "--r14-size", "64M"]
     for o in offs:
         argv += ["--code", lookup_code(o), "--name", f"{o:#x}"]
     r = run_tool("pmulab-sim", *argv, timeout=120)
-    assert r.status == 0, r.out
+    assert r.rc == 0, r.out + r.err
     recs = [json.loads(x) for x in r.out.splitlines() if x.startswith("{")]
     res = {x["bench"]: x for x in recs if x["type"] == "result"}
     cb = [x for x in recs if x["type"] == "cbox_lookups"]
@@ -61,17 +56,17 @@ def test_run_cbox_lookups_names_the_simulators_cha() -> None:
 def test_cha_msrs_traced_by_name_and_restored() -> None:
     r = run_tool("pmulab-sim", "--model", MODEL, "--trace-msr", "--json", "--", "run", "--cpu", "0", "--events",
                  "tsc", "--cbox-lookups", "--code", lookup_code(0x40), "--reps", "1", "--warmup", "0", timeout=120)
-    assert r.status == 0, r.out
+    assert r.rc == 0, r.out + r.err
     tr = [json.loads(x) for x in r.out.splitlines() if x.startswith("{") and '"msr_trace"' in x]
-    names = {x.get("name") for x in tr}
+    names = {x["register"] for x in tr}
     for n in ("C0_MSR_PMON_BOX_CTL", "C0_MSR_PMON_CTL0", "C0_MSR_PMON_BOX_FILTER0", "C17_MSR_PMON_CTR0"):
         assert n in names, sorted(str(x) for x in names)[:40]
     # The last write of every CHA register puts back what it read first (0 on a fresh model).
     last = {}
     for x in tr:
-        if x["op"] == "wrmsr" and str(x.get("name", "")).startswith("C"):
-            last[x["msr"]] = x["value"]
-    assert last and all(v == 0 for v in last.values()), last
+        if x["op"] == "wrmsr" and x["register"].startswith("C") and "_MSR_PMON_" in x["register"]:
+            last[x["register"]] = x["value"]
+    assert len(last) == 18 * 4 and all(v == "0x0" for v in last.values()), last
 
 
 @pytest.mark.parametrize("slice_no", [0, 13])
@@ -115,5 +110,5 @@ def test_evset_on_the_server_finds_the_slices_ways() -> None:
 def test_refusals_are_exit_3(machine: List[str], msg: str) -> None:
     r = run_tool("pmulab-sim", *machine, "--json", "--", "run", "--cpu", "0", "--events", "tsc", "--cbox-lookups",
                  "--code", "90", timeout=120)
-    assert r.status == 3, r.out
-    assert msg in r.out and '"type":"result"' not in r.out.replace(" ", ""), r.out
+    assert r.rc == 3, r.out + r.err
+    assert msg in r.out + r.err and '"type":"result"' not in r.out.replace(" ", ""), r.out

@@ -68,7 +68,7 @@ bool cha_name(const TraceNames& n, u32 m, StrBuf& out) {
     const u32 boxes = g == ChaGen::skx ? 28 : g == ChaGen::icx ? 40 : 60;  // each layout's room
     for (u32 b = 0; b < boxes; ++b) {
         u32 base = cha_box_ctl(g, b);
-        if (m < base || m >= base + 0xC) continue;
+        if (m < base || m >= base + (g == ChaGen::icx ? msr::ICX_CHA_STRIDE : 0x10)) continue;
         u32 off = m - base;
         if (off == 0) out.printf("C%u_MSR_PMON_BOX_CTL", b);
         else if (off >= ctl0 && off < ctl0 + 4) out.printf("C%u_MSR_PMON_CTL%u", b, off - ctl0);

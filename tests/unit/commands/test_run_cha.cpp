@@ -12,6 +12,7 @@
 #include "support/sim_cmd.h"
 #include "support/sim_measure.h"
 #include "support/test_platform.h"
+#include "x86/msr_trace.h"
 
 using namespace pmulab;
 using simm::Cmd;
@@ -210,4 +211,29 @@ TEST(SimCha, StandInHashSpreadsAndIsNotLinear) {
     EXPECT_TRUE(sim::slice_count_ok(18));
     EXPECT_FALSE(sim::slice_count_ok(3));
     EXPECT_FALSE(sim::slice_count_ok(65));
+}
+
+TEST(ChaTrace, NamesTheChaMsrsOfEachGeneration) {
+    auto name = [](u32 model, u32 msr) {
+        TraceNames n;
+        n.vendor = Vendor::intel;
+        n.pmu.version = 4;
+        n.family = 6;
+        n.model = model;
+        StrBuf b;
+        trace_reg_name(n, TraceOp::wrmsr, msr, b);
+        return std::string(b.c_str());
+    };
+    EXPECT_EQ(name(0x55, 0xE00), "C0_MSR_PMON_BOX_CTL");
+    EXPECT_EQ(name(0x55, 0xE01), "C0_MSR_PMON_CTL0");  // not the client's MSR_UNC_PERF_GLOBAL_CTRL
+    EXPECT_EQ(name(0x55, 0xE05), "C0_MSR_PMON_BOX_FILTER0");
+    EXPECT_EQ(name(0x55, 0xFB8), "C27_MSR_PMON_CTR0");
+    EXPECT_EQ(name(0x5E, 0xE01), "MSR_UNC_PERF_GLOBAL_CTRL");  // Skylake client
+    EXPECT_EQ(name(0x6A, 0xF0A), "C18_MSR_PMON_BOX_CTL");
+    EXPECT_EQ(name(0x6A, 0xB6B), "C34_MSR_PMON_CTR3");
+    EXPECT_EQ(name(0x6C, 0xEEF), "C17_MSR_PMON_CTL0");
+    EXPECT_EQ(name(0x8F, 0x2002), "C0_MSR_PMON_CTL0");
+    EXPECT_EQ(name(0x8F, 0x200E), "C0_MSR_PMON_BOX_FILTER0");
+    EXPECT_EQ(name(0xCF, 0x2FFE), "SPR_MSR_UNC_CBO_CONFIG");
+    EXPECT_EQ(name(0x8F, 0x2001), "MSR 0x2001");  // the status register: not pmulab's
 }

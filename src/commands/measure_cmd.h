@@ -196,7 +196,7 @@ struct CboxRun {
     CboxPmu pmu;
     GroupHooks inner;  // the group's own hooks, chained
     const CounterRead* first_read = nullptr;
-    u64 start[msr::kMaxCboxes] = {}, sum[msr::kMaxCboxes] = {};
+    u64 start[msr::kMaxChas] = {}, sum[msr::kMaxChas] = {};
     u32 runs = 0;  // runs counted
     bool have = false, counting = false;
     static constexpr u32 kRegions = 4;
@@ -206,7 +206,7 @@ struct CboxRun {
     // counted runs going through them; slice_runs: the runs each slice was counted in.
     bool amd = false;
     AmdL3Pmu l3;
-    u32 slice_runs[msr::kMaxCboxes] = {}, region = 0, region_runs[kRegions] = {};
+    u32 slice_runs[msr::kMaxChas] = {}, region = 0, region_runs[kRegions] = {};
 };
 static_assert(regs::kAmdL3MaxSlices <= msr::kMaxCboxes);
 // The BSP's C-Boxes: Errc::unsupported with the reason where there are none (exit 3).

@@ -54,10 +54,10 @@ void cbox_region_hook(const Region& rg, void* ctx) {
 // The counters first thing after the code.
 Status cbox_stop_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
-    u64 now[msr::kMaxCboxes] = {};
+    u64 now[msr::kMaxChas] = {};
     PMULAB_TRY(r->amd ? r->l3.read(hw, now) : r->pmu.read(hw, now));
     if (r->counting) {
-        const unsigned bits = r->amd ? regs::kAmdL3CounterBits : regs::kCboCounterBits;
+        const unsigned bits = r->amd ? regs::kAmdL3CounterBits : r->pmu.counter_bits();
         for (u32 b = 0; b < cbox_units(*r); ++b) {
             if (r->amd && !r->l3.counted(b)) continue;
             r->sum[b] += (now[b] - r->start[b]) & low_mask(bits);
@@ -135,7 +135,8 @@ void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     Value rec;
     JsonWriter w(rec);
     w.begin_object().field("type", "cbox_lookups").field_u("cpu", r.cpu).field("bench", bench_name(*r.bench));
-    w.field("event", run.amd ? "L3PMCx04.FF (L3 Lookup State, all)" : "UNC_CBO_CACHE_LOOKUP.ANY");
+    if (!run.amd) w.field("unit", run.pmu.unit());  // AMD's: amd_l3_fields
+    w.field("event", run.amd ? "L3PMCx04.FF (L3 Lookup State, all)" : run.pmu.event());
     w.field_u("boxes", n).field_u("runs", run.runs);
     if (run.amd) amd_l3_fields(w, run);
     w.key("lookups").begin_array();
@@ -149,7 +150,7 @@ void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     StrBuf t;
     if (run.amd)
         t.printf("L3 PMU lookups of %s on CPU %u (L3 complex %u):", bench_name(*r.bench), r.cpu, run.l3.complex());
-    else t.printf("C-Box lookups of %s on CPU %u:", bench_name(*r.bench), r.cpu);
+    else t.printf("%s lookups of %s on CPU %u:", run.pmu.box_name(), bench_name(*r.bench), r.cpu);
     for (u32 b = 0; b < n; ++b) t.printf(" %llu", (unsigned long long)run.sum[b]);
     if (found)
         t.printf(" -> slice %u (%llu of %llu)\n", best, (unsigned long long)run.sum[best], (unsigned long long)total);

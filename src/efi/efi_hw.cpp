@@ -120,6 +120,20 @@ Result<u64> EfiHw::rdpmc(u32 index) {
 
 u64 EfiHw::rdtsc() { return rdtsc_now(); }
 
+// Configuration mechanism #1 (PCI Local Bus Specification 3.0 §3.2.2.3.2): the address
+// (bit 31 enable, bus 23:16, device 15:11, function 10:8, register 7:2) to CF8H, the
+// dword from CFCH. The BSP alone calls it (no other agent of pmulab uses the ports).
+Result<u32> EfiHw::pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) {
+    if (bus > 255 || dev > 31 || fn > 7 || offset > 0xFC || (offset & 3))
+        return Error::make(Errc::invalid_argument, "PCI %x:%x.%x offset 0x%x is not a configuration dword", bus, dev,
+                           fn, offset);
+    u32 addr = 0x80000000u | (bus << 16) | (dev << 11) | (fn << 8) | offset;
+    u32 v = 0;
+    asm volatile("outl %0, %1" ::"a"(addr), "Nd"(u16(0xCF8)));
+    asm volatile("inl %1, %0" : "=a"(v) : "Nd"(u16(0xCFC)));
+    return v;
+}
+
 u32 EfiHw::current_cpu() {
     if (!mp_) return 0;
     UINTN n = 0;

@@ -27,6 +27,7 @@ public:
     Result<CpuTopology> topology(u32 cpu) override;
     // On an AP through pmulab's worker there (ap_worker.h).
     Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override;
+    Result<u32> pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) override;
     // Sends the AP workers back to MP Services (before pmulab returns to the firmware).
     void shutdown_workers() { workers_.shutdown(); }
     // The BSP's index and the AP workers (nmi_probe.cpp runs two CPUs at once).

@@ -32,7 +32,7 @@ constexpr const char kUsage[] =
     "dump or model (or a documented per-family geometry); without --dump/--model it is the\n"
     "generic one (Skylake client, LRU). --cache changes levels: \"off\" or\n"
     "LEVEL:SIZE[:WAYS[:POLICY]],... e.g. L1D:32K:8:LRU,L2:256K:4:PLRU,L3:8M:16:QLRU_H11_M1_R0_U0;\n"
-    "L3 takes a fifth field, its slices (1, 2, 4 or 8): L3:6M:12:LRU:4.\n"
+    "L3 takes a fifth field, its slices (1, 2, 4, 8; 9 to 64 by the server stand-in hash): L3:6M:12:LRU:4.\n"
     "--seed N seeds the randomized policies (RANDOM, PLRURand, RandPLRU, QLRU_.._MR..).\n"
     "--describe prints the configuration (one line) before anything else.\n"
     "docs/sim.md, \"The memory hierarchy\", describes the model and the policies.\n"

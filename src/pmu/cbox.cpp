@@ -17,7 +17,7 @@ template <usize N> bool in(const u32 (&list)[N], u32 m) {
 }
 
 u32 evtsel(u32 box) { return msr::MSR_UNC_CBO_0_PERFEVTSEL0 + msr::MSR_UNC_CBO_STRIDE * box; }
-u32 ctr(u32 box) { return msr::MSR_UNC_CBO_0_PERFCTR0 + msr::MSR_UNC_CBO_STRIDE * box; }
+u32 cbo_ctr(u32 box) { return msr::MSR_UNC_CBO_0_PERFCTR0 + msr::MSR_UNC_CBO_STRIDE * box; }
 
 }  // namespace
 
@@ -33,13 +33,22 @@ CboxSupport cbox_support(const CpuIdentity& id) {
         s.global_msr = msr::MSR_UNC_PERF_GLOBAL_CTRL_SKL;
     } else {
         s.why_not = "pmulab knows the C-Box lookup counters of Intel's client parts of Sandy Bridge .. Coffee Lake "
-                    "only (server parts count lookups in CHAs, newer clients elsewhere)";
+                    "and the CHAs of Skylake-SP .. Emerald Rapids only (newer clients count elsewhere)";
     }
     return s;
 }
 
+u32 CboxPmu::ctr(u32 box) const { return gen_ == ChaGen::none ? cbo_ctr(box) : cha_ctr0(gen_, box); }
+
 Status CboxPmu::detect(Hw& hw, const CpuIdentity& id) {
     CboxSupport s = cbox_support(id);
+    gen_ = ChaGen::none;
+    if (!s.global_msr && !id.hypervisor && id.vendor == Vendor::intel && cha_generation(id) != ChaGen::none)
+        return detect_cha(hw, id, cha_generation(id));
+    if (!s.global_msr && !id.hypervisor && id.vendor == Vendor::intel && id.family == 6 &&
+        (id.model == 0xAD || id.model == 0xAE))
+        s.why_not = "Granite Rapids' CHA registers are found only through the uncore PMON discovery table (PCI "
+                    "DVSEC 23H), which pmulab does not read";
     if (!s.global_msr)
         return Error::make(Errc::unsupported, "no L3 slice lookup on this CPU (%s family 0x%x model 0x%x): %s%s",
                            id.vendor_string, id.family, id.model, s.why_not, kEvsets);
@@ -57,6 +66,7 @@ Status CboxPmu::detect(Hw& hw, const CpuIdentity& id) {
 }
 
 Status CboxPmu::begin(Hw& hw) {
+    if (gen_ != ChaGen::none) return begin_cha(hw);
     hw_ = &hw;
     ledger_.bind(&hw);
     ledger_.begin();
@@ -64,7 +74,7 @@ Status CboxPmu::begin(Hw& hw) {
     PMULAB_TRY(ledger_.save(MsrReg::global(global_).disabled_by(regs::UncPerfGlobalCtrl().set_en(true).raw())));
     for (u32 b = 0; b < boxes_; ++b) {
         PMULAB_TRY(ledger_.save(MsrReg::event_select(evtsel(b)).disabled_by(en)));
-        PMULAB_TRY(ledger_.save(MsrReg::counter(ctr(b)).gated_by(evtsel(b))));
+        PMULAB_TRY(ledger_.save(MsrReg::counter(cbo_ctr(b)).gated_by(evtsel(b))));
     }
     ledger_.arm();
     // Counters are written while disabled (SDM Vol. 3B §20.2.1.1): the global enable
@@ -74,7 +84,7 @@ Status CboxPmu::begin(Hw& hw) {
     regs::UncCboEvtSel sel = regs::UncCboEvtSel().set_event(regs::kCboLlcLookup).set_umask(regs::kCboLookupAny);
     for (u32 b = 0; b < boxes_; ++b) {
         PMULAB_TRY(ledger_.write(evtsel(b), sel.raw()));
-        PMULAB_TRY(ledger_.write(ctr(b), 0));
+        PMULAB_TRY(ledger_.write(cbo_ctr(b), 0));
         PMULAB_TRY(ledger_.write(evtsel(b), regs::UncCboEvtSel(sel).set_en(true).raw()));
     }
     return ledger_.write(global_, g.set_en(true).raw());
@@ -84,7 +94,7 @@ Status CboxPmu::read(Hw& hw, u64* out) const {
     for (u32 b = 0; b < boxes_; ++b) {
         Result<u64> v = hw.rdmsr(ctr(b));
         if (!v.ok()) return v.error();
-        out[b] = v.value() & low_mask(regs::kCboCounterBits);
+        out[b] = v.value() & low_mask(counter_bits());
     }
     return ok_status();
 }

@@ -399,6 +399,10 @@ SimMachine intel_sapphire_rapids(u32 n) {
     return topdown_part(0x000806F8, "Intel(R) Xeon(R) Platinum 8480+", 0x08300805, 0x00008604, kGoldenCovePerfCaps, n);
 }
 
+SimMachine intel_skylake_server(u32 n) {
+    return topdown_part(0x00050654, "Intel(R) Xeon(R) Gold 6140 CPU @ 2.30GHz", 0x07300404, 0x00000603, 0x33c5, n);
+}
+
 SimMachine intel_skylake(u32 n) {
     // v4, 4 GP x 48, 3 fixed x 48; no PERF_METRICS (PERF_CAPABILITIES[15] = 0).
     return topdown_part(0x000506E3, "Intel(R) Core(TM) i7-6700K CPU @ 4.00GHz", 0x07300404, 0x00000603, 0x33c5, n);

@@ -105,6 +105,8 @@ SimMachine intel_icelake_server(u32 ncpus = 2);  // 06_6AH (Ice Lake-SP), as the
 // PERF_CAPABILITIES[16] (PEBS output to Intel PT, sim_pt.h).
 SimMachine intel_icelake_pt(u32 ncpus = 2);
 SimMachine intel_sapphire_rapids(u32 ncpus = 2);
+// Skylake-SP (06_55H, stepping 4): Skylake's core PMU; 18 CHAs in the simulated uncore.
+SimMachine intel_skylake_server(u32 ncpus = 2);
 SimMachine intel_skylake(u32 ncpus = 2);
 SimMachine intel_alder_lake();
 // `m` with CPUID.15H (TSC/crystal ratio EBX/EAX, crystal Hz ECX; SDM Vol. 2A) on every CPU,

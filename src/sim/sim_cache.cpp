@@ -443,8 +443,9 @@ pmulab::Status check_cache_level(const CacheLevelSpec& l) {
         return Error::make(Errc::invalid_argument, "%s: unknown replacement policy '%.60s'; known: %s", n,
                            l.policy.c_str(), kPolicyList);
     if (!slice_count_ok(l.slices) || (l.slices > 1 && l.name != "L3"))
-        return Error::make(Errc::invalid_argument, "%s: %u slices (L3 only: 1, 2, 4 or 8, the counts of the hash)", n,
-                           l.slices);
+        return Error::make(Errc::invalid_argument,
+                           "%s: %u slices (L3 only: 1, 2, 4 or 8 by the client hash, 9 to %u by the server stand-in)",
+                           n, l.slices, kMaxServerSlices);
     if (l.sets() % l.slices != 0)
         return Error::make(Errc::invalid_argument, "%s: %llu sets do not split into %u slices", n,
                            (unsigned long long)l.sets(), l.slices);

@@ -113,11 +113,21 @@ CacheConfig default_cache_config(const pmulab::CpuidSnapshot& cpuid) {
     // A client part's L3 is one slice per core (sim_slice.h), where the sets split.
     u32 slices = client_llc_slices(cpuid);
     if (c.levels.size() == 3 && slices > 1 && c.levels[2].sets() % slices == 0) c.levels[2].slices = slices;
-    if (!c.levels.empty()) return c;
-    const Geometry* g = &kSkylake;
-    if (netburst) g = &kNetBurst;
-    if (amd) g = d.id.family <= 0xF ? &kK8 : d.id.family < 0x17 ? &kK10 : &kZen;
-    c.levels = from_geometry(*g, p);
+    if (c.levels.empty()) {
+        const Geometry* g = &kSkylake;
+        if (netburst) g = &kNetBurst;
+        if (amd) g = d.id.family <= 0xF ? &kK8 : d.id.family < 0x17 ? &kK10 : &kZen;
+        c.levels = from_geometry(*g, p);
+    }
+    // A server part's L3: one slice of 2048 sets per CHA (sim_slice.h), whatever leaf 4 says.
+    u32 gen = 0;
+    if (u32 chas = server_llc_slices(cpuid, &gen); chas && c.levels.size() == 3) {
+        CacheLevelSpec& l3 = c.levels[2];
+        l3.ways = server_slice_ways(gen);
+        l3.line = 64;
+        l3.size_bytes = u64(chas) * kServerSetsPerSlice * l3.ways * 64;
+        l3.slices = chas;
+    }
     return c;
 }
 

@@ -13,8 +13,13 @@ namespace sim {
 SimMachine::SimMachine(const std::vector<CpuSpec>& cpus) : shared_(std::make_shared<Shared>()) {
     if (cpus.empty()) die("a machine needs at least one CPU");
     // A client part's C-Boxes, one per L3 slice (sim_slice.h), shared by its CPUs.
+    u32 gen = 0;
     if (u32 boxes = client_llc_slices(cpus[0].cpuid))
         shared_->uncore = std::make_unique<SimUncore>(boxes, uncore_global_at_e01(cpus[0].cpuid));
+    else if (u32 chas = server_llc_slices(cpus[0].cpuid, &gen)) {
+        const UncoreKind kinds[] = {UncoreKind::skx, UncoreKind::icx, UncoreKind::spr};
+        shared_->uncore = std::make_unique<SimUncore>(chas, kinds[gen]);
+    }
     cpus_.reserve(cpus.size());
     for (u32 i = 0; i < cpus.size(); ++i) cpus_.emplace_back(i, cpus[i], shared_);
     bsp_ = 0;
@@ -31,6 +36,12 @@ SimUncore* SimMachine::uncore() { return shared_->uncore.get(); }
 void SimMachine::enable_amd_l3(bool f17) { shared_->amd_l3 = std::make_unique<SimAmdL3>(f17); }
 
 SimAmdL3* SimMachine::amd_l3() const { return shared_->amd_l3.get(); }
+pmulab::Result<u32> SimMachine::pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) {
+    if (bus > 255 || dev > 31 || fn > 7 || offset > 0xFC || (offset & 3))
+        return pmulab::Error::make(pmulab::Errc::invalid_argument,
+                                   "PCI %x:%x.%x offset 0x%x is not a configuration dword", bus, dev, fn, offset);
+    return shared_->uncore ? shared_->uncore->pci_read32(bus, dev, fn, offset) : 0xFFFFFFFFu;
+}
 
 void SimMachine::set_bsp(u32 i) {
     for (u32 k = 0; k < size(); ++k) cpus_[k].topology().bsp = k == i;

@@ -65,6 +65,8 @@ public:
     u32 current_cpu() override { return current_; }
     Result<CpuTopology> topology(u32 cpu) override;
     Status run_on_cpu(u32 cpu, pmulab::CpuFn fn, void* ctx) override;
+    // The server uncore's CAPID registers (sim_uncore.h); no device elsewhere (all ones).
+    pmulab::Result<u32> pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) override;
 
 private:
     std::shared_ptr<Shared> shared_;

@@ -99,6 +99,9 @@ const NamedModel kModels[] = {
      [] {
          return with_tsc_leaf15(intel_icelake_server(), {2, 160, 25000000, 0});
      }},
+    {"skylake_server",
+     "Intel Skylake-SP (06_55H): as skylake, 18 CHAs (L3 slices, the simulator's stand-in hash), CAPID6 in PCI",
+     [] { return intel_skylake_server(); }},
     {"sapphire_rapids", "Intel Sapphire Rapids (06_8FH): PERF_METRICS levels 1 and 2",
      [] { return intel_sapphire_rapids(); }},
     {"alder_lake", "hybrid with PERF_METRICS on the P cores (Gracemont E cores)", [] { return intel_alder_lake(); }},

@@ -31,9 +31,20 @@ template <size_t N> bool in(const u32 (&list)[N], u32 m) {
 
 }  // namespace
 
-bool slice_count_ok(u32 slices) { return slices == 1 || slices == 2 || slices == 4 || slices == 8; }
+bool slice_count_ok(u32 slices) {
+    return slices == 1 || slices == 2 || slices == 4 || slices == 8 || (slices > 8 && slices <= kMaxServerSlices);
+}
 
 u32 llc_slice(u64 phys, u32 slices) {
+    if (slices > 8) {  // the server stand-in (sim_slice.h)
+        u64 h = phys >> 6;
+        h ^= h >> 33;
+        h *= 0xFF51AFD7ED558CCDull;
+        h ^= h >> 33;
+        h *= 0xC4CEB9FE1A85EC53ull;
+        h ^= h >> 33;
+        return u32((unsigned __int128)h * slices >> 64);
+    }
     u32 out = 0;
     for (u32 i = 0; (1u << i) < slices && i < 3; ++i) out |= parity(phys & kSliceHashMasks[i]) << i;
     return out;
@@ -53,6 +64,17 @@ bool uncore_global_at_e01(const pmulab::CpuidSnapshot& cpuid) {
     u32 family = 0, model = display_model(cpuid, &family);
     return is_intel(cpuid) && family == 6 && in(kSklClient, model);
 }
+
+u32 server_llc_slices(const pmulab::CpuidSnapshot& cpuid, u32* gen) {
+    u32 family = 0, model = display_model(cpuid, &family);
+    if (!is_intel(cpuid) || family != 6 || (cpuid.get(1).ecx >> 31)) return 0;
+    u32 g = model == 0x55 ? 0 : model == 0x6A || model == 0x6C ? 1 : model == 0x8F || model == 0xCF ? 2 : 3;
+    if (gen) *gen = g;
+    constexpr u32 kChas[] = {18, 28, 30, 0};
+    return kChas[g];
+}
+
+u32 server_slice_ways(u32 gen) { return gen == 0 ? 11 : gen == 1 ? 12 : 15; }
 
 u32 client_llc_slices(const pmulab::CpuidSnapshot& cpuid) {
     u32 family = 0, model = display_model(cpuid, &family);

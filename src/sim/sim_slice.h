@@ -41,7 +41,15 @@ u32 amd_standin_slice(u64 phys, u32 slices);
 // The slice by `hash`.
 u32 slice_of_hash(u64 phys, u32 slices, SliceHash hash);
 
-// 1, 2, 4 or 8: the slice counts the hash covers.
+// A server part's L3 has one slice per CHA, often a count that is not a power of two
+// (Skylake-SP up to 28, Ice Lake-SP 40, Sapphire Rapids 60). Intel has not disclosed its
+// hash; the simulator's STAND-IN for 9 to 64 slices (its own, not Intel's) mixes the line
+// number (phys >> 6) with a multiply-xorshift finalizer (MurmurHash3's fmix64) and maps it
+// to a slice by the high half of a 64 x 64-bit product, (h * slices) >> 64: non-linear
+// in the address bits, every slice about as likely.
+inline constexpr u32 kMaxServerSlices = 64;
+
+// 1, 2, 4 or 8 (the client hash) or 9 .. kMaxServerSlices (the server stand-in).
 bool slice_count_ok(u32 slices);
 // The slice of `phys` among `slices` (slice_count_ok); 0 when slices is 1.
 u32 llc_slice(u64 phys, u32 slices);
@@ -55,5 +63,16 @@ u32 client_llc_slices(const pmulab::CpuidSnapshot& cpuid);
 // Skylake and later client parts (models 4E, 5E, 8E, 9E, A5, A6) have the uncore global
 // control at E01H; Sandy Bridge .. Broadwell at 391H.
 bool uncore_global_at_e01(const pmulab::CpuidSnapshot& cpuid);
+
+// The CHAs (= L3 slices) of an Intel server part the simulator models (family 6 models
+// 55H Skylake-SP/Cascade Lake: 18, 6AH/6CH Ice Lake-SP/-D: 28, 8FH/CFH Sapphire/Emerald
+// Rapids: 30; the simulator's choice of part), 0 otherwise or in a hypervisor's guest
+// (CPUID.01H:ECX[31]: the uncore is not virtualized). `gen` gets 0 (Skylake-SP), 1
+// (Ice Lake-SP) or 2 (Sapphire Rapids).
+u32 server_llc_slices(const pmulab::CpuidSnapshot& cpuid, u32* gen = nullptr);
+// The L3 slice of a server part in the simulator: 2048 sets of 64-byte lines, 11 ways
+// (Skylake-SP: 1.375 MiB), 12 (Ice Lake-SP: 1.5 MiB) or 15 (Sapphire Rapids: 1.875 MiB).
+u32 server_slice_ways(u32 gen);
+inline constexpr u32 kServerSetsPerSlice = 2048;
 
 }  // namespace sim

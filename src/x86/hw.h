@@ -58,6 +58,14 @@ public:
     virtual u32 current_cpu() = 0;
     virtual Result<CpuTopology> topology(u32 cpu) = 0;
     virtual Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) = 0;
+    // A dword of PCI configuration space, segment 0 (PCI Local Bus Specification 3.0
+    // §3.2.2.3.2, configuration mechanism #1: ports CF8H/CFCH): offset < 256, dword-aligned.
+    // Errc::unsupported where the implementation has none.
+    // (Inline: the tests' fakes derive from Hw with RTTI, the core has no key function.)
+    virtual Result<u32> pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) {
+        return Error::make(Errc::unsupported, "no PCI configuration space access here (%02x:%02x.%u offset 0x%x)", bus,
+                           dev, fn, offset);
+    }
     // The --trace-msr layer when this Hw is one (msr_trace.h), else null: the engine
     // tells it what generated code does and where each run begins and ends.
     virtual MsrTrace* msr_trace() { return nullptr; }

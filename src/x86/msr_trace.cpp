@@ -22,6 +22,8 @@ TraceNames trace_names(const CpuDecoded& d) {
     TraceNames n;
     n.vendor = d.id.vendor;
     n.pmu = d.pmu;
+    n.family = d.id.family;
+    n.model = d.id.model;
     return n;
 }
 
@@ -74,7 +76,31 @@ const char* other_name(const TraceNames& n, u32 m) {
 
 // The client uncore's C-Box MSRs (x86/uncore_regs.h: Sandy Bridge on, PMU version 3 and
 // later); 391H only at version 3 (from Skylake on it is IA32_PERF_GLOBAL_STATUS_SET).
+// The server uncore's CHA MSRs (x86/uncore_regs.h: Skylake-SP .. Emerald Rapids), by the
+// uncore guides' names: Cn_MSR_PMON_BOX_CTL, _CTLx, _CTRx, _BOX_FILTER0.
+bool cha_name(const TraceNames& n, u32 m, StrBuf& out) {
+    ChaGen g = n.vendor == Vendor::intel ? cha_generation(n.family, n.model) : ChaGen::none;
+    if (g == ChaGen::none) return false;
+    if (g == ChaGen::spr && m == msr::SPR_MSR_UNC_CBO_CONFIG) return out.put("SPR_MSR_UNC_CBO_CONFIG"), true;
+    u32 ctl0 = cha_ctl0(g, 0) - cha_box_ctl(g, 0), filter0 = cha_filter0(g, 0) - cha_box_ctl(g, 0);
+    const u32 boxes = g == ChaGen::skx ? 28 : g == ChaGen::icx ? 40 : 60;  // each layout's room
+    for (u32 b = 0; b < boxes; ++b) {
+        u32 base = cha_box_ctl(g, b);
+        if (m < base || m >= base + (g == ChaGen::icx ? msr::ICX_CHA_STRIDE : 0x10)) continue;
+        u32 off = m - base;
+        if (off == 0) out.printf("C%u_MSR_PMON_BOX_CTL", b);
+        else if (off >= ctl0 && off < ctl0 + 4) out.printf("C%u_MSR_PMON_CTL%u", b, off - ctl0);
+        else if (off >= msr::kChaCtr0 && off < msr::kChaCtr0 + 4)
+            out.printf("C%u_MSR_PMON_CTR%u", b, off - msr::kChaCtr0);
+        else if (off == filter0) out.printf("C%u_MSR_PMON_BOX_FILTER0", b);
+        else return false;
+        return true;
+    }
+    return false;
+}
+
 bool uncore_name(const TraceNames& n, u32 m, StrBuf& out) {
+    if (cha_name(n, m, out)) return true;
     if (n.vendor != Vendor::intel || n.pmu.netburst || n.pmu.version < 3) return false;
     if (m == msr::MSR_UNC_CBO_CONFIG) out.put("MSR_UNC_CBO_CONFIG");
     else if (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SKL || (m == msr::MSR_UNC_PERF_GLOBAL_CTRL_SNB && n.pmu.version < 4))

@@ -53,6 +53,7 @@ protected:
 struct TraceNames {
     Vendor vendor = Vendor::other;
     PmuCaps pmu;
+    u32 family = 0, model = 0;  // the server uncore's CHA MSRs are named by model
 };
 TraceNames trace_names(const CpuDecoded& d);
 
@@ -84,6 +85,9 @@ public:
     u32 current_cpu() override { return inner_.current_cpu(); }
     Result<CpuTopology> topology(u32 cpu) override { return inner_.topology(cpu); }
     Status run_on_cpu(u32 cpu, CpuFn fn, void* ctx) override;
+    Result<u32> pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) override {
+        return inner_.pci_read32(bus, dev, fn, offset);
+    }
     MsrTrace* msr_trace() override { return this; }
 
     // ---- from the measurement engine (any CPU) ----

@@ -19,9 +19,9 @@ from test_cache_tool import FAST, SKYLAKE, ZEN4, cache, random_sequence, referen
 CACHESIM = f"{ROOT}/build/host/pmulab-cachesim"
 
 
-def sim_slices(dump: str, spec: str, addrs: List[int]) -> List[int]:
-    """The simulator's own slice of each address (pmulab-cachesim's `S ADDR`)."""
-    args = [CACHESIM, "--dump", dump] + (["--cache", spec] if spec else [])
+def sim_slices(dump: str, spec: str, addrs: List[int], model: str = "") -> List[int]:
+    """The simulator's own slice of each address (pmulab-cachesim's `S ADDR`), of a dump or a model."""
+    args = [CACHESIM, *(["--model", model] if model else ["--dump", dump])] + (["--cache", spec] if spec else [])
     out = subprocess.run(args, input="".join(f"S {a:#x}\n" for a in addrs), stdout=subprocess.PIPE, text=True,
                          check=True).stdout
     return [int(x) for x in out.split()]

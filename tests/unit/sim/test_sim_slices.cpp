@@ -93,7 +93,8 @@ TEST(SimSlices, CacheSpecSetsTheSlices) {
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r.value().levels[2].slices, 1u);
     EXPECT_EQ(sim::parse_cache_spec("L3:::LRU:3", d).error().msg,
-              std::string("--cache: L3: 3 slices (L3 only: 1, 2, 4 or 8, the counts of the hash)"));
+              std::string("--cache: L3: 3 slices (L3 only: 1, 2, 4 or 8 by the client hash, 9 to 64 by the server "
+                          "stand-in)"));
     EXPECT_EQ(sim::parse_cache_spec("L2::::2", d).error().msg,
               std::string("--cache: 'L2::::2': 5 fields; the form is LEVEL:SIZE[:WAYS[:POLICY]] (L3: "
                           "[:POLICY[:SLICES]])"));

@@ -11,19 +11,17 @@
 #include "sim/sim_uncore.h"
 #include "support/sim_cmd.h"
 #include "support/sim_measure.h"
+#include "support/slice_lookups.h"
 #include "support/test_platform.h"
 #include "x86/msr_trace.h"
 
 using namespace pmulab;
 using simm::Cmd;
+using simm::kSliceAt40;
 using simm::run_line;
 using simm::SimPlatform;
 
 namespace {
-
-// clflush [r14+0x40]; mfence; mov rcx, [r14+0x40]  /  the same at r14+0x1000040.
-const char kAt40[] = "410faebe400000000faef0498b8e40000000";
-const char kAt1000040[] = "410faebe400000010faef0498b8e40000001";
 
 sim::SimMachine server(u32 signature) {
     sim::IntelCpuidSpec s;
@@ -51,23 +49,10 @@ TEST(RunCha, TheLinesChaCountsEveryLookupAndTheRegistersComeBack) {
     ASSERT_TRUE(m.wrmsr(0xE08, 77).ok());
     ASSERT_TRUE(m.wrmsr(0xF18, 5).ok());
     SimPlatform p(m);
-    Cmd c = run_line(p, std::string("--json run --cpu 0 --code ") + kAt40 + " --name at40 --code " + kAt1000040 +
-                            " --name at1000040 --events tsc --cbox-lookups --basic --unroll 8 --reps 3 --warmup 1" +
-                            " --r14-size 64M");
+    Cmd c = simm::run_two_lines(p);
     ASSERT_EQ(c.status, 0) << c.out;
-    std::vector<pmutest::Json> res = simm::results(c), cb = simm::of_type(c, "cbox_lookups");
-    ASSERT_EQ(cb.size(), 2u) << c.out;
-    const u64 offs[2] = {0x40, 0x1000040};
-    for (int i = 0; i < 2; ++i) {
-        const pmutest::Json& r = cb[size_t(i)];
-        EXPECT_EQ(r["unit"].s(), "cha");
-        EXPECT_EQ(r["event"].s(), "UNC_CHA_LLC_LOOKUP.ALL");
-        EXPECT_EQ(r["boxes"].u(), 18u);
-        EXPECT_EQ(r["runs"].u(), 6u);
-        u32 want = sim::llc_slice(res[size_t(i)]["r14"].u() + (32u << 20) + offs[i], 18);
-        EXPECT_EQ(r["slice"].u(), want) << r["bench"].s();
-        for (u32 b = 0; b < 18; ++b) EXPECT_EQ(r["lookups"][b].u(), b == want ? 24u : 0u) << b;
-    }
+    simm::expect_lookups_in_hash_slice(c, "UNC_CHA_LLC_LOOKUP.ALL", 18);
+    for (const pmutest::Json& r : simm::of_type(c, "cbox_lookups")) EXPECT_EQ(r["unit"].s(), "cha");
     EXPECT_EQ(m.rdmsr(0xE00).value(), 0x100u);
     EXPECT_EQ(m.rdmsr(0xE01).value(), 0x1834u);
     EXPECT_EQ(m.rdmsr(0xE05).value(), 0x20000u);
@@ -80,7 +65,7 @@ TEST(RunCha, TheLinesChaCountsEveryLookupAndTheRegistersComeBack) {
 TEST(RunCha, TextNamesTheCha) {
     sim::SimMachine m = sim::intel_skylake_server();
     SimPlatform p(m);
-    Cmd c = run_line(p, std::string("run --cpu 0 --code ") + kAt40 +
+    Cmd c = run_line(p, std::string("run --cpu 0 --code ") + kSliceAt40 +
                             " --name at40 --events tsc --cbox-lookups --unroll 4 --reps 1 --warmup 1");
     ASSERT_EQ(c.status, 0) << c.out;
     EXPECT_NE(c.out.find("CHA lookups of at40 on CPU 0:"), std::string::npos) << c.out;
@@ -162,7 +147,7 @@ TEST(ChaDetect, AGuestIsExit3AndNothingRuns) {
     sim::SimMachine m = sim::intel_machine(s, {1, 2, 1}, 0x33c5);
     EXPECT_EQ(m.uncore(), nullptr);
     SimPlatform p(m);
-    Cmd c = run_line(p, std::string("--json run --cpu 0 --code ") + kAt40 + " --events tsc --cbox-lookups");
+    Cmd c = run_line(p, std::string("--json run --cpu 0 --code ") + kSliceAt40 + " --events tsc --cbox-lookups");
     EXPECT_EQ(c.status, 3) << c.out;
     EXPECT_TRUE(simm::results(c).empty());
     EXPECT_NE(c.out.find("a hypervisor's guest"), std::string::npos) << c.out;

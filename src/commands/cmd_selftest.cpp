@@ -25,7 +25,8 @@ const CommandOptions kSelftestCommand = {
     .help = "usage: pmulab selftest [--cpu N|all|bsp]\n"
             "\n"
             "Checks the measurement harness and reports PASS, FAIL or SKIP per check:\n"
-            "the TSC, the pointer-chase chain, overhead cancellation (empty kernel = 0, U vs 2U\n"
+            "the TSC, the pointer-chase chain, PCI configuration reads (the host bridge at\n"
+            "00:00.0), overhead cancellation (empty kernel = 0, U vs 2U\n"
             "linearity, --basic, --loop, --irq lvt), fault-safe RDPMC probing, every CPU, and the\n"
             "PMU checks. Intel architectural PMU: instructions retired on fixed counter 0 and\n"
             "GP C0H.00H within 1% of the kernel's count, core cycles fixed 1 vs GP 3CH.00H,\n"
@@ -264,6 +265,22 @@ void check_every_cpu(Checks& ck, Hw& hw, MeasurePlatform& mp) {
                "%u of %u CPUs%s%s%s", ok, n - disabled, skipped, first_err[0] ? "; " : "", first_err);
 }
 
+// The PCI configuration seam (Hw::pci_read32; on EFI configuration mechanism #1, the
+// ports the server CHA count is read through): the host bridge at 00:00.0, which every
+// PC has, answers with a vendor ID (not all ones, not zero).
+void check_pci(Checks& ck, Hw& hw) {
+    const char* n = "pci: configuration space reads the host bridge at 00:00.0";
+    Result<u32> id = hw.pci_read32(0, 0, 0, 0);
+    if (!id.ok()) {
+        ck.report(id.error().code == Errc::unsupported ? Verdict::skip : Verdict::fail, n, -1, id.error().msg);
+        return;
+    }
+    const u32 vendor = id.value() & 0xFFFF, device = id.value() >> 16;
+    const bool ok = vendor != 0xFFFF && vendor != 0;
+    ck.reportf(ok ? Verdict::pass : Verdict::fail, n, -1, "vendor %04x device %04x%s", vendor, device,
+               ok ? "" : ": nothing answered (the configuration access is broken)");
+}
+
 }  // namespace
 
 Status cmd_selftest(Out& out, Args& args) {
@@ -277,6 +294,7 @@ Status cmd_selftest(Out& out, Args& args) {
     Checks ck(out);
     for (u32 cpu : cpus) check_tsc(ck, hw, mp, cpu);
     check_chase(ck);
+    check_pci(ck, hw);
     if (!mp) {
         ck.report(Verdict::skip, "measurement checks", -1, "this platform cannot execute generated code");
     } else {

@@ -40,6 +40,12 @@ pmulab::Result<u32> SimMachine::pci_read32(u32 bus, u32 dev, u32 fn, u32 offset)
     if (bus > 255 || dev > 31 || fn > 7 || offset > 0xFC || (offset & 3))
         return pmulab::Error::make(pmulab::Errc::invalid_argument,
                                    "PCI %x:%x.%x offset 0x%x is not a configuration dword", bus, dev, fn, offset);
+    if (bus == 0 && dev == 0 && fn == 0) {
+        // Every PC's host bridge: the simulator's choice of IDs is QEMU q35's MCH (8086:29C0)
+        // on Intel and the Zen root complex (1022:1450) on AMD; its other registers read 0.
+        const bool amd = cpus_[0].cpuid(0, 0).ebx == 0x68747541;  // "Auth"enticAMD
+        return offset ? 0u : amd ? 0x14501022u : 0x29C08086u;
+    }
     return shared_->uncore ? shared_->uncore->pci_read32(bus, dev, fn, offset) : 0xFFFFFFFFu;
 }
 

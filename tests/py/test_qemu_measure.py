@@ -273,6 +273,9 @@ def test_qemu_selftest_under_tcg():
                  "rdpmc kernel: RDPMC is probed before code generation"):
         assert status.get(name) == ["PASS", "PASS"], (name, status.get(name))
     assert status["every CPU measures the nop kernel"] == ["PASS"]
+    # The PCI configuration seam on EFI (ports CF8H/CFCH): q35's host bridge, 8086:29C0.
+    (pci,) = [c for c in checks if c["name"] == "pci: configuration space reads the host bridge at 00:00.0"]
+    assert pci["status"] == "PASS" and pci["detail"] == "vendor 8086 device 29c0", pci
     empty = [c for c in checks if c["name"] == "empty kernel measures 0 per iteration"]
     assert [c["detail"] for c in empty] == ["0.00 TSC ticks per iteration"] * 2
     lin = [c for c in checks if c["name"].startswith("U vs 2U")]

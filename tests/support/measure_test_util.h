@@ -40,6 +40,12 @@ public:
         return pmc_fault_error(index, kVectorUD);
     }
     u64 rdtsc() override { return tsc_ += 7; }
+    // PCI configuration space: none (Errc::unsupported) unless pci_dword is set, then every
+    // dword reads it.
+    Result<u32> pci_read32(u32 bus, u32 dev, u32 fn, u32 offset) override {
+        if (!pci_present) return Hw::pci_read32(bus, dev, fn, offset);
+        return pci_dword;
+    }
     u32 cpu_count() override { return cpus_; }
     u32 current_cpu() override { return current_; }
     Result<CpuTopology> topology(u32 cpu) override {
@@ -63,6 +69,8 @@ public:
     std::vector<std::pair<u32, u64>> writes;
     bool pmc_works = false;
     bool reject_writes = false;
+    bool pci_present = false;
+    u32 pci_dword = 0xFFFFFFFFu;
     int rdpmc_calls = 0, rdmsr_calls = 0;
 
 private:

@@ -323,17 +323,35 @@ TEST(Selftest, PassesAndSkipsOnAMachineWithoutPmu) {
                   "SKIP: reference cycles: fixed counter 2 vs the TSC (CPU 0: no architectural performance monitoring"),
               std::string::npos);
     EXPECT_EQ(r.p.out.find("FAIL"), std::string::npos);
-    // 6 PMU checks, the 3 interrupt checks (selftest_pmi.cpp) and the LBR check SKIP: no PMU.
-    EXPECT_NE(r.p.out.find("SUMMARY: 22 tests, 0 failures, 10 skipped\n"), std::string::npos) << r.p.out;
+    // 6 PMU checks, the 3 interrupt checks (selftest_pmi.cpp) and the LBR check SKIP: no PMU;
+    // the PCI check too: this fake platform has no configuration space.
+    EXPECT_NE(r.p.out.find("SUMMARY: 23 tests, 0 failures, 11 skipped\n"), std::string::npos) << r.p.out;
     ASSERT_EQ(r.run("selftest --json --cpu all"), 0);
     EXPECT_NE(r.p.out.find("{\"type\":\"check\",\"name\":\"TSC advances\",\"cpu\":1,\"status\":\"PASS\","),
               std::string::npos)
         << r.p.out;
-    EXPECT_NE(r.p.out.find("{\"type\":\"summary\",\"tests\":31,\"passed\":20,\"failed\":0,\"skipped\":11}\n"),
+    EXPECT_NE(r.p.out.find("{\"type\":\"summary\",\"tests\":32,\"passed\":20,\"failed\":0,\"skipped\":12}\n"),
               std::string::npos)
         << r.p.out;
     EXPECT_EQ(r.run("selftest --bogus"), 2);
     EXPECT_EQ(r.p.out, "pmulab: error: selftest: unknown option '--bogus' (see 'pmulab help selftest')\n");
+}
+
+// The PCI check: a host bridge answers (PASS with its IDs); all ones means the configuration
+// access reached nothing (FAIL); a platform without configuration space SKIPs (above).
+TEST(Selftest, PciCheckPassesOnAHostBridgeAndFailsOnAllOnes) {
+    const char* name = "pci: configuration space reads the host bridge at 00:00.0";
+    Rig r;
+    r.hw.pci_present = true;
+    r.hw.pci_dword = 0x29C08086;
+    ASSERT_EQ(r.run("selftest"), 0) << r.p.out;
+    EXPECT_NE(r.p.out.find(std::string("PASS: ") + name + ": vendor 8086 device 29c0\n"), std::string::npos) << r.p.out;
+    r.hw.pci_dword = 0xFFFFFFFF;
+    EXPECT_EQ(r.run("selftest"), 1);
+    EXPECT_NE(r.p.out.find(std::string("FAIL: ") + name +
+                           ": vendor ffff device ffff: nothing answered (the configuration access is broken)\n"),
+              std::string::npos)
+        << r.p.out;
 }
 
 TEST(Selftest, ANonLinearHarnessFails) {

@@ -81,7 +81,7 @@ TEST(SelftestSilicon, AmdPmuIsChecked) {
             "3000 of 4000 instructions: 1 PMI; GLOBAL_STATUS bit 0 set at it, clear after the handler; counter 0 at "
             "it; RIP in the body at copy 373 + 20; LVT 0x10400 at it (masked by the delivery), re-armed 0x400; LVT "
             "restored 0x10000 (was 0x10000)\n"
-            "SUMMARY: 25 tests, 0 failures, 0 skipped\n";
+            "SUMMARY: 26 tests, 0 failures, 0 skipped\n";
     EXPECT_EQ(pmu_lines(c.out), want) << c.out;
 }
 
@@ -101,7 +101,7 @@ TEST(SelftestSilicon, ABrokenAmdPmuFails) {
     EXPECT_TRUE(has_prefix_line(c.out, "FAIL: counters wrap at their enumerated width: GP counters count past 2^width "
                                        "- 1 to 0 [CPU 0]: WRMSR 0xc0010207 <- 0xfffffffffff0 raised #GP"))
         << c.out;
-    EXPECT_TRUE(has_prefix_line(c.out, "SUMMARY: 25 tests, 2 failures, 2 skipped")) << c.out;
+    EXPECT_TRUE(has_prefix_line(c.out, "SUMMARY: 26 tests, 2 failures, 2 skipped")) << c.out;
 }
 
 TEST(SelftestSilicon, NetBurstPmuIsChecked) {
@@ -125,7 +125,7 @@ TEST(SelftestSilicon, NetBurstPmuIsChecked) {
               "(CCCR.OVF_PMI) is not implemented in pmulab)\n"
               "SKIP: counters wrap at their enumerated width [CPU 0] (the NetBurst counters' 40-bit wrap is the check "
               "'counter wraps at the enumerated width')\n"
-              "SUMMARY: 20 tests, 0 failures, 4 skipped, 1 not verified\n")
+              "SUMMARY: 21 tests, 0 failures, 4 skipped, 1 not verified\n")
         << c.out;
 }
 

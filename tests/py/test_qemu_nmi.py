@@ -70,7 +70,7 @@ def test_qemu_nmi_path_on_the_bsp_and_the_aps_then_the_watchdog_still_works():
 # the BSP after the check's runs and before its verdict, never from the NMI.
 def test_qemu_trace_msr_shows_the_nmi_handlers_accesses():
     r = run_qemu("--trace-msr", "selftest", "--cpu", "all", smp=2, timeout=180)
-    assert r.rc == 0, r
+    assert r.rc == 0, [l for l in r.out.splitlines() if l.startswith("FAIL")] or r
     lines = r.out.splitlines()
     for cpu in (0, 1):
         verdict = [i for i, l in enumerate(lines) if l.startswith(f"PASS: nmi-path [CPU {cpu}]: ")]

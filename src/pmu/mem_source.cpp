@@ -30,6 +30,16 @@ constexpr MemSource kGracemontTable[16] = {MemSource::unknown,      MemSource::l
                                            MemSource::dram,         MemSource::remote_dram, MemSource::io,
                                            MemSource::uncached};
 
+// Crestmont's (Linux ds.c __intel_pmu_pebs_data_source_cmt over its base table): 5 and
+// 6 an L3 hit with a snoop miss / hit, 7 a line forwarded from another core, 8 a snoop
+// HITM, 9 a remote cache's HITM, A local DRAM, B and C remote DRAM, D a remote HITM.
+constexpr MemSource kCrestmontTable[16] = {MemSource::unknown,      MemSource::l1,           MemSource::lfb,
+                                           MemSource::l2,           MemSource::l3,           MemSource::l3_snoop,
+                                           MemSource::l3_snoop,     MemSource::peer_cache,   MemSource::l3_hitm,
+                                           MemSource::remote_cache, MemSource::dram,         MemSource::remote_dram,
+                                           MemSource::remote_dram,  MemSource::remote_cache, MemSource::io,
+                                           MemSource::uncached};
+
 // IbsOpData2's DataSrc, with the Zen 4 extensions (32 values) and before them (8).
 MemSource ibs_ext_source(unsigned v) {
     namespace r = regs::ibs;
@@ -66,6 +76,10 @@ MemSourceInfo pebs_mem_source(u64 dse, PebsDseTable table) {
     regs::pebs::DataSource d(dse);
     if (table == PebsDseTable::unknown) return MemSourceInfo{MemSource::none, d.stlb_miss(), d.locked()};
     if (table == PebsDseTable::client) return MemSourceInfo{kPebsTable[d.source()], d.stlb_miss(), d.locked()};
+    if (table == PebsDseTable::crestmont) {
+        regs::pebs::CrestmontDataSource c(dse);
+        return MemSourceInfo{kCrestmontTable[c.source()], c.stlb_miss(), c.locked()};
+    }
     regs::pebs::GracemontDataSource g(dse);
     return MemSourceInfo{kGracemontTable[g.source()], g.stlb_miss(), g.locked()};
 }

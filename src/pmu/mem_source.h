@@ -43,9 +43,10 @@ struct MemSourceInfo {
 // Which Data Source Encoding table a core's PEBS load-latency records use: the Skylake /
 // Ice Lake client table (also Golden Cove's, as Linux's ds.c takes it), Gracemont's
 // (Alder/Raptor Lake E cores, Alder Lake-N: Linux's __intel_pmu_pebs_data_source_grt, its
-// lock and STLB bits swapped), or none pmulab knows (Lion Cove, Crestmont, Skymont: the
-// source is not decoded, never guessed).
-enum class PebsDseTable : u8 { client, gracemont, unknown };
+// lock and STLB bits swapped), Crestmont's (Meteor Lake E cores, Sierra Forest, Grand
+// Ridge: __intel_pmu_pebs_data_source_cmt, the bits one higher), or none pmulab knows
+// (Lion Cove, Skymont: the source is not decoded, never guessed).
+enum class PebsDseTable : u8 { client, gracemont, crestmont, unknown };
 // PEBS's load-latency data source (formats 1-3's DSE, format 4+'s memory auxiliary info).
 MemSourceInfo pebs_mem_source(u64 dse, PebsDseTable table = PebsDseTable::client);
 // The PEBS data source field that says `s` (the table's first entry meaning it; the

@@ -113,6 +113,8 @@ const u32 kLionCoveModels[] = {0xBD, 0xC5, 0xC6};   // Lunar Lake, Arrow Lake
 const u32 kGracemontModels[] = {0xBE, 0xAF, 0xB6};  // Alder Lake-N, Sierra Forest, Grand Ridge
 // Whose E cores are Gracemont itself (its data source table): Alder/Raptor Lake, Alder Lake-N.
 const u32 kGracemontCoreModels[] = {0x97, 0x9A, 0xB7, 0xBA, 0xBF, 0xBE};
+// Whose E cores are Crestmont: Meteor Lake, Sierra Forest, Grand Ridge.
+const u32 kCrestmontCoreModels[] = {0xAA, 0xAC, 0xAF, 0xB6};
 
 template <usize N> bool listed(const u32 (&models)[N], u32 m) {
     for (u32 x : models)
@@ -127,7 +129,8 @@ PebsDseTable dse_table(PebsCaps::Gen gen, u32 model) {
         case PebsCaps::Gen::icelake:
         case PebsCaps::Gen::golden_cove: return PebsDseTable::client;
         case PebsCaps::Gen::gracemont:
-            return listed(kGracemontCoreModels, model) ? PebsDseTable::gracemont : PebsDseTable::unknown;
+            if (listed(kGracemontCoreModels, model)) return PebsDseTable::gracemont;
+            return listed(kCrestmontCoreModels, model) ? PebsDseTable::crestmont : PebsDseTable::unknown;
         default: return PebsDseTable::unknown;
     }
 }

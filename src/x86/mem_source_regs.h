@@ -34,6 +34,16 @@ public:
     PMULAB_REG_FLAG(GracemontDataSource, stlb_miss, 5)   // the access missed the STLB
 };
 static_assert(GracemontDataSource(0x18).locked() && !GracemontDataSource(0x18).stlb_miss());
+// Crestmont's (Linux ds.c cmt_latency_data's mtl_* fields): a 5-bit source field of which
+// the table takes bits 3:0, then the lock and STLB-miss bits.
+class CrestmontDataSource : public RegValue<CrestmontDataSource> {
+public:
+    using RegValue::RegValue;
+    PMULAB_REG_FIELD(CrestmontDataSource, source, 3, 0)  // Crestmont's table's entry (bit 4 unused)
+    PMULAB_REG_FLAG(CrestmontDataSource, locked, 5)      // a locked access
+    PMULAB_REG_FLAG(CrestmontDataSource, stlb_miss, 6)   // the access missed the STLB
+};
+static_assert(CrestmontDataSource(0x31).locked() && !CrestmontDataSource(0x31).stlb_miss());
 
 // The Data Source Encoding table's entries (Skylake and Ice Lake client meanings).
 inline constexpr u8 kDseUnknownL3Miss = 0x0;  // an L3 miss of unknown source

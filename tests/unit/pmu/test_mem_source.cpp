@@ -202,6 +202,15 @@ TEST(MemSource, EachCoreDecodesWithItsOwnTable) {
     EXPECT_TRUE(g.locked && !g.stlb_miss) << "Gracemont: bit 4 is the lock";
     MemSourceInfo c = pebs_mem_source(0x11, PebsDseTable::client);
     EXPECT_TRUE(c.stlb_miss && !c.locked) << "client: bit 4 is the STLB miss";
+    // Crestmont: bit 4 belongs to the source field (unused by the table), 5 the lock, 6
+    // the STLB miss; 7 is a forward, 8 a HITM (Gracemont: 8 a forward, 7 a HITM).
+    EXPECT_EQ(name(pebs_mem_source(0x7, PebsDseTable::crestmont)), "peer_cache");
+    EXPECT_EQ(name(pebs_mem_source(0x8, PebsDseTable::crestmont)), "L3_HITM");
+    EXPECT_EQ(name(pebs_mem_source(0x7, PebsDseTable::gracemont)), "L3_HITM");
+    EXPECT_EQ(name(pebs_mem_source(0x1A, PebsDseTable::crestmont)), "DRAM");
+    MemSourceInfo cm = pebs_mem_source(0x41, PebsDseTable::crestmont);
+    EXPECT_TRUE(cm.stlb_miss && !cm.locked && cm.source == MemSource::l1);
+    EXPECT_TRUE(pebs_mem_source(0x21, PebsDseTable::crestmont).locked);
     MemSourceInfo m = pebs_mem_source(0x31, PebsDseTable::unknown);
     EXPECT_EQ(m.source, MemSource::none);
     EXPECT_TRUE(m.stlb_miss && m.locked);

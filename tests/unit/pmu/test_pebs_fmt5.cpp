@@ -146,6 +146,20 @@ TEST(PebsFormat5, AlderLakeECoresReadGracemontsDataSourceTable) {
     EXPECT_EQ(e.dse, PebsDseTable::gracemont);
 }
 
+// Sierra Forest (06_AFH, all Crestmont cores): Gracemont's event table, Crestmont's data
+// source table.
+TEST(PebsFormat5, SierraForestReadsCrestmontsDataSourceTable) {
+    IntelCpuidSpec s;
+    s.max_leaf = 0x1A;
+    s.signature = 0x000A06F3;
+    s.leaf_0a = {0x08300805, 0, 0, 0x00000603};
+    SimMachine m = intel_machine(s, {1, 1, 1}, kGracemontPerfCaps);
+    PebsCaps c;
+    ASSERT_TRUE(caps_of(m, 0, &c).ok());
+    EXPECT_EQ(c.gen, PebsCaps::Gen::gracemont);
+    EXPECT_EQ(c.dse, PebsDseTable::crestmont);
+}
+
 TEST(PebsFormat5, GoldenCoveTableAndPdistCounters) {
     SimMachine m = intel_sapphire_rapids(1);
     PebsCaps caps;

@@ -207,6 +207,9 @@ struct CboxRun {
     bool amd = false;
     AmdL3Pmu l3;
     u32 slice_runs[msr::kMaxChas] = {}, region = 0, region_runs[kRegions] = {};
+    // The unit counting: the L3 PMU on AMD, else the C-Boxes/CHAs.
+    SliceLookupPmu& unit() { return amd ? static_cast<SliceLookupPmu&>(l3) : pmu; }
+    const SliceLookupPmu& unit() const { return amd ? static_cast<const SliceLookupPmu&>(l3) : pmu; }
 };
 static_assert(regs::kAmdL3MaxSlices <= msr::kMaxCboxes);
 // The BSP's C-Boxes: Errc::unsupported with the reason where there are none (exit 3).

@@ -14,8 +14,6 @@ namespace pmulab {
 
 namespace {
 
-u32 cbox_units(const CboxRun& r) { return r.amd ? r.l3.boxes() : r.pmu.boxes(); }
-
 Status cbox_setup_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
     if (r->inner.setup) PMULAB_TRY(r->inner.setup(hw, r->inner.ctx));
@@ -25,16 +23,17 @@ Status cbox_setup_hook(Hw& hw, void* ctx) {
     for (u64& s : r->sum) s = 0;
     for (u32& n : r->slice_runs) n = 0;
     for (u32& n : r->region_runs) n = 0;
-    Status s = r->amd ? r->l3.begin(hw) : r->pmu.begin(hw);
-    if (!s.ok()) (void)(r->amd ? r->l3.end() : r->pmu.end());
+    Status s = r->unit().begin(hw);
+    if (!s.ok()) (void)r->unit().end();
     return s;
 }
 
 Status cbox_start_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
-    if (r->amd) PMULAB_TRY(r->l3.select_round(hw, r->region_runs[r->region] % r->l3.rounds()));
+    SliceLookupPmu& u = r->unit();
+    PMULAB_TRY(u.select_round(hw, r->region_runs[r->region] % u.rounds()));
     if (r->inner.start) PMULAB_TRY(r->inner.start(hw, r->inner.ctx));
-    return r->amd ? r->l3.read(hw, r->start) : r->pmu.read(hw, r->start);
+    return u.read(hw, r->start);
 }
 
 // Before every run: whether its region ran before in this job (its first run is not counted).
@@ -54,16 +53,16 @@ void cbox_region_hook(const Region& rg, void* ctx) {
 // The counters first thing after the code.
 Status cbox_stop_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
+    const SliceLookupPmu& u = r->unit();
     u64 now[msr::kMaxChas] = {};
-    PMULAB_TRY(r->amd ? r->l3.read(hw, now) : r->pmu.read(hw, now));
+    PMULAB_TRY(u.read(hw, now));
     if (r->counting) {
-        const unsigned bits = r->amd ? regs::kAmdL3CounterBits : r->pmu.counter_bits();
-        for (u32 b = 0; b < cbox_units(*r); ++b) {
-            if (r->amd && !r->l3.counted(b)) continue;
-            r->sum[b] += (now[b] - r->start[b]) & low_mask(bits);
+        for (u32 b = 0; b < u.boxes(); ++b) {
+            if (!u.counted(b)) continue;
+            r->sum[b] += (now[b] - r->start[b]) & low_mask(u.counter_bits());
             ++r->slice_runs[b];
         }
-        if (r->amd) ++r->region_runs[r->region];
+        ++r->region_runs[r->region];
         ++r->runs;
         r->have = true;
     }
@@ -73,7 +72,7 @@ Status cbox_stop_hook(Hw& hw, void* ctx) {
 
 Status cbox_teardown_hook(Hw& hw, void* ctx) {
     CboxRun* r = static_cast<CboxRun*>(ctx);
-    Status s = r->amd ? r->l3.end() : r->pmu.end();
+    Status s = r->unit().end();
     if (r->inner.teardown) {
         Status t = r->inner.teardown(hw, r->inner.ctx);
         if (s.ok()) s = t;
@@ -105,7 +104,7 @@ namespace {
 // The slice counted most per run (the rounds count slices in different numbers of runs);
 // false when nothing was counted or a slice was never counted.
 bool best_slice(const CboxRun& run, u32* best) {
-    u32 n = cbox_units(run);
+    u32 n = run.unit().boxes();
     *best = 0;
     bool all = true;
     for (u32 b = 0; b < n; ++b) {
@@ -128,7 +127,7 @@ void amd_l3_fields(JsonWriter& w, const CboxRun& run) {
 
 void emit_run_cbox(Out& out, const CboxRun& run, const MeasureResult& r) {
     if (r.read != run.first_read) return;
-    u32 n = cbox_units(run), best = 0;
+    u32 n = run.unit().boxes(), best = 0;
     u64 total = 0;
     for (u32 b = 0; b < n; ++b) total += run.sum[b];
     bool found = best_slice(run, &best);

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "pmu/msr_ledger.h"
+#include "pmu/slice_lookup.h"
 #include "x86/amd_l3_regs.h"
 #include "x86/cpuid.h"
 
@@ -24,16 +25,17 @@ struct AmdL3Support {
 };
 AmdL3Support amd_l3_support(const CpuIdentity& id, bool perf_ctr_ext_llc);
 
-class AmdL3Pmu {
+class AmdL3Pmu final : public SliceLookupPmu {
 public:
     // The BSP's word: amd_l3_support, then ChL3PmcCfg0 read (a fault: not usable), and how
     // the L3 complex of an APIC ID is found (CPUID 8000_001DH's L3 sharing, or the family's).
     // Errc::unsupported with the reason (and a pointer at eviction sets) where it is not.
     Status detect(Hw& hw, const CpuIdentity& id);
-    u32 boxes() const { return slices_; }  // slices of one L3 complex
-    u32 rounds() const { return rounds_; }
+    u32 boxes() const override { return slices_; }  // slices of one L3 complex
+    u32 rounds() const override { return rounds_; }
     u32 round() const { return round_; }
-    bool counted(u32 slice) const { return slice / per_round_ == round_; }
+    bool counted(u32 slice) const override { return slice / per_round_ == round_; }
+    unsigned counter_bits() const override { return regs::kAmdL3CounterBits; }
     // The L3 complex of the CPU begin() ran on (its APIC ID >> complex_shift()).
     u32 complex() const { return complex_; }
     u32 complex_shift() const { return shift_; }
@@ -41,13 +43,13 @@ public:
     const char* slices_from() const;
     bool f17() const { return f17_; }
     // Saves every configuration and counter, then counts round 0's slices from 0.
-    Status begin(Hw& hw);
+    Status begin(Hw& hw) override;
     // Counts round k's slices from 0 (nothing written when k is the current round).
-    Status select_round(Hw& hw, u32 k);
+    Status select_round(Hw& hw, u32 k) override;
     // The counters of the current round's slices now (out[slice]; the others untouched).
-    Status read(Hw& hw, u64* out) const;
+    Status read(Hw& hw, u64* out) const override;
     // Puts every register back as begin() found it; idempotent.
-    Status end();
+    Status end() override;
 
     // The configuration that counts every lookup in `slice` by every core and thread.
     u64 config_for(u32 slice) const;

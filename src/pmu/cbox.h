@@ -10,6 +10,7 @@
 #pragma once
 
 #include "pmu/msr_ledger.h"
+#include "pmu/slice_lookup.h"
 #include "x86/uncore_regs.h"
 
 namespace pmulab {
@@ -28,28 +29,30 @@ inline ChaGen cha_generation(const CpuIdentity& id) {
     return id.vendor == Vendor::intel ? cha_generation(id.family, id.model) : ChaGen::none;
 }
 
-class CboxPmu {
+class CboxPmu final : public SliceLookupPmu {
 public:
     // The boxes of the calling CPU's package: client C-Boxes (cbox_support, then
     // MSR_UNC_CBO_CONFIG) or server CHAs (cha_generation, then the CHA count: CAPID6/7 in
     // PCI configuration space, or SPR_MSR_UNC_CBO_CONFIG). Errc::unsupported with the
     // reason (and a pointer at eviction sets) where there are none.
     Status detect(Hw& hw, const CpuIdentity& id);
-    u32 boxes() const { return boxes_; }
+    u32 boxes() const override { return boxes_; }
     u32 global_msr() const { return global_; }
     // "cbox" (client) or "cha" (server): the record's "unit".
     const char* unit() const { return gen_ == ChaGen::none ? "cbox" : "cha"; }
     const char* box_name() const { return gen_ == ChaGen::none ? "C-Box" : "CHA"; }
     // The event as the record names it.
     const char* event() const { return gen_ == ChaGen::none ? "UNC_CBO_CACHE_LOOKUP.ANY" : "UNC_CHA_LLC_LOOKUP.ALL"; }
-    unsigned counter_bits() const { return gen_ == ChaGen::none ? regs::kCboCounterBits : regs::kChaCounterBits; }
+    unsigned counter_bits() const override {
+        return gen_ == ChaGen::none ? regs::kCboCounterBits : regs::kChaCounterBits;
+    }
     // Saves every register it writes (global control or box controls, filters, each box's
     // first select and counter), then counts every lookup from 0 in each box.
-    Status begin(Hw& hw);
+    Status begin(Hw& hw) override;
     // The counters now (out[boxes()]).
-    Status read(Hw& hw, u64* out) const;
+    Status read(Hw& hw, u64* out) const override;
     // Puts every register back as begin() found it; idempotent.
-    Status end();
+    Status end() override;
 
 private:
     Status detect_cha(Hw& hw, const CpuIdentity& id, ChaGen g);

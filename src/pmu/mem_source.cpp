@@ -73,15 +73,21 @@ MemSource ibs_remote(MemSource s) { return s == MemSource::dram ? MemSource::rem
 const char* mem_source_name(MemSource s) { return unsigned(s) < kMemSourceCount ? kNames[unsigned(s)] : "?"; }
 
 MemSourceInfo pebs_mem_source(u64 dse, PebsDseTable table) {
-    regs::pebs::DataSource d(dse);
-    if (table == PebsDseTable::unknown) return MemSourceInfo{MemSource::none, d.stlb_miss(), d.locked()};
-    if (table == PebsDseTable::client) return MemSourceInfo{kPebsTable[d.source()], d.stlb_miss(), d.locked()};
-    if (table == PebsDseTable::crestmont) {
-        regs::pebs::CrestmontDataSource c(dse);
-        return MemSourceInfo{kCrestmontTable[c.source()], c.stlb_miss(), c.locked()};
+    switch (table) {
+        case PebsDseTable::client: {
+            regs::pebs::DataSource d(dse);
+            return MemSourceInfo{kPebsTable[d.source()], d.stlb_miss(), d.locked()};
+        }
+        case PebsDseTable::gracemont: {
+            regs::pebs::GracemontDataSource g(dse);
+            return MemSourceInfo{kGracemontTable[g.source()], g.stlb_miss(), g.locked()};
+        }
+        case PebsDseTable::crestmont: {
+            regs::pebs::CrestmontDataSource c(dse);
+            return MemSourceInfo{kCrestmontTable[c.source()], c.stlb_miss(), c.locked()};
+        }
+        default: return MemSourceInfo{};  // an unknown table: its flags' places are unknown too
     }
-    regs::pebs::GracemontDataSource g(dse);
-    return MemSourceInfo{kGracemontTable[g.source()], g.stlb_miss(), g.locked()};
 }
 
 u8 pebs_dse_of(MemSource s) {
